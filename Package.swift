@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Pocket",
+    products: [
+        .library(name: "Pocket", targets: ["Pocket"]),
+        .executable(name: "pocket-bench", targets: ["pocket-bench"]),
+    ],
+    targets: [
+        // The C engine: sockets, epoll, parser, pool. TLS and zlib decoding land here too.
+        .target(
+            name: "CHTTPEngine",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [
+                .linkedLibrary("ssl"),
+                .linkedLibrary("crypto"),
+                .linkedLibrary("z"),
+                .linkedLibrary("pthread"),
+            ]
+        ),
+        // What users import.
+        .target(name: "Pocket", dependencies: ["CHTTPEngine"]),
+        // In-process loopback servers for tests (not a product).
+        .target(name: "PocketTestSupport"),
+        // A small epoll server the benchmark starts when no --url is given.
+        .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")]),
+        .executableTarget(name: "pocket-bench", dependencies: ["Pocket", "CPocketBenchServer"]),
+        .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
+        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"]),
+    ]
+)

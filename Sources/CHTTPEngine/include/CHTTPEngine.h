@@ -1,0 +1,303 @@
+/*
+ * CHTTPEngine — the C core of Pocket: an HTTP/1.1 client engine on epoll.
+ *
+ * Threading: every socket belongs to one loop thread. Only pk_engine_submit,
+ * pk_engine_cancel and pk_engine_shutdown may be called from other threads.
+ * Callbacks run on a loop thread and must not block.
+ *
+ * Ownership: pointers handed to a callback are borrowed until it returns.
+ * The engine never owns the caller's context pointer; it says exactly once,
+ * in on_done, when the caller may release it. A function that returns an
+ * error never calls a callback; otherwise on_done fires exactly once.
+ *
+ * The contract in prose lives in docs/ENGINE.md.
+ */
+#ifndef CHTTPENGINE_H
+#define CHTTPENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/* X(enum, name, message). Codes are stable; new ones are appended. */
+#define PK_ERROR_TABLE(X)                                                                 \
+  X(PK_OK, "ok", "no error")                                                              \
+  X(PK_E_NOMEM, "out_of_memory", "out of memory")                                         \
+  X(PK_E_INVALID_ARGUMENT, "invalid_argument", "invalid argument")                        \
+  X(PK_E_INVALID_METHOD, "invalid_method", "request method is empty or not a token")      \
+  X(PK_E_INVALID_TARGET, "invalid_target",                                                \
+    "request target is empty or contains CR, LF, NUL, space or a control byte")           \
+  X(PK_E_INVALID_HEADER_NAME, "invalid_header_name",                                      \
+    "request header name is empty or not a token")                                        \
+  X(PK_E_INVALID_HEADER_VALUE, "invalid_header_value",                                    \
+    "request header value contains CR, LF, NUL or another control byte")                                        \
+  X(PK_E_INVALID_HOST, "invalid_host", "host is empty, too long or contains invalid bytes") \
+  X(PK_E_REQUEST_TOO_LARGE, "request_head_too_large", "request head exceeds the limit")   \
+  X(PK_E_SHUTDOWN, "shutdown", "the client was shut down")                                \
+  X(PK_E_CANCELLED, "cancelled", "the request was cancelled")                             \
+  X(PK_E_DNS, "dns_failure", "host name could not be resolved")                           \
+  X(PK_E_CONNECT_REFUSED, "connection_refused", "connection refused")                     \
+  X(PK_E_NETWORK_UNREACHABLE, "network_unreachable", "network unreachable")               \
+  X(PK_E_HOST_UNREACHABLE, "host_unreachable", "host unreachable")                        \
+  X(PK_E_CONNECT, "connect_failed", "connect failed")                                     \
+  X(PK_E_CONNECT_TIMEOUT, "connect_timeout", "connect timed out")                         \
+  X(PK_E_READ_TIMEOUT, "read_timeout", "no data received within the idle-read timeout")   \
+  X(PK_E_TOTAL_TIMEOUT, "deadline_exceeded", "request did not finish before its deadline") \
+  X(PK_E_CONN_RESET, "connection_reset", "connection reset by peer")                      \
+  X(PK_E_CLOSED_BEFORE_RESPONSE, "closed_before_response",                                \
+    "server closed the connection before sending a response")                             \
+  X(PK_E_WRITE, "write_failed", "writing the request failed")                             \
+  X(PK_E_READ, "read_failed", "reading the response failed")                              \
+  X(PK_E_SOCKET, "socket_failed", "could not create a socket")                            \
+  X(PK_E_HEAD_TOO_LARGE, "response_head_too_large", "response head exceeds the limit")    \
+  X(PK_E_TOO_MANY_HEADERS, "too_many_headers", "response has too many header fields")     \
+  X(PK_E_BAD_STATUS_LINE, "bad_status_line", "malformed response status line")            \
+  X(PK_E_BAD_VERSION, "unsupported_version", "response is not HTTP/1.0 or HTTP/1.1")      \
+  X(PK_E_BAD_HEADER, "bad_header", "malformed response header field")                     \
+  X(PK_E_BAD_CONTENT_LENGTH, "bad_content_length",                                        \
+    "Content-Length is not a plain decimal number or overflows")                          \
+  X(PK_E_CONFLICTING_CONTENT_LENGTH, "conflicting_content_length",                        \
+    "response has conflicting Content-Length values")                                     \
+  X(PK_E_TE_WITH_CONTENT_LENGTH, "transfer_encoding_with_content_length",                 \
+    "response has both Transfer-Encoding and Content-Length (RFC 9112 6.3)")              \
+  X(PK_E_UNSUPPORTED_TRANSFER_ENCODING, "unsupported_transfer_encoding",                  \
+    "response Transfer-Encoding is not chunked")                                          \
+  X(PK_E_BAD_CHUNK, "bad_chunk", "malformed chunked encoding")                            \
+  X(PK_E_CHUNK_SIZE_TOO_LONG, "chunk_size_too_long", "chunk size has too many hex digits") \
+  X(PK_E_CHUNK_EXT_TOO_LARGE, "chunk_extension_too_large", "chunk extension exceeds the limit") \
+  X(PK_E_TRAILERS_TOO_LARGE, "trailers_too_large", "chunked trailers exceed the limit")   \
+  X(PK_E_TOO_MANY_INTERIM, "too_many_interim_responses", "too many 1xx interim responses") \
+  X(PK_E_UNEXPECTED_UPGRADE, "unexpected_upgrade", "server switched protocols (101) unasked") \
+  X(PK_E_TRUNCATED_BODY, "truncated_body",                                                \
+    "connection closed before the response body was complete")                            \
+  X(PK_E_TRUNCATED_HEAD, "truncated_head",                                                \
+    "connection closed in the middle of the response head")                               \
+  X(PK_E_BODY_TOO_LARGE, "body_too_large", "response body exceeds the limit")
+
+typedef enum pk_error {
+#define PK__ENUM(e, name, msg) e,
+  PK_ERROR_TABLE(PK__ENUM)
+#undef PK__ENUM
+  PK__ERROR_COUNT
+} pk_error;
+
+/* Stable snake_case name of an error code ("connect_timeout"); "unknown" if out of range. */
+const char *pk_error_name(int code);
+/* One-line English message for an error code. Never NULL. */
+const char *pk_error_message(int code);
+
+/* --------------------------------------------------------- allocation hook */
+
+/* Every engine allocation goes through one wrapper so tests can count them.
+ * Returns the number of allocations (malloc/calloc/realloc of a new block)
+ * made by the engine since the process started. Thread-safe. */
+uint64_t pk_alloc_count(void);
+/* Test hook: the next `n`-th allocation and every later one fail (0 disables). */
+void pk_alloc_fail_after(uint64_t n);
+
+/* ------------------------------------------------------------ pure parser */
+
+typedef struct pk_header {
+  const char *name;
+  size_t name_len;
+  const char *value;
+  size_t value_len;
+} pk_header;
+
+typedef struct pk_parse_limits {
+  size_t max_head_bytes;      /* default 65536 */
+  size_t max_header_fields;   /* default 128 */
+  size_t max_chunk_hex_digits; /* default 16 */
+  size_t max_chunk_ext_bytes; /* default 4096 */
+  size_t max_trailer_bytes;   /* default 16384 */
+} pk_parse_limits;
+
+/* Fills defaults. */
+void pk_parse_limits_init(pk_parse_limits *limits);
+
+typedef struct pk_response_head {
+  int minor_version;  /* 0 or 1 */
+  int status;         /* 100..999 */
+  const char *reason; /* points into the buffer; may be empty */
+  size_t reason_len;
+  pk_header *headers; /* caller-provided array */
+  size_t num_headers; /* in: capacity of `headers`; out: fields parsed */
+} pk_response_head;
+
+#define PK_PARSE_INCOMPLETE (-1000000)
+
+/*
+ * Parses a response head (status line and header fields up to the empty
+ * line) in buf[0..len). Stateless: call again with more bytes; `last_len`
+ * is how many bytes the previous call saw (0 at first), so only the new
+ * bytes are scanned for the end of the head — a trickling server costs O(n).
+ * Obsolete line folding is unfolded in place (the fold becomes spaces),
+ * which is why `buf` is writable. No allocation, no I/O.
+ * Returns the head length (> 0) when complete; PK_PARSE_INCOMPLETE when more
+ * bytes are needed (and len < max_head_bytes); otherwise -PK_E_xxx
+ * (HEAD_TOO_LARGE, TOO_MANY_HEADERS, BAD_STATUS_LINE, BAD_VERSION, BAD_HEADER).
+ * If out->num_headers capacity is smaller than max_header_fields, the smaller
+ * bound applies.
+ */
+int pk_parse_response_head(char *buf, size_t len, size_t last_len, pk_response_head *out,
+                           const pk_parse_limits *limits);
+
+/* Resumable chunked-body decoder (RFC 9112 §7.1). Zero-initialise or call _init. */
+typedef struct pk_chunked {
+  uint64_t remaining; /* bytes left in the current chunk's data */
+  size_t count;       /* digits / extension bytes / trailer bytes seen, per state */
+  size_t trailer_total;
+  int state;          /* private */
+  int done;           /* 1 once the last chunk and trailers were consumed */
+} pk_chunked;
+
+void pk_chunked_init(pk_chunked *dec);
+
+/*
+ * Decodes chunked data in place. On entry buf[0..*len) holds raw bytes; on
+ * return the decoded body bytes are compacted to buf[0..*len) (in order).
+ * Returns the number of raw bytes consumed (equal to the input length unless
+ * the body ended inside the buffer; then dec->done is 1 and the bytes after
+ * it are left untouched at buf[consumed..input_len)), or -PK_E_xxx
+ * (BAD_CHUNK, CHUNK_SIZE_TOO_LONG, CHUNK_EXT_TOO_LARGE, TRAILERS_TOO_LARGE).
+ * Note: when the body ends inside the buffer, the leftover bytes are NOT moved;
+ * the caller finds them at original offset `consumed`.
+ */
+ssize_t pk_chunked_decode(pk_chunked *dec, char *buf, size_t *len, const pk_parse_limits *limits);
+
+/* Framing of a response body, derived from a parsed head (RFC 9112 §6.3). */
+typedef enum pk_framing {
+  PK_FRAMING_NONE = 0,      /* HEAD, 1xx, 204, 304: no body */
+  PK_FRAMING_LENGTH = 1,    /* Content-Length */
+  PK_FRAMING_CHUNKED = 2,   /* Transfer-Encoding: chunked */
+  PK_FRAMING_CLOSE = 3,     /* read until the server closes */
+} pk_framing;
+
+typedef struct pk_body_info {
+  pk_framing framing;
+  uint64_t content_length; /* valid for PK_FRAMING_LENGTH */
+  int keep_alive;          /* 1 if the connection may be reused after this response */
+} pk_body_info;
+
+/*
+ * Applies RFC 9112 §6.3 to a parsed head. `head_request` is 1 for a HEAD
+ * request. Returns 0 or -PK_E_xxx (BAD_CONTENT_LENGTH,
+ * CONFLICTING_CONTENT_LENGTH, TE_WITH_CONTENT_LENGTH,
+ * UNSUPPORTED_TRANSFER_ENCODING). Pure.
+ */
+int pk_response_body_info(const pk_response_head *head, int head_request, pk_body_info *out);
+
+/* --------------------------------------------------------------- engine */
+
+typedef struct pk_engine pk_engine;
+
+/* Per-request timings in nanoseconds; 0 when the phase did not happen
+ * (e.g. dns and connect on a reused connection). */
+typedef struct pk_timings {
+  uint64_t dns_ns;        /* name resolution (0 for numeric hosts and cache hits) */
+  uint64_t connect_ns;    /* TCP connect */
+  uint64_t tls_ns;        /* TLS handshake (later issue) */
+  uint64_t first_byte_ns; /* submit -> first response byte */
+  uint64_t total_ns;      /* submit -> done */
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  int reused;             /* 1 if the request ran on a pooled connection */
+  int retried;            /* 1 if it was retried once on a new connection */
+} pk_timings;
+
+/* Callbacks, set once per engine. `ctx` is the per-request context pointer. */
+typedef struct pk_callbacks {
+  /* The final response head (interim 1xx are skipped). Borrowed until return.
+   * `raw`/`raw_len` is the head as received (after unfolding). `content_length`
+   * is -1 when unknown. */
+  void (*on_head)(void *ctx, const pk_response_head *head, const char *raw, size_t raw_len,
+                  int64_t content_length);
+  /* Decoded body bytes, in order. Borrowed until return. */
+  void (*on_body)(void *ctx, const char *data, size_t len);
+  /* Exactly once per accepted submission. `error` is PK_OK or a pk_error;
+   * `sys_errno` keeps errno (or the getaddrinfo code for PK_E_DNS) when relevant.
+   * After it returns the engine never touches `ctx` again. */
+  void (*on_done)(void *ctx, int error, int sys_errno, const pk_timings *timings);
+} pk_callbacks;
+
+typedef struct pk_engine_config {
+  uint32_t loops;                /* event-loop threads, default 1 */
+  uint32_t max_conns_per_origin; /* default 64 */
+  uint32_t idle_timeout_ms;      /* idle pooled connection lifetime, default 60000 */
+  uint32_t dns_threads;          /* resolver threads, default 2 */
+  uint32_t dns_cache_ttl_ms;     /* default 30000; 0 disables the cache */
+  uint32_t max_interim;          /* 1xx responses skipped at most, default 8 */
+  uint64_t max_body_bytes;       /* 0 = unlimited (default) */
+  pk_parse_limits limits;
+  pk_callbacks callbacks;
+} pk_engine_config;
+
+void pk_engine_config_init(pk_engine_config *cfg);
+
+/* Starts the loop and resolver threads. Returns 0 or -PK_E_xxx (errno kept in *sys_errno). */
+int pk_engine_create(const pk_engine_config *cfg, pk_engine **out);
+
+/* Fails every queued and in-flight request with PK_E_SHUTDOWN (their on_done
+ * runs on the loop threads), closes every connection and joins the threads.
+ * Idempotent. Any thread except a loop thread may call it; called from a loop
+ * thread (inside a callback) it only starts the shutdown. */
+void pk_engine_shutdown(pk_engine *eng);
+
+/* Shuts down (if not yet) and frees the engine. Called from a loop thread
+ * the memory is released when that thread exits. */
+void pk_engine_destroy(pk_engine *eng);
+
+typedef enum pk_scheme { PK_SCHEME_HTTP = 0, PK_SCHEME_HTTPS = 1 } pk_scheme;
+
+typedef struct pk_request_spec {
+  const char *method;   size_t method_len;
+  int scheme;           /* pk_scheme */
+  const char *host;     size_t host_len; /* name, IPv4, or IPv6 without brackets */
+  uint16_t port;
+  const char *target;   size_t target_len; /* origin-form: "/path?query" */
+  const pk_header *headers; size_t num_headers; /* Host is added unless present */
+  const void *body;     size_t body_len; /* borrowed until on_done */
+  int has_body;         /* 1: send Content-Length (even 0) unless headers carry framing */
+  uint32_t connect_timeout_ms; /* 0 = none */
+  uint32_t read_timeout_ms;    /* idle-read; 0 = none */
+  uint32_t total_timeout_ms;   /* whole request; 0 = none */
+  int idempotent;       /* -1: from the method; 0/1 override */
+  void *ctx;
+} pk_request_spec;
+
+typedef struct pk_request_handle {
+  void *req;
+  uint64_t id;
+} pk_request_handle;
+
+/* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
+ * serialises the request head and queues it. Thread-safe.
+ * Returns 0 and fills *handle, or -PK_E_xxx (no callback will run). */
+int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_handle *handle);
+
+/* Cancels a request from any thread. A no-op if it already finished. The
+ * request ends with PK_E_CANCELLED (unless it completed first) and its
+ * connection is closed, never pooled. */
+void pk_engine_cancel(pk_engine *eng, pk_request_handle handle);
+
+/* Pool statistics for tests and metrics; approximate when read off-loop. */
+typedef struct pk_engine_stats {
+  uint64_t connections_opened;
+  uint64_t connections_closed;
+  uint64_t connections_idle;
+  uint64_t requests_completed;
+  uint64_t requests_retried;
+} pk_engine_stats;
+
+void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

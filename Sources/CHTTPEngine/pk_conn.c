@@ -1,0 +1,432 @@
+/* One connection's life: connect, write a request, read and frame its
+ * response, then back to the pool or closed. Sockets are registered once,
+ * edge-triggered, for reading and writing, so a warm request costs one write
+ * and one read and no epoll_ctl. */
+#include "pk_internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define PK_HEADERS_ON_STACK 256
+
+/* ---------------------------------------------------------- read buffers */
+
+char *pk__rbuf_get(pk__loop *loop) {
+  if (loop->rbufs_len) return loop->rbufs[--loop->rbufs_len];
+  return pk__malloc(PK_RBUF_SIZE);
+}
+
+void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap) {
+  if (cap != PK_RBUF_SIZE) {
+    pk__free(buf); /* grown for a large head: rare, not worth keeping */
+    return;
+  }
+  if (loop->rbufs_len == loop->rbufs_cap) {
+    uint32_t ncap = loop->rbufs_cap ? loop->rbufs_cap * 2 : 64;
+    char **nb = pk__realloc(loop->rbufs, ncap * sizeof *nb);
+    if (!nb) {
+      pk__free(buf);
+      return;
+    }
+    loop->rbufs = nb;
+    loop->rbufs_cap = ncap;
+  }
+  loop->rbufs[loop->rbufs_len++] = buf;
+}
+
+/* -------------------------------------------------------------- failure */
+
+static bool retryable(int err) {
+  return err == PK_E_CONN_RESET || err == PK_E_CLOSED_BEFORE_RESPONSE || err == PK_E_WRITE ||
+         err == PK_E_READ;
+}
+
+void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
+  pk__req *req = conn->req;
+  conn->req = NULL;
+  pk__conn_close(loop, conn);
+  if (!req) return;
+  req->conn = NULL;
+  /* A pooled connection may have been closed by the server just as we reused
+   * it; nothing of the response arrived, so an idempotent request is safe to
+   * send once more on a new connection (RFC 9112 §9.3.1). */
+  if (retryable(err) && req->conn_reused && req->timings.bytes_received == 0 && req->idempotent &&
+      !req->retried) {
+    req->retried = 1;
+    req->conn_reused = 0;
+    req->timings.reused = 0;
+    req->timings.bytes_sent = 0;
+    req->state = PK_REQ_QUEUED;
+    atomic_fetch_add_explicit(&loop->st_retried, 1, memory_order_relaxed);
+    pk__dispatch(loop, req, true);
+    return;
+  }
+  pk__req_finish(loop, req, err, sys_errno);
+}
+
+static int connect_error(int e) {
+  switch (e) {
+  case ECONNREFUSED: return PK_E_CONNECT_REFUSED;
+  case ENETUNREACH: return PK_E_NETWORK_UNREACHABLE;
+  case EHOSTUNREACH: return PK_E_HOST_UNREACHABLE;
+  case ETIMEDOUT: return PK_E_CONNECT_TIMEOUT;
+  default: return PK_E_CONNECT;
+  }
+}
+
+/* ---------------------------------------------------------------- write */
+
+/* Head and body leave in one sendmsg (writev semantics); MSG_NOSIGNAL so a
+ * peer that closed early yields EPIPE, not a process-killing SIGPIPE. */
+static void conn_write(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  size_t total = req->head_len + req->body_len;
+  while (conn->woff < total) {
+    struct iovec iov[2];
+    int n = 0;
+    if (conn->woff < req->head_len) {
+      iov[n].iov_base = req->buf + conn->woff;
+      iov[n++].iov_len = req->head_len - conn->woff;
+      if (req->body_len) {
+        iov[n].iov_base = (void *)req->body;
+        iov[n++].iov_len = req->body_len;
+      }
+    } else {
+      size_t off = conn->woff - req->head_len;
+      iov[n].iov_base = (char *)req->body + off;
+      iov[n++].iov_len = req->body_len - off;
+    }
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        conn->want_write = 1;
+        return;
+      }
+      int e = errno;
+      pk__conn_fail(loop, conn, e == ECONNRESET ? PK_E_CONN_RESET : PK_E_WRITE, e);
+      return;
+    }
+    conn->woff += (size_t)w;
+    req->timings.bytes_sent += (uint64_t)w;
+    req->t_last_activity = loop->now;
+  }
+  conn->want_write = 0;
+}
+
+void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  conn->woff = 0;
+  conn->rlen = 0;
+  req->last_len = 0;
+  req->got_head = 0;
+  req->interim = 0;
+  req->t_last_activity = loop->now;
+  if (!conn->rbuf) {
+    conn->rbuf = pk__rbuf_get(loop);
+    if (!conn->rbuf) {
+      pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
+      return;
+    }
+    conn->rcap = PK_RBUF_SIZE;
+  }
+  conn_write(loop, conn);
+  if (conn->req == req) pk__req_update_timer(loop, req);
+}
+
+/* -------------------------------------------------------------- connect */
+
+static void connected(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
+  pk__dns_release(conn);
+  conn->state = PK_CONN_ACTIVE;
+  pk__conn_begin_request(loop, conn);
+}
+
+static void try_connect(pk__loop *loop, pk__conn *conn) {
+  const pk__addrs *a = conn->addrs;
+  pk__req *req = conn->req;
+  int last = ECONNREFUSED;
+  req->t_connect_start = pk__now_ns();
+  for (; conn->addr_index < a->count; conn->addr_index++) {
+    struct sockaddr_storage ss = a->addr[conn->addr_index];
+    socklen_t len = a->len[conn->addr_index];
+    if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->port);
+    else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->port);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
+      return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = conn};
+    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+      int e = errno;
+      close(fd);
+      pk__conn_fail(loop, conn, PK_E_SOCKET, e);
+      return;
+    }
+    conn->fd = fd;
+    if (connect(fd, (struct sockaddr *)&ss, len) == 0) {
+      connected(loop, conn);
+      return;
+    }
+    if (errno == EINPROGRESS) {
+      conn->state = PK_CONN_CONNECTING;
+      pk__req_update_timer(loop, req);
+      return;
+    }
+    last = errno;
+    close(fd);
+    conn->fd = -1;
+  }
+  pk__conn_fail(loop, conn, connect_error(last), last);
+}
+
+void pk__conn_connect_addrs(pk__loop *loop, pk__conn *conn, const pk__addrs *addrs, int err) {
+  if (err) {
+    pk__conn_fail(loop, conn, err, addrs ? addrs->gai_error : 0);
+    return;
+  }
+  conn->addrs = addrs;
+  conn->addr_index = 0;
+  conn->state = PK_CONN_CONNECTING;
+  try_connect(loop, conn);
+}
+
+void pk__conn_start(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  conn->state = PK_CONN_RESOLVING;
+  req->t_dns_start = loop->now;
+  pk__req_update_timer(loop, req);
+  pk__dns_resolve(loop, conn);
+}
+
+static void connect_event(pk__loop *loop, pk__conn *conn) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+  if (err == 0) {
+    connected(loop, conn);
+    return;
+  }
+  if (err == EINPROGRESS || err == EALREADY) return;
+  close(conn->fd);
+  conn->fd = -1;
+  conn->addr_index++;
+  if (conn->addr_index < conn->addrs->count) try_connect(loop, conn);
+  else pk__conn_fail(loop, conn, connect_error(err), err);
+}
+
+/* ----------------------------------------------------------------- read */
+
+static void complete(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  bool keep = conn->reusable && req->body_info.keep_alive && conn->state == PK_CONN_ACTIVE &&
+              !conn->want_write && conn->woff == req->head_len + req->body_len;
+  conn->req = NULL;
+  conn->requests++;
+  pk__req_finish(loop, req, PK_OK, 0);
+  if (keep && !loop->stopping_local) pk__conn_release(loop, conn);
+  else pk__conn_close(loop, conn);
+}
+
+/* Returns true when the request ended (completed or failed). */
+static bool process(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  pk_engine *eng = loop->eng;
+  const pk_parse_limits *lim = &eng->cfg.limits;
+  char *p = conn->rbuf;
+  size_t len = conn->rlen;
+
+  while (!req->got_head) {
+    pk_header hdrs[PK_HEADERS_ON_STACK];
+    pk_response_head head = {.headers = hdrs};
+    head.num_headers = lim->max_header_fields < PK_HEADERS_ON_STACK ? lim->max_header_fields : PK_HEADERS_ON_STACK;
+    int r = pk_parse_response_head(conn->rbuf, conn->rlen, req->last_len, &head, lim);
+    if (r == PK_PARSE_INCOMPLETE) {
+      req->last_len = conn->rlen;
+      if (conn->rlen == conn->rcap) {
+        /* A head larger than the usual buffer: grow, up to the head limit. */
+        size_t ncap = conn->rcap * 2 > lim->max_head_bytes ? lim->max_head_bytes : conn->rcap * 2;
+        if (ncap <= conn->rcap) {
+          pk__conn_fail(loop, conn, PK_E_HEAD_TOO_LARGE, 0);
+          return true;
+        }
+        char *nb = pk__malloc(ncap);
+        if (!nb) {
+          pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
+          return true;
+        }
+        memcpy(nb, conn->rbuf, conn->rlen);
+        pk__rbuf_put(loop, conn->rbuf, conn->rcap);
+        conn->rbuf = nb;
+        conn->rcap = ncap;
+      }
+      return false;
+    }
+    if (r < 0) {
+      pk__conn_fail(loop, conn, -r, 0);
+      return true;
+    }
+    if (head.status < 200) {
+      if (head.status == 101) {
+        pk__conn_fail(loop, conn, PK_E_UNEXPECTED_UPGRADE, 0);
+        return true;
+      }
+      /* Interim responses (RFC 9110 §15.2) are skipped, a bounded number. */
+      if (++req->interim > eng->cfg.max_interim) {
+        pk__conn_fail(loop, conn, PK_E_TOO_MANY_INTERIM, 0);
+        return true;
+      }
+      memmove(conn->rbuf, conn->rbuf + r, conn->rlen - (size_t)r);
+      conn->rlen -= (size_t)r;
+      req->last_len = 0;
+      continue;
+    }
+    int err = pk_response_body_info(&head, req->is_head, &req->body_info);
+    if (err) {
+      pk__conn_fail(loop, conn, -err, 0);
+      return true;
+    }
+    if (req->body_info.framing == PK_FRAMING_LENGTH && eng->cfg.max_body_bytes &&
+        req->body_info.content_length > eng->cfg.max_body_bytes) {
+      pk__conn_fail(loop, conn, PK_E_BODY_TOO_LARGE, 0);
+      return true;
+    }
+    req->got_head = 1;
+    if (!req->body_info.keep_alive) conn->reusable = 0;
+    req->remaining = req->body_info.content_length;
+    req->body_bytes = 0;
+    pk_chunked_init(&req->chunked);
+    int64_t cl = req->body_info.framing == PK_FRAMING_LENGTH ? (int64_t)req->body_info.content_length
+                 : req->body_info.framing == PK_FRAMING_NONE ? 0 : -1;
+    if (eng->cfg.callbacks.on_head) eng->cfg.callbacks.on_head(req->ctx, &head, conn->rbuf, (size_t)r, cl);
+    p = conn->rbuf + r;
+    len = conn->rlen - (size_t)r;
+  }
+  conn->rlen = 0;
+
+  size_t deliver = 0;
+  bool done = false;
+  switch (req->body_info.framing) {
+  case PK_FRAMING_NONE:
+    done = true;
+    if (len) conn->reusable = 0; /* bytes nobody asked for */
+    break;
+  case PK_FRAMING_LENGTH:
+    deliver = len < req->remaining ? len : (size_t)req->remaining;
+    req->remaining -= deliver;
+    if (len > deliver) conn->reusable = 0;
+    done = req->remaining == 0;
+    break;
+  case PK_FRAMING_CHUNKED: {
+    size_t out = len;
+    ssize_t used = pk_chunked_decode(&req->chunked, p, &out, lim);
+    if (used < 0) {
+      pk__conn_fail(loop, conn, (int)-used, 0);
+      return true;
+    }
+    deliver = out;
+    if (req->chunked.done) {
+      done = true;
+      if ((size_t)used < len) conn->reusable = 0;
+    }
+    break;
+  }
+  case PK_FRAMING_CLOSE:
+    deliver = len;
+    conn->reusable = 0;
+    break;
+  }
+  if (deliver) {
+    req->body_bytes += deliver;
+    if (eng->cfg.max_body_bytes && req->body_bytes > eng->cfg.max_body_bytes) {
+      pk__conn_fail(loop, conn, PK_E_BODY_TOO_LARGE, 0);
+      return true;
+    }
+    if (eng->cfg.callbacks.on_body) eng->cfg.callbacks.on_body(req->ctx, p, deliver);
+  }
+  if (done) {
+    complete(loop, conn);
+    return true;
+  }
+  return false;
+}
+
+static void on_eof(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  conn->reusable = 0;
+  if (!req->got_head) {
+    pk__conn_fail(loop, conn, conn->rlen ? PK_E_TRUNCATED_HEAD : PK_E_CLOSED_BEFORE_RESPONSE, 0);
+    return;
+  }
+  /* Only a close-delimited body ends with the connection (RFC 9112 §6.3 p8);
+   * for the others an EOF means the body was cut short. */
+  if (req->body_info.framing == PK_FRAMING_CLOSE) complete(loop, conn);
+  else pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
+}
+
+static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
+  bool hup = events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+  /* The peer already hung up: whatever is left to read, this connection
+   * cannot serve another request (and no later edge would tell us). */
+  if (hup) conn->reusable = 0;
+  for (;;) {
+    pk__req *req = conn->req;
+    if (!req || conn->state != PK_CONN_ACTIVE) return;
+    size_t space = conn->rcap - conn->rlen;
+    ssize_t n = read(conn->fd, conn->rbuf + conn->rlen, space);
+    if (n > 0) {
+      if (req->timings.bytes_received == 0) req->timings.first_byte_ns = loop->now - req->t_submit;
+      req->timings.bytes_received += (uint64_t)n;
+      req->t_last_activity = loop->now;
+      conn->rlen += (size_t)n;
+      if (process(loop, conn)) return;
+      /* A short read drained the socket; edge-triggered epoll reports new data. */
+      if ((size_t)n < space && !hup) return;
+      continue;
+    }
+    if (n == 0) {
+      on_eof(loop, conn);
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    int e = errno;
+    pk__conn_fail(loop, conn, e == ECONNRESET ? PK_E_CONN_RESET : PK_E_READ, e);
+    return;
+  }
+}
+
+void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
+  switch (conn->state) {
+  case PK_CONN_CONNECTING:
+    if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) connect_event(loop, conn);
+    return;
+  case PK_CONN_IDLE:
+    /* An idle connection that becomes readable was closed by the server or
+     * sent bytes nobody asked for; either way it cannot be reused. */
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pk__conn_close(loop, conn);
+    return;
+  case PK_CONN_ACTIVE:
+    if ((events & EPOLLOUT) && conn->want_write) {
+      pk__req *req = conn->req;
+      conn_write(loop, conn);
+      if (conn->req != req || conn->state != PK_CONN_ACTIVE) return;
+      if (!conn->want_write) pk__req_update_timer(loop, req);
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn_read(loop, conn, events);
+    return;
+  default:
+    return;
+  }
+}

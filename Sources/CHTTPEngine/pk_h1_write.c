@@ -1,0 +1,174 @@
+/* Request head serialization (RFC 9112 §3, §5, §6.2). Everything is
+ * validated before a byte is queued: a CR, LF or NUL smuggled into a method,
+ * target, header name or value would let a caller's input split the request,
+ * so such a request is refused, never sent. */
+#include "pk_internal.h"
+
+#include <string.h>
+
+/* tchar (RFC 9110 §5.6.2) */
+static const uint8_t tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
+
+static bool is_token(const char *s, size_t n) {
+  if (n == 0) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!tchar[(uint8_t)s[i]]) return false;
+  return true;
+}
+
+/* field-value: no CTL but HTAB (this rejects CR, LF and NUL). */
+static bool is_field_value(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = (uint8_t)s[i];
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  return true;
+}
+
+/* origin-form or "*": visible ASCII only; the caller percent-encodes. */
+static bool is_target(const char *s, size_t n) {
+  if (n == 0) return false;
+  if (!(s[0] == '/' || (n == 1 && s[0] == '*'))) return false;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = (uint8_t)s[i];
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+static bool is_host(const char *s, size_t n) {
+  if (n == 0 || n > 255) return false;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = (uint8_t)s[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.' || c == '_' || c == ':' || c == '%';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static bool ieq(const char *a, size_t an, const char *b) {
+  size_t bn = strlen(b);
+  if (an != bn) return false;
+  for (size_t i = 0; i < an; i++) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
+    if (x != y) return false;
+  }
+  return true;
+}
+
+int pk__method_idempotent(const char *m, size_t n) {
+  /* RFC 9110 §9.2.2 */
+  static const char *const idem[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"};
+  for (size_t i = 0; i < sizeof idem / sizeof idem[0]; i++)
+    if (strlen(idem[i]) == n && memcmp(idem[i], m, n) == 0) return 1;
+  return 0;
+}
+
+static char *put(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
+  if (!spec->method || !is_token(spec->method, spec->method_len)) return -PK_E_INVALID_METHOD;
+  if (!spec->target || !is_target(spec->target, spec->target_len)) return -PK_E_INVALID_TARGET;
+  if (!spec->host || !is_host(spec->host, spec->host_len)) return -PK_E_INVALID_HOST;
+  if (spec->scheme != PK_SCHEME_HTTP && spec->scheme != PK_SCHEME_HTTPS) return -PK_E_INVALID_ARGUMENT;
+  if (spec->port == 0) return -PK_E_INVALID_ARGUMENT;
+  if (spec->num_headers && !spec->headers) return -PK_E_INVALID_ARGUMENT;
+  if (spec->body_len && !spec->body) return -PK_E_INVALID_ARGUMENT;
+
+  bool has_host = false;
+  /* upper bound of the head: fixed parts + every header line */
+  size_t need = spec->method_len + 1 + spec->target_len + 11 /* " HTTP/1.1\r\n" */
+                + 6 + spec->host_len + 2 + 6 + 2          /* Host: [h]:ppppp\r\n */
+                + 16 + 20 + 2                             /* Content-Length */
+                + 2                                       /* final CRLF */
+                + spec->host_len;                         /* host copy for the pool key */
+  for (size_t i = 0; i < spec->num_headers; i++) {
+    const pk_header *h = &spec->headers[i];
+    if (!h->name || !is_token(h->name, h->name_len)) return -PK_E_INVALID_HEADER_NAME;
+    if (h->value_len && !h->value) return -PK_E_INVALID_HEADER_VALUE;
+    if (!is_field_value(h->value, h->value_len)) return -PK_E_INVALID_HEADER_VALUE;
+    if (ieq(h->name, h->name_len, "host")) has_host = true;
+    /* Framing is the engine's: a caller's Transfer-Encoding would contradict the
+     * Content-Length we send for a fixed body (RFC 9112 §6.1). */
+    if (ieq(h->name, h->name_len, "transfer-encoding")) return -PK_E_INVALID_HEADER_NAME;
+    need += h->name_len + 2 + h->value_len + 2;
+  }
+  if (need > (size_t)1 << 24) return -PK_E_REQUEST_TOO_LARGE;
+  if (need > req->buf_cap) {
+    size_t cap = req->buf_cap ? req->buf_cap : 512;
+    while (cap < need) cap *= 2;
+    char *nb = pk__realloc(req->buf, cap);
+    if (!nb) return -PK_E_NOMEM;
+    req->buf = nb;
+    req->buf_cap = cap;
+  }
+
+  char *p = req->buf;
+  p = put(p, spec->method, spec->method_len);
+  *p++ = ' ';
+  p = put(p, spec->target, spec->target_len);
+  p = put(p, " HTTP/1.1\r\n", 11);
+  if (!has_host) {
+    bool v6 = memchr(spec->host, ':', spec->host_len) != NULL;
+    uint16_t def = spec->scheme == PK_SCHEME_HTTPS ? 443 : 80;
+    p = put(p, "Host: ", 6);
+    if (v6) *p++ = '[';
+    p = put(p, spec->host, spec->host_len);
+    if (v6) *p++ = ']';
+    if (spec->port != def) {
+      *p++ = ':';
+      p = put_u64(p, spec->port);
+    }
+    p = put(p, "\r\n", 2);
+  }
+  for (size_t i = 0; i < spec->num_headers; i++) {
+    const pk_header *h = &spec->headers[i];
+    /* The body's length is known here, so the engine writes Content-Length
+     * itself; a caller's copy could disagree with the bytes sent. */
+    if (ieq(h->name, h->name_len, "content-length")) continue;
+    p = put(p, h->name, h->name_len);
+    p = put(p, ": ", 2);
+    if (h->value_len) p = put(p, h->value, h->value_len);
+    p = put(p, "\r\n", 2);
+  }
+  if (spec->has_body || spec->body_len) {
+    p = put(p, "Content-Length: ", 16);
+    p = put_u64(p, spec->body_len);
+    p = put(p, "\r\n", 2);
+  }
+  p = put(p, "\r\n", 2);
+  req->head_len = (size_t)(p - req->buf);
+  req->host_off = req->head_len;
+  req->host_len = spec->host_len;
+  memcpy(p, spec->host, spec->host_len);
+  return 0;
+}

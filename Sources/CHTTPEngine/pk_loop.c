@@ -1,0 +1,569 @@
+/* The event loop: one epoll instance per thread, a timer heap, and the
+ * thread-safe doors into it (submit, cancel, shutdown). Other threads only
+ * touch the fields under loop->lock; everything else belongs to the loop. */
+#include "pk_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define PK_MAX_EVENTS 256
+
+static _Thread_local pk_engine *current_engine;
+
+bool pk__on_loop_thread(pk_engine *eng) { return current_engine == eng; }
+
+/* --------------------------------------------------------------- timers */
+
+static void heap_swap(pk__heap *h, uint32_t a, uint32_t b) {
+  pk__timer *t = h->items[a];
+  h->items[a] = h->items[b];
+  h->items[b] = t;
+  h->items[a]->heap_index = a;
+  h->items[b]->heap_index = b;
+}
+
+static void heap_up(pk__heap *h, uint32_t i) {
+  while (i > 0) {
+    uint32_t parent = (i - 1) / 2;
+    if (h->items[parent]->deadline <= h->items[i]->deadline) break;
+    heap_swap(h, i, parent);
+    i = parent;
+  }
+}
+
+static void heap_down(pk__heap *h, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < h->len && h->items[l]->deadline < h->items[m]->deadline) m = l;
+    if (r < h->len && h->items[r]->deadline < h->items[m]->deadline) m = r;
+    if (m == i) return;
+    heap_swap(h, i, m);
+    i = m;
+  }
+}
+
+void pk__timer_cancel(pk__loop *loop, pk__timer *t) {
+  pk__heap *h = &loop->timers;
+  uint32_t i = t->heap_index;
+  if (i == PK_TIMER_IDLE) return;
+  t->heap_index = PK_TIMER_IDLE;
+  h->len--;
+  if (i == h->len) return;
+  h->items[i] = h->items[h->len];
+  h->items[i]->heap_index = i;
+  heap_up(h, i);
+  heap_down(h, h->items[i]->heap_index);
+}
+
+void pk__timer_arm(pk__loop *loop, pk__timer *t, uint64_t deadline) {
+  pk__heap *h = &loop->timers;
+  if (t->heap_index != PK_TIMER_IDLE) {
+    uint64_t old = t->deadline;
+    t->deadline = deadline;
+    if (deadline < old) heap_up(h, t->heap_index);
+    else heap_down(h, t->heap_index);
+    return;
+  }
+  if (h->len == h->cap) {
+    uint32_t cap = h->cap ? h->cap * 2 : 256;
+    pk__timer **items = pk__realloc(h->items, cap * sizeof *items);
+    if (!items) abort(); /* cannot keep a deadline: better loud than a hang */
+    h->items = items;
+    h->cap = cap;
+  }
+  t->deadline = deadline;
+  t->heap_index = h->len;
+  h->items[h->len++] = t;
+  heap_up(h, t->heap_index);
+}
+
+static void run_timers(pk__loop *loop) {
+  pk__heap *h = &loop->timers;
+  while (h->len && h->items[0]->deadline <= loop->now) {
+    pk__timer *t = h->items[0];
+    pk__timer_cancel(loop, t);
+    t->fire(loop, t);
+  }
+}
+
+static int next_timeout_ms(pk__loop *loop) {
+  pk__heap *h = &loop->timers;
+  if (!h->len) return -1;
+  uint64_t d = h->items[0]->deadline;
+  if (d <= loop->now) return 0;
+  uint64_t ms = (d - loop->now + 999999) / 1000000; /* round up: never wake early */
+  return ms > 3600000 ? 3600000 : (int)ms;
+}
+
+/* ------------------------------------------------------ request deadlines */
+
+/* One heap timer per request, armed at the earliest deadline that applies to
+ * its phase. Deadlines that move later (idle-read after each read) are not
+ * re-armed: the timer fires early and re-arms, which keeps the hot path free
+ * of heap operations. */
+static uint64_t req_deadline(pk__req *req, int *which) {
+  uint64_t best = UINT64_MAX;
+  *which = 0;
+  if (req->total_timeout_ms) {
+    best = req->t_submit + (uint64_t)req->total_timeout_ms * 1000000u;
+    *which = PK_E_TOTAL_TIMEOUT;
+  }
+  pk__conn *c = req->conn;
+  if (c && (c->state == PK_CONN_RESOLVING || c->state == PK_CONN_CONNECTING) &&
+      req->connect_timeout_ms) {
+    uint64_t d = req->t_dns_start + (uint64_t)req->connect_timeout_ms * 1000000u;
+    if (d < best) {
+      best = d;
+      *which = PK_E_CONNECT_TIMEOUT;
+    }
+  } else if (c && c->state == PK_CONN_ACTIVE && !c->want_write && req->read_timeout_ms) {
+    uint64_t d = req->t_last_activity + (uint64_t)req->read_timeout_ms * 1000000u;
+    if (d < best) {
+      best = d;
+      *which = PK_E_READ_TIMEOUT;
+    }
+  }
+  return best;
+}
+
+void pk__req_update_timer(pk__loop *loop, pk__req *req) {
+  int which;
+  uint64_t d = req_deadline(req, &which);
+  if (d == UINT64_MAX) return;
+  if (!pk__timer_armed(&req->timer) || d < req->timer.deadline) pk__timer_arm(loop, &req->timer, d);
+}
+
+static void req_timer_fire(pk__loop *loop, pk__timer *t) {
+  pk__req *req = PK_CONTAINER_OF(t, pk__req, timer);
+  int which;
+  uint64_t d = req_deadline(req, &which);
+  if (d == UINT64_MAX) return;
+  if (d > loop->now) {
+    pk__timer_arm(loop, t, d);
+    return;
+  }
+  if (req->conn) pk__conn_fail(loop, req->conn, which, ETIMEDOUT);
+  else pk__req_finish(loop, req, which, ETIMEDOUT);
+}
+
+/* ------------------------------------------------------------- requests */
+
+void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno) {
+  pk_engine *eng = loop->eng;
+  pk__timer_cancel(loop, &req->timer);
+  if (req->state == PK_REQ_WAITING) pk__list_remove(&req->link);
+  if (pk__linked(&req->all)) pk__list_remove(&req->all);
+  req->conn = NULL;
+  req->state = PK_REQ_DONE;
+  atomic_store_explicit(&req->id, 0, memory_order_release);
+  req->timings.total_ns = pk__now_ns() - req->t_submit;
+  req->timings.retried = req->retried;
+  if (!err) atomic_fetch_add_explicit(&loop->st_completed, 1, memory_order_relaxed);
+  eng->cfg.callbacks.on_done(req->ctx, err, err ? sys_errno : 0, &req->timings);
+  req->qnext = loop->done_reqs;
+  loop->done_reqs = req;
+}
+
+static void process_submissions(pk__loop *loop, pk__req *list, bool stopping) {
+  while (list) {
+    pk__req *req = list;
+    list = req->qnext;
+    req->qnext = NULL;
+    if (stopping) {
+      pk__req_finish(loop, req, PK_E_SHUTDOWN, 0);
+      continue;
+    }
+    pk__list_push_back(&loop->reqs, &req->all);
+    pk__req_update_timer(loop, req);
+    pk__dispatch(loop, req, false);
+  }
+}
+
+static void process_cancels(pk__loop *loop, pk__req *list) {
+  while (list) {
+    pk__req *req = list;
+    list = req->cnext;
+    req->cnext = NULL;
+    if (req->state == PK_REQ_DONE || req->state == PK_REQ_FREE) continue;
+    if (req->conn) pk__conn_fail(loop, req->conn, PK_E_CANCELLED, 0);
+    else pk__req_finish(loop, req, PK_E_CANCELLED, 0);
+  }
+}
+
+/* Swaps the shared queues out under one lock acquisition and hands back the
+ * request structs finished since the last swap. */
+static void drain_shared(pk__loop *loop, bool *stopping) {
+  pthread_mutex_lock(&loop->lock);
+  loop->sleeping = false;
+  loop->wake_pending = false;
+  pk__req *subs = loop->sq_head;
+  loop->sq_head = loop->sq_tail = NULL;
+  pk__req *cancels = loop->cancels;
+  loop->cancels = NULL;
+  for (pk__req *r = cancels; r; r = r->cnext) r->cancel_queued = 0;
+  struct pk__dns_job *dns = loop->dns_done;
+  loop->dns_done = NULL;
+  /* Recycle what finished before the previous swap, not since: a cancel
+   * taken in this swap may name a request that finished after the last one,
+   * and its struct must not be handed out again before we look at it. */
+  while (loop->done_prev) {
+    pk__req *r = loop->done_prev;
+    loop->done_prev = r->qnext;
+    r->state = PK_REQ_FREE;
+    r->qnext = loop->free_reqs;
+    loop->free_reqs = r;
+  }
+  loop->done_prev = loop->done_reqs;
+  loop->done_reqs = NULL;
+  *stopping = loop->stopping;
+  pthread_mutex_unlock(&loop->lock);
+
+  if (dns) pk__dns_process_done(loop, dns);
+  if (subs) process_submissions(loop, subs, *stopping);
+  if (cancels) process_cancels(loop, cancels);
+}
+
+static void fail_everything(pk__loop *loop) {
+  loop->stopping_local = true;
+  while (!pk__list_empty(&loop->reqs)) {
+    pk__req *req = PK_CONTAINER_OF(loop->reqs.next, pk__req, all);
+    if (req->conn) pk__conn_fail(loop, req->conn, PK_E_SHUTDOWN, 0);
+    else pk__req_finish(loop, req, PK_E_SHUTDOWN, 0);
+  }
+  pk__pool_close_all(loop);
+}
+
+static void *loop_main(void *arg) {
+  pk__loop *loop = arg;
+  current_engine = loop->eng;
+  struct epoll_event events[PK_MAX_EVENTS];
+  loop->now = pk__now_ns();
+  for (;;) {
+    bool stopping;
+    drain_shared(loop, &stopping);
+    if (stopping) {
+      fail_everything(loop);
+      pk__recycle_dead(loop);
+      /* Requests submitted while we failed the others are failed on the
+       * next pass; exit only when the queue is empty under the lock. */
+      pthread_mutex_lock(&loop->lock);
+      bool empty = loop->sq_head == NULL;
+      pthread_mutex_unlock(&loop->lock);
+      if (empty && pk__list_empty(&loop->reqs)) break;
+      continue;
+    }
+    loop->now = pk__now_ns();
+    run_timers(loop);
+    pk__recycle_dead(loop);
+
+    int timeout = next_timeout_ms(loop);
+    pthread_mutex_lock(&loop->lock);
+    if (loop->sq_head || loop->cancels || loop->dns_done || loop->stopping) timeout = 0;
+    else loop->sleeping = true;
+    pthread_mutex_unlock(&loop->lock);
+
+    int n = epoll_wait(loop->epfd, events, PK_MAX_EVENTS, timeout);
+    loop->now = pk__now_ns();
+    for (int i = 0; i < n; i++) {
+      void *p = events[i].data.ptr;
+      if (p == loop) {
+        uint64_t v;
+        ssize_t r = read(loop->evfd, &v, sizeof v);
+        PK_UNUSED(r);
+        continue;
+      }
+      pk__conn_event(loop, p, events[i].events);
+    }
+    pk__recycle_dead(loop);
+  }
+  current_engine = NULL;
+  return NULL;
+}
+
+void pk__loop_wake(pk__loop *loop) {
+  uint64_t one = 1;
+  ssize_t r = write(loop->evfd, &one, sizeof one);
+  PK_UNUSED(r);
+}
+
+/* --------------------------------------------------------------- engine */
+
+void pk_engine_config_init(pk_engine_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->loops = 1;
+  cfg->max_conns_per_origin = 64;
+  cfg->idle_timeout_ms = 60000;
+  cfg->dns_threads = 2;
+  cfg->dns_cache_ttl_ms = 30000;
+  cfg->max_interim = 8;
+  pk_parse_limits_init(&cfg->limits);
+}
+
+static int loop_init(pk_engine *eng, pk__loop *loop, uint32_t index) {
+  memset(loop, 0, sizeof *loop);
+  loop->eng = eng;
+  loop->index = index;
+  loop->epfd = loop->evfd = -1;
+  pthread_mutex_init(&loop->lock, NULL);
+  pk__list_init(&loop->reqs);
+  loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (loop->epfd < 0) return -PK_E_SOCKET;
+  loop->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (loop->evfd < 0) return -PK_E_SOCKET;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = loop};
+  if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev) < 0) return -PK_E_SOCKET;
+  return 0;
+}
+
+static void loop_free(pk__loop *loop) {
+  if (loop->epfd >= 0) close(loop->epfd);
+  if (loop->evfd >= 0) close(loop->evfd);
+  pk__dns_free_all(loop);
+  pk__req *lists[4] = {loop->free_reqs, loop->done_reqs, loop->done_prev, loop->sq_head};
+  for (int i = 0; i < 4; i++) {
+    for (pk__req *r = lists[i]; r;) {
+      pk__req *next = r->qnext;
+      pk__free(r->buf);
+      pk__free(r);
+      r = next;
+    }
+  }
+  for (pk__conn *c = loop->free_conns; c;) {
+    pk__conn *next = c->next_free;
+    pk__free(c);
+    c = next;
+  }
+  for (uint32_t i = 0; i < loop->rbufs_len; i++) pk__free(loop->rbufs[i]);
+  pk__free(loop->rbufs);
+  pk__free(loop->timers.items);
+  for (int b = 0; b < PK_ORIGIN_BUCKETS; b++) {
+    for (pk__origin *o = loop->origins[b]; o;) {
+      pk__origin *next = o->next;
+      pk__free(o);
+      o = next;
+    }
+  }
+  pthread_mutex_destroy(&loop->lock);
+}
+
+int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
+  pk_engine *eng = pk__calloc(1, sizeof *eng);
+  if (!eng) return -PK_E_NOMEM;
+  if (cfg) eng->cfg = *cfg;
+  else pk_engine_config_init(&eng->cfg);
+  pk_engine_config *c = &eng->cfg;
+  if (!c->loops) c->loops = 1;
+  if (!c->max_conns_per_origin) c->max_conns_per_origin = 64;
+  if (!c->dns_threads) c->dns_threads = 1;
+  if (!c->limits.max_head_bytes) pk_parse_limits_init(&c->limits);
+  if (!c->callbacks.on_done) {
+    pk__free(eng);
+    return -PK_E_INVALID_ARGUMENT;
+  }
+  eng->nloops = c->loops;
+  eng->loops = pk__calloc(eng->nloops, sizeof *eng->loops);
+  int err = eng->loops ? 0 : -PK_E_NOMEM;
+  uint32_t started = 0;
+  if (!err) err = pk__resolver_create(c->dns_threads, &eng->resolver);
+  for (uint32_t i = 0; !err && i < eng->nloops; i++) err = loop_init(eng, &eng->loops[i], i);
+  for (uint32_t i = 0; !err && i < eng->nloops; i++) {
+    if (pthread_create(&eng->loops[i].thread, NULL, loop_main, &eng->loops[i]) != 0) err = -PK_E_NOMEM;
+    else started++;
+  }
+  if (err) {
+    for (uint32_t i = 0; i < started; i++) {
+      pthread_mutex_lock(&eng->loops[i].lock);
+      eng->loops[i].stopping = true;
+      pthread_mutex_unlock(&eng->loops[i].lock);
+      pk__loop_wake(&eng->loops[i]);
+      pthread_join(eng->loops[i].thread, NULL);
+    }
+    if (eng->loops)
+      for (uint32_t i = 0; i < eng->nloops; i++)
+        if (eng->loops[i].eng) loop_free(&eng->loops[i]);
+    if (eng->resolver) pk__resolver_release(eng->resolver);
+    pk__free(eng->loops);
+    pk__free(eng);
+    return err;
+  }
+  *out = eng;
+  return 0;
+}
+
+static void start_shutdown(pk_engine *eng) {
+  if (atomic_exchange(&eng->shut, 1)) return;
+  for (uint32_t i = 0; i < eng->nloops; i++) {
+    pk__loop *loop = &eng->loops[i];
+    pthread_mutex_lock(&loop->lock);
+    loop->stopping = true;
+    pthread_mutex_unlock(&loop->lock);
+    pk__loop_wake(loop);
+  }
+}
+
+static void join_loops(pk_engine *eng) {
+  if (atomic_exchange(&eng->joined, 1)) return;
+  for (uint32_t i = 0; i < eng->nloops; i++) pthread_join(eng->loops[i].thread, NULL);
+}
+
+void pk_engine_shutdown(pk_engine *eng) {
+  if (!eng) return;
+  start_shutdown(eng);
+  if (!pk__on_loop_thread(eng)) join_loops(eng);
+}
+
+static void engine_free(pk_engine *eng) {
+  pk__resolver_release(eng->resolver); /* first: no lookup result may reach a freed loop */
+  for (uint32_t i = 0; i < eng->nloops; i++) loop_free(&eng->loops[i]);
+  pk__free(eng->loops);
+  pk__free(eng);
+}
+
+/* Destroy from inside a callback cannot join its own thread: a short-lived
+ * reaper thread joins the loops and frees the engine once they are gone. */
+static void *reaper_main(void *arg) {
+  pk_engine *eng = arg;
+  join_loops(eng);
+  engine_free(eng);
+  return NULL;
+}
+
+void pk_engine_destroy(pk_engine *eng) {
+  if (!eng) return;
+  start_shutdown(eng);
+  if (pk__on_loop_thread(eng)) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, reaper_main, eng) != 0) {
+      /* No thread to spare: leak the engine rather than deadlock. */
+    }
+    pthread_attr_destroy(&attr);
+    return;
+  }
+  join_loops(eng);
+  engine_free(eng);
+}
+
+int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_handle *handle) {
+  if (!eng || !spec) return -PK_E_INVALID_ARGUMENT;
+  if (atomic_load_explicit(&eng->shut, memory_order_acquire)) return -PK_E_SHUTDOWN;
+  uint32_t li = eng->nloops == 1 ? 0 : atomic_fetch_add_explicit(&eng->rr, 1, memory_order_relaxed) % eng->nloops;
+  pk__loop *loop = &eng->loops[li];
+
+  pthread_mutex_lock(&loop->lock);
+  pk__req *req = loop->free_reqs;
+  if (req) loop->free_reqs = req->qnext;
+  pthread_mutex_unlock(&loop->lock);
+  if (!req) {
+    req = pk__calloc(1, sizeof *req);
+    if (!req) return -PK_E_NOMEM;
+  }
+
+  int err = pk__serialize_request(spec, req);
+  if (err) {
+    pthread_mutex_lock(&loop->lock);
+    req->qnext = loop->free_reqs;
+    loop->free_reqs = req;
+    pthread_mutex_unlock(&loop->lock);
+    return err;
+  }
+  req->qnext = NULL;
+  req->link.prev = req->link.next = NULL;
+  req->all.prev = req->all.next = NULL;
+  req->loop = loop;
+  req->ctx = spec->ctx;
+  req->origin = NULL;
+  req->conn = NULL;
+  req->timer.heap_index = PK_TIMER_IDLE;
+  req->timer.fire = req_timer_fire;
+  req->body = spec->body;
+  req->body_len = spec->body_len;
+  req->port = spec->port;
+  req->scheme = (uint8_t)spec->scheme;
+  req->state = PK_REQ_QUEUED;
+  req->idempotent = spec->idempotent >= 0 ? (uint8_t)(spec->idempotent != 0)
+                                          : (uint8_t)pk__method_idempotent(spec->method, spec->method_len);
+  req->is_head = spec->method_len == 4 && memcmp(spec->method, "HEAD", 4) == 0;
+  req->retried = 0;
+  req->cancel_queued = 0;
+  req->got_head = 0;
+  req->interim = 0;
+  req->conn_reused = 0;
+  req->connect_timeout_ms = spec->connect_timeout_ms;
+  req->read_timeout_ms = spec->read_timeout_ms;
+  req->total_timeout_ms = spec->total_timeout_ms;
+  req->t_submit = req->t_last_activity = pk__now_ns();
+  req->t_dns_start = req->t_connect_start = 0;
+  memset(&req->timings, 0, sizeof req->timings);
+  req->last_len = 0;
+  req->remaining = 0;
+  req->body_bytes = 0;
+  uint64_t id = atomic_fetch_add_explicit(&eng->next_id, 1, memory_order_relaxed) + 1;
+  atomic_store_explicit(&req->id, id, memory_order_relaxed);
+
+  bool wake = false;
+  pthread_mutex_lock(&loop->lock);
+  if (loop->stopping) {
+    atomic_store_explicit(&req->id, 0, memory_order_relaxed);
+    req->state = PK_REQ_FREE;
+    req->qnext = loop->free_reqs;
+    loop->free_reqs = req;
+    pthread_mutex_unlock(&loop->lock);
+    return -PK_E_SHUTDOWN;
+  }
+  if (loop->sq_tail) loop->sq_tail->qnext = req;
+  else loop->sq_head = req;
+  loop->sq_tail = req;
+  /* Only a sleeping loop needs the eventfd; a busy one drains the queue on its
+   * next pass, so a loaded engine makes no wake-up syscalls at all. */
+  if (loop->sleeping && !loop->wake_pending) {
+    loop->wake_pending = true;
+    wake = true;
+  }
+  pthread_mutex_unlock(&loop->lock);
+  if (wake) pk__loop_wake(loop);
+  if (handle) {
+    handle->req = req;
+    handle->id = id;
+  }
+  return 0;
+}
+
+void pk_engine_cancel(pk_engine *eng, pk_request_handle handle) {
+  if (!eng || !handle.req || !handle.id) return;
+  pk__req *req = handle.req;
+  pk__loop *loop = req->loop;
+  bool wake = false;
+  pthread_mutex_lock(&loop->lock);
+  /* Request structs live until the engine is destroyed, so reading the id of
+   * a recycled one is safe; a different id means this request is long done. */
+  if (atomic_load_explicit(&req->id, memory_order_acquire) == handle.id && !req->cancel_queued) {
+    req->cancel_queued = 1;
+    req->cnext = loop->cancels;
+    loop->cancels = req;
+    if (loop->sleeping && !loop->wake_pending) {
+      loop->wake_pending = true;
+      wake = true;
+    }
+  }
+  pthread_mutex_unlock(&loop->lock);
+  if (wake) pk__loop_wake(loop);
+}
+
+void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
+  memset(out, 0, sizeof *out);
+  for (uint32_t i = 0; i < eng->nloops; i++) {
+    pk__loop *l = &eng->loops[i];
+    out->connections_opened += atomic_load(&l->st_opened);
+    out->connections_closed += atomic_load(&l->st_closed);
+    out->connections_idle += atomic_load(&l->st_idle);
+    out->requests_completed += atomic_load(&l->st_completed);
+    out->requests_retried += atomic_load(&l->st_retried);
+  }
+}

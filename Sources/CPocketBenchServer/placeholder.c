@@ -1,0 +1,1 @@
+/* placeholder; deleted when the real server lands */ int pkbs__placeholder;

@@ -1,0 +1,107 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// An HTTP/1.1 client with a keep-alive connection pool, running on Pocket's
+/// C engine (one epoll loop thread by default).
+///
+/// Create one per service and share it: it is `Sendable`, and its pool is
+/// what makes the second request to an origin fast.
+///
+/// ```swift
+/// let client = PocketClient()
+/// let response = try await client.send(Request(url: URL(string: "http://127.0.0.1:8080/")!))
+/// print(response.status, response.text)
+/// try await client.shutdown()
+/// ```
+///
+/// Dropping the last reference without `shutdown()` is safe: the engine stops,
+/// its threads are joined, and nothing leaks once requests in flight finish.
+public final class PocketClient: Sendable {
+    /// How a client behaves. Every default is safe for a service talking to
+    /// other services; each says why it is what it is.
+    public struct Configuration: Sendable {
+        /// Deadlines; connect 10 s, read 30 s, no total deadline by default.
+        public var timeouts = Timeouts()
+        /// Connections per origin (scheme, host, port), 64 by default: enough
+        /// to keep a loopback server busy, few enough not to exhaust its
+        /// accept queue. Requests beyond it wait in FIFO order.
+        public var maxConnectionsPerOrigin = 64
+        /// An idle pooled connection is closed after this, 60 s by default
+        /// (longer than most servers keep one, so the server usually closes
+        /// first; the engine notices that close at once).
+        public var idleConnectionTimeout: Duration = .seconds(60)
+        /// Event-loop threads in the engine, 1 by default: one loop saturates a
+        /// core on loopback; more help only with many origins and cores.
+        public var engineThreads = 1
+        /// How long a resolved host name is reused, 30 s by default.
+        public var dnsCacheTTL: Duration = .seconds(30)
+        /// Response limits; each has its own error code.
+        public var limits = Limits()
+        /// Header fields sent with every request unless the request has a field
+        /// of the same name. Default: `User-Agent: Pocket/0.1`.
+        public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+
+        public init() {}
+    }
+
+    /// Bounds on what a server may send.
+    public struct Limits: Sendable, Hashable {
+        /// Status line plus header fields, 64 KiB (`.responseHeadTooLarge`).
+        public var maxHeadBytes = 64 * 1024
+        /// Header fields per response, 128 (`.tooManyHeaders`).
+        public var maxHeaderFields = 128
+        /// Hex digits of a chunk size, 16: a 64-bit length (`.chunkSizeTooLong`).
+        public var maxChunkSizeDigits = 16
+        /// Chunked trailer section, 16 KiB (`.trailersTooLarge`).
+        public var maxTrailerBytes = 16 * 1024
+        /// 1xx interim responses skipped before the final one, 8 (`.tooManyInterimResponses`).
+        public var maxInterimResponses = 8
+        /// Body bytes collected into memory, 256 MiB (`.bodyTooLarge`); nil for no limit.
+        public var maxBodyBytes: Int? = 256 * 1024 * 1024
+
+        public init() {}
+    }
+
+    /// The configuration the client was created with.
+    public let configuration: Configuration
+    let engine: Engine
+
+    /// Starts the engine's threads. Fails only if threads or descriptors
+    /// cannot be created.
+    public init(configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        self.engine = try Engine(configuration: configuration)
+    }
+
+    /// Sends `request` and returns the complete response.
+    ///
+    /// Any status is a response, not an error: check `status` or use the
+    /// validation helpers. Throws `PocketError` for everything that kept a
+    /// complete response from arriving. Cancelling the calling Task cancels
+    /// the request and closes its connection (`.cancelled`).
+    public func send(_ request: Request) async throws -> Response {
+        let inflight = InFlightRequest(engine: engine)
+        let configuration = self.configuration
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                inflight.start(request, configuration: configuration, continuation: continuation)
+            }
+        } onCancel: {
+            inflight.cancel()
+        }
+    }
+
+    /// Fails every request in flight with `.shutdown`, closes every
+    /// connection and stops the engine's threads. Later sends fail with
+    /// `.shutdown`. Idempotent.
+    public func shutdown() async throws {
+        engine.shutdown()
+    }
+
+    /// Allocations made by the C engine in this process (its allocation
+    /// wrapper's count): the benchmark reports it per request.
+    public static var engineAllocationCount: UInt64 { Engine.allocationCount }
+}

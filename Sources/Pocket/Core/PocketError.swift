@@ -1,0 +1,150 @@
+/// The one error type Pocket throws.
+///
+/// `code` says what went wrong; `message` says it in a sentence; `underlying`
+/// keeps the cause (an `errno`, a decoding error); `response` is the head the
+/// server sent when the failure came after it.
+///
+/// ```swift
+/// do { _ = try await client.send(request) }
+/// catch let error as PocketError where error.code == .connectTimeout { ... }
+/// ```
+public struct PocketError: Error, Sendable, CustomStringConvertible {
+    /// An extensible error code: new codes are added as static constants, so a
+    /// `switch` over codes needs a `default` and never breaks when one is added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// A stable snake_case name, e.g. `"connect_timeout"`.
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        // Request building (Swift layer)
+        public static let invalidURL = Code("invalid_url")
+        public static let unsupportedScheme = Code("unsupported_scheme")
+        public static let unknown = Code("unknown")
+
+        // Engine codes, one per entry of the engine's error table
+    public static let outOfMemory = Code("out_of_memory")
+    public static let invalidArgument = Code("invalid_argument")
+    public static let invalidMethod = Code("invalid_method")
+    public static let invalidTarget = Code("invalid_target")
+    public static let invalidHeaderName = Code("invalid_header_name")
+    public static let invalidHeaderValue = Code("invalid_header_value")
+    public static let invalidHost = Code("invalid_host")
+    public static let requestHeadTooLarge = Code("request_head_too_large")
+    public static let shutdown = Code("shutdown")
+    public static let cancelled = Code("cancelled")
+    public static let dnsFailure = Code("dns_failure")
+    public static let connectionRefused = Code("connection_refused")
+    public static let networkUnreachable = Code("network_unreachable")
+    public static let hostUnreachable = Code("host_unreachable")
+    public static let connectFailed = Code("connect_failed")
+    public static let connectTimeout = Code("connect_timeout")
+    public static let readTimeout = Code("read_timeout")
+    public static let deadlineExceeded = Code("deadline_exceeded")
+    public static let connectionReset = Code("connection_reset")
+    public static let closedBeforeResponse = Code("closed_before_response")
+    public static let writeFailed = Code("write_failed")
+    public static let readFailed = Code("read_failed")
+    public static let socketFailed = Code("socket_failed")
+    public static let responseHeadTooLarge = Code("response_head_too_large")
+    public static let tooManyHeaders = Code("too_many_headers")
+    public static let badStatusLine = Code("bad_status_line")
+    public static let unsupportedVersion = Code("unsupported_version")
+    public static let badHeader = Code("bad_header")
+    public static let badContentLength = Code("bad_content_length")
+    public static let conflictingContentLength = Code("conflicting_content_length")
+    public static let transferEncodingWithContentLength = Code("transfer_encoding_with_content_length")
+    public static let unsupportedTransferEncoding = Code("unsupported_transfer_encoding")
+    public static let badChunk = Code("bad_chunk")
+    public static let chunkSizeTooLong = Code("chunk_size_too_long")
+    public static let chunkExtensionTooLarge = Code("chunk_extension_too_large")
+    public static let trailersTooLarge = Code("trailers_too_large")
+    public static let tooManyInterimResponses = Code("too_many_interim_responses")
+    public static let unexpectedUpgrade = Code("unexpected_upgrade")
+    public static let truncatedBody = Code("truncated_body")
+    public static let truncatedHead = Code("truncated_head")
+    public static let bodyTooLarge = Code("body_too_large")
+    }
+
+    public var code: Code
+    public var message: String
+    /// The underlying cause, e.g. `POSIXErrorCode` for socket failures.
+    public var underlying: (any Error & Sendable)?
+    /// The system `errno` (or `getaddrinfo` code for `.dnsFailure`), when one applies.
+    public var systemError: Int32?
+    /// The response head, when the server answered before the failure.
+    public var response: ResponseHead?
+
+    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
+                systemError: Int32? = nil, response: ResponseHead? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.systemError = systemError
+        self.response = response
+    }
+
+    public var description: String {
+        var s = "\(code.name): \(message)"
+        if let response { s += " (after HTTP \(response.status))" }
+        return s
+    }
+
+    /// True for `.cancelled`.
+    public var isCancellation: Bool { code == .cancelled }
+
+    /// True for the timeout codes.
+    public var isTimeout: Bool {
+        code == .connectTimeout || code == .readTimeout || code == .deadlineExceeded
+    }
+}
+
+extension PocketError.Code {
+    /// The Swift code for an engine error number (`pk_error`).
+    static func engine(_ value: Int32) -> PocketError.Code {
+        switch value {
+        case 1: return .outOfMemory
+        case 2: return .invalidArgument
+        case 3: return .invalidMethod
+        case 4: return .invalidTarget
+        case 5: return .invalidHeaderName
+        case 6: return .invalidHeaderValue
+        case 7: return .invalidHost
+        case 8: return .requestHeadTooLarge
+        case 9: return .shutdown
+        case 10: return .cancelled
+        case 11: return .dnsFailure
+        case 12: return .connectionRefused
+        case 13: return .networkUnreachable
+        case 14: return .hostUnreachable
+        case 15: return .connectFailed
+        case 16: return .connectTimeout
+        case 17: return .readTimeout
+        case 18: return .deadlineExceeded
+        case 19: return .connectionReset
+        case 20: return .closedBeforeResponse
+        case 21: return .writeFailed
+        case 22: return .readFailed
+        case 23: return .socketFailed
+        case 24: return .responseHeadTooLarge
+        case 25: return .tooManyHeaders
+        case 26: return .badStatusLine
+        case 27: return .unsupportedVersion
+        case 28: return .badHeader
+        case 29: return .badContentLength
+        case 30: return .conflictingContentLength
+        case 31: return .transferEncodingWithContentLength
+        case 32: return .unsupportedTransferEncoding
+        case 33: return .badChunk
+        case 34: return .chunkSizeTooLong
+        case 35: return .chunkExtensionTooLarge
+        case 36: return .trailersTooLarge
+        case 37: return .tooManyInterimResponses
+        case 38: return .unexpectedUpgrade
+        case 39: return .truncatedBody
+        case 40: return .truncatedHead
+        case 41: return .bodyTooLarge
+        default: return .unknown
+        }
+    }
+}

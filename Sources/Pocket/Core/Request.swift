@@ -1,0 +1,132 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// An HTTP request as a value: build it, copy it, keep it, send it later.
+///
+/// ```swift
+/// var request = Request(method: .post, url: URL(string: "http://127.0.0.1:8080/items")!)
+/// request.headers["Content-Type"] = "application/json"
+/// request.body = Data(#"{"name":"pocket"}"#.utf8)
+/// let response = try await client.send(request)
+/// ```
+public struct Request: Sendable, Hashable, Codable {
+    /// The method; `.get` by default.
+    public var method: HTTPMethod
+    /// An absolute `http` or `https` URL. Its path and query are sent as they
+    /// are percent-encoded in the URL.
+    public var url: URL {
+        didSet { target = Target(url) }
+    }
+    /// Header fields sent after the client's defaults (a field here replaces a
+    /// default of the same name). `Host` and `Content-Length` are written by the engine.
+    public var headers: HTTPHeaders
+    /// The body, or nil for none. An empty body sends `Content-Length: 0`.
+    public var body: Data?
+    /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
+    public var timeouts: Timeouts?
+
+    /// The parts of `url` the engine needs, computed once per URL so that
+    /// sending the same request again does no URL parsing.
+    var target: Target
+
+    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.target = Target(url)
+    }
+
+    /// A request for a URL string; throws `PocketError.invalidURL` when it does not parse.
+    public init(method: HTTPMethod = .get, _ urlString: String, headers: HTTPHeaders = [:], body: Data? = nil) throws {
+        guard let url = URL(string: urlString) else {
+            throw PocketError(.invalidURL, "not a URL: \(urlString)")
+        }
+        self.init(method: method, url: url, headers: headers, body: body)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case method, url, headers, body, timeouts
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(method: try c.decode(HTTPMethod.self, forKey: .method),
+                  url: try c.decode(URL.self, forKey: .url),
+                  headers: try c.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:],
+                  body: try c.decodeIfPresent(Data.self, forKey: .body))
+        timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encode(url, forKey: .url)
+        try c.encode(headers, forKey: .headers)
+        try c.encodeIfPresent(body, forKey: .body)
+        try c.encodeIfPresent(timeouts, forKey: .timeouts)
+    }
+
+    public static func == (lhs: Request, rhs: Request) -> Bool {
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
+            && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(url)
+        hasher.combine(headers)
+        hasher.combine(body)
+    }
+}
+
+/// Scheme, host, port and origin-form target of a URL, or why it cannot be sent.
+struct Target: Sendable, Hashable {
+    var https = false
+    var host = ""
+    var port: UInt16 = 80
+    var pathAndQuery = "/"
+    var userInfo: (user: String, password: String)?
+    var problem: String?
+
+    init(_ url: URL) {
+        switch url.scheme?.lowercased() {
+        case "http": https = false
+        case "https": https = true
+        case let other:
+            problem = "unsupported URL scheme \(other.map { "'\($0)'" } ?? "(none)"): only http and https"
+            return
+        }
+        guard let h = url.host(percentEncoded: false), !h.isEmpty else {
+            problem = "URL has no host: \(url.absoluteString)"
+            return
+        }
+        host = h
+        let p = url.port ?? (https ? 443 : 80)
+        guard p > 0, p <= 65535 else {
+            problem = "URL port out of range: \(p)"
+            return
+        }
+        port = UInt16(p)
+        var path = url.path(percentEncoded: true)
+        if path.isEmpty { path = "/" }
+        if let q = url.query(percentEncoded: true) { path += "?" + q }
+        pathAndQuery = path
+        if let user = url.user(percentEncoded: false) {
+            userInfo = (user, url.password(percentEncoded: false) ?? "")
+        }
+    }
+
+    static func == (a: Target, b: Target) -> Bool {
+        a.https == b.https && a.host == b.host && a.port == b.port && a.pathAndQuery == b.pathAndQuery
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(pathAndQuery)
+    }
+}

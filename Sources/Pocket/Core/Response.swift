@@ -1,0 +1,68 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A complete response: status, header fields, body and timings.
+public struct Response: Sendable {
+    /// The status code, e.g. 200.
+    public var status: Int
+    /// The reason phrase as sent (may be empty).
+    public var reason: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    public var httpMinorVersion: Int
+    /// Header fields in the order received.
+    public var headers: HTTPHeaders
+    /// The body bytes, after de-chunking. Empty for HEAD, 204 and 304.
+    public var body: Data
+    /// Where the time went.
+    public var timings: Timings
+
+    public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: HTTPHeaders = [:],
+                body: Data = Data(), timings: Timings = Timings()) {
+        self.status = status
+        self.reason = reason
+        self.httpMinorVersion = httpMinorVersion
+        self.headers = headers
+        self.body = body
+        self.timings = timings
+    }
+
+    /// The body decoded as UTF-8 (invalid bytes become U+FFFD).
+    public var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// True for 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// The head of a response, kept with errors raised after the server answered.
+public struct ResponseHead: Sendable, Hashable {
+    public var status: Int
+    public var reason: String
+    public var headers: HTTPHeaders
+}
+
+/// Per-request timings, like curl's `-w` variables.
+public struct Timings: Sendable, Hashable {
+    /// Name resolution; zero for numeric hosts, cache hits and reused connections.
+    public var dns: Duration = .zero
+    /// TCP connect; zero on a reused connection.
+    public var connect: Duration = .zero
+    /// TLS handshake; zero for plain HTTP and reused connections.
+    public var tls: Duration = .zero
+    /// From `send` to the first response byte.
+    public var firstByte: Duration = .zero
+    /// From `send` to the last body byte.
+    public var total: Duration = .zero
+    /// Bytes written to and read from the socket for this request.
+    public var bytesSent: Int = 0
+    public var bytesReceived: Int = 0
+    /// The request ran on a pooled keep-alive connection.
+    public var reusedConnection = false
+    /// The request was sent a second time after a reused connection failed
+    /// before any response byte (idempotent methods only).
+    public var retried = false
+
+    public init() {}
+}

@@ -1,0 +1,80 @@
+internal import CHTTPEngine
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Owns one C engine. The engine's submit, cancel and shutdown are
+/// thread-safe, and the pointer never changes.
+final class Engine: @unchecked Sendable {
+    // Invariant: `raw` is set once in init and destroyed once in deinit.
+    let raw: OpaquePointer
+
+    init(configuration c: PocketClient.Configuration) throws(PocketError) {
+        var cfg = pk_engine_config()
+        pk_engine_config_init(&cfg)
+        cfg.loops = UInt32(clamping: max(1, c.engineThreads))
+        cfg.max_conns_per_origin = UInt32(clamping: max(1, c.maxConnectionsPerOrigin))
+        cfg.idle_timeout_ms = Timeouts.milliseconds(c.idleConnectionTimeout)
+        cfg.dns_cache_ttl_ms = Timeouts.milliseconds(c.dnsCacheTTL)
+        cfg.max_interim = UInt32(clamping: c.limits.maxInterimResponses)
+        cfg.max_body_bytes = c.limits.maxBodyBytes.map { UInt64(clamping: $0) } ?? 0
+        cfg.limits.max_head_bytes = max(64, c.limits.maxHeadBytes)
+        cfg.limits.max_header_fields = max(1, c.limits.maxHeaderFields)
+        cfg.limits.max_chunk_hex_digits = max(1, c.limits.maxChunkSizeDigits)
+        cfg.limits.max_trailer_bytes = c.limits.maxTrailerBytes
+        cfg.callbacks.on_head = { ctx, head, raw, rawLen, contentLength in
+            InFlightRequest.from(ctx).didReceiveHead(head!.pointee, contentLength: contentLength)
+        }
+        cfg.callbacks.on_body = { ctx, data, len in
+            InFlightRequest.from(ctx).didReceiveBody(UnsafeRawBufferPointer(start: data, count: len))
+        }
+        cfg.callbacks.on_done = { ctx, error, sysErrno, timings in
+            InFlightRequest.release(ctx).didFinish(error: error, sysErrno: sysErrno, timings: timings!.pointee)
+        }
+        var engine: OpaquePointer?
+        let rc = pk_engine_create(&cfg, &engine)
+        guard rc == 0, let engine else {
+            throw PocketError.engine(rc, errno: 0)
+        }
+        raw = engine
+    }
+
+    /// Fails everything in flight with `.shutdown` and joins the loop threads.
+    func shutdown() {
+        pk_engine_shutdown(raw)
+    }
+
+    deinit {
+        pk_engine_destroy(raw)
+    }
+
+    /// Allocations the C engine has made in this process.
+    static var allocationCount: UInt64 { pk_alloc_count() }
+}
+
+extension PocketError {
+    /// The Swift error for an engine error number (negative or positive).
+    static func engine(_ code: Int32, errno: Int32, response: ResponseHead? = nil) -> PocketError {
+        let c = abs(code)
+        var message = String(cString: pk_error_message(c))
+        var underlying: (any Error & Sendable)?
+        var sys: Int32?
+        if errno != 0 {
+            sys = errno
+            if c == PK_E_DNS.rawValue {
+                message += " (\(String(cString: gai_strerror(errno))))"
+            } else if let posix = POSIXErrorCode(rawValue: errno) {
+                underlying = POSIXError(posix)
+                message += " (\(String(cString: strerror(errno))))"
+            }
+        }
+        return PocketError(.engine(c), message, underlying: underlying, systemError: sys, response: response)
+    }
+}

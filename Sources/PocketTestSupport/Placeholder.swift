@@ -1,0 +1,1 @@
+// Placeholder so the package resolves while the real sources are written; the lead deletes it.
