@@ -124,6 +124,7 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   conn->woff = 0;
   conn->rlen = 0;
+  conn->read_full = 0;
   req->last_len = 0;
   req->got_head = 0;
   req->interim = 0;
@@ -232,6 +233,14 @@ static void complete(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   bool keep = conn->reusable && req->body_info.keep_alive && conn->state == PK_CONN_ACTIVE &&
               !conn->want_write && conn->woff == req->head_len + req->body_len;
+  if (keep && conn->read_full) {
+    /* The response ended exactly where a full read did: bytes (or an EOF)
+     * may still wait in the socket, and edge-triggered epoll will not report
+     * them again. Rare, so a peek is cheap insurance against pooling them. */
+    char c;
+    ssize_t r = recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) keep = false;
+  }
   conn->req = NULL;
   conn->requests++;
   pk__req_finish(loop, req, PK_OK, 0);
@@ -390,6 +399,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
       req->timings.bytes_received += (uint64_t)n;
       req->t_last_activity = loop->now;
       conn->rlen += (size_t)n;
+      conn->read_full = (size_t)n == space;
       if (process(loop, conn)) return;
       /* A short read drained the socket; edge-triggered epoll reports new data. */
       if ((size_t)n < space && !hup) return;

@@ -160,6 +160,7 @@ struct pk__conn {
   uint8_t want_write;
   uint8_t reusable;           /* cleared when anything makes the connection unfit for reuse */
   uint8_t addr_index;
+  uint8_t read_full;          /* the last read filled the buffer */
   uint32_t requests;          /* responses completed on this connection */
   struct pk__loop *loop;
   pk__origin *origin;
@@ -189,6 +190,11 @@ struct pk__origin {
 
 /* ----------------------------------------------------------------- loop */
 
+typedef struct pk__post {
+  void (*fn)(void *ctx, void *arg);
+  void *arg;
+} pk__post;
+
 #define PK_ORIGIN_BUCKETS 256
 #define PK_DNS_BUCKETS 256
 #define PK_RBUF_SIZE 16384
@@ -205,11 +211,16 @@ typedef struct pk__loop {
   pk__req *cancels;           /* cancel requests */
   pk__req *free_reqs;         /* recycled request structs */
   struct pk__dns_job *dns_done; /* completed lookups */
+  struct pk__post *posts;     /* work for the loop thread (pk_engine_post) */
+  uint32_t posts_len, posts_cap;
+  bool closed;                /* the thread exited: posts are refused */
   bool sleeping;              /* in (or about to enter) epoll_wait */
   bool wake_pending;          /* eventfd written since it last woke */
   bool stopping;
 
   /* loop thread only */
+  struct pk__post *run_posts; /* the other half of the double buffer */
+  uint32_t run_cap;
   uint64_t now;
   pk__heap timers;
   pk__link reqs;              /* every dispatched, unfinished request */
@@ -224,7 +235,7 @@ typedef struct pk__loop {
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
 
-  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle;
+  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups;
 } pk__loop;
 
 struct pk_engine {

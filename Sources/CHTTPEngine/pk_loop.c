@@ -16,6 +16,8 @@ static _Thread_local pk_engine *current_engine;
 
 bool pk__on_loop_thread(pk_engine *eng) { return current_engine == eng; }
 
+int pk_engine_on_loop_thread(pk_engine *eng) { return eng && current_engine == eng; }
+
 /* --------------------------------------------------------------- timers */
 
 static void heap_swap(pk__heap *h, uint32_t a, uint32_t b) {
@@ -196,7 +198,18 @@ static void process_cancels(pk__loop *loop, pk__req *list) {
 
 /* Swaps the shared queues out under one lock acquisition and hands back the
  * request structs finished since the last swap. */
+static bool drain_once(pk__loop *loop, bool *stopping);
+
+/* Posted work usually submits requests (a task resumed on the loop sends
+ * its next one): pick those up in the same pass so they are written now,
+ * not after another epoll_wait. Bounded, so I/O is never starved. */
 static void drain_shared(pk__loop *loop, bool *stopping) {
+  for (int pass = 0; pass < 4 && drain_once(loop, stopping); pass++) {
+  }
+}
+
+/* Returns true if it ran posted work (which may have queued more). */
+static bool drain_once(pk__loop *loop, bool *stopping) {
   pthread_mutex_lock(&loop->lock);
   loop->sleeping = false;
   loop->wake_pending = false;
@@ -220,11 +233,51 @@ static void drain_shared(pk__loop *loop, bool *stopping) {
   loop->done_prev = loop->done_reqs;
   loop->done_reqs = NULL;
   *stopping = loop->stopping;
+  /* Double-buffered posts: swap the arrays, run ours outside the lock. */
+  pk__post *posts = loop->posts;
+  uint32_t nposts = loop->posts_len, cap = loop->posts_cap;
+  loop->posts = loop->run_posts;
+  loop->posts_cap = loop->run_cap;
+  loop->posts_len = 0;
+  loop->run_posts = posts;
+  loop->run_cap = cap;
   pthread_mutex_unlock(&loop->lock);
 
   if (dns) pk__dns_process_done(loop, dns);
   if (subs) process_submissions(loop, subs, *stopping);
   if (cancels) process_cancels(loop, cancels);
+  void *ctx = loop->eng->cfg.post_ctx;
+  for (uint32_t i = 0; i < nposts; i++) posts[i].fn(ctx, posts[i].arg);
+  return nposts > 0;
+}
+
+int pk_engine_post(pk_engine *eng, uint32_t loop_index, void (*fn)(void *ctx, void *arg), void *arg) {
+  if (!eng || !fn) return -PK_E_INVALID_ARGUMENT;
+  pk__loop *loop = &eng->loops[loop_index % eng->nloops];
+  bool wake = false;
+  pthread_mutex_lock(&loop->lock);
+  if (loop->closed) {
+    pthread_mutex_unlock(&loop->lock);
+    return -PK_E_SHUTDOWN;
+  }
+  if (loop->posts_len == loop->posts_cap) {
+    uint32_t ncap = loop->posts_cap ? loop->posts_cap * 2 : 64;
+    pk__post *np = pk__realloc(loop->posts, ncap * sizeof *np);
+    if (!np) {
+      pthread_mutex_unlock(&loop->lock);
+      return -PK_E_NOMEM;
+    }
+    loop->posts = np;
+    loop->posts_cap = ncap;
+  }
+  loop->posts[loop->posts_len++] = (pk__post){fn, arg};
+  if (loop->sleeping && !loop->wake_pending) {
+    loop->wake_pending = true;
+    wake = true;
+  }
+  pthread_mutex_unlock(&loop->lock);
+  if (wake) pk__loop_wake(loop);
+  return 0;
 }
 
 static void fail_everything(pk__loop *loop) {
@@ -251,9 +304,11 @@ static void *loop_main(void *arg) {
       /* Requests submitted while we failed the others are failed on the
        * next pass; exit only when the queue is empty under the lock. */
       pthread_mutex_lock(&loop->lock);
-      bool empty = loop->sq_head == NULL;
+      bool empty = loop->sq_head == NULL && loop->posts_len == 0 && loop->cancels == NULL &&
+                   pk__list_empty(&loop->reqs);
+      if (empty) loop->closed = true; /* from here on, posts are refused */
       pthread_mutex_unlock(&loop->lock);
-      if (empty && pk__list_empty(&loop->reqs)) break;
+      if (empty) break;
       continue;
     }
     loop->now = pk__now_ns();
@@ -262,7 +317,7 @@ static void *loop_main(void *arg) {
 
     int timeout = next_timeout_ms(loop);
     pthread_mutex_lock(&loop->lock);
-    if (loop->sq_head || loop->cancels || loop->dns_done || loop->stopping) timeout = 0;
+    if (loop->sq_head || loop->cancels || loop->dns_done || loop->posts_len || loop->stopping) timeout = 0;
     else loop->sleeping = true;
     pthread_mutex_unlock(&loop->lock);
 
@@ -286,6 +341,7 @@ static void *loop_main(void *arg) {
 
 void pk__loop_wake(pk__loop *loop) {
   uint64_t one = 1;
+  atomic_fetch_add_explicit(&loop->st_wakeups, 1, memory_order_relaxed);
   ssize_t r = write(loop->evfd, &one, sizeof one);
   PK_UNUSED(r);
 }
@@ -340,6 +396,8 @@ static void loop_free(pk__loop *loop) {
   for (uint32_t i = 0; i < loop->rbufs_len; i++) pk__free(loop->rbufs[i]);
   pk__free(loop->rbufs);
   pk__free(loop->timers.items);
+  pk__free(loop->posts);
+  pk__free(loop->run_posts);
   for (int b = 0; b < PK_ORIGIN_BUCKETS; b++) {
     for (pk__origin *o = loop->origins[b]; o;) {
       pk__origin *next = o->next;
@@ -565,5 +623,6 @@ void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
     out->connections_idle += atomic_load(&l->st_idle);
     out->requests_completed += atomic_load(&l->st_completed);
     out->requests_retried += atomic_load(&l->st_retried);
+    out->wakeups += atomic_load(&l->st_wakeups);
   }
 }

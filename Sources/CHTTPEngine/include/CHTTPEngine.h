@@ -236,6 +236,7 @@ typedef struct pk_engine_config {
   uint64_t max_body_bytes;       /* 0 = unlimited (default) */
   pk_parse_limits limits;
   pk_callbacks callbacks;
+  void *post_ctx;                /* first argument of functions run by pk_engine_post */
 } pk_engine_config;
 
 void pk_engine_config_init(pk_engine_config *cfg);
@@ -286,6 +287,19 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
  * connection is closed, never pooled. */
 void pk_engine_cancel(pk_engine *eng, pk_request_handle handle);
 
+/* Runs fn(ctx, arg) on loop `loop_index % loops` at its next pass, in FIFO
+ * order with other posts. Thread-safe; from the loop thread itself it is a
+ * queue push (no syscall). `ctx` is the engine config's post_ctx. Returns 0,
+ * or -PK_E_SHUTDOWN once the loop has exited (fn will not run; the caller
+ * must run the work elsewhere) or -PK_E_NOMEM. Work posted before the loop
+ * exits always runs, even during shutdown. This is what lets the Swift layer
+ * offer the loop as a TaskExecutor: tasks resumed by a callback continue on
+ * the loop thread without a thread hop. */
+int pk_engine_post(pk_engine *eng, uint32_t loop_index, void (*fn)(void *ctx, void *arg), void *arg);
+
+/* 1 when called on one of this engine's loop threads (inside a callback or posted work). */
+int pk_engine_on_loop_thread(pk_engine *eng);
+
 /* Pool statistics for tests and metrics; approximate when read off-loop. */
 typedef struct pk_engine_stats {
   uint64_t connections_opened;
@@ -293,6 +307,7 @@ typedef struct pk_engine_stats {
   uint64_t connections_idle;
   uint64_t requests_completed;
   uint64_t requests_retried;
+  uint64_t wakeups;          /* eventfd writes: submits/posts that found the loop asleep */
 } pk_engine_stats;
 
 void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out);

@@ -15,6 +15,9 @@ import Musl
 final class Engine: @unchecked Sendable {
     // Invariant: `raw` is set once in init and destroyed once in deinit.
     let raw: OpaquePointer
+    /// The first loop as a TaskExecutor. Retained by the C engine (post_ctx)
+    /// until the engine is destroyed.
+    let executor: LoopExecutor
 
     init(configuration c: PocketClient.Configuration) throws(PocketError) {
         var cfg = pk_engine_config()
@@ -38,12 +41,18 @@ final class Engine: @unchecked Sendable {
         cfg.callbacks.on_done = { ctx, error, sysErrno, timings in
             InFlightRequest.release(ctx).didFinish(error: error, sysErrno: sysErrno, timings: timings!.pointee)
         }
+        let executor = LoopExecutor()
+        let retained = Unmanaged.passRetained(executor)
+        cfg.post_ctx = retained.toOpaque()
         var engine: OpaquePointer?
         let rc = pk_engine_create(&cfg, &engine)
         guard rc == 0, let engine else {
+            retained.release()
             throw PocketError.engine(rc, errno: 0)
         }
         raw = engine
+        executor.engine = engine
+        self.executor = executor
     }
 
     /// Fails everything in flight with `.shutdown` and joins the loop threads.
@@ -52,7 +61,12 @@ final class Engine: @unchecked Sendable {
     }
 
     deinit {
+        executor.engine = nil
+        let onLoopThread = pk_engine_on_loop_thread(raw) != 0
         pk_engine_destroy(raw)
+        // Destroyed from a loop thread, the engine finishes later on a reaper
+        // thread and may still run posted jobs: leave it the executor.
+        if !onLoopThread { Unmanaged.passUnretained(executor).release() }
     }
 
     /// Allocations the C engine has made in this process.

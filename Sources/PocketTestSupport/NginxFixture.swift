@@ -1,0 +1,215 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// A real nginx on a loopback port, for integration tests against a
+/// production HTTP/1.1 server.
+///
+/// Everything lives in a fresh temporary directory: the config, the logs,
+/// the pid file, nginx's temp paths and the document root, which holds:
+/// - `/small`: the 13 bytes `Hello, World!` (`smallBody`);
+/// - `/large`: 4 MiB of deterministic bytes (`largeBody`);
+/// - `/chunked.shtml`: a server-side include page (`ssi on`), which nginx
+///   sends with `Transfer-Encoding: chunked` in three chunks (text before the
+///   include, the included `/small`, text after); decoded: `chunkedBody`.
+/// - any other path: nginx's 404.
+///
+/// nginx runs in the foreground as a single process (`daemon off;
+/// master_process off;`), with `keepalive_requests 10000`.
+///
+/// ```swift
+/// guard NginxFixture.isAvailable else { throw XCTSkip("no nginx") }
+/// let nginx = try NginxFixture()
+/// defer { nginx.stop() }
+/// // GET nginx.baseURL + "/small" → "Hello, World!"
+/// ```
+public final class NginxFixture: @unchecked Sendable {
+    // Invariant: `process` and `stopped` are read and written only with `lock`
+    // held; every other stored property is immutable after `init`.
+    private let lock = NSLock()
+    private var process: Process?
+    private var stopped = false
+
+    /// The address nginx listens on.
+    public let host = "127.0.0.1"
+    /// The port nginx listens on.
+    public let port: Int
+    /// The temporary directory holding config, logs and files (removed by `stop()`).
+    public let directory: URL
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    public var baseURL: String { "http://\(host):\(port)" }
+
+    /// `baseURL` + `path` (pass a path starting with `/`).
+    public func url(_ path: String) -> String { baseURL + path }
+
+    /// Why the fixture could not start.
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Where nginx is looked for, in order (then each directory in `PATH`).
+    public static let searchPaths = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx", "/usr/local/bin/nginx"]
+
+    /// The nginx executable, or nil if none is installed.
+    public static var executablePath: String? {
+        let pathDirectories = (ProcessInfo.processInfo.environment["PATH"] ?? "")
+            .split(separator: ":").map { "\($0)/nginx" }
+        return (searchPaths + pathDirectories).first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// True if nginx is installed (tests skip themselves otherwise).
+    public static var isAvailable: Bool { executablePath != nil }
+
+    /// The body of `/small`.
+    public static let smallBody: [UInt8] = Array("Hello, World!".utf8)
+
+    /// The body of `/large`: 4 MiB, byte i = (i * 31 + i / 65536) & 0xff
+    /// (not periodic at any power of two, so misplaced chunks are caught).
+    public static let largeBody: [UInt8] = (0..<(4 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 16) }
+
+    /// The decoded body of `/chunked.shtml`.
+    public static let chunkedBody: [UInt8] = Array("<p>before</p>\nHello, World!\n<p>after</p>\n".utf8)
+
+    private static let chunkedPage = "<p>before</p>\n<!--# include virtual=\"/small\" -->\n<p>after</p>\n"
+
+    /// Creates the directory, starts nginx on a free port and waits (up to
+    /// `timeout` seconds) until it accepts connections.
+    public init(timeout: Double = 10) throws {
+        guard let executable = Self.executablePath else {
+            throw StartError(description:
+                "nginx is not installed (looked in \(Self.searchPaths.joined(separator: ", ")) and PATH); "
+                + "install it with `apt-get install nginx-light`")
+        }
+        let fileManager = FileManager.default
+        directory = fileManager.temporaryDirectory.appendingPathComponent("pocket-nginx-\(UUID().uuidString)")
+        do {
+            try Self.populate(directory)
+            (port, process) = try Self.start(executable, directory: directory, timeout: timeout)
+        } catch {
+            try? fileManager.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Stops nginx (SIGTERM, SIGKILL after 2 s) and removes the directory.
+    /// Idempotent; also run by `deinit`.
+    public func stop() {
+        let (first, running): (Bool, Process?) = lock.withLock {
+            defer { process = nil; stopped = true }
+            return (!stopped, process)
+        }
+        guard first else { return }
+        if let running { Self.terminate(running) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The nginx error log so far (for failure messages).
+    public var errorLog: String { Self.errorLog(directory) }
+
+    // MARK: Internals
+
+    private static func errorLog(_ directory: URL) -> String {
+        (try? String(contentsOf: directory.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
+    }
+
+    private static func populate(_ directory: URL) throws {
+        let fileManager = FileManager.default
+        for sub in ["www", "logs", "temp/client_body", "temp/proxy", "temp/fastcgi", "temp/uwsgi", "temp/scgi"] {
+            try fileManager.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        let www = directory.appendingPathComponent("www")
+        try Data(smallBody).write(to: www.appendingPathComponent("small"))
+        try Data(largeBody).write(to: www.appendingPathComponent("large"))
+        try Data(chunkedPage.utf8).write(to: www.appendingPathComponent("chunked.shtml"))
+    }
+
+    private static func config(directory: URL, port: Int) -> String {
+        let d = directory.path
+        return """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(d)/nginx.pid;
+        error_log \(d)/logs/error.log warn;
+        events { worker_connections 1024; }
+        http {
+            access_log \(d)/logs/access.log;
+            client_body_temp_path \(d)/temp/client_body;
+            proxy_temp_path \(d)/temp/proxy;
+            fastcgi_temp_path \(d)/temp/fastcgi;
+            uwsgi_temp_path \(d)/temp/uwsgi;
+            scgi_temp_path \(d)/temp/scgi;
+            types { text/html html shtml; text/plain txt; }
+            default_type application/octet-stream;
+            keepalive_requests 10000;
+            keepalive_timeout 60s;
+            server {
+                listen 127.0.0.1:\(port);
+                root \(d)/www;
+                location ~ \\.shtml$ { ssi on; }
+            }
+        }
+
+        """
+    }
+
+    /// Picks a free port, writes the config and launches nginx; retries
+    /// (up to 3 times) if another process took the port in between.
+    private static func start(_ executable: String, directory: URL, timeout: Double) throws -> (Int, Process) {
+        for _ in 0..<3 {
+            let port = try Sockets.freePort()
+            try config(directory: directory, port: port)
+                .write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+            if let process = try launch(executable, directory: directory, port: port, timeout: timeout) {
+                return (port, process)
+            }
+        }
+        throw StartError(description: "nginx could not bind a free port:\n" + errorLog(directory))
+    }
+
+    /// Starts nginx; returns the process once the port accepts, nil if nginx
+    /// exited because the address was in use; throws on other failures.
+    private static func launch(_ executable: String, directory: URL, port: Int, timeout: Double) throws -> Process? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path,
+                             "-e", directory.appendingPathComponent("logs/error.log").path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            if Sockets.canConnect(host: "127.0.0.1", port: port) { return process }
+            if !process.isRunning {
+                let log = errorLog(directory)
+                if log.contains("Address already in use") { return nil }
+                throw StartError(description: "nginx exited with status \(process.terminationStatus):\n\(log)")
+            }
+            Sockets.sleep(milliseconds: 20)
+        }
+        terminate(process)
+        throw StartError(description: "nginx did not accept on port \(port) within \(timeout) s:\n\(errorLog(directory))")
+    }
+
+    private static func terminate(_ process: Process) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date(timeIntervalSinceNow: 2)
+        while process.isRunning && Date() < deadline { Sockets.sleep(milliseconds: 10) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            let hardDeadline = Date(timeIntervalSinceNow: 2)
+            while process.isRunning && Date() < hardDeadline { Sockets.sleep(milliseconds: 10) }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// An in-process HTTP/1.1 server on a loopback port, for tests.
+///
+/// A thread per connection serves requests one after another (keep-alive);
+/// each request goes to the handler routed for its exact path, whose `Reply`
+/// is either a generated response or a raw script (bytes in pieces, delays,
+/// stalls, close mid-body, TCP reset). Counters let tests assert connection
+/// reuse and concurrency caps.
+///
+/// ```swift
+/// let server = try TestServer()
+/// defer { server.shutdown() }
+/// server.route("/hello") { _ in .text("Hello") }
+/// server.route("/reset") { _ in .reset }
+/// // ... point a client at server.baseURL + "/hello" ...
+/// XCTAssertEqual(server.acceptedConnections, 1)
+/// ```
+///
+/// Every blocking wait inside is bounded, so `shutdown()` (also run by
+/// `deinit`) finishes in about a second even with stalled connections.
+public final class TestServer: Sendable {
+    /// Answers one request. Runs on the connection's thread; may block (e.g.
+    /// to coordinate with the test), which delays only that connection.
+    /// A handler that captures its server keeps it alive until `shutdown()`
+    /// (which drops all handlers).
+    public typealias Handler = @Sendable (Request) -> Reply
+
+    // The server itself holds only immutable state; everything mutable lives
+    // in `core`, behind its lock.
+    private let core: ServerCore
+
+    /// The address the server listens on, e.g. `"127.0.0.1"` or `"::1"`.
+    public let host: String
+    /// The bound port.
+    public let port: Int
+
+    /// Binds `host` (an IPv4 or IPv6 literal) and `port` (0: a free port) and
+    /// starts accepting.
+    public init(host: String = "127.0.0.1", port: Int = 0) throws {
+        let (fd, boundPort) = try Sockets.listen(host: host, port: port)
+        self.host = host
+        self.port = boundPort
+        self.core = ServerCore(listenerFD: fd)
+        do {
+            try core.start()
+        } catch {
+            core.shutdown()
+            throw error
+        }
+    }
+
+    deinit {
+        core.shutdown()
+    }
+
+    /// `http://HOST:PORT` (IPv6 hosts in brackets), without a trailing slash.
+    public var baseURL: String {
+        host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+    }
+
+    /// `baseURL` + `path` (pass a path starting with `/`).
+    public func url(_ path: String) -> String {
+        baseURL + path
+    }
+
+    // MARK: Routing
+
+    /// Routes requests whose path (target without query) equals `path`.
+    /// Replaces an earlier handler for the same path.
+    public func route(_ path: String, _ handler: @escaping Handler) {
+        core.locked { core.routes[path] = handler }
+    }
+
+    /// Answers requests no route matches; nil (the default) answers 404.
+    public var defaultHandler: Handler? {
+        get { core.locked { core.defaultHandler } }
+        set { core.locked { core.defaultHandler = newValue } }
+    }
+
+    // MARK: Behaviour
+
+    /// Close each connection after this many requests (the last response
+    /// announces `Connection: close`, as nginx's `keepalive_requests` does;
+    /// raw replies are not altered). nil (the default): no limit.
+    public var maxRequestsPerConnection: Int? {
+        get { core.locked { core.maxRequestsPerConnection } }
+        set { core.locked { core.maxRequestsPerConnection = newValue } }
+    }
+
+    /// Send `100 Continue` to a request with `Expect: 100-continue` before
+    /// reading its body (true by default). Set false to test a client's
+    /// fallback when the interim response never comes.
+    public var sendsContinue: Bool {
+        get { core.locked { core.sendsContinue } }
+        set { core.locked { core.sendsContinue = newValue } }
+    }
+
+    // MARK: Statistics
+
+    /// Connections accepted since start (or the last `resetStatistics()`).
+    public var acceptedConnections: Int { core.locked { core.acceptedConnections } }
+    /// Complete requests received (head and body).
+    public var requestCount: Int { core.locked { core.requestCount } }
+    /// Connections open right now.
+    public var openConnections: Int { core.locked { core.openConnections } }
+    /// The most connections open at the same time.
+    public var maxConcurrentConnections: Int { core.locked { core.maxConcurrentConnections } }
+    /// Every complete request received, in order.
+    public var receivedRequests: [Request] { core.locked { core.receivedRequests } }
+    /// The exact bytes of the last request head read, even one that failed to
+    /// parse (request line through the empty line).
+    public var lastRequestHead: [UInt8] { core.locked { core.lastRequestHead } }
+
+    /// Zeroes `acceptedConnections` and `requestCount`, forgets received
+    /// requests, and restarts `maxConcurrentConnections` from the number open
+    /// now. (Connection indices keep counting.)
+    public func resetStatistics() {
+        core.locked {
+            core.acceptedConnections = 0
+            core.requestCount = 0
+            core.receivedRequests = []
+            core.lastRequestHead = []
+            core.maxConcurrentConnections = core.openConnections
+        }
+    }
+
+    /// Polls `condition` every 5 ms until it holds or `timeout` seconds pass;
+    /// returns whether it held. For server-side effects that trail the
+    /// client, e.g. `server.waitUntil { $0.openConnections == 0 }`.
+    @discardableResult
+    public func waitUntil(timeout: Double = 2, _ condition: (TestServer) -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while !condition(self) {
+            if Date() >= deadline { return false }
+            Sockets.sleep(milliseconds: 5)
+        }
+        return true
+    }
+
+    // MARK: Closing
+
+    /// Closes (FIN) every connection that is waiting for its next request
+    /// with nothing pending, like a server's keep-alive timeout firing, and
+    /// waits until they are closed. Returns how many were closed.
+    @discardableResult
+    public func closeIdleConnections() -> Int {
+        core.closeIdleConnections()
+    }
+
+    /// Stops accepting, closes every connection and joins all threads.
+    /// Idempotent; also run by `deinit`.
+    public func shutdown() {
+        core.shutdown()
+    }
+}

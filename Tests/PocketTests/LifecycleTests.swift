@@ -1,0 +1,74 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+final class LifecycleTests: XCTestCase {
+    func testShutdownFailsInFlightRequests() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .stall(milliseconds: 5000) }
+        let client = try makeClient()
+        let task = Task { try await client.send(Request(url: url(server, "/"))) }
+        XCTAssertTrue(await eventually { server.requestCount == 1 })
+        try await client.shutdown()
+        await assertPocketError(.shutdown) { try await task.value }
+        await assertPocketError(.shutdown) { try await client.send(Request(url: url(server, "/"))) }
+        try await client.shutdown() // idempotent
+    }
+
+    func testDroppingTheClientJoinsItsThreads() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        // Warm up the process (test server threads, cooperative pool).
+        do {
+            let c = try makeClient()
+            _ = try await c.send(Request(url: url(server, "/")))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let threadsBefore = threadCount()
+        let fdsBefore = openFileDescriptorCount()
+        for _ in 0..<5 {
+            let client = try makeClient()
+            _ = try await client.send(Request(url: url(server, "/")))
+            _ = try await client.send(Request(url: URL(string: "http://localhost:\(server.port)/")!))
+            // dropped here without shutdown
+        }
+        XCTAssertTrue(await eventually { threadCount() <= threadsBefore }, "threads: \(threadCount()) vs \(threadsBefore)")
+        XCTAssertTrue(await eventually { openFileDescriptorCount() <= fdsBefore }, "fds: \(openFileDescriptorCount()) vs \(fdsBefore)")
+    }
+
+    func testThousandConcurrentRequestsReturnFileDescriptorsToStart() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        try await Task.sleep(for: .milliseconds(50))
+        let fdsBefore = openFileDescriptorCount()
+        let client = try makeClient { $0.maxConnectionsPerOrigin = 32 }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<1000 {
+                group.addTask { try await client.send(Request(url: url(server, "/"))).status }
+            }
+            var ok = 0
+            for try await status in group where status == 200 { ok += 1 }
+            XCTAssertEqual(ok, 1000)
+        }
+        XCTAssertLessThanOrEqual(server.maxConcurrentConnections, 32)
+        try await client.shutdown()
+        XCTAssertTrue(await eventually { openFileDescriptorCount() <= fdsBefore },
+                      "fds: \(openFileDescriptorCount()) vs \(fdsBefore)")
+    }
+
+    func testWarmRequestsAllocateNothingInTheEngine() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient()
+        for _ in 0..<20 { _ = try await client.send(Request(url: url(server, "/"))) }
+        let before = PocketClient.engineAllocationCount
+        for _ in 0..<200 { _ = try await client.send(Request(url: url(server, "/"))) }
+        let after = PocketClient.engineAllocationCount
+        XCTAssertEqual(after - before, 0, "engine allocations on warm keep-alive requests")
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+final class PoolTests: XCTestCase {
+    func testHundredSequentialRequestsUseOneConnection() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient()
+        for _ in 0..<100 {
+            let r = try await client.send(Request(url: url(server, "/")))
+            XCTAssertEqual(r.status, 200)
+        }
+        XCTAssertEqual(server.acceptedConnections, 1)
+        XCTAssertEqual(server.requestCount, 100)
+    }
+
+    func testServerClosingIdleConnectionIsNoticedAndNextRequestSucceeds() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient()
+        _ = try await client.send(Request(url: url(server, "/")))
+        server.closeIdleConnections()
+        // The engine sees the FIN on the idle socket and drops it: the next
+        // request opens a new connection without needing a retry.
+        XCTAssertTrue(await eventually { server.openConnections == 0 })
+        try await Task.sleep(for: .milliseconds(50))
+        let r = try await client.send(Request(url: url(server, "/")))
+        XCTAssertEqual(r.status, 200)
+        XCTAssertFalse(r.timings.reusedConnection)
+        XCTAssertFalse(r.timings.retried)
+        XCTAssertEqual(server.acceptedConnections, 2)
+    }
+
+    func testReusedConnectionClosedBeforeResponseIsRetriedOnceForIdempotentMethods() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        var count = 0
+        let lock = NSLock()
+        // First request answers normally; the second request on that same
+        // connection is met with a close, as if the server's idle timer fired.
+        server.route("/") { req in
+            lock.lock(); count += 1; lock.unlock()
+            return req.requestIndexOnConnection == 0 ? .text("ok") : .close
+        }
+        let client = try makeClient()
+        _ = try await client.send(Request(url: url(server, "/")))
+        let r = try await client.send(Request(url: url(server, "/")))
+        XCTAssertEqual(r.status, 200)
+        XCTAssertTrue(r.timings.retried)
+        XCTAssertEqual(server.acceptedConnections, 2)
+
+        // POST is not idempotent: the same situation is an error.
+        _ = try await client.send(Request(url: url(server, "/")))  // warm a connection? it's closed after retry: new conn
+        await assertPocketError(.closedBeforeResponse) {
+            try await client.send(Request(method: .post, url: url(server, "/"), body: Data("x".utf8)))
+        }
+    }
+
+    func testConnectionCloseIsHonoured() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("bye", closeConnection: true) }
+        let client = try makeClient()
+        for _ in 0..<5 {
+            let r = try await client.send(Request(url: url(server, "/")))
+            XCTAssertEqual(r.text, "bye")
+            XCTAssertFalse(r.timings.reusedConnection)
+        }
+        XCTAssertEqual(server.acceptedConnections, 5)
+    }
+
+    func testPerOriginCapIsNeverExceeded() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/slow") { _ in .raw([.sleep(milliseconds: 20), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]) }
+        let client = try makeClient { $0.maxConnectionsPerOrigin = 4 }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<40 {
+                group.addTask { try await client.send(Request(url: url(server, "/slow"))).status }
+            }
+            for try await status in group { XCTAssertEqual(status, 200) }
+        }
+        XCTAssertLessThanOrEqual(server.maxConcurrentConnections, 4)
+        XCTAssertEqual(server.acceptedConnections, 4)
+        XCTAssertEqual(server.requestCount, 40)
+    }
+
+    func testExtraBytesAfterResponseDropTheConnection() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokGARBAGE")]) }
+        let client = try makeClient()
+        for _ in 0..<3 {
+            let r = try await client.send(Request(url: url(server, "/")))
+            XCTAssertEqual(r.text, "ok")
+        }
+        XCTAssertEqual(server.acceptedConnections, 3, "a connection with stray bytes is never reused")
+    }
+
+    func testIdleConnectionsExpire() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient { $0.idleConnectionTimeout = .milliseconds(100) }
+        _ = try await client.send(Request(url: url(server, "/")))
+        XCTAssertEqual(server.openConnections, 1)
+        XCTAssertTrue(await eventually { server.openConnections == 0 }, "the engine closed the idle connection")
+        _ = try await client.send(Request(url: url(server, "/")))
+        XCTAssertEqual(server.acceptedConnections, 2)
+    }
+}

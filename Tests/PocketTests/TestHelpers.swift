@@ -1,0 +1,52 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// A client with short timeouts so a hung test fails in seconds, not minutes.
+func makeClient(_ configure: (inout PocketClient.Configuration) -> Void = { _ in }) throws -> PocketClient {
+    var config = PocketClient.Configuration()
+    config.timeouts = Timeouts(connect: .seconds(5), read: .seconds(10), total: .seconds(20))
+    configure(&config)
+    return try PocketClient(configuration: config)
+}
+
+func url(_ server: TestServer, _ path: String) -> URL {
+    URL(string: server.baseURL + path)!
+}
+
+/// Asserts that `body` throws a `PocketError` with `code`; returns it.
+@discardableResult
+func assertPocketError<T>(_ code: PocketError.Code, file: StaticString = #filePath, line: UInt = #line,
+                          _ body: () async throws -> T) async -> PocketError? {
+    do {
+        let value = try await body()
+        XCTFail("expected \(code), got \(value)", file: file, line: line)
+    } catch let error as PocketError {
+        XCTAssertEqual(error.code, code, "\(error)", file: file, line: line)
+        return error
+    } catch {
+        XCTFail("expected PocketError \(code), got \(error)", file: file, line: line)
+    }
+    return nil
+}
+
+/// Open file descriptors of this process.
+func openFileDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// Threads of this process.
+func threadCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+}
+
+/// Polls `condition` every 10 ms for up to `seconds`.
+func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the system packages Pocket builds and tests with, if missing:
+# OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
+# (integration tests and benchmarks) and wrk (benchmark peer).
+set -euo pipefail
+need=()
+dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
+dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+if ((${#need[@]})); then
+  echo "setup: installing ${need[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# Debian starts nginx as a service on install; the tests run their own.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop nginx >/dev/null 2>&1 || true; fi
+pkill -x nginx >/dev/null 2>&1 || true
+exit 0
