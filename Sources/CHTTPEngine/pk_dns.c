@@ -73,6 +73,7 @@ static void resolver_free(pk__resolver *r) {
 
 static void *resolver_main(void *arg) {
   pk__resolver *r = arg;
+  pthread_setname_np(pthread_self(), "pocket-dns");
   pthread_mutex_lock(&r->lock);
   for (;;) {
     while (!r->stop && !r->head) pthread_cond_wait(&r->cond, &r->lock);

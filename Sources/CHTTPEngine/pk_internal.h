@@ -126,7 +126,7 @@ typedef struct pk__req {
   uint8_t idempotent;
   uint8_t is_head;
   uint8_t retried;
-  uint8_t cancel_queued;      /* on the loop's cancel list (under the loop lock) */
+  uint8_t cancel_queued;      /* on the loop's shared cancel list (under the loop lock) */
   uint8_t got_head;
   uint8_t interim;
   uint8_t conn_reused;
@@ -214,7 +214,7 @@ typedef struct pk__loop {
   struct pk__post *posts;     /* work for the loop thread (pk_engine_post) */
   uint32_t posts_len, posts_cap;
   bool closed;                /* the thread exited: posts are refused */
-  bool sleeping;              /* in (or about to enter) epoll_wait */
+  _Atomic bool sleeping;      /* in (or about to enter) epoll_wait; set under the lock */
   bool wake_pending;          /* eventfd written since it last woke */
   bool stopping;
 
@@ -224,8 +224,7 @@ typedef struct pk__loop {
   uint64_t now;
   pk__heap timers;
   pk__link reqs;              /* every dispatched, unfinished request */
-  pk__req *done_reqs;         /* finished since the last swap */
-  pk__req *done_prev;         /* finished before it; recycled at the next swap */
+  pk__req *done_reqs;         /* finished; recycled at the next swap */
   pk__conn *free_conns;
   pk__conn *dead_conns;       /* closed this iteration; recycled after the batch */
   char **rbufs;               /* free read buffers */
@@ -235,7 +234,7 @@ typedef struct pk__loop {
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
 
-  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups;
+  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending;
 } pk__loop;
 
 struct pk_engine {

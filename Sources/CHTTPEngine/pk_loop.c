@@ -165,6 +165,7 @@ void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno) {
   req->timings.total_ns = pk__now_ns() - req->t_submit;
   req->timings.retried = req->retried;
   if (!err) atomic_fetch_add_explicit(&loop->st_completed, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&loop->st_pending, 1, memory_order_relaxed);
   eng->cfg.callbacks.on_done(req->ctx, err, err ? sys_errno : 0, &req->timings);
   req->qnext = loop->done_reqs;
   loop->done_reqs = req;
@@ -190,6 +191,11 @@ static void process_cancels(pk__loop *loop, pk__req *list) {
     pk__req *req = list;
     list = req->cnext;
     req->cnext = NULL;
+    /* Cleared only now, under the lock: until here a second cancel of the
+     * same request must not relink it (that would rewrite cnext mid-walk). */
+    pthread_mutex_lock(&loop->lock);
+    req->cancel_queued = 0;
+    pthread_mutex_unlock(&loop->lock);
     if (req->state == PK_REQ_DONE || req->state == PK_REQ_FREE) continue;
     if (req->conn) pk__conn_fail(loop, req->conn, PK_E_CANCELLED, 0);
     else pk__req_finish(loop, req, PK_E_CANCELLED, 0);
@@ -217,21 +223,25 @@ static bool drain_once(pk__loop *loop, bool *stopping) {
   loop->sq_head = loop->sq_tail = NULL;
   pk__req *cancels = loop->cancels;
   loop->cancels = NULL;
-  for (pk__req *r = cancels; r; r = r->cnext) r->cancel_queued = 0;
   struct pk__dns_job *dns = loop->dns_done;
   loop->dns_done = NULL;
-  /* Recycle what finished before the previous swap, not since: a cancel
-   * taken in this swap may name a request that finished after the last one,
-   * and its struct must not be handed out again before we look at it. */
-  while (loop->done_prev) {
-    pk__req *r = loop->done_prev;
-    loop->done_prev = r->qnext;
+  /* Recycle finished request structs, except any that a cancel still names
+   * (taken in this very swap, or queued since): such a struct must not be
+   * handed out again before that cancel is looked at. It goes next time. */
+  pk__req *keep = NULL;
+  while (loop->done_reqs) {
+    pk__req *r = loop->done_reqs;
+    loop->done_reqs = r->qnext;
+    if (r->cancel_queued) {
+      r->qnext = keep;
+      keep = r;
+      continue;
+    }
     r->state = PK_REQ_FREE;
     r->qnext = loop->free_reqs;
     loop->free_reqs = r;
   }
-  loop->done_prev = loop->done_reqs;
-  loop->done_reqs = NULL;
+  loop->done_reqs = keep;
   *stopping = loop->stopping;
   /* Double-buffered posts: swap the arrays, run ours outside the lock. */
   pk__post *posts = loop->posts;
@@ -293,6 +303,7 @@ static void fail_everything(pk__loop *loop) {
 static void *loop_main(void *arg) {
   pk__loop *loop = arg;
   current_engine = loop->eng;
+  pthread_setname_np(pthread_self(), "pocket-loop"); /* visible in top -H, gdb, /proc */
   struct epoll_event events[PK_MAX_EVENTS];
   loop->now = pk__now_ns();
   for (;;) {
@@ -322,6 +333,11 @@ static void *loop_main(void *arg) {
     pthread_mutex_unlock(&loop->lock);
 
     int n = epoll_wait(loop->epfd, events, PK_MAX_EVENTS, timeout);
+    /* Awake again: callbacks below may submit or post (a resumed task sending
+     * its next request), and those must not pay for an eventfd write. Clearing
+     * without the lock is safe: it was set under the lock after the queues
+     * were seen empty, and a stale read only costs a spurious wake-up. */
+    atomic_store_explicit(&loop->sleeping, false, memory_order_relaxed);
     loop->now = pk__now_ns();
     for (int i = 0; i < n; i++) {
       void *p = events[i].data.ptr;
@@ -379,8 +395,8 @@ static void loop_free(pk__loop *loop) {
   if (loop->epfd >= 0) close(loop->epfd);
   if (loop->evfd >= 0) close(loop->evfd);
   pk__dns_free_all(loop);
-  pk__req *lists[4] = {loop->free_reqs, loop->done_reqs, loop->done_prev, loop->sq_head};
-  for (int i = 0; i < 4; i++) {
+  pk__req *lists[3] = {loop->free_reqs, loop->done_reqs, loop->sq_head};
+  for (int i = 0; i < 3; i++) {
     for (pk__req *r = lists[i]; r;) {
       pk__req *next = r->qnext;
       pk__free(r->buf);
@@ -575,6 +591,7 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
     pthread_mutex_unlock(&loop->lock);
     return -PK_E_SHUTDOWN;
   }
+  atomic_fetch_add_explicit(&loop->st_pending, 1, memory_order_relaxed);
   if (loop->sq_tail) loop->sq_tail->qnext = req;
   else loop->sq_head = req;
   loop->sq_tail = req;
@@ -624,5 +641,6 @@ void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
     out->requests_completed += atomic_load(&l->st_completed);
     out->requests_retried += atomic_load(&l->st_retried);
     out->wakeups += atomic_load(&l->st_wakeups);
+    out->requests_pending += atomic_load(&l->st_pending);
   }
 }

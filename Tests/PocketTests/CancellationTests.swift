@@ -12,7 +12,7 @@ final class CancellationTests: XCTestCase {
         }
         let client = try makeClient()
         let task = Task { try await client.send(Request(url: url(server, "/"))) }
-        XCTAssertTrue(await eventually { server.requestCount == 1 })
+        await assertEventually("") { server.requestCount == 1 }
         try await Task.sleep(for: .milliseconds(50))
         let start = ContinuousClock.now
         task.cancel()
@@ -26,7 +26,7 @@ final class CancellationTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
         // The connection is closed, not pooled dirty: the server sees it go,
         // and the next request gets a fresh connection.
-        XCTAssertTrue(await eventually { server.openConnections == 0 })
+        await assertEventually("") { server.openConnections == 0 }
         server.route("/") { _ in .text("ok") }
         let r = try await client.send(Request(url: url(server, "/")))
         XCTAssertEqual(r.text, "ok")
@@ -53,7 +53,7 @@ final class CancellationTests: XCTestCase {
         server.route("/") { _ in .stall(milliseconds: 3000) }
         let client = try makeClient { $0.maxConnectionsPerOrigin = 1 }
         let first = Task { try await client.send(Request(url: url(server, "/"))) }
-        XCTAssertTrue(await eventually { server.requestCount == 1 })
+        await assertEventually("") { server.requestCount == 1 }
         let second = Task { try await client.send(Request(url: url(server, "/"))) }
         try await Task.sleep(for: .milliseconds(50))
         second.cancel()

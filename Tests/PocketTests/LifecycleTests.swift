@@ -10,7 +10,7 @@ final class LifecycleTests: XCTestCase {
         server.route("/") { _ in .stall(milliseconds: 5000) }
         let client = try makeClient()
         let task = Task { try await client.send(Request(url: url(server, "/"))) }
-        XCTAssertTrue(await eventually { server.requestCount == 1 })
+        await assertEventually("") { server.requestCount == 1 }
         try await client.shutdown()
         await assertPocketError(.shutdown) { try await task.value }
         await assertPocketError(.shutdown) { try await client.send(Request(url: url(server, "/"))) }
@@ -26,8 +26,7 @@ final class LifecycleTests: XCTestCase {
             let c = try makeClient()
             _ = try await c.send(Request(url: url(server, "/")))
         }
-        try await Task.sleep(for: .milliseconds(200))
-        let threadsBefore = threadCount()
+        await assertEventually("engine threads left: \(engineThreadCount())") { engineThreadCount() == 0 }
         let fdsBefore = openFileDescriptorCount()
         for _ in 0..<5 {
             let client = try makeClient()
@@ -35,8 +34,8 @@ final class LifecycleTests: XCTestCase {
             _ = try await client.send(Request(url: URL(string: "http://localhost:\(server.port)/")!))
             // dropped here without shutdown
         }
-        XCTAssertTrue(await eventually { threadCount() <= threadsBefore }, "threads: \(threadCount()) vs \(threadsBefore)")
-        XCTAssertTrue(await eventually { openFileDescriptorCount() <= fdsBefore }, "fds: \(openFileDescriptorCount()) vs \(fdsBefore)")
+        await assertEventually("engine threads: \(engineThreadCount())") { engineThreadCount() == 0 }
+        await assertEventually("fds: \(openFileDescriptorCount()) vs \(fdsBefore)") { openFileDescriptorCount() <= fdsBefore }
     }
 
     func testThousandConcurrentRequestsReturnFileDescriptorsToStart() async throws {
@@ -45,19 +44,19 @@ final class LifecycleTests: XCTestCase {
         server.route("/") { _ in .text("ok") }
         try await Task.sleep(for: .milliseconds(50))
         let fdsBefore = openFileDescriptorCount()
-        let client = try makeClient { $0.maxConnectionsPerOrigin = 32 }
-        try await withThrowingTaskGroup(of: Int.self) { group in
+        var client: PocketClient? = try makeClient { $0.maxConnectionsPerOrigin = 32 }
+        try await withThrowingTaskGroup(of: Int.self) { [client] group in
             for _ in 0..<1000 {
-                group.addTask { try await client.send(Request(url: url(server, "/"))).status }
+                group.addTask { try await client!.send(Request(url: url(server, "/"))).status }
             }
             var ok = 0
             for try await status in group where status == 200 { ok += 1 }
             XCTAssertEqual(ok, 1000)
         }
         XCTAssertLessThanOrEqual(server.maxConcurrentConnections, 32)
-        try await client.shutdown()
-        XCTAssertTrue(await eventually { openFileDescriptorCount() <= fdsBefore },
-                      "fds: \(openFileDescriptorCount()) vs \(fdsBefore)")
+        try await client!.shutdown()
+        client = nil // closes the engine's epoll and eventfd too
+        await assertEventually("fds: \(openFileDescriptorCount()) vs \(fdsBefore)") { openFileDescriptorCount() <= fdsBefore }
     }
 
     func testWarmRequestsAllocateNothingInTheEngine() async throws {
@@ -65,9 +64,9 @@ final class LifecycleTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
-        for _ in 0..<20 { _ = try await client.send(Request(url: url(server, "/"))) }
+        for _ in 0..<100 { _ = try await client.send(Request(url: url(server, "/"))) } // free lists fill
         let before = PocketClient.engineAllocationCount
-        for _ in 0..<200 { _ = try await client.send(Request(url: url(server, "/"))) }
+        for _ in 0..<1000 { _ = try await client.send(Request(url: url(server, "/"))) }
         let after = PocketClient.engineAllocationCount
         XCTAssertEqual(after - before, 0, "engine allocations on warm keep-alive requests")
     }

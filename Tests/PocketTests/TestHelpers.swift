@@ -36,9 +36,22 @@ func openFileDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
 
-/// Threads of this process.
-func threadCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+/// Engine threads (named pocket-loop / pocket-dns) alive in this process.
+func engineThreadCount() -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.filter { tid in
+        let comm = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+        return comm.hasPrefix("pocket-")
+    }.count
+}
+
+/// Sends `request` `count` times in a row. Nonisolated, so inside
+/// `withTaskExecutorPreference(client.executor)` it runs on the loop.
+func sendSequentially(_ client: PocketClient, _ request: Request, count: Int) async throws {
+    for _ in 0..<count {
+        let r = try await client.send(request)
+        precondition(r.status == 200)
+    }
 }
 
 /// Polls `condition` every 10 ms for up to `seconds`.
@@ -49,4 +62,11 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
+}
+
+/// Fails unless `condition` becomes true within `seconds`.
+func assertEventually(_ message: @autoclosure () -> String, seconds: Double = 5,
+                      file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) async {
+    let ok = await eventually(seconds, condition)
+    XCTAssertTrue(ok, message(), file: file, line: line)
 }

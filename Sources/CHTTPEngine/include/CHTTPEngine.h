@@ -308,6 +308,7 @@ typedef struct pk_engine_stats {
   uint64_t requests_completed;
   uint64_t requests_retried;
   uint64_t wakeups;          /* eventfd writes: submits/posts that found the loop asleep */
+  uint64_t requests_pending; /* submitted and not yet finished */
 } pk_engine_stats;
 
 void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out);

@@ -69,6 +69,16 @@ final class Engine: @unchecked Sendable {
         if !onLoopThread { Unmanaged.passUnretained(executor).release() }
     }
 
+    /// Pool and request counters (for tests and metrics).
+    var stats: pk_engine_stats {
+        var s = pk_engine_stats()
+        pk_engine_get_stats(raw, &s)
+        return s
+    }
+
+    /// Requests submitted and not yet finished.
+    var pendingRequests: Int { Int(stats.requests_pending) }
+
     /// Allocations the C engine has made in this process.
     static var allocationCount: UInt64 { pk_alloc_count() }
 }

@@ -1,0 +1,53 @@
+/*
+ * CPocketBenchServer: a small epoll HTTP/1.1 server for pocket-bench's
+ * embedded mode. Every request gets the same answer:
+ *
+ *   HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!
+ *
+ * Keep-alive, pipelining (answers to all complete requests in one read go out
+ * in one send), a Content-Length request body is skipped. `Connection: close`
+ * (or HTTP/1.0 without keep-alive) closes after the answer. Chunked request
+ * bodies are not supported (the connection is closed).
+ *
+ * One server per process: start, stop, start again is fine.
+ */
+#ifndef CPOCKETBENCHSERVER_H
+#define CPOCKETBENCHSERVER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pins the server's threads to CPUs, thread i to (cpu + i) mod ncpus.
+ * Must be called before pkbs_start; a negative cpu means no pinning (the
+ * default). Returns 0, or -1 if cpu is out of range. */
+int pkbs_set_cpu(int cpu);
+
+/* Starts listening on host:port (host is a numeric IPv4 or IPv6 address, or
+ * NULL for 127.0.0.1; port 0 picks a free one) with `threads` event-loop
+ * threads (values < 1 mean 1) sharing the listening socket. On success
+ * returns 0 and stores the bound port in *bound_port (if not NULL); the
+ * server then runs until pkbs_stop. On failure returns -1 with errno set
+ * (EBUSY if a server is already running). */
+int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_port);
+
+/* Stops the server: wakes and joins its threads, closes every connection and
+ * the listening socket. A no-op if none is running. */
+void pkbs_stop(void);
+
+/* Requests answered by this process's servers so far (summed over threads;
+ * a moment stale while running). */
+uint64_t pkbs_requests_served(void);
+
+/* CPU time (user + system, nanoseconds) used so far by the running server's
+ * threads, or 0 if none is running. Lets an in-process benchmark subtract
+ * the embedded server's share from the process's CPU time. */
+uint64_t pkbs_cpu_time_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

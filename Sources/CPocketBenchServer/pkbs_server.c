@@ -1,0 +1,527 @@
+/*
+ * A small, fast epoll HTTP/1.1 server for the benchmark's embedded mode.
+ * See include/CPocketBenchServer.h for the contract.
+ *
+ * Design:
+ *  - One listening socket shared by N loop threads, each with its own epoll
+ *    set; the listener is registered with EPOLLEXCLUSIVE so one accept wakes
+ *    one thread. A connection stays on the thread that accepted it.
+ *  - Level-triggered EPOLLIN. One read buffer per connection (allocated with
+ *    the connection, once); requests are framed by "\r\n\r\n" plus an
+ *    optional Content-Length body, which is skipped.
+ *  - Every answer is the same bytes, so the output of a connection is a
+ *    position in an endless repetition of the answer: the pending output is
+ *    two integers (stream offset and bytes left), written from a static block
+ *    of many copies. No allocation per request, one send per read however
+ *    many requests were pipelined in it.
+ *  - When the socket's send buffer is full the connection stops reading
+ *    (EPOLLOUT instead of EPOLLIN) until the backlog is written.
+ */
+#include "CPocketBenchServer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PKBS_READ_BUF (32 * 1024) /* a request head must fit in this */
+#define PKBS_COPIES 256           /* answers in the static output block */
+#define PKBS_MAX_EVENTS 256
+#define PKBS_MAX_THREADS 64
+
+static const char k_answer[] =
+    "HTTP/1.1 200 OK\r\n"
+    "Content-Length: 13\r\n"
+    "Content-Type: text/plain\r\n"
+    "\r\n"
+    "Hello, World!";
+#define ANSWER_LEN (sizeof(k_answer) - 1)
+
+/* PKBS_COPIES answers back to back; written once before the threads start. */
+static char g_block[ANSWER_LEN * PKBS_COPIES];
+
+struct pkbs_conn {
+    int fd;
+    bool want_out;   /* registered for EPOLLOUT (and not EPOLLIN) */
+    bool close_after; /* close once the output is written */
+    uint32_t len;    /* bytes in buf */
+    uint32_t scan;   /* where the search for the end of the head resumes */
+    uint64_t skip;   /* request body bytes still to discard */
+    uint64_t out_off; /* offset in the answer stream (mod ANSWER_LEN matters) */
+    uint64_t out_left; /* answer bytes still to send */
+    struct pkbs_conn *prev, *next;
+    char buf[PKBS_READ_BUF];
+};
+
+struct pkbs_thread {
+    pthread_t tid;
+    int index;
+    int epfd;
+    int evfd;
+    struct pkbs_conn *conns; /* every open connection, for stop */
+    uint64_t served;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool g_running;
+static atomic_bool g_stopping;
+static int g_listen_fd = -1;
+static int g_nthreads;
+static int g_cpu = -1;
+static uint64_t g_served_before; /* by servers already stopped */
+static struct pkbs_thread g_threads[PKBS_MAX_THREADS];
+
+/* Tags for epoll data that are not connections. */
+static char g_listen_tag, g_wake_tag;
+
+int pkbs_set_cpu(int cpu) {
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    if (cpu >= 0 && n > 0 && cpu >= n) return -1;
+    pthread_mutex_lock(&g_lock);
+    g_cpu = cpu < 0 ? -1 : cpu;
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+}
+
+uint64_t pkbs_requests_served(void) {
+    pthread_mutex_lock(&g_lock);
+    uint64_t total = g_served_before;
+    for (int i = 0; i < g_nthreads; i++)
+        total += __atomic_load_n(&g_threads[i].served, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lock);
+    return total;
+}
+
+uint64_t pkbs_cpu_time_ns(void) {
+    uint64_t total = 0;
+    pthread_mutex_lock(&g_lock);
+    if (g_running) {
+        for (int i = 0; i < g_nthreads; i++) {
+            clockid_t cid;
+            struct timespec ts;
+            if (pthread_getcpuclockid(g_threads[i].tid, &cid) == 0 && clock_gettime(cid, &ts) == 0)
+                total += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return total;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c; }
+
+/* Case-insensitive: does [p, p+n) start with the lower-case literal s? */
+static bool has_prefix_ci(const char *p, size_t n, const char *s, size_t sn) {
+    if (n < sn) return false;
+    for (size_t i = 0; i < sn; i++)
+        if (lower(p[i]) != s[i]) return false;
+    return true;
+}
+
+/* Case-insensitive search for the lower-case token t in [p, p+n). */
+static bool contains_ci(const char *p, size_t n, const char *t, size_t tn) {
+    if (n < tn) return false;
+    for (size_t i = 0; i + tn <= n; i++)
+        if (has_prefix_ci(p + i, n - i, t, tn)) return true;
+    return false;
+}
+
+enum { HEAD_OK = 0, HEAD_BAD = -1 };
+
+/* Reads what matters from one request head [h, h+n) (without the final
+ * CRLFCRLF): the body length and whether to close after answering. */
+static int parse_head(const char *h, size_t n, uint64_t *body, bool *close_after) {
+    const char *end = h + n;
+    const char *eol = memchr(h, '\n', n);
+    if (!eol) eol = end;
+    /* Request line: "... HTTP/1.x". HTTP/1.0 closes unless keep-alive. */
+    size_t ll = (size_t)(eol - h);
+    if (ll && h[ll - 1] == '\r') ll--;
+    bool http10 = ll >= 8 && memcmp(h + ll - 8, "HTTP/1.0", 8) == 0;
+    bool keep_alive = false, close = false;
+    uint64_t cl = 0;
+    const char *p = eol < end ? eol + 1 : end;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        size_t len = (size_t)(le - p);
+        if (len && p[len - 1] == '\r') len--;
+        if (has_prefix_ci(p, len, "content-length:", 15)) {
+            const char *v = p + 15, *ve = p + len;
+            while (v < ve && (*v == ' ' || *v == '\t')) v++;
+            if (v == ve) return HEAD_BAD;
+            uint64_t x = 0;
+            for (; v < ve && *v >= '0' && *v <= '9'; v++) {
+                if (x > (UINT64_MAX - 9) / 10) return HEAD_BAD;
+                x = x * 10 + (uint64_t)(*v - '0');
+            }
+            while (v < ve && (*v == ' ' || *v == '\t')) v++;
+            if (v != ve) return HEAD_BAD;
+            cl = x;
+        } else if (has_prefix_ci(p, len, "transfer-encoding:", 18)) {
+            return HEAD_BAD; /* chunked request bodies: not supported */
+        } else if (has_prefix_ci(p, len, "connection:", 11)) {
+            if (contains_ci(p + 11, len - 11, "close", 5)) close = true;
+            if (contains_ci(p + 11, len - 11, "keep-alive", 10)) keep_alive = true;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    *body = cl;
+    *close_after = close || (http10 && !keep_alive);
+    return HEAD_OK;
+}
+
+static void conn_close(struct pkbs_thread *t, struct pkbs_conn *c) {
+    epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    if (c->prev) c->prev->next = c->next; else t->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    free(c);
+}
+
+static void set_interest(struct pkbs_thread *t, struct pkbs_conn *c, bool out) {
+    if (c->want_out == out) return;
+    struct epoll_event ev = { .events = out ? EPOLLOUT : EPOLLIN, .data.ptr = c };
+    epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->want_out = out;
+}
+
+/* Writes as much pending output as the socket takes. Returns false if the
+ * connection was closed (error, or done with close_after). */
+static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
+    while (c->out_left) {
+        size_t start = (size_t)(c->out_off % ANSWER_LEN);
+        size_t avail = sizeof(g_block) - start;
+        size_t n = c->out_left < avail ? (size_t)c->out_left : avail;
+        ssize_t w = send(c->fd, g_block + start, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            c->out_off += (uint64_t)w;
+            c->out_left -= (uint64_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            set_interest(t, c, true);
+            return true;
+        }
+        conn_close(t, c);
+        return false;
+    }
+    if (c->close_after) {
+        shutdown(c->fd, SHUT_WR);
+        conn_close(t, c);
+        return false;
+    }
+    set_interest(t, c, false);
+    return true;
+}
+
+/* Frames every complete request in buf, queues one answer for each and
+ * compacts the buffer. Returns false if the connection was closed. */
+static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
+    uint32_t pos = 0;
+    uint64_t answers = 0;
+    bool bad = false;
+    while (pos < c->len) {
+        if (c->skip) {
+            uint32_t avail = c->len - pos;
+            uint32_t take = c->skip < avail ? (uint32_t)c->skip : avail;
+            pos += take;
+            c->skip -= take;
+            c->scan = pos;
+            continue;
+        }
+        uint32_t from = c->scan > pos + 3 ? c->scan - 3 : pos;
+        const char *e = memmem(c->buf + from, c->len - from, "\r\n\r\n", 4);
+        if (!e) {
+            c->scan = c->len;
+            break;
+        }
+        uint32_t head_end = (uint32_t)(e - c->buf);
+        uint64_t body = 0;
+        bool close_after = false;
+        if (parse_head(c->buf + pos, head_end - pos, &body, &close_after) != HEAD_OK) {
+            bad = true;
+            break;
+        }
+        answers++;
+        pos = head_end + 4;
+        c->scan = pos;
+        c->skip = body;
+        if (close_after) {
+            c->close_after = true;
+            break;
+        }
+    }
+    if (bad) {
+        conn_close(t, c);
+        return false;
+    }
+    /* Drop consumed bytes. */
+    if (pos) {
+        if (c->close_after) {
+            c->len = 0;
+        } else {
+            memmove(c->buf, c->buf + pos, c->len - pos);
+            c->len -= pos;
+        }
+        c->scan = c->scan >= pos ? c->scan - pos : 0;
+    }
+    if (answers) {
+        __atomic_store_n(&t->served, t->served + answers, __ATOMIC_RELAXED); /* one writer */
+        c->out_left += answers * ANSWER_LEN;
+        return flush_out(t, c);
+    }
+    return true;
+}
+
+static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
+    for (;;) {
+        size_t space = sizeof(c->buf) - c->len;
+        if (space == 0) { /* a head larger than the buffer */
+            conn_close(t, c);
+            return;
+        }
+        ssize_t r = recv(c->fd, c->buf + c->len, space, 0);
+        if (r > 0) {
+            c->len += (uint32_t)r;
+            if (!process(t, c)) return;
+            /* Stop reading while output is backed up or closing. */
+            if (c->want_out || c->close_after) return;
+            if ((size_t)r < space) return; /* drained; level-triggered */
+            continue;
+        }
+        if (r == 0) {
+            conn_close(t, c);
+            return;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        conn_close(t, c);
+        return;
+    }
+}
+
+static void on_accept(struct pkbs_thread *t) {
+    for (;;) {
+        int fd = accept4(g_listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return; /* EAGAIN, or EMFILE and friends: try again next wake-up */
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct pkbs_conn *c = malloc(sizeof(*c));
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->want_out = false;
+        c->close_after = false;
+        c->len = c->scan = 0;
+        c->skip = c->out_off = c->out_left = 0;
+        c->prev = NULL;
+        c->next = t->conns;
+        if (t->conns) t->conns->prev = c;
+        t->conns = c;
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+        if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            t->conns = c->next;
+            if (t->conns) t->conns->prev = NULL;
+            close(fd);
+            free(c);
+        }
+    }
+}
+
+static void *loop_main(void *arg) {
+    struct pkbs_thread *t = arg;
+    if (g_cpu >= 0) {
+        long n = sysconf(_SC_NPROCESSORS_CONF);
+        if (n < 1) n = 1;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)((g_cpu + t->index) % n), &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    pthread_setname_np(pthread_self(), "pkbs-loop");
+    struct epoll_event evs[PKBS_MAX_EVENTS];
+    while (!atomic_load_explicit(&g_stopping, memory_order_acquire)) {
+        int n = epoll_wait(t->epfd, evs, PKBS_MAX_EVENTS, -1);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            void *p = evs[i].data.ptr;
+            if (p == &g_listen_tag) {
+                on_accept(t);
+            } else if (p == &g_wake_tag) {
+                uint64_t v;
+                (void)!read(t->evfd, &v, sizeof(v));
+            } else {
+                struct pkbs_conn *c = p;
+                uint32_t e = evs[i].events;
+                if (c->want_out) {
+                    if (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+                        /* Once the backlog is written, EPOLLIN is back and
+                         * level-triggered reports unread requests. */
+                        (void)flush_out(t, c);
+                    }
+                } else if (e & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+                    on_readable(t, c);
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------- start / stop */
+
+static int make_listener(const char *host, uint16_t port, uint16_t *bound) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof(ss));
+    if (!host) host = "127.0.0.1";
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        sl = sizeof(*a4);
+    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(port);
+        sl = sizeof(*a6);
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 4096) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (bound)
+        *bound = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+    return fd;
+}
+
+static void destroy_threads(int count) {
+    for (int i = 0; i < count; i++) {
+        struct pkbs_thread *t = &g_threads[i];
+        while (t->conns) conn_close(t, t->conns);
+        if (t->epfd >= 0) close(t->epfd);
+        if (t->evfd >= 0) close(t->evfd);
+        t->epfd = t->evfd = -1;
+    }
+}
+
+static void stop_threads(int started) {
+    atomic_store_explicit(&g_stopping, true, memory_order_release);
+    for (int i = 0; i < started; i++) {
+        uint64_t one = 1;
+        (void)!write(g_threads[i].evfd, &one, sizeof(one));
+    }
+    for (int i = 0; i < started; i++) pthread_join(g_threads[i].tid, NULL);
+}
+
+int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_port) {
+    pthread_mutex_lock(&g_lock);
+    if (g_running) {
+        pthread_mutex_unlock(&g_lock);
+        errno = EBUSY;
+        return -1;
+    }
+    if (threads < 1) threads = 1;
+    if (threads > PKBS_MAX_THREADS) threads = PKBS_MAX_THREADS;
+    for (size_t i = 0; i < PKBS_COPIES; i++) memcpy(g_block + i * ANSWER_LEN, k_answer, ANSWER_LEN);
+
+    uint16_t bound = 0;
+    int lfd = make_listener(host, port, &bound);
+    if (lfd < 0) {
+        int e = errno;
+        pthread_mutex_unlock(&g_lock);
+        errno = e;
+        return -1;
+    }
+    g_listen_fd = lfd;
+    atomic_store(&g_stopping, false);
+    int err = 0, made = 0, started = 0;
+    for (int i = 0; i < threads; i++) {
+        struct pkbs_thread *t = &g_threads[i];
+        memset(t, 0, sizeof(*t));
+        t->index = i;
+        t->epfd = epoll_create1(EPOLL_CLOEXEC);
+        t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        made++;
+        if (t->epfd < 0 || t->evfd < 0) { err = errno; break; }
+        struct epoll_event lev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &g_listen_tag };
+        struct epoll_event wev = { .events = EPOLLIN, .data.ptr = &g_wake_tag };
+        if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, lfd, &lev) != 0 ||
+            epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->evfd, &wev) != 0) { err = errno; break; }
+    }
+    if (!err) {
+        for (int i = 0; i < threads; i++) {
+            int rc = pthread_create(&g_threads[i].tid, NULL, loop_main, &g_threads[i]);
+            if (rc != 0) { err = rc; break; }
+            started++;
+        }
+    }
+    if (err) {
+        stop_threads(started);
+        destroy_threads(made);
+        close(lfd);
+        g_listen_fd = -1;
+        pthread_mutex_unlock(&g_lock);
+        errno = err;
+        return -1;
+    }
+    g_nthreads = threads;
+    g_running = true;
+    pthread_mutex_unlock(&g_lock);
+    if (bound_port) *bound_port = bound;
+    return 0;
+}
+
+void pkbs_stop(void) {
+    pthread_mutex_lock(&g_lock);
+    if (!g_running) {
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+    stop_threads(g_nthreads);
+    for (int i = 0; i < g_nthreads; i++) g_served_before += g_threads[i].served;
+    destroy_threads(g_nthreads);
+    close(g_listen_fd);
+    g_listen_fd = -1;
+    g_running = false;
+    g_nthreads = 0;
+    pthread_mutex_unlock(&g_lock);
+}

@@ -1,1 +1,0 @@
-/* placeholder; deleted when the real server lands */ int pkbs__placeholder;

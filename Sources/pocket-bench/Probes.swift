@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Monotonic clock in nanoseconds (no allocation, one vDSO call).
+@inline(__always)
+func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// User + system CPU time of the whole process, in nanoseconds
+/// (getrusage(RUSAGE_SELF)).
+func processCPUNanos() -> UInt64 {
+    var ru = rusage()
+    _ = getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &ru)
+    func ns(_ tv: timeval) -> UInt64 {
+        UInt64(tv.tv_sec) &* 1_000_000_000 &+ UInt64(tv.tv_usec) &* 1_000
+    }
+    return ns(ru.ru_utime) &+ ns(ru.ru_stime)
+}
+
+/// The process-wide allocation counter of `scripts/malloc-count`, when that
+/// library is preloaded (LD_PRELOAD): `uint64_t malloc_count_get(void)`.
+struct MallocCounter {
+    private typealias Getter = @convention(c) () -> UInt64
+    private let getter: Getter?
+
+    init() {
+        // dlopen(NULL) gives the global scope, which includes preloaded
+        // libraries (the same lookup as dlsym(RTLD_DEFAULT, ...)).
+        if let handle = dlopen(nil, RTLD_NOW), let sym = dlsym(handle, "malloc_count_get") {
+            getter = unsafeBitCast(sym, to: Getter.self)
+        } else {
+            getter = nil
+        }
+    }
+
+    var isAvailable: Bool { getter != nil }
+
+    /// Allocation calls so far, or nil without the library.
+    func count() -> UInt64? { getter?() }
+}

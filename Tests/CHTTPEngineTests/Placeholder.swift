@@ -1,1 +1,0 @@
-// Placeholder so the package resolves while the real sources are written; the lead deletes it.

@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+import CHTTPEngine
+
+/// Engine-level properties seen through the client.
+final class EngineTests: XCTestCase {
+    func testSeveralLoopsServeRequests() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient { $0.engineThreads = 3 }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<60 { group.addTask { try await client.send(Request(url: url(server, "/"))).status } }
+            for try await s in group { XCTAssertEqual(s, 200) }
+        }
+        // Each loop has its own pool: at least one connection per loop.
+        XCTAssertGreaterThanOrEqual(server.acceptedConnections, 3)
+        try await client.shutdown()
+    }
+
+    func testBusyLoopNeedsNoWakeups() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient()
+        let request = Request(url: url(server, "/"))
+        _ = try await client.send(request)
+        let before = client.engine.stats.wakeups
+        // Tasks on the loop executor submit from the loop thread itself, which
+        // is awake by definition: no eventfd write per request.
+        try await withTaskExecutorPreference(client.executor) {
+            try await sendSequentially(client, request, count: 200)
+        }
+        let wakeups = client.engine.stats.wakeups - before
+        XCTAssertLessThan(wakeups, 20, "wakeups: \(wakeups) for 200 requests")
+    }
+
+    func testHundredThousandPendingTimersStayCheap() async throws {
+        // One connection, stalled; 100,000 requests wait behind it, each with
+        // its own deadline timer in the heap. Shutdown fails them all.
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .stall(milliseconds: 20_000) }
+        let client = try makeClient {
+            $0.maxConnectionsPerOrigin = 1
+            $0.timeouts = Timeouts(connect: .seconds(30), read: .seconds(60), total: .seconds(120))
+        }
+        let n = 100_000
+        let start = ContinuousClock.now
+        let failures = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<n {
+                group.addTask {
+                    do { _ = try await client.send(Request(url: url(server, "/"))); return false }
+                    catch let e as PocketError { return e.code == .shutdown }
+                }
+            }
+            // Wait until the engine holds them all (one in flight, the rest queued).
+            while client.engine.pendingRequests < n { try await Task.sleep(for: .milliseconds(20)) }
+            try await client.shutdown()
+            var count = 0
+            for try await ok in group where ok { count += 1 }
+            return count
+        }
+        XCTAssertEqual(failures, n)
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(30))
+    }
+}

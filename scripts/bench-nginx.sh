@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# The performance run: nginx from Debian on loopback (one worker pinned to
+# core 0), the client pinned to core 1; wrk (Debian) and pocket-bench side by
+# side in the same run, interleaved, REPS repetitions, medians.
+#
+#   scripts/bench-nginx.sh            # REPS=5 DUR=5
+#   scripts/bench-nginx.sh --quick    # REPS=1 DUR=2 (smoke test)
+#   REPS=9 DUR=10 PORT=18080 scripts/bench-nginx.sh
+#
+# Environment: REPS (5), DUR seconds per run (5), PORT (18080), SCRATCH (a
+# swift build --scratch-path; default: SwiftPM's own .build), SERVER_CPU (0),
+# CLIENT_CPU (1), ON_LOOP=1 to add pocket-bench --on-loop rows, ALLOCS=0 to
+# skip the allocation-count runs.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+
+QUICK=0
+for a in "$@"; do
+  case "$a" in
+    --quick) QUICK=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "bench-nginx: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+if [ "$QUICK" = 1 ]; then
+  REPS="${REPS:-1}"
+  DUR="${DUR:-2}"
+fi
+REPS="${REPS:-5}"
+DUR="${DUR:-5}"
+PORT="${PORT:-18080}"
+SERVER_CPU="${SERVER_CPU:-0}"
+CLIENT_CPU="${CLIENT_CPU:-1}"
+ON_LOOP="${ON_LOOP:-0}"
+ALLOCS="${ALLOCS:-1}"
+URL="http://127.0.0.1:${PORT}/"
+# pocket-bench runs for DUR seconds: a request budget it cannot reach.
+POCKET_REQUESTS=1000000000
+
+log() { echo "bench-nginx: $*" >&2; }
+
+# ------------------------------------------------------------------ packages
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+need=()
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+[ -x /usr/bin/time ] || need+=(time)
+command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+if ((${#need[@]})); then
+  log "installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+NGINX="$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)"
+WRK="$(command -v wrk)"
+
+NCPU="$(nproc)"
+if [ "$NCPU" -lt 2 ]; then
+  log "warning: $NCPU CPU: server and client share it"
+  SERVER_CPU=0
+  CLIENT_CPU=0
+fi
+
+# ------------------------------------------------------------------ temp dir, cleanup
+TMP="$(mktemp -d /tmp/pocket-bench-nginx.XXXXXX)"
+NGINX_PID=""
+cleanup() {
+  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
+    kill -TERM "$NGINX_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$NGINX_PID" 2>/dev/null || true
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------------ build
+SCRATCH_ARGS=()
+[ -n "${SCRATCH:-}" ] && SCRATCH_ARGS=(--scratch-path "$SCRATCH")
+log "building pocket-bench (release)"
+swift build -c release --product pocket-bench "${SCRATCH_ARGS[@]}" >"$TMP/build.log" 2>&1 || {
+  cat "$TMP/build.log" >&2
+  exit 1
+}
+BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)/pocket-bench"
+[ -x "$BIN" ] || { log "no binary at $BIN"; exit 1; }
+MALLOC_LIB=""
+if [ "$ALLOCS" = 1 ]; then
+  MALLOC_LIB="$(scripts/malloc-count/build.sh "$TMP/libmalloccount.so")"
+fi
+
+# ------------------------------------------------------------------ nginx
+NGINX_V="$("$NGINX" -V 2>&1)"
+temp_paths="    client_body_temp_path $TMP/client_body;"
+for m in proxy fastcgi uwsgi scgi; do
+  if ! grep -q -- "--without-http_${m}_module" <<<"$NGINX_V"; then
+    temp_paths+=$'\n'"    ${m}_temp_path $TMP/${m};"
+  fi
+done
+AFFINITY_MASK="$(printf '%s' "1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' 0)")"
+cat >"$TMP/nginx.conf" <<EOF
+worker_processes 1;
+worker_cpu_affinity $AFFINITY_MASK;
+daemon off;
+master_process on;
+pid $TMP/nginx.pid;
+error_log $TMP/error.log warn;
+events {
+    worker_connections 4096;
+}
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+$temp_paths
+    server {
+        listen 127.0.0.1:$PORT;
+        location / {
+            default_type text/plain;
+            return 200 "Hello, World!";
+        }
+    }
+}
+EOF
+NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log")
+log "starting nginx on 127.0.0.1:$PORT (core $SERVER_CPU)"
+"${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
+NGINX_PID=$!
+ready=0
+for _ in $(seq 100); do
+  if ! kill -0 "$NGINX_PID" 2>/dev/null; then break; fi
+  if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then ready=1; break; fi
+  sleep 0.1
+done
+if [ "$ready" != 1 ]; then
+  log "nginx did not start (port $PORT busy?)"
+  cat "$TMP/nginx.out" "$TMP/error.log" >&2 2>/dev/null || true
+  exit 1
+fi
+
+# ------------------------------------------------------------------ runners
+# Prints "rps p50_us p99_us cpu_us_per_req requests errors" for one run.
+
+# wrk latency like "123.45us", "1.23ms", "2.00s" -> microseconds.
+to_us() {
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000;
+    else if (v ~ /m$/) print n * 60e6; else if (v ~ /s$/) print n * 1e6; else print n }'
+}
+
+run_wrk() { # connections
+  local c="$1" out="$TMP/wrk.out" tf="$TMP/wrk.time"
+  /usr/bin/time -f '%U %S' -o "$tf" \
+    taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"$c" -d"${DUR}s" --latency "$URL" >"$out" 2>&1 || {
+    cat "$out" >&2
+    return 1
+  }
+  local rps p50 p99 reqs errs cpu
+  rps="$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+  p50="$(to_us "$(awk '$1 == "50%" { print $2 }' "$out")")"
+  p99="$(to_us "$(awk '$1 == "99%" { print $2 }' "$out")")"
+  reqs="$(awk '/ requests in / { print $1 }' "$out")"
+  errs="$(awk '/Non-2xx or 3xx responses:/ { n += $NF } /Socket errors:/ {
+      for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) { sub(",", "", $i); n += $i } } END { print n + 0 }' "$out")"
+  cpu="$(awk -v r="$reqs" '{ printf "%.3f", ($1 + $2) * 1e6 / (r > 0 ? r : 1) }' "$tf")"
+  echo "$rps $p50 $p99 $cpu $reqs $errs"
+}
+
+jget() { # key file
+  grep -o "\"$1\":[^,}]*" "$2" | head -1 | cut -d: -f2
+}
+
+run_pocket() { # connections [extra args...]
+  local c="$1"
+  shift
+  local out="$TMP/pocket.out"
+  taskset -c "$CLIENT_CPU" "$BIN" --url "$URL" --connections "$c" \
+    --requests "$POCKET_REQUESTS" --max-seconds "$DUR" --json "$@" >"$out" 2>"$TMP/pocket.err" || {
+    cat "$out" "$TMP/pocket.err" >&2
+    return 1
+  }
+  echo "$(jget rps "$out") $(jget p50_us "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" \
+    "$(jget requests "$out") $(($(jget errors "$out") + $(jget bad_status "$out")))"
+}
+
+median() { # numbers...
+  printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END {
+    if (NR == 0) { print "-"; exit }
+    if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# ------------------------------------------------------------------ the run
+CONFIGS=("wrk 64" "pocket 64" "wrk 1" "pocket 1")
+[ "$ON_LOOP" = 1 ] && CONFIGS+=("pocket-loop 64" "pocket-loop 1")
+declare -A RPS P50 P99 CPU
+
+run_one() { # name connections
+  case "$1" in
+    wrk) run_wrk "$2" ;;
+    pocket) run_pocket "$2" ;;
+    pocket-loop) run_pocket "$2" --on-loop ;;
+  esac
+}
+
+log "machine: $NCPU CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r)"
+log "$REPS repetitions x ${#CONFIGS[@]} runs x ${DUR}s"
+printf '%-4s %-16s %12s %10s %10s %12s %10s %7s\n' rep run rps p50_us p99_us cpu_us/req requests errors
+for rep in $(seq "$REPS"); do
+  # Alternate the order each repetition so slow drift does not favour one client.
+  order=("${CONFIGS[@]}")
+  if ((rep % 2 == 0)); then
+    order=()
+    for ((i = ${#CONFIGS[@]} - 1; i >= 0; i--)); do order+=("${CONFIGS[i]}"); done
+  fi
+  for cfg in "${order[@]}"; do
+    read -r name c <<<"$cfg"
+    read -r rps p50 p99 cpu reqs errs <<<"$(run_one "$name" "$c")"
+    key="$name/$c"
+    RPS[$key]+="$rps "
+    P50[$key]+="$p50 "
+    P99[$key]+="$p99 "
+    CPU[$key]+="$cpu "
+    printf '%-4s %-16s %12s %10s %10s %12s %10s %7s\n' "$rep" "$name c=$c" "$rps" "$p50" "$p99" "$cpu" "$reqs" "$errs"
+  done
+done
+
+# Allocation counts: separate runs with the counter preloaded (not timed).
+ALLOC_LINES=()
+if [ -n "$MALLOC_LIB" ]; then
+  for c in 64 1; do
+    out="$TMP/alloc.out"
+    if LD_PRELOAD="$MALLOC_LIB" taskset -c "$CLIENT_CPU" "$BIN" --url "$URL" --connections "$c" \
+      --requests "$POCKET_REQUESTS" --max-seconds "$DUR" --json >"$out" 2>/dev/null; then
+      ALLOC_LINES+=("c=$c: engine $(jget engine_allocs_per_req "$out")/request, process heap $(jget heap_allocs_per_req "$out")/request")
+    fi
+  done
+fi
+
+# ------------------------------------------------------------------ summary
+m() { median ${1:-}; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "-") print "-"; else printf "%.2f", a / b }'; }
+fmt() { awk -v v="$1" -v d="$2" 'BEGIN { if (v == "-") print "-"; else printf "%.*f", d, v }'; }
+
+echo
+echo "== medians of $REPS repetitions, ${DUR}s each =="
+echo
+echo "| c | client | req/s | p50 µs | p99 µs | CPU µs/req |"
+echo "|---|---|---:|---:|---:|---:|"
+for c in 64 1; do
+  for name in wrk pocket pocket-loop; do
+    key="$name/$c"
+    [ -n "${RPS[$key]:-}" ] || continue
+    echo "| $c | $name | $(fmt "$(m "${RPS[$key]}")" 0) | $(fmt "$(m "${P50[$key]}")" 1) |" \
+      "$(fmt "$(m "${P99[$key]}")" 1) | $(fmt "$(m "${CPU[$key]}")" 2) |"
+  done
+done
+echo
+echo "| c | pocket/wrk | req/s ratio | p99 ratio | CPU/req ratio |"
+echo "|---|---|---:|---:|---:|"
+for c in 64 1; do
+  for name in pocket pocket-loop; do
+    key="$name/$c"
+    [ -n "${RPS[$key]:-}" ] || continue
+    echo "| $c | $name/wrk | $(ratio "$(m "${RPS[$key]}")" "$(m "${RPS[wrk/$c]}")") |" \
+      "$(ratio "$(m "${P99[$key]}")" "$(m "${P99[wrk/$c]}")") |" \
+      "$(ratio "$(m "${CPU[$key]}")" "$(m "${CPU[wrk/$c]}")") |"
+  done
+done
+if ((${#ALLOC_LINES[@]})); then
+  echo
+  echo "allocations per measured request (separate runs, malloc-count preloaded):"
+  for l in "${ALLOC_LINES[@]}"; do echo "  $l"; done
+fi
+echo
+echo "machine: $NCPU CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); kernel $(uname -r)"
+echo "versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $("$WRK" -v 2>&1 | head -1 | awk '{ print $1, $2 }');" \
+  "$(swift --version 2>&1 | grep -m1 -o 'Swift version [^ ]*')"
+echo "commands:"
+echo "  server:  ${NGINX_CMD[*]}   (worker_processes 1; worker_cpu_affinity $AFFINITY_MASK)"
+echo "  wrk:     /usr/bin/time -f '%U %S' taskset -c $CLIENT_CPU $WRK -t1 -c{64,1} -d${DUR}s --latency $URL"
+echo "  pocket:  taskset -c $CLIENT_CPU $BIN --url $URL --connections {64,1} --requests $POCKET_REQUESTS --max-seconds $DUR --json"
+[ "$ON_LOOP" = 1 ] && echo "           (pocket-loop rows: the same with --on-loop)"
+[ -n "$MALLOC_LIB" ] && echo "  allocs:  LD_PRELOAD=libmalloccount.so (scripts/malloc-count) with the pocket command above"
+echo "CPU/req: wrk = (user+sys of the whole wrk process) / requests; pocket = getrusage(RUSAGE_SELF) over the measured phase / requests"
