@@ -233,6 +233,7 @@ typedef struct pk__loop {
   pk__dns_entry *dns[PK_DNS_BUCKETS];
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
+  bool finished_in_pass;      /* on_done ran since the last on_pass_end */
 
   _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending;
 } pk__loop;

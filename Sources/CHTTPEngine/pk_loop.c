@@ -167,6 +167,7 @@ void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno) {
   if (!err) atomic_fetch_add_explicit(&loop->st_completed, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&loop->st_pending, 1, memory_order_relaxed);
   eng->cfg.callbacks.on_done(req->ctx, err, err ? sys_errno : 0, &req->timings);
+  loop->finished_in_pass = true;
   req->qnext = loop->done_reqs;
   loop->done_reqs = req;
 }
@@ -300,6 +301,12 @@ static void fail_everything(pk__loop *loop) {
   pk__pool_close_all(loop);
 }
 
+static void pass_end(pk__loop *loop) {
+  if (!loop->finished_in_pass) return;
+  loop->finished_in_pass = false;
+  if (loop->eng->cfg.callbacks.on_pass_end) loop->eng->cfg.callbacks.on_pass_end(loop->eng->cfg.post_ctx);
+}
+
 static void *loop_main(void *arg) {
   pk__loop *loop = arg;
   current_engine = loop->eng;
@@ -311,6 +318,7 @@ static void *loop_main(void *arg) {
     drain_shared(loop, &stopping);
     if (stopping) {
       fail_everything(loop);
+      pass_end(loop);
       pk__recycle_dead(loop);
       /* Requests submitted while we failed the others are failed on the
        * next pass; exit only when the queue is empty under the lock. */
@@ -324,6 +332,7 @@ static void *loop_main(void *arg) {
     }
     loop->now = pk__now_ns();
     run_timers(loop);
+    pass_end(loop);
     pk__recycle_dead(loop);
 
     int timeout = next_timeout_ms(loop);
@@ -349,6 +358,7 @@ static void *loop_main(void *arg) {
       }
       pk__conn_event(loop, p, events[i].events);
     }
+    pass_end(loop);
     pk__recycle_dead(loop);
   }
   current_engine = NULL;
@@ -493,8 +503,11 @@ void pk_engine_shutdown(pk_engine *eng) {
 static void engine_free(pk_engine *eng) {
   pk__resolver_release(eng->resolver); /* first: no lookup result may reach a freed loop */
   for (uint32_t i = 0; i < eng->nloops; i++) loop_free(&eng->loops[i]);
+  void (*release)(void *) = eng->cfg.post_ctx_release;
+  void *ctx = eng->cfg.post_ctx;
   pk__free(eng->loops);
   pk__free(eng);
+  if (release) release(ctx);
 }
 
 /* Destroy from inside a callback cannot join its own thread: a short-lived

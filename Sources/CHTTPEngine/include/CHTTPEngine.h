@@ -224,6 +224,12 @@ typedef struct pk_callbacks {
    * `sys_errno` keeps errno (or the getaddrinfo code for PK_E_DNS) when relevant.
    * After it returns the engine never touches `ctx` again. */
   void (*on_done)(void *ctx, int error, int sys_errno, const pk_timings *timings);
+  /* Optional. Called on the loop thread at the end of a pass (after its
+   * events and timers, before it may sleep) if on_done ran during the pass,
+   * with the config's post_ctx. Lets a caller batch its own wake-ups: the
+   * Swift layer resumes the pass's continuations together here, so waking
+   * waiting threads does not interleave with reading sockets. */
+  void (*on_pass_end)(void *post_ctx);
 } pk_callbacks;
 
 typedef struct pk_engine_config {
@@ -237,6 +243,10 @@ typedef struct pk_engine_config {
   pk_parse_limits limits;
   pk_callbacks callbacks;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
+  /* Optional: called once with post_ctx after the loop threads are gone and
+   * the engine is freed (from pk_engine_destroy, or from the reaper thread
+   * when destroyed on a loop thread), so the owner can release it. */
+  void (*post_ctx_release)(void *post_ctx);
 } pk_engine_config;
 
 void pk_engine_config_init(pk_engine_config *cfg);

@@ -15,8 +15,8 @@ import Musl
 final class Engine: @unchecked Sendable {
     // Invariant: `raw` is set once in init and destroyed once in deinit.
     let raw: OpaquePointer
-    /// The first loop as a TaskExecutor. Retained by the C engine (post_ctx)
-    /// until the engine is destroyed.
+    /// The first loop as a TaskExecutor. Also retained by the C engine
+    /// (post_ctx) until it is freed, since posted jobs may run until then.
     let executor: LoopExecutor
 
     init(configuration c: PocketClient.Configuration) throws(PocketError) {
@@ -41,9 +41,14 @@ final class Engine: @unchecked Sendable {
         cfg.callbacks.on_done = { ctx, error, sysErrno, timings in
             InFlightRequest.release(ctx).didFinish(error: error, sysErrno: sysErrno, timings: timings!.pointee)
         }
+        cfg.callbacks.on_pass_end = { ctx in
+            Unmanaged<LoopExecutor>.fromOpaque(ctx!).takeUnretainedValue().resumeCompleted()
+        }
         let executor = LoopExecutor()
         let retained = Unmanaged.passRetained(executor)
         cfg.post_ctx = retained.toOpaque()
+        // The engine releases it once its threads are gone, wherever that is.
+        cfg.post_ctx_release = { ctx in Unmanaged<LoopExecutor>.fromOpaque(ctx!).release() }
         var engine: OpaquePointer?
         let rc = pk_engine_create(&cfg, &engine)
         guard rc == 0, let engine else {
@@ -51,7 +56,7 @@ final class Engine: @unchecked Sendable {
             throw PocketError.engine(rc, errno: 0)
         }
         raw = engine
-        executor.engine = engine
+        executor.attach(engine)
         self.executor = executor
     }
 
@@ -61,12 +66,8 @@ final class Engine: @unchecked Sendable {
     }
 
     deinit {
-        executor.engine = nil
-        let onLoopThread = pk_engine_on_loop_thread(raw) != 0
+        executor.attach(nil)
         pk_engine_destroy(raw)
-        // Destroyed from a loop thread, the engine finishes later on a reaper
-        // thread and may still run posted jobs: leave it the executor.
-        if !onLoopThread { Unmanaged.passUnretained(executor).release() }
     }
 
     /// Pool and request counters (for tests and metrics).

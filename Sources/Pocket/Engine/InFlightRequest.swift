@@ -32,6 +32,9 @@ final class InFlightRequest: @unchecked Sendable {
     private var minorVersion = 1
     private var headers = HTTPHeaders()
     private var body = Data()
+    private var outcome: Result<Response, PocketError>?
+    /// Link in the loop's list of requests finished in the current pass.
+    var nextCompleted: InFlightRequest?
     private let maxBodyReserve = 1 << 20
 
     init(engine: Engine) {
@@ -209,24 +212,35 @@ final class InFlightRequest: @unchecked Sendable {
     func didFinish(error: Int32, sysErrno: Int32, timings t: pk_timings) {
         state.withLock { $0 = .finished }
         freeBody()
-        let c = continuation
-        continuation = nil
         if error != 0 {
             let head = status != 0 ? ResponseHead(status: status, reason: reason, headers: headers) : nil
-            c?.resume(throwing: PocketError.engine(error, errno: sysErrno, response: head))
-            return
+            outcome = .failure(PocketError.engine(error, errno: sysErrno, response: head))
+        } else {
+            var timings = Timings()
+            timings.dns = .nanoseconds(Int64(t.dns_ns))
+            timings.connect = .nanoseconds(Int64(t.connect_ns))
+            timings.tls = .nanoseconds(Int64(t.tls_ns))
+            timings.firstByte = .nanoseconds(Int64(t.first_byte_ns))
+            timings.total = .nanoseconds(Int64(t.total_ns))
+            timings.bytesSent = Int(t.bytes_sent)
+            timings.bytesReceived = Int(t.bytes_received)
+            timings.reusedConnection = t.reused != 0
+            timings.retried = t.retried != 0
+            outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion,
+                                        headers: headers, body: body, timings: timings))
         }
-        var timings = Timings()
-        timings.dns = .nanoseconds(Int64(t.dns_ns))
-        timings.connect = .nanoseconds(Int64(t.connect_ns))
-        timings.tls = .nanoseconds(Int64(t.tls_ns))
-        timings.firstByte = .nanoseconds(Int64(t.first_byte_ns))
-        timings.total = .nanoseconds(Int64(t.total_ns))
-        timings.bytesSent = Int(t.bytes_sent)
-        timings.bytesReceived = Int(t.bytes_received)
-        timings.reusedConnection = t.reused != 0
-        timings.retried = t.retried != 0
-        c?.resume(returning: Response(status: status, reason: reason, httpMinorVersion: minorVersion,
-                                      headers: headers, body: body, timings: timings))
+        engine.executor.complete(self)
+    }
+
+    /// Loop thread, end of the pass: hands the outcome to the waiting task.
+    func resume() {
+        let c = continuation
+        continuation = nil
+        guard let outcome else { return }
+        self.outcome = nil
+        switch outcome {
+        case .success(let response): c?.resume(returning: response)
+        case .failure(let error): c?.resume(throwing: error)
+        }
     }
 }

@@ -1,4 +1,5 @@
 internal import CHTTPEngine
+import Synchronization
 
 /// The engine's event loop as a `TaskExecutor`.
 ///
@@ -7,24 +8,65 @@ internal import CHTTPEngine
 /// continues on the same thread at the end of the loop's pass, with no thread
 /// hop and no wake-up syscall. Code on it must not block.
 final class LoopExecutor: TaskExecutor, @unchecked Sendable {
-    // Invariant: `engine` is set once, right after the engine is created, and
-    // the C engine stays alive while this executor is reachable from it.
-    nonisolated(unsafe) var engine: OpaquePointer?
+    /// The engine to post to; nil once it is being destroyed. Posting holds
+    /// the lock, so a post never reaches a freed engine.
+    private let engine = Mutex<UInt?>(nil)
+
+    func attach(_ raw: OpaquePointer?) {
+        engine.withLock { $0 = raw.map { UInt(bitPattern: $0) } }
+    }
+
+    /// Requests finished during the current loop pass, resumed together at
+    /// its end (an intrusive list through `InFlightRequest.nextCompleted`).
+    private let completed = Mutex<InFlightRequest?>(nil)
 
     init() {}
 
+    /// Loop thread: a request finished; its continuation is resumed at the
+    /// end of the pass.
+    func complete(_ request: InFlightRequest) {
+        completed.withLock { head in
+            request.nextCompleted = head
+            head = request
+        }
+    }
+
+    /// Loop thread, end of a pass: resume everything that finished in it, in
+    /// completion order. Waking the waiting tasks in one burst, after the
+    /// sockets were read, keeps thread hand-offs from interleaving with I/O.
+    func resumeCompleted() {
+        var list = completed.withLock { head -> InFlightRequest? in
+            let l = head
+            head = nil
+            return l
+        }
+        var reversed: InFlightRequest?
+        while let r = list {
+            list = r.nextCompleted
+            r.nextCompleted = reversed
+            reversed = r
+        }
+        while let r = reversed {
+            reversed = r.nextCompleted
+            r.nextCompleted = nil
+            r.resume()
+        }
+    }
+
     func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
-        if let engine {
-            let arg = unsafeBitCast(unowned, to: UnsafeMutableRawPointer.self)
-            let rc = pk_engine_post(engine, 0, { ctx, arg in
+        let arg = unsafeBitCast(unowned, to: UnsafeMutableRawPointer.self)
+        let posted = engine.withLock { bits -> Bool in
+            guard let bits, let raw = OpaquePointer(bitPattern: bits) else { return false }
+            return pk_engine_post(raw, 0, { ctx, arg in
                 let executor = Unmanaged<LoopExecutor>.fromOpaque(ctx!).takeUnretainedValue()
                 let job = unsafeBitCast(arg!, to: UnownedJob.self)
                 job.runSynchronously(on: executor.asUnownedTaskExecutor())
-            }, arg)
-            if rc == 0 { return }
+            }, arg) == 0
         }
-        // The loop has exited (shutdown): the task goes on in the global pool.
+        if posted { return }
+        // The loop has exited (shutdown) or the client is gone: the task goes
+        // on in the global pool.
         globalConcurrentExecutor.enqueue(ExecutorJob(unowned))
     }
 }
