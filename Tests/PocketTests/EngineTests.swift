@@ -66,4 +66,34 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(failures, n)
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(30))
     }
+
+    func testHostNamesResolveOffLoopAndTheCacheExpires() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok", closeConnection: true) } // every request connects anew
+        let named = URL(string: "http://localhost:\(server.port)/")!
+        let client = try makeClient { $0.dnsCacheTTL = .milliseconds(300) }
+        let first = try await client.send(Request(url: named))
+        XCTAssertGreaterThan(first.timings.dns, .zero, "first lookup goes to the resolver")
+        let cached = try await client.send(Request(url: named))
+        XCTAssertEqual(cached.timings.dns, .zero, "second connection uses the cache")
+        XCTAssertGreaterThan(cached.timings.connect, .zero)
+        try await Task.sleep(for: .milliseconds(400))
+        let expired = try await client.send(Request(url: named))
+        XCTAssertGreaterThan(expired.timings.dns, .zero, "the entry expired")
+        // Numeric hosts never reach the resolver.
+        let numeric = try await client.send(Request(url: url(server, "/")))
+        XCTAssertEqual(numeric.timings.dns, .zero)
+    }
+
+    func testNameThatDoesNotResolveIsADNSError() async throws {
+        // A label longer than 63 bytes cannot be encoded in a DNS query, so the
+        // resolver fails it locally: no packet leaves the machine.
+        let host = String(repeating: "a", count: 70) + ".invalid"
+        let client = try makeClient()
+        let error = await assertPocketError(.dnsFailure) {
+            try await client.send(Request(url: URL(string: "http://\(host):80/")!))
+        }
+        XCTAssertNotNil(error?.systemError)
+    }
 }

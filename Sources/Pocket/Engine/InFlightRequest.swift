@@ -35,6 +35,9 @@ final class InFlightRequest: @unchecked Sendable {
     private var outcome: Result<Response, PocketError>?
     /// Link in the loop's list of requests finished in the current pass.
     var nextCompleted: InFlightRequest?
+    /// The sending task runs on the engine's loop (loop executor preference),
+    /// so it is resumed there directly.
+    var resumesOnLoop = false
     private let maxBodyReserve = 1 << 20
 
     init(engine: Engine) {
@@ -53,6 +56,7 @@ final class InFlightRequest: @unchecked Sendable {
     func start(_ request: Request, configuration: PocketClient.Configuration,
                continuation: UnsafeContinuation<Response, any Error>) {
         self.continuation = continuation
+        resumesOnLoop = pk_engine_on_loop_thread(engine.raw) != 0
         let target = request.target
         if let problem = target.problem {
             finishEarly(PocketError(request.url.scheme.map { ["http", "https"].contains($0.lowercased()) } == false

@@ -32,22 +32,48 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Loop thread, end of a pass: resume everything that finished in it, in
-    /// completion order. Waking the waiting tasks in one burst, after the
-    /// sockets were read, keeps thread hand-offs from interleaving with I/O.
+    /// completion order.
+    ///
+    /// Tasks running on this loop are resumed here directly (that only queues
+    /// them for the loop's next pass). The others wait on the global
+    /// executor, and resuming each from here would wake a pool thread per
+    /// response: on a busy core the scheduler then switches to that thread at
+    /// once, and loop and pool ping-pong twice per request. So one job on the
+    /// global executor resumes them all: one wake-up per pass, and the pool
+    /// thread runs the whole batch.
     func resumeCompleted() {
         var list = completed.withLock { head -> InFlightRequest? in
             let l = head
             head = nil
             return l
         }
-        var reversed: InFlightRequest?
-        while let r = list {
+        var remote: InFlightRequest?
+        var remoteCount = 0
+        var local: InFlightRequest?
+        while let r = list {  // reversing restores completion order
             list = r.nextCompleted
-            r.nextCompleted = reversed
-            reversed = r
+            if r.resumesOnLoop {
+                r.nextCompleted = local
+                local = r
+            } else {
+                r.nextCompleted = remote
+                remote = r
+                remoteCount += 1
+            }
         }
-        while let r = reversed {
-            reversed = r.nextCompleted
+        Self.resumeAll(local)
+        if remoteCount == 1 {
+            Self.resumeAll(remote)
+        } else if let batch = remote {
+            let box = UncheckedBox(batch)
+            Task.detached { Self.resumeAll(box.value) }
+        }
+    }
+
+    private static func resumeAll(_ first: InFlightRequest?) {
+        var next = first
+        while let r = next {
+            next = r.nextCompleted
             r.nextCompleted = nil
             r.resume()
         }
@@ -69,4 +95,11 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
         // on in the global pool.
         globalConcurrentExecutor.enqueue(ExecutorJob(unowned))
     }
+}
+
+/// Carries the batch list to the resumer job; the list is owned by that job
+/// alone once handed over.
+private struct UncheckedBox: @unchecked Sendable {
+    let value: InFlightRequest
+    init(_ value: InFlightRequest) { self.value = value }
 }
