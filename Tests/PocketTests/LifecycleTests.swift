@@ -75,6 +75,10 @@ final class LifecycleTests: XCTestCase {
         let before = PocketClient.engineAllocationCount
         for _ in 0..<2000 { _ = try await client.send(request) }
         let after = PocketClient.engineAllocationCount
-        XCTAssertEqual(after - before, 0, "engine allocations on warm keep-alive requests")
+        // Zero per request. The counter is process-wide and the number of
+        // request structs in circulation depends on thread timing, so one late
+        // growth of the free list (a struct and its head buffer) is tolerated;
+        // anything per request would show as hundreds here.
+        XCTAssertLessThanOrEqual(after - before, 2, "engine allocations on 2000 warm keep-alive requests")
     }
 }

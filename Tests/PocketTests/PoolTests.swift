@@ -111,4 +111,23 @@ final class PoolTests: XCTestCase {
         _ = try await client.send(Request(url: url(server, "/")))
         XCTAssertEqual(server.acceptedConnections, 2)
     }
+
+    func testBytesArrivingOnAnIdleConnectionDropIt() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/late") { _ in
+            .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .sleep(milliseconds: 50),
+                  .sendString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")])
+        }
+        server.route("/") { _ in .text("fresh") }
+        let client = try makeClient()
+        let first = try await client.send(Request(url: url(server, "/late")))
+        XCTAssertEqual(first.text, "ok")
+        // The stray response lands on the pooled socket; the engine drops it
+        // rather than hand it to the next request as its answer.
+        await assertEventually("the engine closed the dirty idle connection") { server.openConnections == 0 }
+        let next = try await client.send(Request(url: url(server, "/")))
+        XCTAssertEqual(next.text, "fresh")
+        XCTAssertFalse(next.timings.reusedConnection)
+    }
 }
