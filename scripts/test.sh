@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # The test command: system packages, then the whole suite (XCTest) through
-# real sockets on loopback, plus a short replay of the fuzz corpora.
+# real sockets on loopback (in-process test server and a real nginx), then a
+# replay of the fuzz corpora and saved crashers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build --build-tests
-swift test --skip-build 2>&1 | tee .build/test-output.txt
-# (fuzz regressions: crashers and corpus replayed once, fast)
-if [ -x fuzz/run.sh ]; then fuzz/run.sh h1_parse --replay; fi
+mkdir -p .build
+swift test --skip-build --disable-swift-testing 2>&1 | tee .build/test-output.txt
+# Fuzz regressions: every corpus input and saved crasher, once (seconds).
+for target in $(ls fuzz/fuzz_*.c | sed 's|fuzz/fuzz_||; s|\.c$||'); do
+  fuzz/run.sh "$target" --replay > .build/fuzz-replay-"$target".txt 2>&1 \
+    || { cat .build/fuzz-replay-"$target".txt; echo "fuzz replay of $target failed"; exit 1; }
+  echo "fuzz replay $target: ok"
+done
+# One plain closing line with the XCTest totals.
+summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" .build/test-output.txt | tail -1)
+total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')
+failed=$(echo "$summary" | sed -E 's/.*with ([0-9]+) failures?.*/\1/')
+echo "$((total - failed)) passed, $failed failed"
