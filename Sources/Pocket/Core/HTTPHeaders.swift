@@ -63,6 +63,11 @@ public struct HTTPHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryL
         fields.append(Field(name: name, value: value))
     }
 
+    /// Reserves room for `n` fields.
+    public mutating func reserveCapacity(_ n: Int) {
+        fields.reserveCapacity(n)
+    }
+
     public mutating func remove(_ name: String) {
         fields.removeAll { Self.equalNames($0.name, name) }
     }

@@ -11,17 +11,23 @@ import Synchronization
 /// Passed to C as a retained, unmanaged context: retained on submit, released
 /// in `on_done`, which the engine calls exactly once. The response fields are
 /// written only by the loop thread between submit and `on_done`, and read by
-/// the caller only after the continuation resumes, so they need no lock; the
-/// lock guards the small state machine that cancellation races with.
+/// the caller only after the continuation resumes, so they need no lock.
+/// Cancellation races with submit and completion through one atomic state
+/// (lock-free, and visible to ThreadSanitizer, which does not see through the
+/// futex-based `Mutex`).
 final class InFlightRequest: @unchecked Sendable {
     private enum State {
-        case idle
-        case running(req: UInt, id: UInt64) // a pk_request_handle, as plain values
-        case cancelledEarly
-        case finished
+        static let idle = 0
+        static let running = 1        // handleReq/handleID are valid
+        static let cancelledEarly = 2 // cancelled before the handle was published
+        static let finished = 3
     }
 
-    private let state = Mutex<State>(.idle)
+    private let state = Atomic<Int>(State.idle)
+    // Written once by the submitter before `state` becomes `running` (release);
+    // read by `cancel` only after it observes `running` (acquire).
+    private var handleReq: UInt = 0
+    private var handleID: UInt64 = 0
     private var continuation: UnsafeContinuation<Response, any Error>?
     private let engine: Engine
     private var bodyCopy: UnsafeMutableRawBufferPointer?
@@ -71,15 +77,7 @@ final class InFlightRequest: @unchecked Sendable {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
             extra.add(name: "Authorization", value: "Basic \(token)")
         }
-        let defaults = configuration.defaultHeaders
-        var fields: [HTTPHeaders.Field] = []
-        let needsMerge = !defaults.isEmpty || !extra.isEmpty
-        if needsMerge {
-            fields.reserveCapacity(defaults.count + extra.count + request.headers.count)
-            for f in defaults.fields where !request.headers.contains(f.name) && !extra.contains(f.name) { fields.append(f) }
-            fields.append(contentsOf: extra.fields)
-            fields.append(contentsOf: request.headers.fields)
-        }
+        let headers = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers)
 
         if let body = request.body, !body.isEmpty {
             let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: body.count, alignment: 1)
@@ -87,9 +85,7 @@ final class InFlightRequest: @unchecked Sendable {
             bodyCopy = copy
         }
 
-        let rc: Int32 = needsMerge
-            ? submit(request, target, fields[...], timeouts)
-            : submit(request, target, request.headers.fields[...], timeouts)
+        let rc = submit(request, target, headers, timeouts)
         if rc != 0 {
             // The engine refused it synchronously: no callback will come.
             Unmanaged.passUnretained(self).release()
@@ -99,16 +95,20 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// Builds the C spec on the stack (no heap allocation for typical sizes)
     /// and submits it. Returns the engine's code.
-    private func submit(_ request: Request, _ target: Target, _ fields: ArraySlice<HTTPHeaders.Field>,
+    private func submit(_ request: Request, _ target: Target, _ fields: HeaderSources,
                         _ timeouts: Timeouts) -> Int32 {
         var method = request.method.rawValue
         var host = target.host
         var path = target.pathAndQuery
         var total = method.utf8.count + host.utf8.count + path.utf8.count
-        for f in fields { total += f.name.utf8.count + f.value.utf8.count }
+        var count = 0
+        fields.forEach { f in
+            total += f.name.utf8.count + f.value.utf8.count
+            count += 1
+        }
 
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(total, 1)) { bytes in
-            withUnsafeTemporaryAllocation(of: pk_header.self, capacity: max(fields.count, 1)) { hdrs in
+            withUnsafeTemporaryAllocation(of: pk_header.self, capacity: max(count, 1)) { hdrs in
                 var offset = 0
                 func put(_ s: inout String) -> (UnsafePointer<CChar>?, Int) {
                     let start = offset
@@ -126,7 +126,7 @@ final class InFlightRequest: @unchecked Sendable {
                 (spec.host, spec.host_len) = put(&host)
                 (spec.target, spec.target_len) = put(&path)
                 var i = 0
-                for f in fields {
+                fields.forEach { f in
                     var name = f.name, value = f.value
                     let (n, nl) = put(&name)
                     let (v, vl) = put(&value)
@@ -134,7 +134,7 @@ final class InFlightRequest: @unchecked Sendable {
                     i += 1
                 }
                 spec.headers = UnsafePointer(hdrs.baseAddress)
-                spec.num_headers = fields.count
+                spec.num_headers = count
                 spec.scheme = target.https ? Int32(PK_SCHEME_HTTPS.rawValue) : Int32(PK_SCHEME_HTTP.rawValue)
                 spec.port = target.port
                 spec.has_body = request.body == nil ? 0 : 1
@@ -146,38 +146,46 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.idempotent = -1
                 spec.ctx = Unmanaged.passRetained(self).toOpaque()
 
-                var handle = pk_request_handle()
-                // Under the lock so a concurrent cancel sees either "not yet
-                // started" (and we skip submitting) or a valid handle.
-                return state.withLock { st -> Int32 in
-                    if case .cancelledEarly = st { return -Int32(PK_E_CANCELLED.rawValue) }
-                    let rc = pk_engine_submit(engine.raw, &spec, &handle)
-                    if rc == 0 { st = .running(req: UInt(bitPattern: handle.req), id: handle.id) }
-                    return rc
+                if state.load(ordering: .acquiring) == State.cancelledEarly {
+                    return -Int32(PK_E_CANCELLED.rawValue)
                 }
+                var handle = pk_request_handle()
+                let rc = pk_engine_submit(engine.raw, &spec, &handle)
+                guard rc == 0 else { return rc }
+                handleReq = UInt(bitPattern: handle.req)
+                handleID = handle.id
+                let (published, seen) = state.compareExchange(expected: State.idle, desired: State.running,
+                                                              ordering: .acquiringAndReleasing)
+                // Cancelled between our check and the submit: the engine has
+                // the request now, so the cancel is ours to pass on.
+                if !published && seen == State.cancelledEarly { pk_engine_cancel(engine.raw, handle) }
+                return 0
             }
         }
     }
 
     /// Called from Task cancellation on any thread.
     func cancel() {
-        let handle: pk_request_handle? = state.withLock { st in
-            switch st {
-            case .idle:
-                st = .cancelledEarly
-                return nil
-            case let .running(req, id):
-                return pk_request_handle(req: UnsafeMutableRawPointer(bitPattern: req), id: id)
-            case .cancelledEarly, .finished:
-                return nil
+        var current = state.load(ordering: .acquiring)
+        while true {
+            switch current {
+            case State.idle:
+                let (done, seen) = state.compareExchange(expected: State.idle, desired: State.cancelledEarly,
+                                                         ordering: .acquiringAndReleasing)
+                if done { return }
+                current = seen
+            case State.running:
+                let handle = pk_request_handle(req: UnsafeMutableRawPointer(bitPattern: handleReq), id: handleID)
+                pk_engine_cancel(engine.raw, handle) // a no-op if it already finished
+                return
+            default:
+                return
             }
         }
-        // Outside our lock: the engine takes its own, and on_done takes ours.
-        if let handle { pk_engine_cancel(engine.raw, handle) }
     }
 
     private func finishEarly(_ error: PocketError) {
-        state.withLock { $0 = .finished }
+        state.store(State.finished, ordering: .releasing)
         freeBody()
         let c = continuation
         continuation = nil
@@ -198,13 +206,16 @@ final class InFlightRequest: @unchecked Sendable {
             reason = String(decoding: UnsafeRawBufferPointer(start: head.reason, count: head.reason_len), as: UTF8.self)
         }
         var list = HTTPHeaders()
+        list.reserveCapacity(head.num_headers)
         for i in 0..<head.num_headers {
             let h = head.headers[i]
             list.add(name: String(decoding: UnsafeRawBufferPointer(start: h.name, count: h.name_len), as: UTF8.self),
                      value: String(decoding: UnsafeRawBufferPointer(start: h.value, count: h.value_len), as: UTF8.self))
         }
         headers = list
-        if contentLength > 0 {
+        // Small bodies stay inline in Data (no allocation); larger ones get
+        // their storage once, bounded so a lying Content-Length costs nothing.
+        if contentLength > 14 {
             body.reserveCapacity(Int(min(contentLength, Int64(maxBodyReserve))))
         }
     }
@@ -214,7 +225,7 @@ final class InFlightRequest: @unchecked Sendable {
     }
 
     func didFinish(error: Int32, sysErrno: Int32, timings t: pk_timings) {
-        state.withLock { $0 = .finished }
+        state.store(State.finished, ordering: .releasing)
         freeBody()
         if error != 0 {
             let head = status != 0 ? ResponseHead(status: status, reason: reason, headers: headers) : nil
@@ -246,5 +257,20 @@ final class InFlightRequest: @unchecked Sendable {
         case .success(let response): c?.resume(returning: response)
         case .failure(let error): c?.resume(throwing: error)
         }
+    }
+}
+
+/// The header fields of one request without building a merged array: the
+/// client's defaults the request does not override, then URL credentials,
+/// then the request's own fields.
+struct HeaderSources {
+    let defaults: HTTPHeaders
+    let extra: HTTPHeaders
+    let own: HTTPHeaders
+
+    func forEach(_ body: (HTTPHeaders.Field) -> Void) {
+        for f in defaults.fields where !own.contains(f.name) && !extra.contains(f.name) { body(f) }
+        for f in extra.fields { body(f) }
+        for f in own.fields { body(f) }
     }
 }

@@ -10,7 +10,7 @@ import Synchronization
 final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     /// The engine to post to; nil once it is being destroyed. Posting holds
     /// the lock, so a post never reaches a freed engine.
-    private let engine = Mutex<UInt?>(nil)
+    private let engine = Lock<UInt?>(nil)
 
     func attach(_ raw: OpaquePointer?) {
         engine.withLock { $0 = raw.map { UInt(bitPattern: $0) } }
@@ -18,7 +18,7 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
 
     /// Requests finished during the current loop pass, resumed together at
     /// its end (an intrusive list through `InFlightRequest.nextCompleted`).
-    private let completed = Mutex<InFlightRequest?>(nil)
+    private let completed = Lock<InFlightRequest?>(nil)
 
     init() {}
 
