@@ -21,8 +21,10 @@ let package = Package(
         ),
         // What users import.
         .target(name: "Pocket", dependencies: ["CHTTPEngine"]),
+        // OpenSSL glue for the TLS side of the test server (test support only).
+        .target(name: "CPocketTestTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // In-process loopback servers for tests (not a product).
-        .target(name: "PocketTestSupport"),
+        .target(name: "PocketTestSupport", dependencies: ["CPocketTestTLS"]),
         // A small epoll server the benchmark starts when no --url is given.
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")]),
         .executableTarget(name: "pocket-bench", dependencies: ["Pocket", "CPocketBenchServer"]),

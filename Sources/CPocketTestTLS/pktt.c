@@ -1,0 +1,1 @@
+int pktt_placeholder(void) { return 0; }
