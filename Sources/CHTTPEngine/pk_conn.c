@@ -83,7 +83,42 @@ static int connect_error(int e) {
 
 /* Head and body leave in one sendmsg (writev semantics); MSG_NOSIGNAL so a
  * peer that closed early yields EPIPE, not a process-killing SIGPIPE. */
+/* TLS has no writev: head, then body, each as large records. */
+static void conn_write_tls(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  size_t total = req->head_len + req->body_len;
+  while (conn->woff < total) {
+    const char *p;
+    size_t n;
+    if (conn->woff < req->head_len) {
+      p = req->buf + conn->woff;
+      n = req->head_len - conn->woff;
+    } else {
+      p = req->body + (conn->woff - req->head_len);
+      n = total - conn->woff;
+    }
+    int detail = 0;
+    ssize_t w = pk__tls_write(conn->tls, p, n, &detail);
+    if (w == PK_TLS_WANT_WRITE || w == PK_TLS_WANT_READ) {
+      conn->want_write = 1;
+      return;
+    }
+    if (w < 0) {
+      pk__conn_fail(loop, conn, (int)-w, detail);
+      return;
+    }
+    conn->woff += (size_t)w;
+    req->timings.bytes_sent += (uint64_t)w;
+    req->t_last_activity = loop->now;
+  }
+  conn->want_write = 0;
+}
+
 static void conn_write(pk__loop *loop, pk__conn *conn) {
+  if (conn->tls) {
+    conn_write_tls(loop, conn);
+    return;
+  }
   pk__req *req = conn->req;
   size_t total = req->head_len + req->body_len;
   while (conn->woff < total) {
@@ -125,6 +160,7 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
   conn->woff = 0;
   conn->rlen = 0;
   conn->read_full = 0;
+  conn->clean = 0;
   req->last_len = 0;
   req->got_head = 0;
   req->interim = 0;
@@ -143,10 +179,46 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
 
 /* -------------------------------------------------------------- connect */
 
+static void handshake_step(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  int detail = 0;
+  int r = pk__tls_handshake(loop->eng->tls, conn->tls, &detail);
+  if (r == PK_TLS_WANT_READ || r == PK_TLS_WANT_WRITE) return; /* edge-triggered: the next event resumes */
+  if (r < 0) {
+    pk__conn_fail(loop, conn, -r, detail);
+    return;
+  }
+  req->timings.tls_ns = pk__now_ns() - conn->t_tls_start;
+  req->timings.tls_resumed = pk__tls_resumed(conn->tls);
+  conn->state = PK_CONN_ACTIVE;
+  pk__conn_begin_request(loop, conn);
+}
+
+/* The newest resumable session of an origin is kept for its next new
+ * connection (OpenSSL's new-session callback lands here). */
+void pk__conn_tls_session(void *c, void *session) {
+  pk__origin *o = ((pk__conn *)c)->origin;
+  pk__tls_session_free(o->tls_session);
+  o->tls_session = session;
+}
+
 static void connected(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
   pk__dns_release(conn);
+  if (conn->origin->scheme == PK_SCHEME_HTTPS) {
+    pk__origin *o = conn->origin;
+    conn->tls = pk__tls_new(loop->eng->tls, conn->fd, o->host, o->host_len,
+                            pk__tls_session_resumable(o->tls_session) ? o->tls_session : NULL, conn);
+    if (!conn->tls) {
+      pk__conn_fail(loop, conn, PK_E_TLS_HANDSHAKE, 0);
+      return;
+    }
+    conn->state = PK_CONN_HANDSHAKE;
+    conn->t_tls_start = pk__now_ns();
+    handshake_step(loop, conn);
+    return;
+  }
   conn->state = PK_CONN_ACTIVE;
   pk__conn_begin_request(loop, conn);
 }
@@ -244,6 +316,7 @@ static void complete(pk__loop *loop, pk__conn *conn) {
   conn->req = NULL;
   conn->requests++;
   pk__req_finish(loop, req, PK_OK, 0);
+  conn->clean = 1; /* the exchange completed: a TLS close keeps its session */
   if (keep && !loop->stopping_local) pk__conn_release(loop, conn);
   else pk__conn_close(loop, conn);
 }
@@ -371,9 +444,15 @@ static bool process(pk__loop *loop, pk__conn *conn) {
   return false;
 }
 
-static void on_eof(pk__loop *loop, pk__conn *conn) {
+static void on_eof(pk__loop *loop, pk__conn *conn, bool unclean_tls) {
   pk__req *req = conn->req;
   conn->reusable = 0;
+  /* Over TLS a close-delimited body ends only with close_notify: a bare FIN
+   * could be a truncation attack (RFC 9112 §9.8). */
+  if (unclean_tls && req->got_head && req->body_info.framing == PK_FRAMING_CLOSE) {
+    pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
+    return;
+  }
   if (!req->got_head) {
     pk__conn_fail(loop, conn, conn->rlen ? PK_E_TRUNCATED_HEAD : PK_E_CLOSED_BEFORE_RESPONSE, 0);
     return;
@@ -384,7 +463,51 @@ static void on_eof(pk__loop *loop, pk__conn *conn) {
   else pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
 }
 
+static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
+  for (;;) {
+    pk__req *req = conn->req;
+    if (!req || conn->state != PK_CONN_ACTIVE) return;
+    size_t space = conn->rcap - conn->rlen;
+    int detail = 0;
+    ssize_t n = pk__tls_read(conn->tls, conn->rbuf + conn->rlen, space, &detail);
+    if (n > 0) {
+      if (req->timings.bytes_received == 0) req->timings.first_byte_ns = loop->now - req->t_submit;
+      req->timings.bytes_received += (uint64_t)n;
+      req->t_last_activity = loop->now;
+      conn->rlen += (size_t)n;
+      conn->read_full = (size_t)n == space;
+      if (process(loop, conn)) return;
+      /* OpenSSL may hold decrypted bytes epoll cannot see: read on until it
+       * has none and the socket itself was read dry. */
+      if (pk__tls_drained(conn->tls)) return;
+      continue;
+    }
+    if (n == PK_TLS_WANT_READ || n == PK_TLS_WANT_WRITE) return;
+    if (n == 0 || n == PK_TLS_EOF_UNCLEAN) {
+      on_eof(loop, conn, n == PK_TLS_EOF_UNCLEAN);
+      return;
+    }
+    pk__conn_fail(loop, conn, (int)-n, detail);
+    return;
+  }
+}
+
+/* An idle TLS connection became readable: TLS 1.3 session tickets arrive
+ * like this and leave it fit for reuse; application data or a close do not. */
+static void idle_tls_event(pk__loop *loop, pk__conn *conn) {
+  char c;
+  int detail = 0;
+  ssize_t n = pk__tls_read(conn->tls, &c, 1, &detail);
+  if (n == PK_TLS_WANT_READ) return; /* a ticket or other handshake message: still fit */
+  pk__conn_close(loop, conn);
+}
+
 static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
+  if (conn->tls) {
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->reusable = 0;
+    conn_read_tls(loop, conn);
+    return;
+  }
   bool hup = events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
   /* The peer already hung up: whatever is left to read, this connection
    * cannot serve another request (and no later edge would tell us). */
@@ -406,7 +529,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
       continue;
     }
     if (n == 0) {
-      on_eof(loop, conn);
+      on_eof(loop, conn, false);
       return;
     }
     if (errno == EINTR) continue;
@@ -422,13 +545,20 @@ void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
   case PK_CONN_CONNECTING:
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) connect_event(loop, conn);
     return;
+  case PK_CONN_HANDSHAKE:
+    handshake_step(loop, conn);
+    return;
   case PK_CONN_IDLE:
     /* An idle connection that becomes readable was closed by the server or
      * sent bytes nobody asked for; either way it cannot be reused. */
+    if (conn->tls && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && (events & EPOLLIN)) {
+      idle_tls_event(loop, conn);
+      return;
+    }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pk__conn_close(loop, conn);
     return;
   case PK_CONN_ACTIVE:
-    if ((events & EPOLLOUT) && conn->want_write) {
+    if ((events & (conn->tls ? (EPOLLOUT | EPOLLIN) : EPOLLOUT)) && conn->want_write) {
       pk__req *req = conn->req;
       conn_write(loop, conn);
       if (conn->req != req || conn->state != PK_CONN_ACTIVE) return;

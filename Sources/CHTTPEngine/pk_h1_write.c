@@ -99,8 +99,7 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (!spec->method || !is_token(spec->method, spec->method_len)) return -PK_E_INVALID_METHOD;
   if (!spec->target || !is_target(spec->target, spec->target_len)) return -PK_E_INVALID_TARGET;
   if (!spec->host || !is_host(spec->host, spec->host_len)) return -PK_E_INVALID_HOST;
-  /* https is refused until pk_tls.c exists: never send it in the clear. */
-  if (spec->scheme != PK_SCHEME_HTTP) return -PK_E_INVALID_ARGUMENT;
+  if (spec->scheme != PK_SCHEME_HTTP && spec->scheme != PK_SCHEME_HTTPS) return -PK_E_INVALID_ARGUMENT;
   if (spec->port == 0) return -PK_E_INVALID_ARGUMENT;
   if (spec->num_headers && !spec->headers) return -PK_E_INVALID_ARGUMENT;
   if (spec->body_len && !spec->body) return -PK_E_INVALID_ARGUMENT;

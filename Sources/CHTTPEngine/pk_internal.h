@@ -70,6 +70,30 @@ void pk__timer_arm(struct pk__loop *loop, pk__timer *t, uint64_t deadline);
 void pk__timer_cancel(struct pk__loop *loop, pk__timer *t);
 static inline bool pk__timer_armed(const pk__timer *t) { return t->heap_index != PK_TIMER_IDLE; }
 
+/* ---------------------------------------------------------------- TLS */
+
+typedef struct pk__tls_ctx pk__tls_ctx;
+typedef struct pk__tls pk__tls;
+
+/* Results of the nonblocking calls besides byte counts and -PK_E_xxx. */
+#define PK_TLS_WANT_READ (-200001)
+#define PK_TLS_WANT_WRITE (-200002)
+#define PK_TLS_EOF_UNCLEAN (-200003) /* TCP FIN without close_notify */
+
+int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out);
+void pk__tls_ctx_free(pk__tls_ctx *c);
+pk__tls *pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void *session, void *conn);
+void pk__conn_tls_session(void *conn, void *session); /* pk_conn.c: takes ownership */
+int pk__tls_handshake(pk__tls_ctx *c, pk__tls *t, int *detail); /* 0 done, WANT_*, or -PK_E */
+ssize_t pk__tls_read(pk__tls *t, char *buf, size_t len, int *detail);
+ssize_t pk__tls_write(pk__tls *t, const char *buf, size_t len, int *detail);
+bool pk__tls_drained(pk__tls *t); /* nothing decrypted waits and the socket was read dry */
+bool pk__tls_pending(pk__tls *t);
+int pk__tls_resumed(pk__tls *t);
+void pk__tls_session_free(void *session);
+bool pk__tls_session_resumable(void *session);
+void pk__tls_free(pk__tls *t, bool clean);
+
 /* ---------------------------------------------------------------- DNS */
 
 #define PK_DNS_MAX_ADDRS 8
@@ -149,6 +173,7 @@ typedef struct pk__req {
 enum pk__conn_state {
   PK_CONN_RESOLVING = 1,
   PK_CONN_CONNECTING,
+  PK_CONN_HANDSHAKE,          /* TLS */
   PK_CONN_ACTIVE,
   PK_CONN_IDLE,
   PK_CONN_CLOSED,
@@ -161,6 +186,7 @@ struct pk__conn {
   uint8_t reusable;           /* cleared when anything makes the connection unfit for reuse */
   uint8_t addr_index;
   uint8_t read_full;          /* the last read filled the buffer */
+  uint8_t clean;              /* its last exchange completed (a close keeps the TLS session) */
   uint32_t requests;          /* responses completed on this connection */
   struct pk__loop *loop;
   pk__origin *origin;
@@ -170,6 +196,8 @@ struct pk__conn {
   uint64_t idle_since;
   const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
   pk__dns_entry *dns;
+  pk__tls *tls;               /* NULL for plain HTTP */
+  uint64_t t_tls_start;
   char *rbuf;
   size_t rcap, rlen;
   size_t woff;
@@ -182,6 +210,7 @@ struct pk__origin {
   uint8_t scheme;
   uint16_t port;
   uint32_t conns;            /* open + connecting */
+  void *tls_session;         /* last resumable TLS session (https origins) */
   pk__link idle;             /* LIFO: most recently used first */
   pk__link waiters;          /* requests waiting for a connection (FIFO) */
   size_t host_len;
@@ -247,6 +276,8 @@ struct pk_engine {
   _Atomic int shut;
   _Atomic int joined;
   pk__resolver *resolver;
+  pk__tls_ctx *tls;          /* created with the engine; https fails without it */
+  int tls_error;             /* why tls is NULL */
 };
 
 /* pk_loop.c */

@@ -115,7 +115,7 @@ static uint64_t req_deadline(pk__req *req, int *which) {
     *which = PK_E_TOTAL_TIMEOUT;
   }
   pk__conn *c = req->conn;
-  if (c && (c->state == PK_CONN_RESOLVING || c->state == PK_CONN_CONNECTING) &&
+  if (c && (c->state == PK_CONN_RESOLVING || c->state == PK_CONN_CONNECTING || c->state == PK_CONN_HANDSHAKE) &&
       req->connect_timeout_ms) {
     uint64_t d = req->t_dns_start + (uint64_t)req->connect_timeout_ms * 1000000u;
     if (d < best) {
@@ -427,6 +427,7 @@ static void loop_free(pk__loop *loop) {
   for (int b = 0; b < PK_ORIGIN_BUCKETS; b++) {
     for (pk__origin *o = loop->origins[b]; o;) {
       pk__origin *next = o->next;
+      pk__tls_session_free(o->tls_session);
       pk__free(o);
       o = next;
     }
@@ -453,6 +454,7 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
   int err = eng->loops ? 0 : -PK_E_NOMEM;
   uint32_t started = 0;
   if (!err) err = pk__resolver_create(c->dns_threads, &eng->resolver);
+  if (!err) err = pk__tls_ctx_create(&c->tls, &eng->tls);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) err = loop_init(eng, &eng->loops[i], i);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) {
     if (pthread_create(&eng->loops[i].thread, NULL, loop_main, &eng->loops[i]) != 0) err = -PK_E_NOMEM;
@@ -470,6 +472,7 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
       for (uint32_t i = 0; i < eng->nloops; i++)
         if (eng->loops[i].eng) loop_free(&eng->loops[i]);
     if (eng->resolver) pk__resolver_release(eng->resolver);
+    pk__tls_ctx_free(eng->tls);
     pk__free(eng->loops);
     pk__free(eng);
     return err;
@@ -503,6 +506,7 @@ void pk_engine_shutdown(pk_engine *eng) {
 static void engine_free(pk_engine *eng) {
   pk__resolver_release(eng->resolver); /* first: no lookup result may reach a freed loop */
   for (uint32_t i = 0; i < eng->nloops; i++) loop_free(&eng->loops[i]);
+  pk__tls_ctx_free(eng->tls);
   void (*release)(void *) = eng->cfg.post_ctx_release;
   void *ctx = eng->cfg.post_ctx;
   pk__free(eng->loops);

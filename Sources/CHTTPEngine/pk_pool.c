@@ -155,6 +155,11 @@ void pk__conn_close(pk__loop *loop, pk__conn *conn) {
   }
   pk__timer_cancel(loop, &conn->idle_timer);
   pk__dns_release(conn);
+  if (conn->tls) {
+    /* close_notify only after a clean exchange; a failed one just ends. */
+    pk__tls_free(conn->tls, conn->state == PK_CONN_IDLE || (conn->clean && !conn->req));
+    conn->tls = NULL;
+  }
   if (conn->fd >= 0) {
     /* close() also removes it from the epoll set (we never dup it). */
     close(conn->fd);

@@ -78,7 +78,16 @@ extern "C" {
     "connection closed before the response body was complete")                            \
   X(PK_E_TRUNCATED_HEAD, "truncated_head",                                                \
     "connection closed in the middle of the response head")                               \
-  X(PK_E_BODY_TOO_LARGE, "body_too_large", "response body exceeds the limit")
+  X(PK_E_BODY_TOO_LARGE, "body_too_large", "response body exceeds the limit")              \
+  X(PK_E_TLS_CONFIG, "tls_configuration", "TLS configuration could not be loaded (CA, certificate, key or ciphers)") \
+  X(PK_E_TLS_HANDSHAKE, "tls_handshake_failed", "TLS handshake failed")                   \
+  X(PK_E_TLS_UNTRUSTED, "tls_untrusted_certificate", "server certificate is not trusted")  \
+  X(PK_E_TLS_HOSTNAME, "tls_hostname_mismatch", "server certificate does not match the host") \
+  X(PK_E_TLS_EXPIRED, "tls_certificate_expired", "server certificate has expired")        \
+  X(PK_E_TLS_NOT_YET_VALID, "tls_certificate_not_yet_valid", "server certificate is not yet valid") \
+  X(PK_E_TLS_PIN, "tls_pin_mismatch", "server public key matches none of the pins")       \
+  X(PK_E_TLS_VERSION, "tls_protocol_version", "no TLS protocol version in common with the server") \
+  X(PK_E_TLS_ALPN, "tls_alpn_mismatch", "server selected an application protocol other than http/1.1")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,
@@ -208,6 +217,7 @@ typedef struct pk_timings {
   uint64_t bytes_sent;
   uint64_t bytes_received;
   int reused;             /* 1 if the request ran on a pooled connection */
+  int tls_resumed;        /* 1 if its new TLS connection resumed a session */
   int retried;            /* 1 if it was retried once on a new connection */
 } pk_timings;
 
@@ -232,6 +242,25 @@ typedef struct pk_callbacks {
   void (*on_pass_end)(void *post_ctx);
 } pk_callbacks;
 
+enum { PK_TLS_1_2 = 12, PK_TLS_1_3 = 13 };
+
+/* TLS settings of an engine. Paths are read at pk_engine_create. */
+typedef struct pk_tls_config {
+  const char *ca_file;   /* PEM bundle; with ca_dir NULL too: the system store */
+  const char *ca_dir;    /* hashed directory (c_rehash) */
+  const char *cert_file; /* client certificate chain (mutual TLS), PEM */
+  const char *key_file;  /* its key; NULL: in cert_file */
+  const char *ciphers;   /* TLS 1.2 cipher list; NULL: OpenSSL's default */
+  const uint8_t *pins;   /* pin_count SHA-256 digests of the server's SubjectPublicKeyInfo */
+  size_t pin_count;
+  int min_version;       /* PK_TLS_1_2 (default) or PK_TLS_1_3 */
+  int insecure;          /* 1: no verification at all (development only) */
+} pk_tls_config;
+
+/* OpenSSL's text for a certificate verification code (sys_errno of the
+ * PK_E_TLS_UNTRUSTED/HOSTNAME/EXPIRED/NOT_YET_VALID errors). */
+const char *pk_tls_verify_reason(int code);
+
 typedef struct pk_engine_config {
   uint32_t loops;                /* event-loop threads, default 1 */
   uint32_t max_conns_per_origin; /* default 64 */
@@ -242,6 +271,7 @@ typedef struct pk_engine_config {
   uint64_t max_body_bytes;       /* 0 = unlimited (default) */
   pk_parse_limits limits;
   pk_callbacks callbacks;
+  pk_tls_config tls;             /* for https origins */
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
   /* Optional: called once with post_ctx after the loop threads are gone and
    * the engine is freed (from pk_engine_destroy, or from the reaper thread

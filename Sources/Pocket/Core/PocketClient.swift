@@ -40,6 +40,8 @@ public final class PocketClient: Sendable {
         public var dnsCacheTTL: Duration = .seconds(30)
         /// Response limits; each has its own error code.
         public var limits = Limits()
+        /// TLS for `https` URLs: verified against the system trust store by default.
+        public var tls = TLSConfiguration()
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]

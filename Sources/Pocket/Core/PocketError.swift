@@ -23,47 +23,56 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let unknown = Code("unknown")
 
         // Engine codes, one per entry of the engine's error table
-    public static let outOfMemory = Code("out_of_memory")
-    public static let invalidArgument = Code("invalid_argument")
-    public static let invalidMethod = Code("invalid_method")
-    public static let invalidTarget = Code("invalid_target")
-    public static let invalidHeaderName = Code("invalid_header_name")
-    public static let invalidHeaderValue = Code("invalid_header_value")
-    public static let invalidHost = Code("invalid_host")
-    public static let requestHeadTooLarge = Code("request_head_too_large")
-    public static let shutdown = Code("shutdown")
-    public static let cancelled = Code("cancelled")
-    public static let dnsFailure = Code("dns_failure")
-    public static let connectionRefused = Code("connection_refused")
-    public static let networkUnreachable = Code("network_unreachable")
-    public static let hostUnreachable = Code("host_unreachable")
-    public static let connectFailed = Code("connect_failed")
-    public static let connectTimeout = Code("connect_timeout")
-    public static let readTimeout = Code("read_timeout")
-    public static let deadlineExceeded = Code("deadline_exceeded")
-    public static let connectionReset = Code("connection_reset")
-    public static let closedBeforeResponse = Code("closed_before_response")
-    public static let writeFailed = Code("write_failed")
-    public static let readFailed = Code("read_failed")
-    public static let socketFailed = Code("socket_failed")
-    public static let responseHeadTooLarge = Code("response_head_too_large")
-    public static let tooManyHeaders = Code("too_many_headers")
-    public static let badStatusLine = Code("bad_status_line")
-    public static let unsupportedVersion = Code("unsupported_version")
-    public static let badHeader = Code("bad_header")
-    public static let badContentLength = Code("bad_content_length")
-    public static let conflictingContentLength = Code("conflicting_content_length")
-    public static let transferEncodingWithContentLength = Code("transfer_encoding_with_content_length")
-    public static let unsupportedTransferEncoding = Code("unsupported_transfer_encoding")
-    public static let badChunk = Code("bad_chunk")
-    public static let chunkSizeTooLong = Code("chunk_size_too_long")
-    public static let chunkExtensionTooLarge = Code("chunk_extension_too_large")
-    public static let trailersTooLarge = Code("trailers_too_large")
-    public static let tooManyInterimResponses = Code("too_many_interim_responses")
-    public static let unexpectedUpgrade = Code("unexpected_upgrade")
-    public static let truncatedBody = Code("truncated_body")
-    public static let truncatedHead = Code("truncated_head")
-    public static let bodyTooLarge = Code("body_too_large")
+        public static let outOfMemory = Code("out_of_memory")
+        public static let invalidArgument = Code("invalid_argument")
+        public static let invalidMethod = Code("invalid_method")
+        public static let invalidTarget = Code("invalid_target")
+        public static let invalidHeaderName = Code("invalid_header_name")
+        public static let invalidHeaderValue = Code("invalid_header_value")
+        public static let invalidHost = Code("invalid_host")
+        public static let requestHeadTooLarge = Code("request_head_too_large")
+        public static let shutdown = Code("shutdown")
+        public static let cancelled = Code("cancelled")
+        public static let dnsFailure = Code("dns_failure")
+        public static let connectionRefused = Code("connection_refused")
+        public static let networkUnreachable = Code("network_unreachable")
+        public static let hostUnreachable = Code("host_unreachable")
+        public static let connectFailed = Code("connect_failed")
+        public static let connectTimeout = Code("connect_timeout")
+        public static let readTimeout = Code("read_timeout")
+        public static let deadlineExceeded = Code("deadline_exceeded")
+        public static let connectionReset = Code("connection_reset")
+        public static let closedBeforeResponse = Code("closed_before_response")
+        public static let writeFailed = Code("write_failed")
+        public static let readFailed = Code("read_failed")
+        public static let socketFailed = Code("socket_failed")
+        public static let responseHeadTooLarge = Code("response_head_too_large")
+        public static let tooManyHeaders = Code("too_many_headers")
+        public static let badStatusLine = Code("bad_status_line")
+        public static let unsupportedVersion = Code("unsupported_version")
+        public static let badHeader = Code("bad_header")
+        public static let badContentLength = Code("bad_content_length")
+        public static let conflictingContentLength = Code("conflicting_content_length")
+        public static let transferEncodingWithContentLength = Code("transfer_encoding_with_content_length")
+        public static let unsupportedTransferEncoding = Code("unsupported_transfer_encoding")
+        public static let badChunk = Code("bad_chunk")
+        public static let chunkSizeTooLong = Code("chunk_size_too_long")
+        public static let chunkExtensionTooLarge = Code("chunk_extension_too_large")
+        public static let trailersTooLarge = Code("trailers_too_large")
+        public static let tooManyInterimResponses = Code("too_many_interim_responses")
+        public static let unexpectedUpgrade = Code("unexpected_upgrade")
+        public static let truncatedBody = Code("truncated_body")
+        public static let truncatedHead = Code("truncated_head")
+        public static let bodyTooLarge = Code("body_too_large")
+        public static let tlsConfiguration = Code("tls_configuration")
+        public static let tlsHandshakeFailed = Code("tls_handshake_failed")
+        public static let tlsUntrustedCertificate = Code("tls_untrusted_certificate")
+        public static let tlsHostnameMismatch = Code("tls_hostname_mismatch")
+        public static let tlsCertificateExpired = Code("tls_certificate_expired")
+        public static let tlsCertificateNotYetValid = Code("tls_certificate_not_yet_valid")
+        public static let tlsPinMismatch = Code("tls_pin_mismatch")
+        public static let tlsProtocolVersion = Code("tls_protocol_version")
+        public static let tlsAlpnMismatch = Code("tls_alpn_mismatch")
     }
 
     public var code: Code
@@ -144,6 +153,15 @@ extension PocketError.Code {
         case 39: return .truncatedBody
         case 40: return .truncatedHead
         case 41: return .bodyTooLarge
+        case 42: return .tlsConfiguration
+        case 43: return .tlsHandshakeFailed
+        case 44: return .tlsUntrustedCertificate
+        case 45: return .tlsHostnameMismatch
+        case 46: return .tlsCertificateExpired
+        case 47: return .tlsCertificateNotYetValid
+        case 48: return .tlsPinMismatch
+        case 49: return .tlsProtocolVersion
+        case 50: return .tlsAlpnMismatch
         default: return .unknown
         }
     }

@@ -60,6 +60,8 @@ public struct Timings: Sendable, Hashable {
     public var bytesReceived: Int = 0
     /// The request ran on a pooled keep-alive connection.
     public var reusedConnection = false
+    /// The request's new TLS connection resumed an earlier session (no full handshake).
+    public var tlsResumed = false
     /// The request was sent a second time after a reused connection failed
     /// before any response byte (idempotent methods only).
     public var retried = false

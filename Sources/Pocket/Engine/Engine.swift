@@ -49,8 +49,40 @@ final class Engine: @unchecked Sendable {
         cfg.post_ctx = retained.toOpaque()
         // The engine releases it once its threads are gone, wherever that is.
         cfg.post_ctx_release = { ctx in Unmanaged<LoopExecutor>.fromOpaque(ctx!).release() }
+        let tls = c.tls
+        var pins: [UInt8] = []
+        for pin in tls.pinnedPublicKeys {
+            guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))),
+                  digest.count == 32 else {
+                retained.release()
+                throw PocketError(.tlsConfiguration, "not a SHA-256 public key pin (sha256//<base64 of 32 bytes>): \(pin)")
+            }
+            pins.append(contentsOf: digest)
+        }
+        if tls.insecureSkipVerification { Engine.warnInsecureOnce() }
+        cfg.tls.min_version = Int32(tls.minimumVersion == .tls13 ? PK_TLS_1_3 : PK_TLS_1_2)
+        cfg.tls.insecure = tls.insecureSkipVerification ? 1 : 0
+        cfg.tls.pin_count = tls.pinnedPublicKeys.count
         var engine: OpaquePointer?
-        let rc = pk_engine_create(&cfg, &engine)
+        let rc: Int32 = withOptionalCString(tls.caFile) { caFile in
+            withOptionalCString(tls.caDirectory) { caDir in
+                withOptionalCString(tls.certificateChainFile) { cert in
+                    withOptionalCString(tls.privateKeyFile) { key in
+                        withOptionalCString(tls.ciphers) { ciphers in
+                            pins.withUnsafeBufferPointer { pinBytes in
+                                cfg.tls.ca_file = caFile
+                                cfg.tls.ca_dir = caDir
+                                cfg.tls.cert_file = cert
+                                cfg.tls.key_file = key
+                                cfg.tls.ciphers = ciphers
+                                cfg.tls.pins = pinBytes.baseAddress
+                                return pk_engine_create(&cfg, &engine)
+                            }
+                        }
+                    }
+                }
+            }
+        }
         guard rc == 0, let engine else {
             retained.release()
             throw PocketError.engine(rc, errno: 0)
@@ -59,6 +91,14 @@ final class Engine: @unchecked Sendable {
         executor.attach(engine)
         self.executor = executor
     }
+
+    private static let insecureWarning: Void = {
+        let text = "Pocket: TLS certificate verification is OFF (TLSConfiguration.insecureSkipVerification). "
+            + "Never use this in production.\n"
+        _ = text.withCString { write(2, $0, strlen($0)) }
+    }()
+
+    static func warnInsecureOnce() { _ = insecureWarning }
 
     /// Fails everything in flight with `.shutdown` and joins the loop threads.
     func shutdown() {
@@ -95,6 +135,11 @@ extension PocketError {
             sys = errno
             if c == PK_E_DNS.rawValue {
                 message += " (\(String(cString: gai_strerror(errno))))"
+            } else if [PK_E_TLS_UNTRUSTED, PK_E_TLS_HOSTNAME, PK_E_TLS_EXPIRED, PK_E_TLS_NOT_YET_VALID]
+                        .map({ Int32($0.rawValue) }).contains(c) {
+                message += " (\(String(cString: pk_tls_verify_reason(errno))))"
+            } else if c >= Int32(PK_E_TLS_CONFIG.rawValue) {
+                // OpenSSL reason codes, not errno: the code alone is kept.
             } else if let posix = POSIXErrorCode(rawValue: errno) {
                 underlying = POSIXError(posix)
                 message += " (\(String(cString: strerror(errno))))"
@@ -102,4 +147,9 @@ extension PocketError {
         }
         return PocketError(.engine(c), message, underlying: underlying, systemError: sys, response: response)
     }
+}
+
+private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let s else { return body(nil) }
+    return s.withCString { body($0) }
 }

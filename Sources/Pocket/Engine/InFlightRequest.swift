@@ -69,11 +69,6 @@ final class InFlightRequest: @unchecked Sendable {
                                     ? .unsupportedScheme : .invalidURL, problem))
             return
         }
-        if target.https {
-            // Until the TLS issue lands, never send an https request in the clear.
-            finishEarly(PocketError(.unsupportedScheme, "https is not supported yet: TLS lands with the TLS issue; \(request.url.absoluteString) was not sent"))
-            return
-        }
         let timeouts = request.timeouts ?? configuration.timeouts
 
         // Header list: client defaults the request does not override, then the request's own.
@@ -246,6 +241,7 @@ final class InFlightRequest: @unchecked Sendable {
             timings.bytesReceived = Int(t.bytes_received)
             timings.reusedConnection = t.reused != 0
             timings.retried = t.retried != 0
+            timings.tlsResumed = t.tls_resumed != 0
             outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion,
                                         headers: headers, body: body, timings: timings))
         }

@@ -1,0 +1,323 @@
+/* TLS with OpenSSL — the only file of the engine that includes it.
+ *
+ * One SSL_CTX per engine, with the trust store loaded once. Each connection
+ * gets an SSL on a custom BIO that calls send(MSG_NOSIGNAL)/recv, so the
+ * library never raises SIGPIPE, never touches signal handlers, and counts the
+ * bytes on the wire. Everything is nonblocking: callers get "want read" or
+ * "want write" and return to the loop. */
+#include "pk_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+struct pk__tls_ctx {
+  SSL_CTX *ctx;
+  BIO_METHOD *method;
+  uint8_t *pins; /* count * 32 bytes of SHA-256(SPKI) */
+  size_t pin_count;
+  int insecure;
+};
+
+struct pk__tls {
+  SSL *ssl;
+  BIO *bio;
+  int fd;
+  uint8_t last_read_short; /* the BIO's last recv got less than asked: socket drained */
+  uint8_t shut;
+  uint64_t wire_in, wire_out;
+};
+
+/* ------------------------------------------------------------------ BIO */
+
+static int bio_write(BIO *b, const char *data, int len) {
+  pk__tls *t = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  ssize_t n = send(t->fd, data, (size_t)len, MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(b);
+    return -1;
+  }
+  t->wire_out += (uint64_t)n;
+  return (int)n;
+}
+
+static int bio_read(BIO *b, char *data, int len) {
+  pk__tls *t = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  ssize_t n = recv(t->fd, data, (size_t)len, 0);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      t->last_read_short = 1;
+      BIO_set_retry_read(b);
+    }
+    return -1;
+  }
+  t->last_read_short = n < len;
+  t->wire_in += (uint64_t)n;
+  return (int)n;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  PK_UNUSED(b);
+  PK_UNUSED(num);
+  PK_UNUSED(ptr);
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int bio_create(BIO *b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+/* -------------------------------------------------------------- context */
+
+/* OpenSSL hands over each new session here (TLS 1.3 tickets arrive after the
+ * handshake); the pool keeps the newest per origin. Returning 1 keeps ours. */
+static int new_session(SSL *ssl, SSL_SESSION *session) {
+  void *conn = SSL_get_app_data(ssl);
+  if (!conn || !SSL_SESSION_is_resumable(session)) return 0;
+  pk__conn_tls_session(conn, session);
+  return 1;
+}
+
+int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
+  pk__tls_ctx *c = pk__calloc(1, sizeof *c);
+  if (!c) return -PK_E_NOMEM;
+  int err = -PK_E_TLS_CONFIG;
+  c->ctx = SSL_CTX_new(TLS_client_method());
+  if (!c->ctx) goto fail;
+  c->method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pocket-socket");
+  if (!c->method) goto fail;
+  BIO_meth_set_write(c->method, bio_write);
+  BIO_meth_set_read(c->method, bio_read);
+  BIO_meth_set_ctrl(c->method, bio_ctrl);
+  BIO_meth_set_create(c->method, bio_create);
+
+  int minv = cfg && cfg->min_version ? cfg->min_version : PK_TLS_1_2;
+  if (!SSL_CTX_set_min_proto_version(c->ctx, minv == PK_TLS_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION)) goto fail;
+  SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                               SSL_MODE_RELEASE_BUFFERS);
+  if (cfg && cfg->ciphers && !SSL_CTX_set_cipher_list(c->ctx, cfg->ciphers)) goto fail;
+  c->insecure = cfg && cfg->insecure;
+  if (!c->insecure) {
+    SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+    /* The trust store is loaded once here, never per connection. */
+    int ok = (cfg && (cfg->ca_file || cfg->ca_dir))
+                 ? SSL_CTX_load_verify_locations(c->ctx, cfg->ca_file, cfg->ca_dir)
+                 : SSL_CTX_set_default_verify_paths(c->ctx);
+    if (!ok) goto fail;
+  } else {
+    SSL_CTX_set_verify(c->ctx, SSL_VERIFY_NONE, NULL);
+  }
+  if (cfg && cfg->cert_file) {
+    if (SSL_CTX_use_certificate_chain_file(c->ctx, cfg->cert_file) != 1) goto fail;
+    if (SSL_CTX_use_PrivateKey_file(c->ctx, cfg->key_file ? cfg->key_file : cfg->cert_file, SSL_FILETYPE_PEM) != 1)
+      goto fail;
+    if (SSL_CTX_check_private_key(c->ctx) != 1) goto fail;
+  }
+  if (cfg && cfg->pin_count) {
+    c->pins = pk__malloc(cfg->pin_count * 32);
+    if (!c->pins) {
+      err = -PK_E_NOMEM;
+      goto fail;
+    }
+    memcpy(c->pins, cfg->pins, cfg->pin_count * 32);
+    c->pin_count = cfg->pin_count;
+  }
+  /* Sessions are kept by the pool per origin, not in OpenSSL's cache. */
+  SSL_CTX_set_session_cache_mode(c->ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(c->ctx, new_session);
+  *out = c;
+  return 0;
+fail:
+  ERR_clear_error();
+  pk__tls_ctx_free(c);
+  return err;
+}
+
+void pk__tls_ctx_free(pk__tls_ctx *c) {
+  if (!c) return;
+  if (c->ctx) SSL_CTX_free(c->ctx);
+  if (c->method) BIO_meth_free(c->method);
+  pk__free(c->pins);
+  pk__free(c);
+}
+
+/* ------------------------------------------------------------ connection */
+
+pk__tls *pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void *session, void *conn) {
+  pk__tls *t = pk__calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->fd = fd;
+  t->ssl = SSL_new(c->ctx);
+  t->bio = t->ssl ? BIO_new(c->method) : NULL;
+  if (!t->bio) goto fail;
+  BIO_set_data(t->bio, t);
+  SSL_set_bio(t->ssl, t->bio, t->bio);
+  SSL_set_connect_state(t->ssl);
+  SSL_set_app_data(t->ssl, conn);
+
+  char name[256];
+  if (host_len >= sizeof name) goto fail;
+  memcpy(name, host, host_len);
+  name[host_len] = 0;
+  unsigned char ip[16];
+  bool is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+  if (!c->insecure) {
+    X509_VERIFY_PARAM *p = SSL_get0_param(t->ssl);
+    /* "*.example.com" matches one whole label, never "w*.example.com". */
+    X509_VERIFY_PARAM_set_hostflags(p, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    if (is_ip ? !X509_VERIFY_PARAM_set1_ip_asc(p, name) : !X509_VERIFY_PARAM_set1_host(p, name, host_len))
+      goto fail;
+  }
+  /* SNI carries DNS names only (RFC 6066 §3): never an IP literal. */
+  if (!is_ip && !SSL_set_tlsext_host_name(t->ssl, name)) goto fail;
+  static const unsigned char alpn[] = "\x08http/1.1";
+  if (SSL_set_alpn_protos(t->ssl, alpn, sizeof alpn - 1) != 0) goto fail;
+  if (session) SSL_set_session(t->ssl, session);
+  return t;
+fail:
+  ERR_clear_error();
+  if (t->ssl) SSL_free(t->ssl);
+  else if (t->bio) BIO_free(t->bio);
+  pk__free(t);
+  return NULL;
+}
+
+static int verify_error(long v) {
+  switch (v) {
+  case X509_V_ERR_CERT_HAS_EXPIRED: return PK_E_TLS_EXPIRED;
+  case X509_V_ERR_CERT_NOT_YET_VALID: return PK_E_TLS_NOT_YET_VALID;
+  case X509_V_ERR_HOSTNAME_MISMATCH:
+  case X509_V_ERR_IP_ADDRESS_MISMATCH: return PK_E_TLS_HOSTNAME;
+  default: return PK_E_TLS_UNTRUSTED;
+  }
+}
+
+static int pin_matches(pk__tls_ctx *c, SSL *ssl) {
+  X509 *cert = SSL_get1_peer_certificate(ssl);
+  if (!cert) return 0;
+  unsigned char *der = NULL;
+  int len = i2d_PUBKEY(X509_get0_pubkey(cert), &der);
+  X509_free(cert);
+  if (len <= 0) return 0;
+  unsigned char digest[32];
+  unsigned int dlen = 0;
+  int ok = EVP_Digest(der, (size_t)len, digest, &dlen, EVP_sha256(), NULL);
+  OPENSSL_free(der);
+  if (!ok || dlen != 32) return 0;
+  for (size_t i = 0; i < c->pin_count; i++)
+    if (memcmp(c->pins + 32 * i, digest, 32) == 0) return 1;
+  return 0;
+}
+
+int pk__tls_handshake(pk__tls_ctx *c, pk__tls *t, int *detail) {
+  ERR_clear_error();
+  int r = SSL_do_handshake(t->ssl);
+  if (r == 1) {
+    const unsigned char *proto = NULL;
+    unsigned int plen = 0;
+    SSL_get0_alpn_selected(t->ssl, &proto, &plen);
+    /* No ALPN answer is HTTP/1.1 by default; any other protocol is not ours. */
+    if (plen && !(plen == 8 && memcmp(proto, "http/1.1", 8) == 0)) return -PK_E_TLS_ALPN;
+    if (c->pin_count && !pin_matches(c, t->ssl)) return -PK_E_TLS_PIN;
+    return 0;
+  }
+  int e = SSL_get_error(t->ssl, r);
+  if (e == SSL_ERROR_WANT_READ) return PK_TLS_WANT_READ;
+  if (e == SSL_ERROR_WANT_WRITE) return PK_TLS_WANT_WRITE;
+  long v = SSL_get_verify_result(t->ssl);
+  if (v != X509_V_OK) {
+    *detail = (int)v;
+    ERR_clear_error();
+    return -verify_error(v);
+  }
+  unsigned long le = ERR_peek_error();
+  int reason = ERR_GET_REASON(le);
+  ERR_clear_error();
+  *detail = reason;
+  if (e == SSL_ERROR_SYSCALL) {
+    *detail = errno;
+    return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_TLS_HANDSHAKE;
+  }
+  if (reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION ||
+      reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_NO_PROTOCOLS_AVAILABLE)
+    return -PK_E_TLS_VERSION;
+  if (reason == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) return -PK_E_TLS_ALPN;
+  return -PK_E_TLS_HANDSHAKE;
+}
+
+ssize_t pk__tls_read(pk__tls *t, char *buf, size_t len, int *detail) {
+  ERR_clear_error();
+  int n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+  if (n > 0) return n;
+  int e = SSL_get_error(t->ssl, n);
+  switch (e) {
+  case SSL_ERROR_WANT_READ: return PK_TLS_WANT_READ;
+  case SSL_ERROR_WANT_WRITE: return PK_TLS_WANT_WRITE;
+  case SSL_ERROR_ZERO_RETURN: return 0; /* close_notify: a clean end */
+  case SSL_ERROR_SYSCALL:
+    *detail = errno;
+    if (errno == 0 || errno == EPIPE) return PK_TLS_EOF_UNCLEAN;
+    return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_READ;
+  default: {
+    unsigned long le = ERR_peek_error();
+    ERR_clear_error();
+    /* OpenSSL 3 reports a bare TCP FIN as this error. */
+    if (ERR_GET_REASON(le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return PK_TLS_EOF_UNCLEAN;
+    *detail = ERR_GET_REASON(le);
+    return -PK_E_TLS_HANDSHAKE;
+  }
+  }
+}
+
+ssize_t pk__tls_write(pk__tls *t, const char *buf, size_t len, int *detail) {
+  ERR_clear_error();
+  int n = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+  if (n > 0) return n;
+  int e = SSL_get_error(t->ssl, n);
+  if (e == SSL_ERROR_WANT_WRITE) return PK_TLS_WANT_WRITE;
+  if (e == SSL_ERROR_WANT_READ) return PK_TLS_WANT_READ;
+  *detail = errno;
+  ERR_clear_error();
+  return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_WRITE;
+}
+
+bool pk__tls_drained(pk__tls *t) { return t->last_read_short && !SSL_has_pending(t->ssl); }
+
+bool pk__tls_pending(pk__tls *t) { return SSL_has_pending(t->ssl) != 0; }
+
+int pk__tls_resumed(pk__tls *t) { return SSL_session_reused(t->ssl); }
+
+void pk__tls_session_free(void *session) {
+  if (session) SSL_SESSION_free(session);
+}
+
+bool pk__tls_session_resumable(void *session) {
+  return session && SSL_SESSION_is_resumable(session);
+}
+
+uint64_t pk__tls_wire_out(pk__tls *t) { return t->wire_out; }
+
+void pk__tls_free(pk__tls *t, bool clean) {
+  if (!t) return;
+  /* After a clean exchange: close_notify once, without waiting for the
+   * peer's (RFC 8446 §6.1), and the session stays resumable. After a failure
+   * OpenSSL drops the session, as it should. */
+  if (clean && !t->shut && SSL_is_init_finished(t->ssl)) {
+    t->shut = 1;
+    ERR_clear_error();
+    if (SSL_shutdown(t->ssl) < 0) SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
+  ERR_clear_error();
+  SSL_free(t->ssl); /* frees the BIO */
+  pk__free(t);
+}
+
+const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_string(code); }
