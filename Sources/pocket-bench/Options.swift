@@ -16,6 +16,8 @@ struct Options {
     var serverThreads = 1
     var engineThreads = 1
     var onLoop = false
+    var caFile: String?
+    var insecure = false
 
     /// Warmup requests when `--warmup` is not given: enough to open every
     /// connection and run each a few times.
@@ -24,7 +26,7 @@ struct Options {
     static let usage = """
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
-                            [--engine-threads T] [--on-loop]
+                            [--engine-threads T] [--on-loop] [--cacert FILE] [-k]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -39,6 +41,8 @@ struct Options {
           --engine-threads T   Pocket engine event-loop threads (default 1)
           --on-loop            run the request tasks on the client's loop executor
                                (withTaskExecutorPreference) instead of the global pool
+          --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
+          -k, --insecure       no certificate verification for https URLs (benchmarks only)
         """
 
     enum ParseError: Error, CustomStringConvertible {
@@ -87,6 +91,8 @@ struct Options {
             case "--server-threads": o.serverThreads = try int(arg, min: 1)
             case "--engine-threads": o.engineThreads = try int(arg, min: 1)
             case "--on-loop": o.onLoop = true
+            case "--cacert": o.caFile = try value(arg)
+            case "-k", "--insecure": o.insecure = true
             case "-h", "--help":
                 print(usage)
                 exit(0)

@@ -69,6 +69,8 @@ guard let url = URL(string: urlString) else { fail("not a URL: \(urlString)", co
 var config = PocketClient.Configuration()
 config.maxConnectionsPerOrigin = options.connections
 config.engineThreads = options.engineThreads
+config.tls.caFile = options.caFile
+config.tls.insecureSkipVerification = options.insecure
 let client: PocketClient
 do {
     client = try PocketClient(configuration: config)
