@@ -40,8 +40,11 @@ public final class NginxFixture: @unchecked Sendable {
     /// The temporary directory holding config, logs and files (removed by `stop()`).
     public let directory: URL
 
-    /// `http://127.0.0.1:PORT`, without a trailing slash.
-    public var baseURL: String { "http://\(host):\(port)" }
+    /// TLS settings (see NginxTLSFixture.swift), or nil for plain HTTP.
+    public let tls: TLSOptions?
+
+    /// `http://127.0.0.1:PORT` (`https://` with TLS), without a trailing slash.
+    public var baseURL: String { "\(tls == nil ? "http" : "https")://\(host):\(port)" }
 
     /// `baseURL` + `path` (pass a path starting with `/`).
     public func url(_ path: String) -> String { baseURL + path }
@@ -78,17 +81,19 @@ public final class NginxFixture: @unchecked Sendable {
 
     /// Creates the directory, starts nginx on a free port and waits (up to
     /// `timeout` seconds) until it accepts connections.
-    public init(timeout: Double = 10) throws {
+    /// With `tls`, the same locations are served over TLS only.
+    public init(tls: TLSOptions? = nil, timeout: Double = 10) throws {
         guard let executable = Self.executablePath else {
             throw StartError(description:
                 "nginx is not installed (looked in \(Self.searchPaths.joined(separator: ", ")) and PATH); "
                 + "install it with `apt-get install nginx-light`")
         }
         let fileManager = FileManager.default
+        self.tls = tls
         directory = fileManager.temporaryDirectory.appendingPathComponent("pocket-nginx-\(UUID().uuidString)")
         do {
             try Self.populate(directory)
-            (port, process) = try Self.start(executable, directory: directory, timeout: timeout)
+            (port, process) = try Self.start(executable, directory: directory, tls: tls, timeout: timeout)
         } catch {
             try? fileManager.removeItem(at: directory)
             throw error
@@ -131,7 +136,7 @@ public final class NginxFixture: @unchecked Sendable {
         try Data(chunkedPage.utf8).write(to: www.appendingPathComponent("chunked.shtml"))
     }
 
-    private static func config(directory: URL, port: Int) -> String {
+    private static func config(directory: URL, port: Int, tls: TLSOptions?) -> String {
         let d = directory.path
         return """
         daemon off;
@@ -152,7 +157,8 @@ public final class NginxFixture: @unchecked Sendable {
             keepalive_requests 10000;
             keepalive_timeout 60s;
             server {
-                listen 127.0.0.1:\(port);
+                listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                \(tls.map(tlsDirectives) ?? "")
                 root \(d)/www;
                 location ~ \\.shtml$ { ssi on; }
             }
@@ -163,10 +169,10 @@ public final class NginxFixture: @unchecked Sendable {
 
     /// Picks a free port, writes the config and launches nginx; retries
     /// (up to 3 times) if another process took the port in between.
-    private static func start(_ executable: String, directory: URL, timeout: Double) throws -> (Int, Process) {
+    private static func start(_ executable: String, directory: URL, tls: TLSOptions?, timeout: Double) throws -> (Int, Process) {
         for _ in 0..<3 {
             let port = try Sockets.freePort()
-            try config(directory: directory, port: port)
+            try config(directory: directory, port: port, tls: tls)
                 .write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             if let process = try launch(executable, directory: directory, port: port, timeout: timeout) {
                 return (port, process)

@@ -33,12 +33,22 @@ final class ServerCore: @unchecked Sendable {
     var receivedRequests: [TestServer.Request] = []
     var lastRequestHead: [UInt8] = []
 
+    // TLS servers only (see `TLSTransport`).
+    var tlsHandshakes: [TestServer.TLSHandshake] = []
+    var failedTLSHandshakes: [String] = []
+
     /// Wraps each accepted socket; the seam where a TLS transport plugs in.
-    let makeTransport: @Sendable (Int32) -> Transport
+    /// Gets the core too (so a transport can report into its statistics).
+    let makeTransport: @Sendable (Int32, ServerCore) -> Transport
 
     init(listenerFD: Int32, makeTransport: @escaping @Sendable (Int32) -> Transport = { PlainTransport(fd: $0) }) {
         self.listenerFD = listenerFD
-        self.makeTransport = makeTransport
+        self.makeTransport = { fd, _ in makeTransport(fd) }
+    }
+
+    init(listenerFD: Int32, makeTransportWithCore: @escaping @Sendable (Int32, ServerCore) -> Transport) {
+        self.listenerFD = listenerFD
+        self.makeTransport = makeTransportWithCore
     }
 
     func locked<T>(_ body: () throws -> T) rethrows -> T {
@@ -70,7 +80,7 @@ final class ServerCore: @unchecked Sendable {
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             Sockets.setNoDelay(fd)
-            register(makeTransport(fd))
+            register(makeTransport(fd, self))
         }
     }
 

@@ -35,13 +35,32 @@ public final class TestServer: Sendable {
     /// The bound port.
     public let port: Int
 
+    /// TLS settings, or nil for plain HTTP.
+    public let tls: TLSOptions?
+
     /// Binds `host` (an IPv4 or IPv6 literal) and `port` (0: a free port) and
-    /// starts accepting.
-    public init(host: String = "127.0.0.1", port: Int = 0) throws {
+    /// starts accepting. With `tls`, every connection speaks TLS (handshake
+    /// on the connection's thread; raw replies go through TLS too).
+    public init(host: String = "127.0.0.1", port: Int = 0, tls: TLSOptions? = nil) throws {
+        let context = try tls.map { try TLSContext($0) }
         let (fd, boundPort) = try Sockets.listen(host: host, port: port)
         self.host = host
         self.port = boundPort
-        self.core = ServerCore(listenerFD: fd)
+        self.tls = tls
+        if let context {
+            self.core = ServerCore(listenerFD: fd) { fd, core in
+                TLSTransport(fd: fd, context: context) { [weak core] outcome in
+                    core?.locked {
+                        switch outcome {
+                        case let .completed(handshake): core?.tlsHandshakes.append(handshake)
+                        case let .failed(message): core?.failedTLSHandshakes.append(message)
+                        }
+                    }
+                }
+            }
+        } else {
+            self.core = ServerCore(listenerFD: fd)
+        }
         do {
             try core.start()
         } catch {
@@ -54,9 +73,20 @@ public final class TestServer: Sendable {
         core.shutdown()
     }
 
-    /// `http://HOST:PORT` (IPv6 hosts in brackets), without a trailing slash.
+    /// `http://HOST:PORT` (`https://` with TLS; IPv6 hosts in brackets),
+    /// without a trailing slash.
     public var baseURL: String {
-        host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+        let scheme = tls == nil ? "http" : "https"
+        return host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
+    }
+
+    /// The URL of `path` with another host name for the same port, e.g.
+    /// `url(host: "localhost", path: "/x")` → `https://localhost:PORT/x`
+    /// (the name the test certificates are issued for).
+    public func url(host: String, path: String) -> String {
+        let scheme = tls == nil ? "http" : "https"
+        let name = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(name):\(port)\(path)"
     }
 
     /// `baseURL` + `path` (pass a path starting with `/`).
@@ -112,8 +142,18 @@ public final class TestServer: Sendable {
     /// parse (request line through the empty line).
     public var lastRequestHead: [UInt8] { core.locked { core.lastRequestHead } }
 
+    /// TLS handshakes completed (TLS servers only).
+    public var tlsHandshakes: Int { core.locked { core.tlsHandshakes.count } }
+    /// Each completed TLS handshake, in order (version, ALPN, resumption).
+    public var tlsHandshakeDetails: [TLSHandshake] { core.locked { core.tlsHandshakes } }
+    /// Completed TLS handshakes that resumed a session (`SSL_session_reused`).
+    public var resumedHandshakes: Int { core.locked { core.tlsHandshakes.filter(\.resumed).count } }
+    /// The error of each TLS handshake that failed, in order (e.g. the
+    /// client rejected the certificate, or sent none to an mTLS server).
+    public var failedTLSHandshakes: [String] { core.locked { core.failedTLSHandshakes } }
+
     /// Zeroes `acceptedConnections` and `requestCount`, forgets received
-    /// requests, and restarts `maxConcurrentConnections` from the number open
+    /// requests and TLS handshakes, and restarts `maxConcurrentConnections` from the number open
     /// now. (Connection indices keep counting.)
     public func resetStatistics() {
         core.locked {
@@ -121,6 +161,8 @@ public final class TestServer: Sendable {
             core.requestCount = 0
             core.receivedRequests = []
             core.lastRequestHead = []
+            core.tlsHandshakes = []
+            core.failedTLSHandshakes = []
             core.maxConcurrentConnections = core.openConnections
         }
     }

@@ -1,5 +1,80 @@
-/* Placeholder header: the TLS helpers of the test server land here. */
+/* OpenSSL glue for the TLS side of Pocket's in-process TestServer (test support only).
+ *
+ * One `pktt_ctx` per server (an SSL_CTX built from `pktt_ctx_options`), one
+ * `pktt_conn` per accepted socket. The socket is switched to non-blocking and
+ * every call below waits at most its `timeout_ms` (via poll), so a connection
+ * thread never blocks unboundedly. Writes use send(MSG_NOSIGNAL) (no SIGPIPE).
+ *
+ * Threading: a pktt_conn is used by one thread at a time; a pktt_ctx may be
+ * shared by all connections (OpenSSL's SSL_CTX is thread-safe for that).
+ */
 #ifndef CPOCKETTESTTLS_H
 #define CPOCKETTESTTLS_H
-int pktt_placeholder(void);
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes of pktt_handshake / pktt_read / pktt_write. */
+#define PKTT_OK 1
+#define PKTT_TIMEOUT (-2)
+#define PKTT_ERROR (-1)
+#define PKTT_EOF 0
+
+typedef struct pktt_ctx pktt_ctx;
+typedef struct pktt_conn pktt_conn;
+
+typedef struct {
+    const char *certificate_file;   /* PEM chain, required */
+    const char *key_file;           /* PEM private key, required */
+    const char *client_ca_file;     /* PEM CA(s) to verify client certs; NULL: no client certs requested */
+    int require_client_certificate; /* with client_ca_file: fail handshakes without a client cert */
+    /* ALPN: comma-separated protocols the server may select, in preference order
+     * (e.g. "http/1.1" or "h2"); NULL or "": no ALPN extension in answers.
+     * The server picks its first protocol the client offered; if the client
+     * offered ALPN but none of these, it still answers with its FIRST protocol
+     * (a deliberate mismatch, for testing how clients react). */
+    const char *alpn;
+    int min_version;                /* e.g. 0x0303 (TLS 1.2), 0x0304 (TLS 1.3); 0: library default */
+    int max_version;                /* 0: library default (highest) */
+    int session_tickets;            /* nonzero: issue session tickets (resumption) */
+} pktt_ctx_options;
+
+/* Builds a server context; NULL on failure with a message in err. */
+pktt_ctx *pktt_ctx_new(const pktt_ctx_options *options, char *err, size_t err_len);
+void pktt_ctx_free(pktt_ctx *ctx);
+
+/* Wraps an accepted socket (sets O_NONBLOCK; does not take ownership of fd). */
+pktt_conn *pktt_conn_new(pktt_ctx *ctx, int fd, char *err, size_t err_len);
+/* Frees the TLS state without sending anything; never closes fd. */
+void pktt_conn_free(pktt_conn *conn);
+
+/* Drives the server handshake for up to timeout_ms: PKTT_OK when complete,
+ * PKTT_TIMEOUT if still in progress (call again), PKTT_ERROR with a message. */
+int pktt_handshake(pktt_conn *conn, int timeout_ms, char *err, size_t err_len);
+/* After a completed handshake: 1 if the session was resumed. */
+int pktt_session_reused(pktt_conn *conn);
+/* After a completed handshake: negotiated version ("TLSv1.3") and ALPN ("" if none). */
+const char *pktt_version(pktt_conn *conn);
+void pktt_selected_alpn(pktt_conn *conn, char *out, size_t out_len);
+/* 1 if the client presented a certificate that verified. */
+int pktt_peer_certificate_verified(pktt_conn *conn);
+
+/* Reads decrypted bytes: >0 count, PKTT_EOF (close_notify or TCP EOF),
+ * PKTT_TIMEOUT, PKTT_ERROR (message in err; *sys_errno set if a socket error). */
+long pktt_read(pktt_conn *conn, void *buffer, size_t length, int timeout_ms, int *sys_errno, char *err, size_t err_len);
+/* Writes (partial writes allowed): >0 count, PKTT_TIMEOUT, PKTT_ERROR. Retry a
+ * timed-out write with the same (or longer) bytes. */
+long pktt_write(pktt_conn *conn, const void *buffer, size_t length, int timeout_ms, char *err, size_t err_len);
+/* Decrypted bytes buffered inside OpenSSL, not returned by pktt_read yet. */
+int pktt_pending(pktt_conn *conn);
+/* Sends close_notify (best effort, never waits). */
+void pktt_send_close_notify(pktt_conn *conn);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif

@@ -1,0 +1,213 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// Pocket's TLS through real handshakes: the in-process TLS test server and
+/// nginx, with certificates generated at test time (TestCertificates).
+final class TLSTests: XCTestCase {
+    private func certs() throws -> TestCertificates { try TestCertificates.shared }
+
+    private func client(_ configure: (inout PocketClient.Configuration) -> Void = { _ in }) throws -> PocketClient {
+        let ca = try certs().caCert
+        return try makeClient {
+            $0.tls.caFile = ca
+            configure(&$0)
+        }
+    }
+
+    private func server(cert: String, key: String, _ configure: (inout TestServer.TLSOptions) -> Void = { _ in }) throws -> TestServer {
+        var options = try TestServer.TLSOptions.localhost()
+        options.certificateFile = cert
+        options.keyFile = key
+        configure(&options)
+        let server = try TestServer(tls: options)
+        server.route("/") { _ in .text("secure") }
+        return server
+    }
+
+    func testHTTPSWithKeepAliveOverNameAndIP() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let client = try client()
+        for _ in 0..<5 {
+            let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            XCTAssertEqual(r.text, "secure")
+        }
+        XCTAssertEqual(server.tlsHandshakes, 1, "five requests, one handshake")
+        let byIP = try await client.send(Request(url: URL(string: server.url(host: "127.0.0.1", path: "/"))!))
+        XCTAssertEqual(byIP.text, "secure", "an IP literal is checked against the IP SANs")
+        XCTAssertGreaterThan(byIP.timings.tls, .zero)
+    }
+
+    func testEachVerificationFailureHasItsOwnCode() async throws {
+        let c = try certs()
+        let cases: [(String, String, PocketError.Code)] = [
+            (c.selfSignedCert, c.selfSignedKey, .tlsUntrustedCertificate),
+            (c.expiredCert, c.expiredKey, .tlsCertificateExpired),
+            (c.wrongHostCert, c.wrongHostKey, .tlsHostnameMismatch),
+        ]
+        for (cert, key, code) in cases {
+            let server = try server(cert: cert, key: key)
+            defer { server.shutdown() }
+            let client = try client()
+            let error = await assertPocketError(code) {
+                try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            }
+            XCTAssertNotNil(error?.systemError, "OpenSSL's verify code is kept")
+            XCTAssertEqual(server.requestCount, 0, "no request is sent over an unverified connection")
+        }
+    }
+
+    func testSystemStoreDoesNotTrustTheTestCA() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let client = try makeClient()
+        let error = await assertPocketError(.tlsUntrustedCertificate) {
+            try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
+    }
+
+    func testInsecureModeAcceptsASelfSignedCertificate() async throws {
+        let c = try certs()
+        let server = try server(cert: c.selfSignedCert, key: c.selfSignedKey)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.tls.insecureSkipVerification = true }
+        let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertEqual(r.text, "secure")
+    }
+
+    func testPinningPassAndFail() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let pin = "sha256//" + (try TestCertificates.spkiSHA256Base64(ofCertificate: c.serverCert))
+        let good = try client { $0.tls.pinnedPublicKeys = ["sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", pin] }
+        let r = try await good.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertEqual(r.text, "secure")
+        let bad = try client { $0.tls.pinnedPublicKeys = ["sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="] }
+        await assertPocketError(.tlsPinMismatch) {
+            try await bad.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertThrowsError(try client { $0.tls.pinnedPublicKeys = ["md5//xyz"] }) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .tlsConfiguration)
+        }
+    }
+
+    func testMutualTLSAcceptedAndRejected() async throws {
+        let c = try certs()
+        let server = try TestServer(tls: try .mutualTLS(requireClientCertificate: true))
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("hello client") }
+        let withCert = try client {
+            $0.tls.certificateChainFile = c.clientCert
+            $0.tls.privateKeyFile = c.clientKey
+        }
+        let r = try await withCert.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertEqual(r.text, "hello client")
+        let without = try client()
+        do {
+            _ = try await without.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            XCTFail("a server requiring a client certificate must refuse")
+        } catch let error as PocketError {
+            // TLS 1.3 reports the refusal after the client's handshake finished:
+            // as an alert (handshake failure), a reset or a close.
+            XCTAssertTrue([.tlsHandshakeFailed, .connectionReset, .closedBeforeResponse].contains(error.code), "\(error)")
+        }
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
+    func testALPNOtherThanHTTP11IsAnError() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey) { $0.alpn = ["h2"] }
+        defer { server.shutdown() }
+        let client = try client()
+        do {
+            _ = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            XCTFail("h2 selected")
+        } catch let error as PocketError {
+            // OpenSSL itself rejects a protocol the client never offered.
+            XCTAssertTrue([.tlsAlpnMismatch, .tlsHandshakeFailed].contains(error.code), "\(error)")
+        }
+    }
+
+    func testProtocolVersionMismatch() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey) { $0.maxVersion = .tls1_2 }
+        defer { server.shutdown() }
+        let client = try client { $0.tls.minimumVersion = .tls13 }
+        await assertPocketError(.tlsProtocolVersion) {
+            try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+    }
+
+    func testSessionsAreResumedOnNewConnections() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        server.route("/bye") { _ in .text("bye", closeConnection: true) }
+        let client = try client()
+        let first = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/bye"))!))
+        XCTAssertFalse(first.timings.tlsResumed)
+        var resumed = 0
+        for _ in 0..<5 {
+            let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/bye"))!))
+            XCTAssertFalse(r.timings.reusedConnection)
+            if r.timings.tlsResumed { resumed += 1 }
+        }
+        XCTAssertEqual(resumed, 5, "every new connection resumed")
+        XCTAssertEqual(server.resumedHandshakes, 5)
+    }
+
+    func testCloseDelimitedBodyNeedsCloseNotify() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        // .close sends close_notify, then FIN: a complete close-delimited body.
+        server.route("/clean") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\n\r\nall of it"), .close]) }
+        // .reset skips close_notify: the body may have been cut, so it is an error.
+        server.route("/cut") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\n\r\npart"), .sleep(milliseconds: 20), .reset]) }
+        let client = try client()
+        let ok = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/clean"))!))
+        XCTAssertEqual(ok.text, "all of it")
+        do {
+            _ = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/cut"))!))
+            XCTFail("a cut close-delimited body must fail")
+        } catch let error as PocketError {
+            XCTAssertTrue([.truncatedBody, .connectionReset].contains(error.code), "\(error)")
+        }
+    }
+
+    func testPeerResetDuringALargeTLSUploadIsAnErrorNotACrash() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        server.route("/upload") { _ in .reset }
+        let client = try client()
+        let body = Data(repeating: 7, count: 8 << 20)
+        do {
+            _ = try await client.send(Request(method: .put, url: URL(string: server.url(host: "localhost", path: "/upload"))!, body: body))
+        } catch let error as PocketError {
+            XCTAssertTrue([.connectionReset, .writeFailed, .closedBeforeResponse, .readFailed].contains(error.code), "\(error)")
+        }
+        // Still alive, and the client still works.
+        let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertEqual(r.text, "secure")
+    }
+
+    func testNginxOverTLS() async throws {
+        let nginx = try NginxFixture(tls: try .localhost())
+        defer { nginx.stop() }
+        let client = try client()
+        let small = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/small"))!))
+        XCTAssertEqual(Array(small.body), NginxFixture.smallBody)
+        let large = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/large"))!))
+        XCTAssertTrue(Array(large.body) == NginxFixture.largeBody)
+        XCTAssertTrue(large.timings.reusedConnection)
+        let chunked = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/chunked.shtml"))!))
+        XCTAssertEqual(Array(chunked.body), NginxFixture.chunkedBody)
+    }
+}
