@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Installs the system packages Pocket builds and tests with, if missing:
 # OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
-# (integration tests and benchmarks) and wrk (benchmark peer).
+# (integration tests and benchmarks), wrk (benchmark peer), and the openssl
+# and curl command-line tools (TLS test certificates and fixture checks).
 set -euo pipefail
 need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+# TLS tests generate their certificates with the openssl CLI and check the
+# fixtures with curl.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""
