@@ -182,7 +182,7 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
 static void handshake_step(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   int detail = 0;
-  int r = pk__tls_handshake(loop->eng->tls, conn->tls, &detail);
+  int r = pk__tls_handshake(pk__engine_tls(loop->eng, conn->origin->tls_id), conn->tls, &detail);
   if (r == PK_TLS_WANT_READ || r == PK_TLS_WANT_WRITE) return; /* edge-triggered: the next event resumes */
   if (r < 0) {
     pk__conn_fail(loop, conn, -r, detail);
@@ -208,7 +208,7 @@ static void connected(pk__loop *loop, pk__conn *conn) {
   pk__dns_release(conn);
   if (conn->origin->scheme == PK_SCHEME_HTTPS) {
     pk__origin *o = conn->origin;
-    conn->tls = pk__tls_new(loop->eng->tls, conn->fd, o->host, o->host_len,
+    conn->tls = pk__tls_new(pk__engine_tls(loop->eng, o->tls_id), conn->fd, o->host, o->host_len,
                             pk__tls_session_resumable(o->tls_session) ? o->tls_session : NULL, conn);
     if (!conn->tls) {
       pk__conn_fail(loop, conn, PK_E_TLS_HANDSHAKE, 0);

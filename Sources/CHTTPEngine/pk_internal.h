@@ -146,6 +146,7 @@ typedef struct pk__req {
   size_t body_len;
   uint16_t port;
   uint8_t scheme;
+  uint32_t tls_id;
   uint8_t state;
   uint8_t idempotent;
   uint8_t is_head;
@@ -209,6 +210,7 @@ struct pk__origin {
   uint64_t hash;
   uint8_t scheme;
   uint16_t port;
+  uint32_t tls_id;           /* TLS settings the connections were made with */
   uint32_t conns;            /* open + connecting */
   void *tls_session;         /* last resumable TLS session (https origins) */
   pk__link idle;             /* LIFO: most recently used first */
@@ -276,11 +278,14 @@ struct pk_engine {
   _Atomic int shut;
   _Atomic int joined;
   pk__resolver *resolver;
-  pk__tls_ctx *tls;          /* created with the engine; https fails without it */
-  int tls_error;             /* why tls is NULL */
+  pk__tls_ctx *tls;          /* the engine's own settings (id 0) */
+  pk__tls_ctx *tls_extra[PK_MAX_TLS_CONFIGS]; /* ids 1..: per-request settings */
+  _Atomic uint32_t tls_count; /* extra contexts published (release) */
+  pthread_mutex_t tls_lock;   /* serialises pk_engine_add_tls */
 };
 
 /* pk_loop.c */
+pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id);
 void pk__loop_wake(pk__loop *loop);
 void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno);
 void pk__req_update_timer(pk__loop *loop, pk__req *req);

@@ -18,6 +18,31 @@ bool pk__on_loop_thread(pk_engine *eng) { return current_engine == eng; }
 
 int pk_engine_on_loop_thread(pk_engine *eng) { return eng && current_engine == eng; }
 
+pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id) {
+  if (id == 0) return eng->tls;
+  uint32_t n = atomic_load_explicit(&eng->tls_count, memory_order_acquire);
+  return id <= n ? eng->tls_extra[id - 1] : NULL;
+}
+
+int pk_engine_add_tls(pk_engine *eng, const pk_tls_config *cfg, uint32_t *id) {
+  if (!eng || !cfg || !id) return -PK_E_INVALID_ARGUMENT;
+  pk__tls_ctx *ctx;
+  int err = pk__tls_ctx_create(cfg, &ctx);
+  if (err) return err;
+  pthread_mutex_lock(&eng->tls_lock);
+  uint32_t n = atomic_load_explicit(&eng->tls_count, memory_order_relaxed);
+  if (n == PK_MAX_TLS_CONFIGS) {
+    pthread_mutex_unlock(&eng->tls_lock);
+    pk__tls_ctx_free(ctx);
+    return -PK_E_TLS_CONFIG;
+  }
+  eng->tls_extra[n] = ctx;
+  atomic_store_explicit(&eng->tls_count, n + 1, memory_order_release);
+  pthread_mutex_unlock(&eng->tls_lock);
+  *id = n + 1;
+  return 0;
+}
+
 /* --------------------------------------------------------------- timers */
 
 static void heap_swap(pk__heap *h, uint32_t a, uint32_t b) {
@@ -454,6 +479,7 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
   int err = eng->loops ? 0 : -PK_E_NOMEM;
   uint32_t started = 0;
   if (!err) err = pk__resolver_create(c->dns_threads, &eng->resolver);
+  pthread_mutex_init(&eng->tls_lock, NULL);
   if (!err) err = pk__tls_ctx_create(&c->tls, &eng->tls);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) err = loop_init(eng, &eng->loops[i], i);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) {
@@ -507,6 +533,8 @@ static void engine_free(pk_engine *eng) {
   pk__resolver_release(eng->resolver); /* first: no lookup result may reach a freed loop */
   for (uint32_t i = 0; i < eng->nloops; i++) loop_free(&eng->loops[i]);
   pk__tls_ctx_free(eng->tls);
+  for (uint32_t i = 0; i < atomic_load(&eng->tls_count); i++) pk__tls_ctx_free(eng->tls_extra[i]);
+  pthread_mutex_destroy(&eng->tls_lock);
   void (*release)(void *) = eng->cfg.post_ctx_release;
   void *ctx = eng->cfg.post_ctx;
   pk__free(eng->loops);
@@ -556,7 +584,8 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
     if (!req) return -PK_E_NOMEM;
   }
 
-  int err = pk__serialize_request(spec, req);
+  int err = spec->scheme == PK_SCHEME_HTTPS && !pk__engine_tls(eng, spec->tls_id) ? -PK_E_INVALID_ARGUMENT
+                                                                                 : pk__serialize_request(spec, req);
   if (err) {
     pthread_mutex_lock(&loop->lock);
     req->qnext = loop->free_reqs;
@@ -577,6 +606,7 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   req->body_len = spec->body_len;
   req->port = spec->port;
   req->scheme = (uint8_t)spec->scheme;
+  req->tls_id = spec->scheme == PK_SCHEME_HTTPS ? spec->tls_id : 0;
   req->state = PK_REQ_QUEUED;
   req->idempotent = spec->idempotent >= 0 ? (uint8_t)(spec->idempotent != 0)
                                           : (uint8_t)pk__method_idempotent(spec->method, spec->method_len);

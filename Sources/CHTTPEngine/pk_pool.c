@@ -19,10 +19,10 @@ static uint64_t origin_hash(uint8_t scheme, const char *host, size_t n, uint16_t
 
 static pk__origin *origin_get(pk__loop *loop, pk__req *req) {
   const char *host = req->buf + req->host_off;
-  uint64_t h = origin_hash(req->scheme, host, req->host_len, req->port);
+  uint64_t h = origin_hash(req->scheme, host, req->host_len, req->port) ^ ((uint64_t)req->tls_id << 40);
   pk__origin **slot = &loop->origins[h % PK_ORIGIN_BUCKETS];
   for (pk__origin *o = *slot; o; o = o->next)
-    if (o->hash == h && o->scheme == req->scheme && o->port == req->port &&
+    if (o->hash == h && o->scheme == req->scheme && o->port == req->port && o->tls_id == req->tls_id &&
         o->host_len == req->host_len && memcmp(o->host, host, req->host_len) == 0)
       return o;
   pk__origin *o = pk__calloc(1, sizeof *o + req->host_len + 1);
@@ -30,6 +30,7 @@ static pk__origin *origin_get(pk__loop *loop, pk__req *req) {
   o->hash = h;
   o->scheme = req->scheme;
   o->port = req->port;
+  o->tls_id = req->tls_id;
   o->host_len = req->host_len;
   memcpy(o->host, host, req->host_len);
   pk__list_init(&o->idle);

@@ -210,4 +210,35 @@ final class TLSTests: XCTestCase {
         let chunked = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/chunked.shtml"))!))
         XCTAssertEqual(Array(chunked.body), NginxFixture.chunkedBody)
     }
+
+    func testPerRequestTLSSettingsNeverShareAPooledConnection() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        // The client trusts only the system store; requests bring the test CA.
+        let client = try makeClient()
+        let u = URL(string: server.url(host: "localhost", path: "/"))!
+        var trusting = TLSConfiguration()
+        trusting.caFile = c.caCert
+        var request = Request(url: u)
+        request.tls = trusting
+        for _ in 0..<3 {
+            let r = try await client.send(request)
+            XCTAssertEqual(r.text, "secure")
+        }
+        XCTAssertEqual(server.tlsHandshakes, 1, "same settings, one pooled connection")
+        // Other settings (a pin on top) get a connection of their own...
+        var pinned = trusting
+        pinned.pinnedPublicKeys = ["sha256//" + (try TestCertificates.spkiSHA256Base64(ofCertificate: c.serverCert))]
+        var other = Request(url: u)
+        other.tls = pinned
+        let r2 = try await client.send(other)
+        XCTAssertFalse(r2.timings.reusedConnection)
+        XCTAssertEqual(server.tlsHandshakes, 2)
+        // ...and the client's own settings never ride on either.
+        await assertPocketError(.tlsUntrustedCertificate) { try await client.send(Request(url: u)) }
+        // Codable: the settings travel with an archived request.
+        let decoded = try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(other))
+        XCTAssertEqual(decoded.tls, pinned)
+    }
 }

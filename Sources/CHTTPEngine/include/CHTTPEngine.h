@@ -309,6 +309,7 @@ typedef struct pk_request_spec {
   uint32_t read_timeout_ms;    /* idle-read; 0 = none */
   uint32_t total_timeout_ms;   /* whole request; 0 = none */
   int idempotent;       /* -1: from the method; 0/1 override */
+  uint32_t tls_id;      /* https: 0 = the engine's TLS settings, else an id from pk_engine_add_tls */
   void *ctx;
 } pk_request_spec;
 
@@ -336,6 +337,13 @@ void pk_engine_cancel(pk_engine *eng, pk_request_handle handle);
  * offer the loop as a TaskExecutor: tasks resumed by a callback continue on
  * the loop thread without a thread hop. */
 int pk_engine_post(pk_engine *eng, uint32_t loop_index, void (*fn)(void *ctx, void *arg), void *arg);
+
+/* Registers additional TLS settings (per-request TLS); thread-safe. Pooled
+ * connections are keyed by the id, so a request never reuses a connection
+ * made under other settings. Returns 0 and the id (>= 1), or -PK_E_TLS_CONFIG
+ * when the settings do not load or PK_MAX_TLS_CONFIGS are registered. */
+#define PK_MAX_TLS_CONFIGS 64
+int pk_engine_add_tls(pk_engine *eng, const pk_tls_config *cfg, uint32_t *id);
 
 /* 1 when called on one of this engine's loop threads (inside a callback or posted work). */
 int pk_engine_on_loop_thread(pk_engine *eng);

@@ -27,6 +27,10 @@ public struct Request: Sendable, Hashable, Codable {
     public var body: Data?
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
     public var timeouts: Timeouts?
+    /// TLS settings for this request only; nil uses the client's
+    /// `Configuration.tls`. Connections are pooled per distinct setting, so a
+    /// request never reuses a connection made under other settings.
+    public var tls: TLSConfiguration?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
@@ -49,7 +53,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case method, url, headers, body, timeouts
+        case method, url, headers, body, timeouts, tls
     }
 
     public init(from decoder: any Decoder) throws {
@@ -59,6 +63,7 @@ public struct Request: Sendable, Hashable, Codable {
                   headers: try c.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:],
                   body: try c.decodeIfPresent(Data.self, forKey: .body))
         timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
+        tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -68,11 +73,12 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encode(headers, forKey: .headers)
         try c.encodeIfPresent(body, forKey: .body)
         try c.encodeIfPresent(timeouts, forKey: .timeouts)
+        try c.encodeIfPresent(tls, forKey: .tls)
     }
 
     public static func == (lhs: Request, rhs: Request) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
-            && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts
+            && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -1,6 +1,6 @@
 /// TLS settings of a client. Verification is on by default against the
 /// system trust store; every relaxation is explicit.
-public struct TLSConfiguration: Sendable, Hashable {
+public struct TLSConfiguration: Sendable, Hashable, Codable {
     /// A PEM file of trusted CA certificates, replacing the system store. Default nil.
     public var caFile: String?
     /// A hashed directory of CA certificates (`c_rehash`), replacing the system store. Default nil.
@@ -22,7 +22,7 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// change the traffic. Logs a warning once per process. Default false.
     public var insecureSkipVerification = false
 
-    public enum Version: Sendable, Hashable {
+    public enum Version: Sendable, Hashable, Codable {
         case tls12, tls13
     }
 

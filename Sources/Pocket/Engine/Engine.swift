@@ -49,39 +49,16 @@ final class Engine: @unchecked Sendable {
         cfg.post_ctx = retained.toOpaque()
         // The engine releases it once its threads are gone, wherever that is.
         cfg.post_ctx_release = { ctx in Unmanaged<LoopExecutor>.fromOpaque(ctx!).release() }
-        let tls = c.tls
-        var pins: [UInt8] = []
-        for pin in tls.pinnedPublicKeys {
-            guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))),
-                  digest.count == 32 else {
-                retained.release()
-                throw PocketError(.tlsConfiguration, "not a SHA-256 public key pin (sha256//<base64 of 32 bytes>): \(pin)")
-            }
-            pins.append(contentsOf: digest)
-        }
-        if tls.insecureSkipVerification { Engine.warnInsecureOnce() }
-        cfg.tls.min_version = Int32(tls.minimumVersion == .tls13 ? PK_TLS_1_3 : PK_TLS_1_2)
-        cfg.tls.insecure = tls.insecureSkipVerification ? 1 : 0
-        cfg.tls.pin_count = tls.pinnedPublicKeys.count
         var engine: OpaquePointer?
-        let rc: Int32 = withOptionalCString(tls.caFile) { caFile in
-            withOptionalCString(tls.caDirectory) { caDir in
-                withOptionalCString(tls.certificateChainFile) { cert in
-                    withOptionalCString(tls.privateKeyFile) { key in
-                        withOptionalCString(tls.ciphers) { ciphers in
-                            pins.withUnsafeBufferPointer { pinBytes in
-                                cfg.tls.ca_file = caFile
-                                cfg.tls.ca_dir = caDir
-                                cfg.tls.cert_file = cert
-                                cfg.tls.key_file = key
-                                cfg.tls.ciphers = ciphers
-                                cfg.tls.pins = pinBytes.baseAddress
-                                return pk_engine_create(&cfg, &engine)
-                            }
-                        }
-                    }
-                }
+        let rc: Int32
+        do {
+            rc = try Self.withTLSConfig(c.tls) { tls in
+                cfg.tls = tls
+                return pk_engine_create(&cfg, &engine)
             }
+        } catch {
+            retained.release()
+            throw error
         }
         guard rc == 0, let engine else {
             retained.release()
@@ -90,6 +67,64 @@ final class Engine: @unchecked Sendable {
         raw = engine
         executor.attach(engine)
         self.executor = executor
+        defaultTLS = c.tls
+    }
+
+    /// The client's own TLS settings (engine id 0).
+    private let defaultTLS: TLSConfiguration
+    /// Per-request TLS settings registered so far, by value.
+    private let tlsIDs = Lock<[TLSConfiguration: UInt32]>([:])
+
+    /// The engine id of `tls` (nil or the client's own: 0), registering it on
+    /// first use. Connections are pooled per id.
+    func tlsID(for tls: TLSConfiguration?) throws(PocketError) -> UInt32 {
+        guard let tls, tls != defaultTLS else { return 0 }
+        return try tlsIDs.withLock { ids throws(PocketError) -> UInt32 in
+            if let id = ids[tls] { return id }
+            var id: UInt32 = 0
+            let rc = try Self.withTLSConfig(tls) { config in pk_engine_add_tls(raw, &config, &id) }
+            guard rc == 0 else {
+                throw PocketError(.tlsConfiguration, "TLS settings could not be loaded, or more than \(PK_MAX_TLS_CONFIGS) distinct ones are in use")
+            }
+            ids[tls] = id
+            return id
+        }
+    }
+
+    /// Builds the C view of `tls` for the duration of `body`.
+    static func withTLSConfig(_ tls: TLSConfiguration, _ body: (inout pk_tls_config) -> Int32) throws(PocketError) -> Int32 {
+        var pins: [UInt8] = []
+        for pin in tls.pinnedPublicKeys {
+            guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))),
+                  digest.count == 32 else {
+                throw PocketError(.tlsConfiguration, "not a SHA-256 public key pin (sha256//<base64 of 32 bytes>): \(pin)")
+            }
+            pins.append(contentsOf: digest)
+        }
+        if tls.insecureSkipVerification { Engine.warnInsecureOnce() }
+        var config = pk_tls_config()
+        config.min_version = Int32(tls.minimumVersion == .tls13 ? PK_TLS_1_3 : PK_TLS_1_2)
+        config.insecure = tls.insecureSkipVerification ? 1 : 0
+        config.pin_count = tls.pinnedPublicKeys.count
+        return withOptionalCString(tls.caFile) { caFile in
+            withOptionalCString(tls.caDirectory) { caDir in
+                withOptionalCString(tls.certificateChainFile) { cert in
+                    withOptionalCString(tls.privateKeyFile) { key in
+                        withOptionalCString(tls.ciphers) { ciphers in
+                            pins.withUnsafeBufferPointer { pinBytes in
+                                config.ca_file = caFile
+                                config.ca_dir = caDir
+                                config.cert_file = cert
+                                config.key_file = key
+                                config.ciphers = ciphers
+                                config.pins = pinBytes.baseAddress
+                                return body(&config)
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     private static let insecureWarning: Void = {

@@ -70,6 +70,13 @@ final class InFlightRequest: @unchecked Sendable {
             return
         }
         let timeouts = request.timeouts ?? configuration.timeouts
+        let tlsID: UInt32
+        do {
+            tlsID = target.https ? try engine.tlsID(for: request.tls) : 0
+        } catch {
+            finishEarly(error)
+            return
+        }
 
         // Header list: client defaults the request does not override, then the request's own.
         var extra = HTTPHeaders()
@@ -85,7 +92,7 @@ final class InFlightRequest: @unchecked Sendable {
             bodyCopy = copy
         }
 
-        let rc = submit(request, target, headers, timeouts)
+        let rc = submit(request, target, headers, timeouts, tlsID)
         if rc != 0 {
             // The engine refused it synchronously: no callback will come.
             Unmanaged.passUnretained(self).release()
@@ -96,7 +103,7 @@ final class InFlightRequest: @unchecked Sendable {
     /// Builds the C spec on the stack (no heap allocation for typical sizes)
     /// and submits it. Returns the engine's code.
     private func submit(_ request: Request, _ target: Target, _ fields: HeaderSources,
-                        _ timeouts: Timeouts) -> Int32 {
+                        _ timeouts: Timeouts, _ tlsID: UInt32) -> Int32 {
         var method = request.method.rawValue
         var host = target.host
         var path = target.pathAndQuery
@@ -144,6 +151,7 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.read_timeout_ms = Timeouts.milliseconds(timeouts.read)
                 spec.total_timeout_ms = Timeouts.milliseconds(timeouts.total)
                 spec.idempotent = -1
+                spec.tls_id = tlsID
                 spec.ctx = Unmanaged.passRetained(self).toOpaque()
 
                 if state.load(ordering: .acquiring) == State.cancelledEarly {
