@@ -172,6 +172,9 @@ final class ServerConnection: @unchecked Sendable {
             case .reset:
                 transport.reset()
                 return false
+            case .closeWithoutTLSNotify:
+                transport.closeWithoutNotify()
+                return false
             }
         }
         return true

@@ -282,6 +282,14 @@ final class TLSTransport: Transport, @unchecked Sendable {
         pktt_send_close_notify(connection)
     }
 
+    /// A bare TCP FIN: what a truncation attack looks like (RFC 9112 §9.8).
+    func closeWithoutNotify() {
+        lock.lock()
+        closeNotifySent = true
+        lock.unlock()
+        close()
+    }
+
     func close() {
         lock.lock()
         defer { lock.unlock() }

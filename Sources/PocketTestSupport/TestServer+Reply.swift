@@ -16,6 +16,9 @@ extension TestServer {
         /// Half-closes (FIN), drains briefly whatever the client still sends,
         /// then closes. Ends the script and the connection.
         case close
+        /// Over TLS: closes with a bare FIN and no close_notify (over plain
+        /// TCP the same as `.close`). Ends the script and the connection.
+        case closeWithoutTLSNotify
         /// Aborts with a TCP RST (`SO_LINGER` {1, 0} then close): the client
         /// sees `ECONNRESET`. Ends the script and the connection.
         case reset

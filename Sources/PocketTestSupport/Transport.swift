@@ -41,6 +41,8 @@ protocol Transport: AnyObject, Sendable {
     func shutdownWrite()
     /// Closes the connection (idempotent).
     func close()
+    /// Closes without the TLS close_notify (a bare FIN); plain TCP: `close()`.
+    func closeWithoutNotify()
     /// Aborts the connection with a TCP RST (`SO_LINGER` {1, 0}, then close).
     func reset()
     /// Wakes the connection thread from any wait by shutting the socket down
@@ -122,6 +124,8 @@ final class PlainTransport: Transport, @unchecked Sendable {
         let fd = self.fd
         if fd >= 0 { Glibc.shutdown(fd, Int32(SHUT_WR)) }
     }
+
+    func closeWithoutNotify() { close() }
 
     func close() {
         lock.lock()

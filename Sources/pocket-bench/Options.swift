@@ -18,6 +18,7 @@ struct Options {
     var onLoop = false
     var caFile: String?
     var insecure = false
+    var closeEach = false
 
     /// Warmup requests when `--warmup` is not given: enough to open every
     /// connection and run each a few times.
@@ -26,7 +27,7 @@ struct Options {
     static let usage = """
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
-                            [--engine-threads T] [--on-loop] [--cacert FILE] [-k]
+                            [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -43,6 +44,8 @@ struct Options {
                                (withTaskExecutorPreference) instead of the global pool
           --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
           -k, --insecure       no certificate verification for https URLs (benchmarks only)
+          --close              send Connection: close: every request opens a new
+                               connection (measures connect + TLS handshake cost)
         """
 
     enum ParseError: Error, CustomStringConvertible {
@@ -93,6 +96,7 @@ struct Options {
             case "--on-loop": o.onLoop = true
             case "--cacert": o.caFile = try value(arg)
             case "-k", "--insecure": o.insecure = true
+            case "--close": o.closeEach = true
             case "-h", "--help":
                 print(usage)
                 exit(0)

@@ -77,7 +77,8 @@ do {
 } catch {
     fail("cannot start the client: \(error)")
 }
-let request = Request(method: .get, url: url)
+var request = Request(method: .get, url: url)
+if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
 
 // Warmup: opens the pool's connections and warms caches; not measured.
 let warmup = Phase(limit: options.effectiveWarmup, deadline: .max, sampleCapacity: 0)

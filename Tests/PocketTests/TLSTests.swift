@@ -168,8 +168,10 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         // .close sends close_notify, then FIN: a complete close-delimited body.
         server.route("/clean") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\n\r\nall of it"), .close]) }
-        // .reset skips close_notify: the body may have been cut, so it is an error.
-        server.route("/cut") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\n\r\npart"), .sleep(milliseconds: 20), .reset]) }
+        // A bare FIN without close_notify: the body may have been cut, so it is an error.
+        server.route("/cut") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\n\r\npart"), .sleep(milliseconds: 20), .closeWithoutTLSNotify]) }
+        // A framed body that was already complete is fine without close_notify.
+        server.route("/framed") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfull"), .closeWithoutTLSNotify]) }
         let client = try client()
         let ok = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/clean"))!))
         XCTAssertEqual(ok.text, "all of it")
@@ -177,8 +179,10 @@ final class TLSTests: XCTestCase {
             _ = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/cut"))!))
             XCTFail("a cut close-delimited body must fail")
         } catch let error as PocketError {
-            XCTAssertTrue([.truncatedBody, .connectionReset].contains(error.code), "\(error)")
+            XCTAssertEqual(error.code, .truncatedBody, "\(error)")
         }
+        let framed = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/framed"))!))
+        XCTAssertEqual(framed.text, "full")
     }
 
     func testPeerResetDuringALargeTLSUploadIsAnErrorNotACrash() async throws {
