@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The TLS performance run: nginx with TLS on loopback (one worker on core 0),
+# clients on core 1, wrk and pocket-bench side by side, REPS repetitions,
+# medians; then handshake CPU per new connection against a bare OpenSSL loop
+# (scripts/tls-handshake/handshake_loop.c), both resuming sessions.
+#   REPS=5 DUR=5 N=2000 scripts/bench-tls.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS="${REPS:-5}"; DUR="${DUR:-5}"; N="${N:-2000}"; PORT="${PORT:-18443}"
+scripts/setup.sh >/dev/null
+TMP="$(mktemp -d /tmp/pocket-bench-tls.XXXXXX)"
+cleanup() { [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+cd "$TMP"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 \
+  -subj "/CN=Pocket bench CA" -addext "basicConstraints=critical,CA:true" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr -subj "/CN=localhost" 2>/dev/null
+printf "subjectAltName=DNS:localhost,IP:127.0.0.1\n" > ext.txt
+openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext.txt 2>/dev/null
+cat > nginx.conf <<CONF
+worker_processes 1;
+worker_cpu_affinity 1;
+daemon on;
+pid $TMP/nginx.pid;
+error_log $TMP/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/body; proxy_temp_path $TMP/proxy; fastcgi_temp_path $TMP/fcgi;
+  uwsgi_temp_path $TMP/uwsgi; scgi_temp_path $TMP/scgi;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$PORT ssl;
+    ssl_certificate $TMP/srv.pem; ssl_certificate_key $TMP/srv.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache shared:SSL:10m; ssl_session_tickets on;
+    default_type text/plain;
+    location / { return 200 "Hello, World!"; }
+  }
+}
+CONF
+taskset -c 0 "$(command -v nginx || echo /usr/sbin/nginx)" -c "$TMP/nginx.conf" -p "$TMP"
+cd - >/dev/null
+swift build -c release --product pocket-bench >/dev/null
+B="$(swift build -c release --show-bin-path)/pocket-bench"
+clang -O2 scripts/tls-handshake/handshake_loop.c -lssl -lcrypto -o "$TMP/handshake_loop"
+URL="https://localhost:$PORT/"
+sleep 0.3
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+declare -A R
+for rep in $(seq 1 "$REPS"); do
+  for c in 64 1; do
+    w=$(taskset -c 1 wrk -t1 -c$c -d${DUR}s "$URL" | awk '/Requests\/sec/{print $2}')
+    p=$(taskset -c 1 "$B" --url "$URL" --cacert "$TMP/ca.pem" --connections $c --requests 1000000000 --max-seconds "$DUR" --json \
+        | python3 -c "import json,sys; print(json.load(sys.stdin)['rps'])")
+    echo "rep $rep c=$c wrk $w pocket $p"
+    R[w$c]+="$w "; R[p$c]+="$p "
+  done
+  h=$(taskset -c 1 "$TMP/handshake_loop" localhost "$PORT" "$TMP/ca.pem" "$N" | python3 -c "import json,sys; print(json.load(sys.stdin)['cpu_us_per_conn'])")
+  q=$(taskset -c 1 "$B" --url "$URL" --cacert "$TMP/ca.pem" --close --on-loop --connections 1 --requests "$N" --warmup 100 --json \
+      | python3 -c "import json,sys; print(json.load(sys.stdin)['cpu_us_per_req'])")
+  echo "rep $rep handshake cpu µs/connection: openssl-loop $h pocket $q"
+  R[h]+="$h "; R[q]+="$q "
+done
+echo
+echo "== medians of $REPS repetitions =="
+for c in 64 1; do
+  w=$(echo ${R[w$c]} | tr ' ' '\n' | median); p=$(echo ${R[p$c]} | tr ' ' '\n' | median)
+  echo "c=$c  wrk $w req/s  pocket $p req/s  ratio $(python3 -c "print(round($p/$w,3))")"
+done
+h=$(echo ${R[h]} | tr ' ' '\n' | median); q=$(echo ${R[q]} | tr ' ' '\n' | median)
+echo "new TLS connection (resumed), CPU µs: openssl loop $h, pocket $q, ratio $(python3 -c "print(round($q/$h,3))")"
