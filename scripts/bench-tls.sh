@@ -70,3 +70,5 @@ for c in 64 1; do
 done
 h=$(echo ${R[h]} | tr ' ' '\n' | median); q=$(echo ${R[q]} | tr ' ' '\n' | median)
 echo "new TLS connection (resumed), CPU µs: openssl loop $h, pocket $q, ratio $(python3 -c "print(round($q/$h,3))")"
+taskset -c 1 "$B" --url "$URL" --cacert "$TMP/ca.pem" --close --connections 1 --requests 1000 --warmup 0 --json \
+  | python3 -c "import json,sys; d=json.load(sys.stdin); print(f\"1,000 successive new connections: {d['new_connections']} new, {d['tls_resumed']} resumed ({100*d['tls_resumed']/max(1,d['new_connections']):.1f}%)\")"

@@ -42,6 +42,8 @@ struct Report {
         var fields: [(String, String)] = [
             ("requests", "\(tally.requests)"),
             ("errors", "\(tally.errors)"),
+            ("new_connections", "\(tally.newConnections)"),
+            ("tls_resumed", "\(tally.tlsResumed)"),
             ("bad_status", "\(tally.badStatus)"),
             ("elapsed_s", fmt(elapsedSeconds, 6)),
             ("rps", fmt(rps, 1)),

@@ -60,6 +60,8 @@ struct Tally: Sendable {
     var errors = 0
     var badStatus = 0
     var bytes = 0
+    var newConnections = 0
+    var tlsResumed = 0
     var firstError: String?
 
     mutating func add(_ o: Tally) {
@@ -67,6 +69,8 @@ struct Tally: Sendable {
         errors += o.errors
         badStatus += o.badStatus
         bytes += o.bytes
+        newConnections += o.newConnections
+        tlsResumed += o.tlsResumed
         if firstError == nil { firstError = o.firstError }
     }
 }
@@ -87,6 +91,8 @@ func runTask(client: PocketClient, request: Request, phase: Phase) async -> Tall
             now = monotonicNanos()
             sample = now &- start
             tally.bytes &+= response.body.count
+            if !response.timings.reusedConnection { tally.newConnections += 1 }
+            if response.timings.tlsResumed { tally.tlsResumed += 1 }
             if response.status < 200 || response.status > 399 { tally.badStatus += 1 }
         } catch {
             now = monotonicNanos()
