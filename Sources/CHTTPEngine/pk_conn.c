@@ -39,6 +39,23 @@ void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap) {
   loop->rbufs[loop->rbufs_len++] = buf;
 }
 
+/* ------------------------------------------------------------ wire bytes */
+
+/* Plain connections: the wire is the payload. TLS: the BIO's counters, so a
+ * request is charged its records and, on a new connection, the handshake. */
+void pk__charge_wire(pk__conn *conn, pk__req *req) {
+  if (!conn->tls) {
+    req->timings.wire_bytes_sent = req->timings.bytes_sent;
+    req->timings.wire_bytes_received = req->timings.bytes_received;
+    return;
+  }
+  uint64_t out = pk__tls_wire_out(conn->tls), in = pk__tls_wire_in(conn->tls);
+  req->timings.wire_bytes_sent += out - conn->wire_out_mark;
+  req->timings.wire_bytes_received += in - conn->wire_in_mark;
+  conn->wire_out_mark = out;
+  conn->wire_in_mark = in;
+}
+
 /* -------------------------------------------------------------- failure */
 
 static bool retryable(int err) {
@@ -48,6 +65,7 @@ static bool retryable(int err) {
 
 void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
   pk__req *req = conn->req;
+  if (req) pk__charge_wire(conn, req);
   conn->req = NULL;
   pk__conn_close(loop, conn);
   if (!req) return;
@@ -313,6 +331,7 @@ static void complete(pk__loop *loop, pk__conn *conn) {
     ssize_t r = recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) keep = false;
   }
+  pk__charge_wire(conn, req);
   conn->req = NULL;
   conn->requests++;
   pk__req_finish(loop, req, PK_OK, 0);

@@ -93,6 +93,8 @@ int pk__tls_resumed(pk__tls *t);
 void pk__tls_session_free(void *session);
 bool pk__tls_session_resumable(void *session);
 void pk__tls_free(pk__tls *t, bool clean);
+uint64_t pk__tls_wire_out(pk__tls *t); /* bytes the BIO sent / received so far */
+uint64_t pk__tls_wire_in(pk__tls *t);
 
 /* ---------------------------------------------------------------- DNS */
 
@@ -198,6 +200,7 @@ struct pk__conn {
   const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
   pk__dns_entry *dns;
   pk__tls *tls;               /* NULL for plain HTTP */
+  uint64_t wire_out_mark, wire_in_mark; /* BIO counters already charged to a request */
   uint64_t t_tls_start;
   char *rbuf;
   size_t rcap, rlen;
@@ -308,6 +311,7 @@ void pk__conn_start(pk__loop *loop, pk__conn *conn);      /* resolve + connect, 
 void pk__conn_begin_request(pk__loop *loop, pk__conn *conn); /* write the attached request */
 void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events);
 void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno);
+void pk__charge_wire(pk__conn *conn, pk__req *req); /* wire bytes since the last charge */
 void pk__conn_connect_addrs(pk__loop *loop, pk__conn *conn, const pk__addrs *addrs, int err);
 char *pk__rbuf_get(pk__loop *loop);
 void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap);

@@ -184,6 +184,8 @@ void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno) {
   pk__timer_cancel(loop, &req->timer);
   if (req->state == PK_REQ_WAITING) pk__list_remove(&req->link);
   if (pk__linked(&req->all)) pk__list_remove(&req->all);
+  pk__conn *conn = req->conn;
+  if (conn) pk__charge_wire(conn, req);
   req->conn = NULL;
   req->state = PK_REQ_DONE;
   atomic_store_explicit(&req->id, 0, memory_order_release);

@@ -305,6 +305,8 @@ bool pk__tls_session_resumable(void *session) {
 
 uint64_t pk__tls_wire_out(pk__tls *t) { return t->wire_out; }
 
+uint64_t pk__tls_wire_in(pk__tls *t) { return t->wire_in; }
+
 void pk__tls_free(pk__tls *t, bool clean) {
   if (!t) return;
   /* After a clean exchange: close_notify once, without waiting for the

@@ -18,6 +18,7 @@ final class ClientTests: XCTestCase {
         XCTAssertGreaterThan(response.timings.total, .zero)
         XCTAssertGreaterThan(response.timings.firstByte, .zero)
         XCTAssertFalse(response.timings.reusedConnection)
+        XCTAssertEqual(response.timings.wireBytesReceived, response.timings.bytesReceived, "plain HTTP: the wire is the payload")
         let second = try await client.send(Request(url: url(server, "/hello")))
         XCTAssertTrue(second.timings.reusedConnection)
         XCTAssertEqual(second.timings.connect, .zero)

@@ -36,9 +36,16 @@ final class TLSTests: XCTestCase {
             XCTAssertEqual(r.text, "secure")
         }
         XCTAssertEqual(server.tlsHandshakes, 1, "five requests, one handshake")
+        // Wire bytes are counted in the BIO: records cost more than their
+        // payload, and the first request on a connection pays the handshake.
+        let first = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertGreaterThan(first.timings.wireBytesReceived, first.timings.bytesReceived)
+        XCTAssertGreaterThan(first.timings.wireBytesSent, first.timings.bytesSent)
         let byIP = try await client.send(Request(url: URL(string: server.url(host: "127.0.0.1", path: "/"))!))
         XCTAssertEqual(byIP.text, "secure", "an IP literal is checked against the IP SANs")
         XCTAssertGreaterThan(byIP.timings.tls, .zero)
+        XCTAssertGreaterThan(byIP.timings.wireBytesReceived, first.timings.wireBytesReceived + 300,
+                             "a new connection's first request carries the handshake")
     }
 
     func testEachVerificationFailureHasItsOwnCode() async throws {

@@ -214,8 +214,10 @@ typedef struct pk_timings {
   uint64_t tls_ns;        /* TLS handshake (later issue) */
   uint64_t first_byte_ns; /* submit -> first response byte */
   uint64_t total_ns;      /* submit -> done */
-  uint64_t bytes_sent;
-  uint64_t bytes_received;
+  uint64_t bytes_sent;     /* request bytes written (before TLS) */
+  uint64_t bytes_received; /* response bytes read (after TLS) */
+  uint64_t wire_bytes_sent;     /* on the socket, TLS records included (handshake too) */
+  uint64_t wire_bytes_received;
   int reused;             /* 1 if the request ran on a pooled connection */
   int tls_resumed;        /* 1 if its new TLS connection resumed a session */
   int retried;            /* 1 if it was retried once on a new connection */

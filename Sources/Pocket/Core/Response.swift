@@ -58,6 +58,10 @@ public struct Timings: Sendable, Hashable {
     /// Bytes written to and read from the socket for this request.
     public var bytesSent: Int = 0
     public var bytesReceived: Int = 0
+    /// Bytes on the socket: equal to the above for plain HTTP; over TLS they
+    /// include the record overhead and, on a new connection, the handshake.
+    public var wireBytesSent: Int = 0
+    public var wireBytesReceived: Int = 0
     /// The request ran on a pooled keep-alive connection.
     public var reusedConnection = false
     /// The request's new TLS connection resumed an earlier session (no full handshake).

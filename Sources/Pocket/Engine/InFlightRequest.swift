@@ -247,6 +247,8 @@ final class InFlightRequest: @unchecked Sendable {
             timings.total = .nanoseconds(Int64(t.total_ns))
             timings.bytesSent = Int(t.bytes_sent)
             timings.bytesReceived = Int(t.bytes_received)
+            timings.wireBytesSent = Int(t.wire_bytes_sent)
+            timings.wireBytesReceived = Int(t.wire_bytes_received)
             timings.reusedConnection = t.reused != 0
             timings.retried = t.retried != 0
             timings.tlsResumed = t.tls_resumed != 0
