@@ -293,6 +293,8 @@ int pktt_session_reused(pktt_conn *conn) { return SSL_session_reused(conn->ssl) 
 
 const char *pktt_version(pktt_conn *conn) { return SSL_get_version(conn->ssl); }
 
+const char *pktt_server_name(pktt_conn *conn) { return SSL_get_servername(conn->ssl, TLSEXT_NAMETYPE_host_name); }
+
 void pktt_selected_alpn(pktt_conn *conn, char *out, size_t out_len) {
     const unsigned char *data = NULL;
     unsigned int len = 0;

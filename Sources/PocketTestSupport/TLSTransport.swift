@@ -75,6 +75,8 @@ extension TestServer {
         public var alpn: String?
         /// The client presented a certificate that verified against `clientCAFile`.
         public var clientCertificateVerified: Bool
+        /// The SNI host name the client sent, nil if none.
+        public var serverName: String? = nil
     }
 
     /// Why a TLS server could not be set up.
@@ -196,7 +198,8 @@ final class TLSTransport: Transport, @unchecked Sendable {
             resumed: pktt_session_reused(connection) != 0,
             version: String(cString: pktt_version(connection)),
             alpn: selected.isEmpty ? nil : selected,
-            clientCertificateVerified: pktt_peer_certificate_verified(connection) != 0)))
+            clientCertificateVerified: pktt_peer_certificate_verified(connection) != 0,
+            serverName: pktt_server_name(connection).map { String(cString: $0) })))
         return .ready(connection)
     }
 

@@ -44,6 +44,9 @@ final class TLSTests: XCTestCase {
         let byIP = try await client.send(Request(url: URL(string: server.url(host: "127.0.0.1", path: "/"))!))
         XCTAssertEqual(byIP.text, "secure", "an IP literal is checked against the IP SANs")
         XCTAssertGreaterThan(byIP.timings.tls, .zero)
+        // SNI carries DNS names only: the name went, the IP literal did not.
+        let names = server.tlsHandshakeDetails.map(\.serverName)
+        XCTAssertEqual(names, ["localhost", nil])
         XCTAssertGreaterThan(byIP.timings.wireBytesReceived, first.timings.wireBytesReceived + 300,
                              "a new connection's first request carries the handshake")
     }

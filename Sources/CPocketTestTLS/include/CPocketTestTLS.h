@@ -58,6 +58,8 @@ int pktt_handshake(pktt_conn *conn, int timeout_ms, char *err, size_t err_len);
 int pktt_session_reused(pktt_conn *conn);
 /* After a completed handshake: negotiated version ("TLSv1.3") and ALPN ("" if none). */
 const char *pktt_version(pktt_conn *conn);
+/* The SNI host name the client sent, or NULL if none. */
+const char *pktt_server_name(pktt_conn *conn);
 void pktt_selected_alpn(pktt_conn *conn, char *out, size_t out_len);
 /* 1 if the client presented a certificate that verified. */
 int pktt_peer_certificate_verified(pktt_conn *conn);
