@@ -482,6 +482,18 @@ static void on_eof(pk__loop *loop, pk__conn *conn, bool unclean_tls) {
   else pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
 }
 
+/* n new bytes landed in the read buffer: account for them and parse.
+ * Returns true when the request ended. */
+static bool received(pk__loop *loop, pk__conn *conn, size_t n, size_t space) {
+  pk__req *req = conn->req;
+  if (req->timings.bytes_received == 0) req->timings.first_byte_ns = loop->now - req->t_submit;
+  req->timings.bytes_received += n;
+  req->t_last_activity = loop->now;
+  conn->rlen += n;
+  conn->read_full = n == space;
+  return process(loop, conn);
+}
+
 static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
   for (;;) {
     pk__req *req = conn->req;
@@ -490,12 +502,7 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
     int detail = 0;
     ssize_t n = pk__tls_read(conn->tls, conn->rbuf + conn->rlen, space, &detail);
     if (n > 0) {
-      if (req->timings.bytes_received == 0) req->timings.first_byte_ns = loop->now - req->t_submit;
-      req->timings.bytes_received += (uint64_t)n;
-      req->t_last_activity = loop->now;
-      conn->rlen += (size_t)n;
-      conn->read_full = (size_t)n == space;
-      if (process(loop, conn)) return;
+      if (received(loop, conn, (size_t)n, space)) return;
       /* OpenSSL may hold decrypted bytes epoll cannot see: read on until it
        * has none and the socket itself was read dry. */
       if (pk__tls_drained(conn->tls)) return;
@@ -537,12 +544,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
     size_t space = conn->rcap - conn->rlen;
     ssize_t n = read(conn->fd, conn->rbuf + conn->rlen, space);
     if (n > 0) {
-      if (req->timings.bytes_received == 0) req->timings.first_byte_ns = loop->now - req->t_submit;
-      req->timings.bytes_received += (uint64_t)n;
-      req->t_last_activity = loop->now;
-      conn->rlen += (size_t)n;
-      conn->read_full = (size_t)n == space;
-      if (process(loop, conn)) return;
+      if (received(loop, conn, (size_t)n, space)) return;
       /* A short read drained the socket; edge-triggered epoll reports new data. */
       if ((size_t)n < space && !hup) return;
       continue;

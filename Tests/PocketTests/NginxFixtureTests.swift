@@ -8,9 +8,7 @@ final class NginxFixtureTests: XCTestCase {
     private var nginx: NginxFixture!
 
     override func setUpWithError() throws {
-        guard NginxFixture.isAvailable else {
-            throw XCTSkip("nginx is not installed (apt-get install nginx-light)")
-        }
+        try requireTool(NginxFixture.isAvailable, "nginx is not installed (apt-get install nginx-light)")
         nginx = try NginxFixture()
     }
 

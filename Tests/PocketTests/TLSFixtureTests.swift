@@ -9,8 +9,8 @@ final class TLSFixtureTests: XCTestCase {
     private var certificates: TestCertificates!
 
     override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") else { throw XCTSkip("curl is not installed") }
-        guard TestCertificates.opensslPath != nil else { throw XCTSkip("the openssl CLI is not installed") }
+        try requireTool(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl is not installed (scripts/setup.sh installs it)")
+        try requireTool(TestCertificates.opensslPath != nil, "the openssl CLI is not installed (scripts/setup.sh installs it)")
         certificates = try TestCertificates.shared
     }
 
@@ -242,7 +242,7 @@ final class TLSFixtureTests: XCTestCase {
     // MARK: nginx over TLS
 
     func testNginxServesHTTPSAndResumesSessions() throws {
-        guard NginxFixture.isAvailable else { throw XCTSkip("nginx is not installed (apt-get install nginx-light)") }
+        try requireTool(NginxFixture.isAvailable, "nginx is not installed (apt-get install nginx-light)")
         let nginx = try NginxFixture(tls: .localhost())
         defer { nginx.stop() }
         XCTAssertTrue(nginx.baseURL.hasPrefix("https://127.0.0.1:"))
@@ -265,7 +265,7 @@ final class TLSFixtureTests: XCTestCase {
     }
 
     func testNginxMutualTLS() throws {
-        guard NginxFixture.isAvailable else { throw XCTSkip("nginx is not installed (apt-get install nginx-light)") }
+        try requireTool(NginxFixture.isAvailable, "nginx is not installed (apt-get install nginx-light)")
         let nginx = try NginxFixture(tls: .localhost(mutualTLS: true))
         defer { nginx.stop() }
         let url = nginx.url(host: "localhost", path: "/small")

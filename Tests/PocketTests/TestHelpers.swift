@@ -70,3 +70,12 @@ func assertEventually(_ message: @autoclosure () -> String, seconds: Double = 5,
     let ok = await eventually(seconds, condition)
     XCTAssertTrue(ok, message(), file: file, line: line)
 }
+
+/// The test command installs every tool the suite uses (scripts/setup.sh), so
+/// a missing one is a failure, not a skip.
+func requireTool(_ present: Bool, _ message: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    guard present else {
+        XCTFail(message, file: file, line: line)
+        throw PocketError(.unknown, message)
+    }
+}
