@@ -14,6 +14,7 @@ set -euo pipefail
 
 # Engine sources (in Sources/CHTTPEngine) each harness needs.
 SOURCES_h1_parse="pk_h1_parse.c pk_error.c"
+SOURCES_inflate="pk_inflate.c pk_error.c"
 
 usage() {
   echo "usage: $0 TARGET SECONDS | $0 TARGET --replay" >&2
@@ -44,7 +45,7 @@ echo "building $bin"
 "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld \
   -I "$engine/include" -I "$engine" \
-  "$harness" "${files[@]}" -o "$bin" -lpthread
+  "$harness" "${files[@]}" -o "$bin" -lpthread -lz
 
 corpus="fuzz/corpus/${target}"
 crashers="fuzz/crashers/${target}"

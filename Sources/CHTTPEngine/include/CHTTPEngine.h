@@ -87,7 +87,11 @@ extern "C" {
   X(PK_E_TLS_NOT_YET_VALID, "tls_certificate_not_yet_valid", "server certificate is not yet valid") \
   X(PK_E_TLS_PIN, "tls_pin_mismatch", "server public key matches none of the pins")       \
   X(PK_E_TLS_VERSION, "tls_protocol_version", "no TLS protocol version in common with the server") \
-  X(PK_E_TLS_ALPN, "tls_alpn_mismatch", "server selected an application protocol other than http/1.1")
+  X(PK_E_TLS_ALPN, "tls_alpn_mismatch", "server selected an application protocol other than http/1.1") \
+  X(PK_E_BAD_ENCODING, "bad_content_encoding", "compressed body is corrupt")               \
+  X(PK_E_TRUNCATED_ENCODING, "truncated_content_encoding", "compressed body ended before its end marker") \
+  X(PK_E_DECOMPRESSION_BOMB, "decompression_bomb", "compressed body expands past the ratio limit") \
+  X(PK_E_DECODED_TOO_LARGE, "decoded_body_too_large", "decompressed body exceeds the size limit")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,
@@ -201,6 +205,37 @@ typedef struct pk_body_info {
  * UNSUPPORTED_TRANSFER_ENCODING). Pure.
  */
 int pk_response_body_info(const pk_response_head *head, int head_request, pk_body_info *out);
+
+/* ------------------------------------------------------ content decoding */
+
+typedef enum pk_coding { PK_CODING_GZIP = 1, PK_CODING_DEFLATE = 2 } pk_coding;
+
+typedef struct pk_inflate pk_inflate;
+
+typedef struct pk_inflate_limits {
+  uint64_t max_ratio;   /* output/input past ratio_floor; default 200 */
+  uint64_t ratio_floor; /* output below this is never a bomb; default 1 MiB */
+  uint64_t max_output;  /* absolute cap; 0 = none (default) */
+} pk_inflate_limits;
+
+void pk_inflate_limits_init(pk_inflate_limits *limits);
+
+/* A streaming gzip or deflate decoder (RFC 9110 §8.4.1). "deflate" accepts
+ * the zlib wrapper (RFC 1950) and, as servers wrongly send it, raw deflate
+ * (RFC 1951); gzip accepts concatenated members. Memory stays bounded (one
+ * zlib stream and a stack buffer). Returns 0 or -PK_E_NOMEM / -PK_E_INVALID_ARGUMENT. */
+int pk_inflate_create(pk_coding coding, const pk_inflate_limits *limits, pk_inflate **out);
+
+/* Decodes `len` bytes, handing output to sink(ctx, data, n) as it comes
+ * (borrowed until sink returns; a non-zero return stops and is returned).
+ * Returns 0 or -PK_E_BAD_ENCODING, -PK_E_DECOMPRESSION_BOMB, -PK_E_DECODED_TOO_LARGE. */
+int pk_inflate_feed(pk_inflate *dec, const void *data, size_t len,
+                    int (*sink)(void *ctx, const char *data, size_t n), void *ctx);
+
+/* The input ended: 0 if the stream was complete, else -PK_E_TRUNCATED_ENCODING. */
+int pk_inflate_finish(pk_inflate *dec);
+
+void pk_inflate_free(pk_inflate *dec);
 
 /* --------------------------------------------------------------- engine */
 

@@ -73,6 +73,10 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let tlsPinMismatch = Code("tls_pin_mismatch")
         public static let tlsProtocolVersion = Code("tls_protocol_version")
         public static let tlsAlpnMismatch = Code("tls_alpn_mismatch")
+        public static let badContentEncoding = Code("bad_content_encoding")
+        public static let truncatedContentEncoding = Code("truncated_content_encoding")
+        public static let decompressionBomb = Code("decompression_bomb")
+        public static let decodedBodyTooLarge = Code("decoded_body_too_large")
     }
 
     public var code: Code
@@ -162,6 +166,10 @@ extension PocketError.Code {
         case 48: return .tlsPinMismatch
         case 49: return .tlsProtocolVersion
         case 50: return .tlsAlpnMismatch
+        case 51: return .badContentEncoding
+        case 52: return .truncatedContentEncoding
+        case 53: return .decompressionBomb
+        case 54: return .decodedBodyTooLarge
         default: return .unknown
         }
     }
