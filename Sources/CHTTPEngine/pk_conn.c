@@ -340,6 +340,78 @@ static void complete(pk__loop *loop, pk__conn *conn) {
   else pk__conn_close(loop, conn);
 }
 
+/* ------------------------------------------------------ content decoding */
+
+static bool token_eq(const char *p, size_t n, const char *lit) {
+  size_t m = strlen(lit);
+  if (n != m) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = p[i];
+    if (c >= 'A' && c <= 'Z') c = (char)(c + 32);
+    if (c != lit[i]) return false;
+  }
+  return true;
+}
+
+/* Sets up decoders for Content-Encoding (RFC 9110 §8.4): gzip and deflate,
+ * at most two stacked. A coding we do not decode (br, zstd: the caller must
+ * have asked for it) leaves the body as sent. Returns 0 or -PK_E_xxx. */
+static int setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *head) {
+  pk_coding codings[3];
+  int n = 0;
+  for (size_t i = 0; i < head->num_headers; i++) {
+    const pk_header *h = &head->headers[i];
+    if (!token_eq(h->name, h->name_len, "content-encoding")) continue;
+    const char *p = h->value, *end = h->value + h->value_len;
+    while (p < end) {
+      while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) p++;
+      const char *t = p;
+      while (p < end && *p != ',' && *p != ' ' && *p != '\t') p++;
+      size_t len = (size_t)(p - t);
+      if (!len || token_eq(t, len, "identity")) continue;
+      if (n == 2) return -PK_E_TOO_MANY_ENCODINGS;
+      if (token_eq(t, len, "gzip") || token_eq(t, len, "x-gzip")) codings[n++] = PK_CODING_GZIP;
+      else if (token_eq(t, len, "deflate")) codings[n++] = PK_CODING_DEFLATE;
+      else return 0; /* not ours to decode: deliver as sent */
+    }
+  }
+  /* Codings are listed in the order applied: undo the last first. */
+  for (int i = n - 1; i >= 0; i--) {
+    int err = pk_inflate_create(codings[i], &loop->eng->cfg.inflate_limits, &req->dec[req->ndec]);
+    if (err) return err;
+    req->ndec++;
+  }
+  return 0;
+}
+
+/* The last stage: decoded (or plain) body bytes to the caller. */
+static int body_out(void *ctx, const char *data, size_t n) {
+  pk__req *req = ctx;
+  pk_engine *eng = req->loop->eng;
+  req->body_bytes += n;
+  if (eng->cfg.max_body_bytes && req->body_bytes > eng->cfg.max_body_bytes) return -PK_E_BODY_TOO_LARGE;
+  if (eng->cfg.callbacks.on_body) eng->cfg.callbacks.on_body(req->ctx, data, n);
+  return 0;
+}
+
+static int inner_out(void *ctx, const char *data, size_t n) {
+  pk__req *req = ctx;
+  return pk_inflate_feed(req->dec[1], data, n, body_out, req);
+}
+
+static int deliver_body(pk__req *req, const char *data, size_t n) {
+  if (req->ndec == 0) return body_out(req, data, n);
+  return pk_inflate_feed(req->dec[0], data, n, req->ndec == 2 ? inner_out : body_out, req);
+}
+
+static int finish_decoding(pk__req *req) {
+  for (int i = 0; i < req->ndec; i++) {
+    int err = pk_inflate_finish(req->dec[i]);
+    if (err) return err;
+  }
+  return 0;
+}
+
 /* Returns true when the request ended (completed or failed). */
 static bool process(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
@@ -403,6 +475,13 @@ static bool process(pk__loop *loop, pk__conn *conn) {
       pk__conn_fail(loop, conn, PK_E_BODY_TOO_LARGE, 0);
       return true;
     }
+    if (eng->cfg.decode_content && req->body_info.framing != PK_FRAMING_NONE) {
+      err = setup_decoding(loop, req, &head);
+      if (err) {
+        pk__conn_fail(loop, conn, -err, 0);
+        return true;
+      }
+    }
     req->got_head = 1;
     if (!req->body_info.keep_alive) conn->reusable = 0;
     req->remaining = req->body_info.content_length;
@@ -449,14 +528,18 @@ static bool process(pk__loop *loop, pk__conn *conn) {
     break;
   }
   if (deliver) {
-    req->body_bytes += deliver;
-    if (eng->cfg.max_body_bytes && req->body_bytes > eng->cfg.max_body_bytes) {
-      pk__conn_fail(loop, conn, PK_E_BODY_TOO_LARGE, 0);
+    int err = deliver_body(req, p, deliver);
+    if (err) {
+      pk__conn_fail(loop, conn, -err, 0);
       return true;
     }
-    if (eng->cfg.callbacks.on_body) eng->cfg.callbacks.on_body(req->ctx, p, deliver);
   }
   if (done) {
+    int err = finish_decoding(req);
+    if (err) {
+      pk__conn_fail(loop, conn, -err, 0);
+      return true;
+    }
     complete(loop, conn);
     return true;
   }
@@ -478,8 +561,13 @@ static void on_eof(pk__loop *loop, pk__conn *conn, bool unclean_tls) {
   }
   /* Only a close-delimited body ends with the connection (RFC 9112 §6.3 p8);
    * for the others an EOF means the body was cut short. */
-  if (req->body_info.framing == PK_FRAMING_CLOSE) complete(loop, conn);
-  else pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
+  if (req->body_info.framing != PK_FRAMING_CLOSE) {
+    pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
+    return;
+  }
+  int err = finish_decoding(req);
+  if (err) pk__conn_fail(loop, conn, -err, 0);
+  else complete(loop, conn);
 }
 
 /* n new bytes landed in the read buffer: account for them and parse.

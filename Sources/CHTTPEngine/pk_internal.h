@@ -169,6 +169,8 @@ typedef struct pk__req {
   uint64_t remaining;
   uint64_t body_bytes;
   pk_chunked chunked;
+  pk_inflate *dec[2];         /* content decoders, innermost coding first */
+  uint8_t ndec;
 } pk__req;
 
 /* ----------------------------------------------------------- connections */

@@ -186,6 +186,8 @@ void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno) {
   if (pk__linked(&req->all)) pk__list_remove(&req->all);
   pk__conn *conn = req->conn;
   if (conn) pk__charge_wire(conn, req);
+  for (int i = 0; i < req->ndec; i++) pk_inflate_free(req->dec[i]);
+  req->ndec = 0;
   req->conn = NULL;
   req->state = PK_REQ_DONE;
   atomic_store_explicit(&req->id, 0, memory_order_release);
@@ -409,7 +411,9 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->dns_threads = 2;
   cfg->dns_cache_ttl_ms = 30000;
   cfg->max_interim = 8;
+  cfg->decode_content = 1;
   pk_parse_limits_init(&cfg->limits);
+  pk_inflate_limits_init(&cfg->inflate_limits);
 }
 
 static int loop_init(pk_engine *eng, pk__loop *loop, uint32_t index) {
@@ -625,6 +629,7 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   req->t_dns_start = req->t_connect_start = 0;
   memset(&req->timings, 0, sizeof req->timings);
   req->last_len = 0;
+  req->ndec = 0;
   req->remaining = 0;
   req->body_bytes = 0;
   uint64_t id = atomic_fetch_add_explicit(&eng->next_id, 1, memory_order_relaxed) + 1;

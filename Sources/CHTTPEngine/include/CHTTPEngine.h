@@ -91,7 +91,8 @@ extern "C" {
   X(PK_E_BAD_ENCODING, "bad_content_encoding", "compressed body is corrupt")               \
   X(PK_E_TRUNCATED_ENCODING, "truncated_content_encoding", "compressed body ended before its end marker") \
   X(PK_E_DECOMPRESSION_BOMB, "decompression_bomb", "compressed body expands past the ratio limit") \
-  X(PK_E_DECODED_TOO_LARGE, "decoded_body_too_large", "decompressed body exceeds the size limit")
+  X(PK_E_DECODED_TOO_LARGE, "decoded_body_too_large", "decompressed body exceeds the size limit") \
+  X(PK_E_TOO_MANY_ENCODINGS, "too_many_content_encodings", "response stacks more than two content codings")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,
@@ -309,6 +310,8 @@ typedef struct pk_engine_config {
   pk_parse_limits limits;
   pk_callbacks callbacks;
   pk_tls_config tls;             /* for https origins */
+  int decode_content;            /* 1 (default): gzip/deflate bodies are decoded before on_body */
+  pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
   /* Optional: called once with post_ctx after the loop threads are gone and
    * the engine is freed (from pk_engine_destroy, or from the reaper thread

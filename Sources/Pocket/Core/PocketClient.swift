@@ -40,6 +40,11 @@ public final class PocketClient: Sendable {
         public var dnsCacheTTL: Duration = .seconds(30)
         /// Response limits; each has its own error code.
         public var limits = Limits()
+        /// Ask for and decode gzip/deflate bodies (`Accept-Encoding: gzip, deflate`
+        /// unless a request sets its own). On by default: it saves bandwidth, and
+        /// the decoder is bounded (see `Limits.maxDecompressionRatio`). Codings
+        /// other than gzip and deflate are left as sent.
+        public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = TLSConfiguration()
         /// Header fields sent with every request unless the request has a field
@@ -62,7 +67,14 @@ public final class PocketClient: Sendable {
         /// 1xx interim responses skipped before the final one, 8 (`.tooManyInterimResponses`).
         public var maxInterimResponses = 8
         /// Body bytes collected into memory, 256 MiB (`.bodyTooLarge`); nil for no limit.
+        /// For compressed bodies it counts decoded bytes.
         public var maxBodyBytes: Int? = 256 * 1024 * 1024
+        /// Decoded/encoded ratio past `decompressionRatioFloor` that marks a
+        /// decompression bomb (`.decompressionBomb`), 200: real text rarely
+        /// compresses past 20×.
+        public var maxDecompressionRatio = 200
+        /// Decoded bytes below which the ratio is not checked, 1 MiB.
+        public var decompressionRatioFloor = 1 << 20
 
         public init() {}
     }

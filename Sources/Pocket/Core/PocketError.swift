@@ -77,6 +77,7 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let truncatedContentEncoding = Code("truncated_content_encoding")
         public static let decompressionBomb = Code("decompression_bomb")
         public static let decodedBodyTooLarge = Code("decoded_body_too_large")
+        public static let tooManyContentEncodings = Code("too_many_content_encodings")
     }
 
     public var code: Code
@@ -170,6 +171,7 @@ extension PocketError.Code {
         case 52: return .truncatedContentEncoding
         case 53: return .decompressionBomb
         case 54: return .decodedBodyTooLarge
+        case 55: return .tooManyContentEncodings
         default: return .unknown
         }
     }

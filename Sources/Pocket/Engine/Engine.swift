@@ -32,6 +32,9 @@ final class Engine: @unchecked Sendable {
         cfg.limits.max_header_fields = max(1, c.limits.maxHeaderFields)
         cfg.limits.max_chunk_hex_digits = max(1, c.limits.maxChunkSizeDigits)
         cfg.limits.max_trailer_bytes = c.limits.maxTrailerBytes
+        cfg.decode_content = c.decompression ? 1 : 0
+        cfg.inflate_limits.max_ratio = UInt64(max(0, c.limits.maxDecompressionRatio))
+        cfg.inflate_limits.ratio_floor = UInt64(max(0, c.limits.decompressionRatioFloor))
         cfg.callbacks.on_head = { ctx, head, raw, rawLen, contentLength in
             InFlightRequest.from(ctx).didReceiveHead(head!.pointee, contentLength: contentLength)
         }

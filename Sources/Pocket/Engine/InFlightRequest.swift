@@ -84,7 +84,10 @@ final class InFlightRequest: @unchecked Sendable {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
             extra.add(name: "Authorization", value: "Basic \(token)")
         }
-        let headers = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers)
+        let acceptEncoding = configuration.decompression && !request.headers.contains("Accept-Encoding")
+            && !configuration.defaultHeaders.contains("Accept-Encoding")
+        let headers = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers,
+                                    acceptEncoding: acceptEncoding)
 
         if let body = request.body, !body.isEmpty {
             let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: body.count, alignment: 1)
@@ -278,8 +281,13 @@ struct HeaderSources {
     let defaults: HTTPHeaders
     let extra: HTTPHeaders
     let own: HTTPHeaders
+    /// Adds `Accept-Encoding: gzip, deflate` (decompression on, none set).
+    let acceptEncoding: Bool
+
+    private static let acceptEncodingField = HTTPHeaders.Field(name: "Accept-Encoding", value: "gzip, deflate")
 
     func forEach(_ body: (HTTPHeaders.Field) -> Void) {
+        if acceptEncoding { body(Self.acceptEncodingField) }
         for f in defaults.fields where !own.contains(f.name) && !extra.contains(f.name) { body(f) }
         for f in extra.fields { body(f) }
         for f in own.fields { body(f) }
