@@ -62,12 +62,24 @@ static int start(pk_inflate *d, bool raw) {
   return 0;
 }
 
+/* Hands decoded bytes on, after the limits: a bomb is stopped right past
+ * the floor, not after it has filled memory. */
+static int emit(pk_inflate *d, const char *out, size_t n, int (*sink)(void *, const char *, size_t), void *ctx) {
+  d->out_total += n;
+  if (d->limits.max_output && d->out_total > d->limits.max_output) return -PK_E_DECODED_TOO_LARGE;
+  if (d->limits.max_ratio && d->out_total > d->limits.ratio_floor &&
+      d->out_total / (d->in_total ? d->in_total : 1) > d->limits.max_ratio)
+    return -PK_E_DECOMPRESSION_BOMB;
+  return sink(ctx, out, n);
+}
+
 static int run(pk_inflate *d, const uint8_t *in, size_t len, int (*sink)(void *, const char *, size_t), void *ctx) {
   char out[PK_INFLATE_CHUNK];
   d->z.next_in = (Bytef *)in;
   d->z.avail_in = (uInt)len;
-  while (d->z.avail_in > 0) {
+  for (;;) {
     if (d->ended) {
+      if (d->z.avail_in == 0) return 0;
       /* Bytes after the end: another gzip member (RFC 1952 §2.2), or junk. */
       if (d->coding != PK_CODING_GZIP || inflateReset(&d->z) != Z_OK) return -PK_E_BAD_ENCODING;
       d->ended = 0;
@@ -79,35 +91,15 @@ static int run(pk_inflate *d, const uint8_t *in, size_t len, int (*sink)(void *,
     d->in_total += before - d->z.avail_in;
     size_t produced = sizeof out - d->z.avail_out;
     if (r == Z_STREAM_END) d->ended = 1;
-    else if (r != Z_OK && !(r == Z_BUF_ERROR && produced)) return -PK_E_BAD_ENCODING;
+    else if (r != Z_OK && r != Z_BUF_ERROR) return -PK_E_BAD_ENCODING;
+    else if (!produced && before == d->z.avail_in) return d->z.avail_in ? -PK_E_BAD_ENCODING : 0;
     if (produced) {
-      d->out_total += produced;
-      if (d->limits.max_output && d->out_total > d->limits.max_output) return -PK_E_DECODED_TOO_LARGE;
-      if (d->out_total > d->limits.ratio_floor && d->limits.max_ratio &&
-          d->out_total / (d->in_total ? d->in_total : 1) > d->limits.max_ratio)
-        return -PK_E_DECOMPRESSION_BOMB;
-      int s = sink(ctx, out, produced);
-      if (s) return s;
+      int err = emit(d, out, produced, sink, ctx);
+      if (err) return err;
     }
-    /* inflate may hold output for a full buffer: drain before more input. */
-    while (!d->ended && d->z.avail_out == 0) {
-      d->z.next_out = (Bytef *)out;
-      d->z.avail_out = sizeof out;
-      r = inflate(&d->z, Z_NO_FLUSH);
-      produced = sizeof out - d->z.avail_out;
-      if (r == Z_STREAM_END) d->ended = 1;
-      else if (r != Z_OK && r != Z_BUF_ERROR) return -PK_E_BAD_ENCODING;
-      if (!produced) break;
-      d->out_total += produced;
-      if (d->limits.max_output && d->out_total > d->limits.max_output) return -PK_E_DECODED_TOO_LARGE;
-      if (d->out_total > d->limits.ratio_floor && d->limits.max_ratio &&
-          d->out_total / (d->in_total ? d->in_total : 1) > d->limits.max_ratio)
-        return -PK_E_DECOMPRESSION_BOMB;
-      int s = sink(ctx, out, produced);
-      if (s) return s;
-    }
+    /* A full output buffer may mean more is held back: go round again. */
+    if (!d->ended && d->z.avail_out != 0 && d->z.avail_in == 0) return 0;
   }
-  return 0;
 }
 
 int pk_inflate_feed(pk_inflate *d, const void *data, size_t len, int (*sink)(void *, const char *, size_t),

@@ -125,6 +125,13 @@ enum Sockets {
     }
 
     /// Sets `TCP_NODELAY` so scripted pieces leave as separate segments.
+    /// Closes with a TCP RST (`SO_LINGER` {1, 0}): the peer sees ECONNRESET.
+    static func closeWithReset(_ fd: Int32) {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        Glibc.close(fd)
+    }
+
     static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

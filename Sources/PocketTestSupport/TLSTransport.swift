@@ -316,9 +316,7 @@ final class TLSTransport: Transport, @unchecked Sendable {
             self.connection = nil
         }
         guard fd >= 0 else { return }
-        var option = linger(l_onoff: 1, l_linger: 0)
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
-        Glibc.close(fd)
+        Sockets.closeWithReset(fd)
         fd = -1
     }
 

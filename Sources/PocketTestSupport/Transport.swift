@@ -140,9 +140,7 @@ final class PlainTransport: Transport, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard fd >= 0 else { return }
-        var option = linger(l_onoff: 1, l_linger: 0)
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
-        Glibc.close(fd)
+        Sockets.closeWithReset(fd)
         fd = -1
     }
 

@@ -145,13 +145,12 @@ final class ClientTests: XCTestCase {
 
     func testIPv6LoopbackAndLocalhostName() async throws {
         let client = try makeClient()
-        if let server6 = try? TestServer(host: "::1") {
-            defer { server6.shutdown() }
-            server6.route("/") { _ in .text("six") }
-            let response = try await client.send(Request(url: URL(string: "http://[::1]:\(server6.port)/")!))
-            XCTAssertEqual(response.text, "six")
-            XCTAssertEqual(server6.receivedRequests.last?.header("Host"), "[::1]:\(server6.port)")
-        }
+        let server6 = try TestServer(host: "::1")
+        defer { server6.shutdown() }
+        server6.route("/") { _ in .text("six") }
+        let six = try await client.send(Request(url: URL(string: "http://[::1]:\(server6.port)/")!))
+        XCTAssertEqual(six.text, "six")
+        XCTAssertEqual(server6.receivedRequests.last?.header("Host"), "[::1]:\(server6.port)")
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/") { _ in .text("name") }
