@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -73,8 +74,14 @@ void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
   /* A pooled connection may have been closed by the server just as we reused
    * it; nothing of the response arrived, so an idempotent request is safe to
    * send once more on a new connection (RFC 9112 §9.3.1). */
+  /* A body write failed and then no response came: the write is the story. */
+  if (req->write_error && !req->got_head &&
+      (err == PK_E_CONN_RESET || err == PK_E_CLOSED_BEFORE_RESPONSE || err == PK_E_READ)) {
+    err = req->write_error;
+    sys_errno = req->write_errno;
+  }
   if (retryable(err) && req->conn_reused && req->timings.bytes_received == 0 && req->idempotent &&
-      !req->retried) {
+      req->body_kind != PK_BODY_STREAM && !req->retried) {
     req->retried = 1;
     req->conn_reused = 0;
     req->timings.reused = 0;
@@ -99,78 +106,282 @@ static int connect_error(int e) {
 
 /* ---------------------------------------------------------------- write */
 
-/* Head and body leave in one sendmsg (writev semantics); MSG_NOSIGNAL so a
- * peer that closed early yields EPIPE, not a process-killing SIGPIPE. */
-/* TLS has no writev: head, then body, each as large records. */
-static void conn_write_tls(pk__loop *loop, pk__conn *conn) {
+/* The request goes out as its head, then its body from one of three sources
+ * (pk_body_kind). Plain connections write head and an in-memory body in one
+ * sendmsg (writev semantics) and file bodies with sendfile(2); TLS has no
+ * writev, so pieces go one at a time as large records. MSG_NOSIGNAL
+ * everywhere: a peer that closed early yields EPIPE, not a process-killing
+ * SIGPIPE. */
+
+#define PK_W_AGAIN (-1)  /* the socket is full: wait for EPOLLOUT */
+#define PK_W_FAILED (-2) /* the request ended (or went on to read its response) */
+
+static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events);
+
+/* A body write failed. The server may have answered and closed first (an
+ * early 413): read what it sent before giving up, and report the write error
+ * only if no response came. */
+static void write_failed(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
   pk__req *req = conn->req;
-  size_t total = req->head_len + req->body_len;
-  while (conn->woff < total) {
-    const char *p;
-    size_t n;
-    if (conn->woff < req->head_len) {
-      p = req->buf + conn->woff;
-      n = req->head_len - conn->woff;
-    } else {
-      p = req->body + (conn->woff - req->head_len);
-      n = total - conn->woff;
-    }
+  if (err != PK_E_CONN_RESET && err != PK_E_WRITE) {
+    pk__conn_fail(loop, conn, err, sys_errno);
+    return;
+  }
+  req->write_error = err;
+  req->write_errno = sys_errno;
+  req->body_stopped = 1;
+  conn->want_write = 0;
+  conn->reusable = 0;
+  conn->hup_seen = 1;
+  conn_read(loop, conn, EPOLLIN | EPOLLRDHUP);
+}
+
+/* One write of up to `n` pieces. Returns the bytes written, PK_W_AGAIN or PK_W_FAILED. */
+static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n) {
+  pk__req *req = conn->req;
+  ssize_t w;
+  if (conn->tls) {
     int detail = 0;
-    ssize_t w = pk__tls_write(conn->tls, p, n, &detail);
-    if (w == PK_TLS_WANT_WRITE || w == PK_TLS_WANT_READ) {
+    w = pk__tls_write(conn->tls, iov[0].iov_base, iov[0].iov_len, &detail);
+    if (w == PK_TLS_WANT_WRITE || w == PK_TLS_WANT_READ) return PK_W_AGAIN;
+    if (w < 0) {
+      write_failed(loop, conn, (int)-w, detail);
+      return PK_W_FAILED;
+    }
+  } else {
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    do w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return PK_W_AGAIN;
+      int e = errno;
+      write_failed(loop, conn, e == ECONNRESET ? PK_E_CONN_RESET : PK_E_WRITE, e);
+      return PK_W_FAILED;
+    }
+  }
+  req->timings.bytes_sent += (uint64_t)w;
+  req->t_last_activity = loop->now;
+  return w;
+}
+
+static void report_progress(pk__loop *loop, pk__req *req, bool final);
+
+/* Plain file body: sendfile(2) from the file's page cache to the socket. */
+static ssize_t put_file_plain(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  for (;;) {
+    off_t off = (off_t)(req->body_offset + req->body_sent);
+    size_t left = req->body_len - req->body_sent;
+    ssize_t w = sendfile(conn->fd, req->body_fd, &off, left > (1u << 30) ? (1u << 30) : left);
+    if (w > 0) {
+      req->timings.bytes_sent += (uint64_t)w;
+      req->t_last_activity = loop->now;
+      return w;
+    }
+    if (w == 0) {
+      pk__conn_fail(loop, conn, PK_E_FILE_READ, 0); /* the file is shorter than declared */
+      return PK_W_FAILED;
+    }
+    int e = errno;
+    if (e == EINTR) continue;
+    if (e == EAGAIN || e == EWOULDBLOCK) return PK_W_AGAIN;
+    if (e == EPIPE || e == ECONNRESET) write_failed(loop, conn, e == ECONNRESET ? PK_E_CONN_RESET : PK_E_WRITE, e);
+    else pk__conn_fail(loop, conn, PK_E_FILE_READ, e);
+    return PK_W_FAILED;
+  }
+}
+
+/* TLS file body: pread into a staging buffer, then write it as one record. */
+static ssize_t put_file_tls(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  if (req->wbuf_off == req->wbuf_len) {
+    if (!req->wbuf && !(req->wbuf = pk__rbuf_get(loop))) {
+      pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
+      return PK_W_FAILED;
+    }
+    size_t left = req->body_len - req->body_sent;
+    ssize_t r;
+    do r = pread(req->body_fd, req->wbuf, left < PK_RBUF_SIZE ? left : PK_RBUF_SIZE,
+                 (off_t)(req->body_offset + req->body_sent));
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+      pk__conn_fail(loop, conn, PK_E_FILE_READ, r < 0 ? errno : 0);
+      return PK_W_FAILED;
+    }
+    req->wbuf_len = (size_t)r;
+    req->wbuf_off = 0;
+  }
+  struct iovec iov = {req->wbuf + req->wbuf_off, req->wbuf_len - req->wbuf_off};
+  ssize_t w = put_out(loop, conn, &iov, 1);
+  if (w > 0) req->wbuf_off += (size_t)w;
+  return w;
+}
+
+/* Stream body: the current piece with its chunk framing (RFC 9112 §7.1),
+ * from seg_off on. Returns the number of iovecs. */
+static int stream_iov(pk__req *req, struct iovec *iov) {
+  static char crlf[] = "\r\n", last_chunk[] = "0\r\n\r\n";
+  struct iovec all[4];
+  int n = 0;
+  if (req->chunk_len) {
+    if (req->body_chunked) all[n++] = (struct iovec){req->chunk_hdr, req->chunk_hdr_len};
+    all[n++] = (struct iovec){(void *)req->chunk, req->chunk_len};
+    if (req->body_chunked) all[n++] = (struct iovec){crlf, 2};
+  }
+  if (req->chunk_last && req->body_chunked) all[n++] = (struct iovec){last_chunk, 5};
+  size_t off = req->seg_off;
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (off >= all[i].iov_len) {
+      off -= all[i].iov_len;
+      continue;
+    }
+    iov[m].iov_base = (char *)all[i].iov_base + off;
+    iov[m++].iov_len = all[i].iov_len - off;
+    off = 0;
+  }
+  return m;
+}
+
+/* Writes the stream's current piece. Returns bytes, 0 when the piece is
+ * done (asking for the next one), PK_W_AGAIN or PK_W_FAILED. */
+static ssize_t put_stream(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  struct iovec iov[4];
+  int n = stream_iov(req, iov);
+  if (n) {
+    ssize_t w = put_out(loop, conn, iov, n);
+    if (w > 0) req->seg_off += (size_t)w;
+    return w;
+  }
+  /* The piece is out. */
+  req->body_sent += req->chunk_len;
+  req->chunk = NULL;
+  req->chunk_len = 0;
+  req->seg_off = 0;
+  if (req->chunk_last) {
+    req->body_done = 1;
+    return 0;
+  }
+  req->chunk_asked = 1;
+  loop->eng->cfg.callbacks.on_send_more(req->ctx);
+  return 0;
+}
+
+static void conn_write_loop(pk__loop *loop, pk__conn *conn);
+
+static void conn_write(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  conn->writing = 1;
+  conn_write_loop(loop, conn);
+  if (conn->req == req) conn->writing = 0;
+}
+
+static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  for (;;) {
+    ssize_t w;
+    if (conn->woff < req->head_len) {
+      /* The head, and with it as much of an in-memory body as the socket takes. */
+      struct iovec iov[2] = {{req->buf + conn->woff, req->head_len - conn->woff}};
+      int n = 1;
+      if (req->body_kind == PK_BODY_MEMORY && req->body_len && !req->expect_ms && !conn->tls)
+        iov[n++] = (struct iovec){(void *)req->body, req->body_len};
+      w = put_out(loop, conn, iov, n);
+      if (w > 0) {
+        size_t head = req->head_len - conn->woff;
+        conn->woff += (size_t)w < head ? (size_t)w : head;
+        if ((size_t)w > head) req->body_sent += (size_t)w - head;
+        if (conn->woff == req->head_len && req->expect_ms) {
+          req->expect_wait = 1;
+          req->t_expect = loop->now;
+        }
+      }
+    } else if (req->body_done || req->body_stopped || req->expect_wait) {
+      break;
+    } else if (req->body_kind == PK_BODY_STREAM) {
+      if (!req->chunk && !req->chunk_last) {
+        if (!req->chunk_asked) {
+          req->chunk_asked = 1;
+          loop->eng->cfg.callbacks.on_send_more(req->ctx);
+          if (conn->req != req) return;
+          continue;
+        }
+        break; /* waiting for the caller's next piece */
+      }
+      w = put_stream(loop, conn);
+      if (w == 0 && conn->req != req) return;
+      if (w == 0) continue;
+    } else if (req->body_sent == req->body_len) {
+      req->body_done = 1;
+      continue;
+    } else if (req->body_kind == PK_BODY_FILE) {
+      w = conn->tls ? put_file_tls(loop, conn) : put_file_plain(loop, conn);
+      if (w > 0 && !conn->tls) req->body_sent += (uint64_t)w;
+      else if (w > 0 && req->wbuf_off == req->wbuf_len) req->body_sent += req->wbuf_len;
+    } else {
+      struct iovec iov = {(char *)req->body + req->body_sent, req->body_len - req->body_sent};
+      w = put_out(loop, conn, &iov, 1);
+      if (w > 0) req->body_sent += (uint64_t)w;
+    }
+    if (w == PK_W_FAILED) return;
+    if (w == PK_W_AGAIN) {
       conn->want_write = 1;
       return;
     }
-    if (w < 0) {
-      pk__conn_fail(loop, conn, (int)-w, detail);
-      return;
-    }
-    conn->woff += (size_t)w;
-    req->timings.bytes_sent += (uint64_t)w;
-    req->t_last_activity = loop->now;
+    if (req->progress_ms) report_progress(loop, req, false);
   }
   conn->want_write = 0;
 }
 
-static void conn_write(pk__loop *loop, pk__conn *conn) {
-  if (conn->tls) {
-    conn_write_tls(loop, conn);
-    return;
+/* Loop thread: the next piece of a stream body (see the header). */
+int pk_request_send_body(pk_engine *eng, pk_request_handle h, const void *data, size_t len, int last) {
+  pk__req *req = h.req;
+  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
+  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || req->state != PK_REQ_ACTIVE)
+    return -PK_E_CANCELLED;
+  if (req->body_kind != PK_BODY_STREAM || !req->chunk_asked || (len && !data)) return -PK_E_INVALID_ARGUMENT;
+  pk__conn *conn = req->conn;
+  if (!conn) return -PK_E_INVALID_ARGUMENT;
+  req->chunk_asked = 0;
+  req->body_provided += len;
+  if (!req->body_chunked && (req->body_provided > req->body_len || (last && req->body_provided != req->body_len))) {
+    pk__conn_fail(req->loop, conn, PK_E_BODY_LENGTH, 0);
+    return 0;
   }
-  pk__req *req = conn->req;
-  size_t total = req->head_len + req->body_len;
-  while (conn->woff < total) {
-    struct iovec iov[2];
+  req->chunk = data ? data : "";
+  req->chunk_len = len;
+  req->chunk_last = last != 0;
+  req->seg_off = 0;
+  if (len && req->body_chunked) {
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
     int n = 0;
-    if (conn->woff < req->head_len) {
-      iov[n].iov_base = req->buf + conn->woff;
-      iov[n++].iov_len = req->head_len - conn->woff;
-      if (req->body_len) {
-        iov[n].iov_base = (void *)req->body;
-        iov[n++].iov_len = req->body_len;
-      }
-    } else {
-      size_t off = conn->woff - req->head_len;
-      iov[n].iov_base = (char *)req->body + off;
-      iov[n++].iov_len = req->body_len - off;
+    size_t v = len;
+    while (v) {
+      tmp[n++] = hex[v & 15];
+      v >>= 4;
     }
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        conn->want_write = 1;
-        return;
-      }
-      int e = errno;
-      pk__conn_fail(loop, conn, e == ECONNRESET ? PK_E_CONN_RESET : PK_E_WRITE, e);
-      return;
-    }
-    conn->woff += (size_t)w;
-    req->timings.bytes_sent += (uint64_t)w;
-    req->t_last_activity = loop->now;
+    int k = 0;
+    while (n) req->chunk_hdr[k++] = tmp[--n];
+    req->chunk_hdr[k++] = '\r';
+    req->chunk_hdr[k++] = '\n';
+    req->chunk_hdr_len = (uint8_t)k;
   }
-  conn->want_write = 0;
+  /* Inside conn_write (on_send_more answered at once) its loop goes on by itself. */
+  if (conn->state == PK_CONN_ACTIVE && !req->body_stopped && !conn->want_write && !conn->writing) {
+    conn_write(req->loop, conn);
+    if (conn->req == req) pk__req_update_timer(req->loop, req);
+  }
+  return 0;
+}
+
+/* 100 Continue did not come in time: send the body anyway (RFC 9110 §10.1.1). */
+void pk__conn_expect_expired(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  req->expect_wait = 0;
+  conn_write(loop, conn);
+  if (conn->req == req) pk__req_update_timer(loop, req);
 }
 
 void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
@@ -183,6 +394,17 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
   req->got_head = 0;
   req->interim = 0;
   req->t_last_activity = loop->now;
+  req->body_sent = req->body_provided = 0;
+  req->body_done = req->body_stopped = req->expect_wait = req->chunk_asked = req->chunk_last = 0;
+  req->chunk = NULL;
+  req->chunk_len = req->seg_off = 0;
+  req->wbuf_len = req->wbuf_off = 0;
+  req->write_error = req->write_errno = 0;
+  req->divert = req->paused = 0;
+  req->sink_errno = 0;
+  req->body_wire = 0;
+  req->content_length = -1;
+  req->t_progress = loop->now;
   if (!conn->rbuf) {
     conn->rbuf = pk__rbuf_get(loop);
     if (!conn->rbuf) {
@@ -322,7 +544,7 @@ static void connect_event(pk__loop *loop, pk__conn *conn) {
 static void complete(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   bool keep = conn->reusable && req->body_info.keep_alive && conn->state == PK_CONN_ACTIVE &&
-              !conn->want_write && conn->woff == req->head_len + req->body_len;
+              !conn->want_write && req->body_done;
   if (keep && conn->read_full) {
     /* The response ended exactly where a full read did: bytes (or an EOF)
      * may still wait in the socket, and edge-triggered epoll will not report
@@ -332,6 +554,7 @@ static void complete(pk__loop *loop, pk__conn *conn) {
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) keep = false;
   }
   pk__charge_wire(conn, req);
+  if (req->progress_ms) report_progress(loop, req, true);
   conn->req = NULL;
   conn->requests++;
   pk__req_finish(loop, req, PK_OK, 0);
@@ -384,13 +607,48 @@ static int setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *
   return 0;
 }
 
-/* The last stage: decoded (or plain) body bytes to the caller. */
+/* Progress at most once per interval (and a last time when complete), so a
+ * fast transfer does not cost a callback per read. */
+static void report_progress(pk__loop *loop, pk__req *req, bool final) {
+  if (!final && loop->now - req->t_progress < (uint64_t)req->progress_ms * 1000000u) return;
+  req->t_progress = loop->now;
+  pk_callbacks *cb = &loop->eng->cfg.callbacks;
+  if (!cb->on_progress) return;
+  pk_progress p = {
+      .body_sent = req->body_sent,
+      .body_send_total = req->body_kind == PK_BODY_STREAM && req->body_chunked ? -1 : (int64_t)req->body_len,
+      .body_received = req->body_wire,
+      .body_receive_total = req->content_length,
+      .body_decoded = req->body_bytes,
+      .decoding = req->ndec > 0,
+      .final = final,
+  };
+  cb->on_progress(req->ctx, &p);
+}
+
+/* The last stage: decoded (or plain) body bytes to the sink file or the caller. */
 static int body_out(void *ctx, const char *data, size_t n) {
   pk__req *req = ctx;
-  pk_engine *eng = req->loop->eng;
   req->body_bytes += n;
-  if (eng->cfg.max_body_bytes && req->body_bytes > eng->cfg.max_body_bytes) return -PK_E_BODY_TOO_LARGE;
-  if (eng->cfg.callbacks.on_body) eng->cfg.callbacks.on_body(req->ctx, data, n);
+  if (req->use_sink && !req->divert) {
+    /* A regular file never blocks the way a socket does; a full disk is an
+     * error of its own, with its errno. */
+    while (n) {
+      ssize_t w = write(req->sink_fd, data, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        req->sink_errno = w < 0 ? errno : ENOSPC;
+        return -PK_E_FILE_WRITE;
+      }
+      data += w;
+      n -= (size_t)w;
+    }
+    return 0;
+  }
+  if (req->max_body && req->body_bytes > req->max_body) return -PK_E_BODY_TOO_LARGE;
+  pk_engine *eng = req->loop->eng;
+  if (eng->cfg.callbacks.on_body && eng->cfg.callbacks.on_body(req->ctx, data, n) == PK_BODY_PAUSE)
+    req->paused = 1;
   return 0;
 }
 
@@ -400,6 +658,7 @@ static int inner_out(void *ctx, const char *data, size_t n) {
 }
 
 static int deliver_body(pk__req *req, const char *data, size_t n) {
+  req->body_wire += n;
   if (req->ndec == 0) return body_out(req, data, n);
   return pk_inflate_feed(req->dec[0], data, n, req->ndec == 2 ? inner_out : body_out, req);
 }
@@ -463,15 +722,30 @@ static bool process(pk__loop *loop, pk__conn *conn) {
       memmove(conn->rbuf, conn->rbuf + r, conn->rlen - (size_t)r);
       conn->rlen -= (size_t)r;
       req->last_len = 0;
+      if (head.status == 100 && req->expect_wait) {
+        /* The server wants the body (RFC 9110 §15.2.1). */
+        req->expect_wait = 0;
+        conn_write(loop, conn);
+        if (conn->req != req) return true;
+      }
       continue;
+    }
+    if (!req->body_done && !req->body_stopped) {
+      /* A final answer before the whole body went out (an early 413, or a
+       * refusal after Expect): stop sending; the connection cannot carry
+       * another request, since the server will not read the rest. */
+      req->body_stopped = 1;
+      req->expect_wait = 0;
+      conn->want_write = 0;
+      conn->reusable = 0;
     }
     int err = pk_response_body_info(&head, req->is_head, &req->body_info);
     if (err) {
       pk__conn_fail(loop, conn, -err, 0);
       return true;
     }
-    if (req->body_info.framing == PK_FRAMING_LENGTH && eng->cfg.max_body_bytes &&
-        req->body_info.content_length > eng->cfg.max_body_bytes) {
+    if (req->body_info.framing == PK_FRAMING_LENGTH && req->max_body && !req->use_sink &&
+        req->body_info.content_length > req->max_body) {
       pk__conn_fail(loop, conn, PK_E_BODY_TOO_LARGE, 0);
       return true;
     }
@@ -489,7 +763,14 @@ static bool process(pk__loop *loop, pk__conn *conn) {
     pk_chunked_init(&req->chunked);
     int64_t cl = req->body_info.framing == PK_FRAMING_LENGTH ? (int64_t)req->body_info.content_length
                  : req->body_info.framing == PK_FRAMING_NONE ? 0 : -1;
-    if (eng->cfg.callbacks.on_head) eng->cfg.callbacks.on_head(req->ctx, &head, conn->rbuf, (size_t)r, cl);
+    req->content_length = cl;
+    int answer = eng->cfg.callbacks.on_head ? eng->cfg.callbacks.on_head(req->ctx, &head, conn->rbuf, (size_t)r, cl)
+                                            : PK_HEAD_CONTINUE;
+    if (answer == PK_HEAD_ABORT) {
+      pk__conn_fail(loop, conn, PK_E_CANCELLED, 0);
+      return true;
+    }
+    req->divert = answer == PK_HEAD_DIVERT;
     p = conn->rbuf + r;
     len = conn->rlen - (size_t)r;
   }
@@ -530,9 +811,10 @@ static bool process(pk__loop *loop, pk__conn *conn) {
   if (deliver) {
     int err = deliver_body(req, p, deliver);
     if (err) {
-      pk__conn_fail(loop, conn, -err, 0);
+      pk__conn_fail(loop, conn, -err, err == -PK_E_FILE_WRITE ? req->sink_errno : 0);
       return true;
     }
+    if (req->progress_ms && !done) report_progress(loop, req, false);
   }
   if (done) {
     int err = finish_decoding(req);
@@ -585,7 +867,7 @@ static bool received(pk__loop *loop, pk__conn *conn, size_t n, size_t space) {
 static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
   for (;;) {
     pk__req *req = conn->req;
-    if (!req || conn->state != PK_CONN_ACTIVE) return;
+    if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
     size_t space = conn->rcap - conn->rlen;
     int detail = 0;
     ssize_t n = pk__tls_read(conn->tls, conn->rbuf + conn->rlen, space, &detail);
@@ -618,17 +900,22 @@ static void idle_tls_event(pk__loop *loop, pk__conn *conn) {
 
 static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   if (conn->tls) {
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->hup_seen = 1;
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->reusable = 0;
     conn_read_tls(loop, conn);
     return;
   }
-  bool hup = events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
   /* The peer already hung up: whatever is left to read, this connection
-   * cannot serve another request (and no later edge would tell us). */
-  if (hup) conn->reusable = 0;
+   * cannot serve another request (and no later edge would tell us, so a
+   * paused read remembers it). */
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    conn->hup_seen = 1;
+    conn->reusable = 0;
+  }
+  bool hup = conn->hup_seen;
   for (;;) {
     pk__req *req = conn->req;
-    if (!req || conn->state != PK_CONN_ACTIVE) return;
+    if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
     size_t space = conn->rcap - conn->rlen;
     ssize_t n = read(conn->fd, conn->rbuf + conn->rlen, space);
     if (n > 0) {
@@ -678,4 +965,22 @@ void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
   default:
     return;
   }
+}
+
+/* Loop thread: a paused body may flow again (see the header). */
+int pk_request_resume_read(pk_engine *eng, pk_request_handle h) {
+  pk__req *req = h.req;
+  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
+  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || req->state != PK_REQ_ACTIVE)
+    return -PK_E_CANCELLED;
+  if (!req->paused) return 0;
+  req->paused = 0;
+  req->t_last_activity = pk__now_ns();
+  pk__conn *conn = req->conn;
+  if (conn && conn->state == PK_CONN_ACTIVE) {
+    /* Edge-triggered: bytes that arrived while paused raise no new event. */
+    conn_read(req->loop, conn, 0);
+    if (conn->req == req) pk__req_update_timer(req->loop, req);
+  }
+  return 0;
 }

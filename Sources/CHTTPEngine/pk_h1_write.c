@@ -102,12 +102,19 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (spec->scheme != PK_SCHEME_HTTP && spec->scheme != PK_SCHEME_HTTPS) return -PK_E_INVALID_ARGUMENT;
   if (spec->port == 0) return -PK_E_INVALID_ARGUMENT;
   if (spec->num_headers && !spec->headers) return -PK_E_INVALID_ARGUMENT;
-  if (spec->body_len && !spec->body) return -PK_E_INVALID_ARGUMENT;
+  if (spec->body_kind == PK_BODY_MEMORY && spec->body_len && !spec->body) return -PK_E_INVALID_ARGUMENT;
+  if (spec->body_kind == PK_BODY_FILE && spec->body_fd < 0) return -PK_E_INVALID_ARGUMENT;
+  if (spec->body_kind < PK_BODY_MEMORY || spec->body_kind > PK_BODY_STREAM) return -PK_E_INVALID_ARGUMENT;
+  if (spec->use_sink && spec->sink_fd < 0) return -PK_E_INVALID_ARGUMENT;
+  bool chunked = spec->body_kind == PK_BODY_STREAM && spec->body_chunked;
+  bool has_body = spec->has_body || spec->body_len || spec->body_kind != PK_BODY_MEMORY;
+  bool expect = (spec->body_len || spec->body_kind != PK_BODY_MEMORY) && spec->expect_continue_ms > 0;
 
   bool has_host = false;
   /* upper bound of the head: fixed parts + every header line */
   size_t need = spec->method_len + 1 + spec->target_len + 11 /* " HTTP/1.1\r\n" */
                 + 6 + spec->host_len + 2 + 6 + 2          /* Host: [h]:ppppp\r\n */
+                + 28 + 22                                 /* Transfer-Encoding: chunked, Expect */
                 + 16 + 20 + 2                             /* Content-Length */
                 + 2                                       /* final CRLF */
                 + spec->host_len;                         /* host copy for the pool key */
@@ -155,16 +162,21 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
     /* The body's length is known here, so the engine writes Content-Length
      * itself; a caller's copy could disagree with the bytes sent. */
     if (ieq(h->name, h->name_len, "content-length")) continue;
+    if (expect && ieq(h->name, h->name_len, "expect")) continue; /* ours follows */
     p = put(p, h->name, h->name_len);
     p = put(p, ": ", 2);
     if (h->value_len) p = put(p, h->value, h->value_len);
     p = put(p, "\r\n", 2);
   }
-  if (spec->has_body || spec->body_len) {
+  if (chunked) {
+    p = put(p, "Transfer-Encoding: chunked\r\n", 28);
+  } else if (has_body) {
     p = put(p, "Content-Length: ", 16);
     p = put_u64(p, spec->body_len);
     p = put(p, "\r\n", 2);
   }
+  /* RFC 9110 §10.1.1: the server may refuse (e.g. 413) before we send the body. */
+  if (expect) p = put(p, "Expect: 100-continue\r\n", 22);
   p = put(p, "\r\n", 2);
   req->head_len = (size_t)(p - req->buf);
   req->host_off = req->head_len;

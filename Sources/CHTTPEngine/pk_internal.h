@@ -144,8 +144,41 @@ typedef struct pk__req {
   size_t buf_cap;
   size_t head_len;
   size_t host_off, host_len;
+  /* request body (pk_body_kind) */
   const char *body;
   size_t body_len;
+  uint8_t body_kind;
+  uint8_t body_chunked;
+  uint8_t body_done;          /* every body byte (and the last chunk) is written */
+  uint8_t body_stopped;       /* a final response (or a failed write) ended the upload early */
+  uint8_t expect_wait;        /* head written with Expect: 100-continue; body waits */
+  uint8_t chunk_asked;        /* on_send_more called, no piece yet */
+  uint8_t chunk_last;
+  uint8_t chunk_hdr_len;
+  int body_fd;
+  uint64_t body_offset;
+  uint64_t body_sent;         /* body payload bytes written */
+  uint64_t body_provided;     /* stream: payload bytes handed over so far */
+  const char *chunk;          /* stream: the current piece, borrowed */
+  size_t chunk_len;
+  size_t seg_off;             /* stream: bytes of the current piece's framing+data written */
+  char chunk_hdr[20];         /* "<hex>\r\n" */
+  char *wbuf;                 /* TLS file bodies: staging buffer (PK_RBUF_SIZE) */
+  size_t wbuf_len, wbuf_off;
+  uint32_t expect_ms;
+  uint64_t t_expect;          /* when the head was written and the wait began */
+  int write_error, write_errno; /* a failed body write, kept while the response is read */
+  /* response sink */
+  uint8_t use_sink;
+  uint8_t divert;             /* on_head sent the body to on_body after all */
+  uint8_t paused;             /* on_body asked for backpressure */
+  int sink_fd;
+  int sink_errno;
+  uint64_t max_body;
+  uint64_t body_wire;         /* response body bytes before content decoding */
+  int64_t content_length;     /* of the final response, -1 unknown */
+  uint32_t progress_ms;
+  uint64_t t_progress;
   uint16_t port;
   uint8_t scheme;
   uint32_t tls_id;
@@ -192,6 +225,8 @@ struct pk__conn {
   uint8_t addr_index;
   uint8_t read_full;          /* the last read filled the buffer */
   uint8_t clean;              /* its last exchange completed (a close keeps the TLS session) */
+  uint8_t writing;            /* inside conn_write */
+  uint8_t hup_seen;           /* the peer hung up: read to the end, no later edge will come */
   uint32_t requests;          /* responses completed on this connection */
   struct pk__loop *loop;
   pk__origin *origin;
@@ -290,6 +325,7 @@ struct pk_engine {
 };
 
 /* pk_loop.c */
+#define PK__EXPECT_DEADLINE (-1)      /* req_deadline's `which` for the 100-continue wait */
 pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id);
 void pk__loop_wake(pk__loop *loop);
 void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno);
@@ -312,6 +348,7 @@ void pk__recycle_dead(pk__loop *loop);
 void pk__conn_start(pk__loop *loop, pk__conn *conn);      /* resolve + connect, then write */
 void pk__conn_begin_request(pk__loop *loop, pk__conn *conn); /* write the attached request */
 void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events);
+void pk__conn_expect_expired(pk__loop *loop, pk__conn *conn); /* no 100 Continue in time: send the body */
 void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno);
 void pk__charge_wire(pk__conn *conn, pk__req *req); /* wire bytes since the last charge */
 void pk__conn_connect_addrs(pk__loop *loop, pk__conn *conn, const pk__addrs *addrs, int err);

@@ -147,7 +147,15 @@ static uint64_t req_deadline(pk__req *req, int *which) {
       best = d;
       *which = PK_E_CONNECT_TIMEOUT;
     }
-  } else if (c && c->state == PK_CONN_ACTIVE && !c->want_write && req->read_timeout_ms) {
+  } else if (c && c->state == PK_CONN_ACTIVE && req->expect_wait) {
+    /* Waiting for 100 Continue: past this, send the body anyway (RFC 9110 §10.1.1). */
+    uint64_t d = req->t_expect + (uint64_t)req->expect_ms * 1000000u;
+    if (d < best) {
+      best = d;
+      *which = PK__EXPECT_DEADLINE;
+    }
+  } else if (c && c->state == PK_CONN_ACTIVE && !c->want_write && !req->paused && req->read_timeout_ms) {
+    /* A paused body is our consumer's delay, not the server's silence. */
     uint64_t d = req->t_last_activity + (uint64_t)req->read_timeout_ms * 1000000u;
     if (d < best) {
       best = d;
@@ -173,6 +181,10 @@ static void req_timer_fire(pk__loop *loop, pk__timer *t) {
     pk__timer_arm(loop, t, d);
     return;
   }
+  if (which == PK__EXPECT_DEADLINE) {
+    pk__conn_expect_expired(loop, req->conn);
+    return;
+  }
   if (req->conn) pk__conn_fail(loop, req->conn, which, ETIMEDOUT);
   else pk__req_finish(loop, req, which, ETIMEDOUT);
 }
@@ -188,6 +200,10 @@ void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno) {
   if (conn) pk__charge_wire(conn, req);
   for (int i = 0; i < req->ndec; i++) pk_inflate_free(req->dec[i]);
   req->ndec = 0;
+  if (req->wbuf) {
+    pk__rbuf_put(loop, req->wbuf, PK_RBUF_SIZE);
+    req->wbuf = NULL;
+  }
   req->conn = NULL;
   req->state = PK_REQ_DONE;
   atomic_store_explicit(&req->id, 0, memory_order_release);
@@ -610,6 +626,15 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   req->timer.fire = req_timer_fire;
   req->body = spec->body;
   req->body_len = spec->body_len;
+  req->body_kind = (uint8_t)spec->body_kind;
+  req->body_chunked = spec->body_kind == PK_BODY_STREAM && spec->body_chunked;
+  req->body_fd = spec->body_fd;
+  req->body_offset = spec->body_offset;
+  req->expect_ms = spec->body_len || spec->body_kind != PK_BODY_MEMORY ? spec->expect_continue_ms : 0;
+  req->use_sink = spec->use_sink != 0;
+  req->sink_fd = spec->sink_fd;
+  req->max_body = spec->max_body_bytes ? spec->max_body_bytes : eng->cfg.max_body_bytes;
+  req->progress_ms = spec->progress_interval_ms;
   req->port = spec->port;
   req->scheme = (uint8_t)spec->scheme;
   req->tls_id = spec->scheme == PK_SCHEME_HTTPS ? spec->tls_id : 0;
@@ -660,6 +685,7 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   if (handle) {
     handle->req = req;
     handle->id = id;
+    handle->loop = li;
   }
   return 0;
 }

@@ -19,6 +19,8 @@ struct Options {
     var caFile: String?
     var insecure = false
     var closeEach = false
+    var transfer = Transfer.memory
+    var uploadFile: String?
 
     /// Warmup requests when `--warmup` is not given: enough to open every
     /// connection and run each a few times.
@@ -28,6 +30,7 @@ struct Options {
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
+                            [--body-sink memory|discard|file:PATH] [--upload-file PATH]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -46,6 +49,10 @@ struct Options {
           -k, --insecure       no certificate verification for https URLs (benchmarks only)
           --close              send Connection: close: every request opens a new
                                connection (measures connect + TLS handshake cost)
+          --body-sink S        memory (default: client.send collects the body), discard
+                               (client.stream, chunks dropped: like > /dev/null), or
+                               file:PATH (client.download: the engine writes the file)
+          --upload-file PATH   PUT the file as the body (sendfile on plain connections)
         """
 
     enum ParseError: Error, CustomStringConvertible {
@@ -97,6 +104,11 @@ struct Options {
             case "--cacert": o.caFile = try value(arg)
             case "-k", "--insecure": o.insecure = true
             case "--close": o.closeEach = true
+            case "--body-sink":
+                let s = try value(arg)
+                guard let t = Transfer.parse(s) else { throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'") }
+                o.transfer = t
+            case "--upload-file": o.uploadFile = try value(arg)
             case "-h", "--help":
                 print(usage)
                 exit(0)

@@ -76,7 +76,7 @@ struct Tally: Sendable {
 }
 
 /// Sends requests back to back until the phase's tickets or time run out.
-func runTask(client: PocketClient, request: Request, phase: Phase) async -> Tally {
+func runTask(client: PocketClient, request: Request, phase: Phase, transfer: Transfer, uploadBytes: Int) async -> Tally {
     var tally = Tally()
     let samples = phase.samples
     let capacity = phase.capacity
@@ -87,12 +87,12 @@ func runTask(client: PocketClient, request: Request, phase: Phase) async -> Tall
         let start = monotonicNanos()
         var sample = Phase.failed
         do {
-            let response = try await client.send(request)
+            let response = try await perform(client, request, transfer, uploadBytes: uploadBytes)
             now = monotonicNanos()
             sample = now &- start
-            tally.bytes &+= response.body.count
-            if !response.timings.reusedConnection { tally.newConnections += 1 }
-            if response.timings.tlsResumed { tally.tlsResumed += 1 }
+            tally.bytes &+= response.bytes
+            if !response.reused { tally.newConnections += 1 }
+            if response.tlsResumed { tally.tlsResumed += 1 }
             if response.status < 200 || response.status > 399 { tally.badStatus += 1 }
         } catch {
             now = monotonicNanos()
@@ -106,16 +106,17 @@ func runTask(client: PocketClient, request: Request, phase: Phase) async -> Tall
 }
 
 /// Runs one phase with `connections` concurrent tasks.
-func runPhase(client: PocketClient, request: Request, phase: Phase, connections: Int, onLoop: Bool) async -> Tally {
+func runPhase(client: PocketClient, request: Request, phase: Phase, connections: Int, onLoop: Bool,
+              transfer: Transfer = .memory, uploadBytes: Int = 0) async -> Tally {
     await withTaskGroup(of: Tally.self, returning: Tally.self) { group in
         for _ in 0..<connections {
             if onLoop {
                 group.addTask(executorPreference: client.executor) {
-                    await runTask(client: client, request: request, phase: phase)
+                    await runTask(client: client, request: request, phase: phase, transfer: transfer, uploadBytes: uploadBytes)
                 }
             } else {
                 group.addTask {
-                    await runTask(client: client, request: request, phase: phase)
+                    await runTask(client: client, request: request, phase: phase, transfer: transfer, uploadBytes: uploadBytes)
                 }
             }
         }

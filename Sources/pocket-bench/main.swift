@@ -79,11 +79,21 @@ do {
 }
 var request = Request(method: .get, url: url)
 if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
+var uploadBytes = 0
+if let path = options.uploadFile {
+    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
+        fail("--upload-file: cannot read \(path)", code: 2)
+    }
+    request.method = .put
+    request.body = .file(URL(filePath: path))
+    uploadBytes = size
+}
 
 // Warmup: opens the pool's connections and warms caches; not measured.
 let warmup = Phase(limit: options.effectiveWarmup, deadline: .max, sampleCapacity: 0)
 let warmTally = await runPhase(client: client, request: request, phase: warmup,
-                               connections: options.connections, onLoop: options.onLoop)
+                               connections: options.connections, onLoop: options.onLoop,
+                               transfer: options.transfer, uploadBytes: uploadBytes)
 
 // Measured phase. The latency buffer is allocated and touched first.
 let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
@@ -100,7 +110,8 @@ if let s = options.maxSeconds {
     measured.deadline = t0 &+ UInt64(s * 1e9)
 }
 let tally = await runPhase(client: client, request: request, phase: measured,
-                           connections: options.connections, onLoop: options.onLoop)
+                           connections: options.connections, onLoop: options.onLoop,
+                           transfer: options.transfer, uploadBytes: uploadBytes)
 let t1 = monotonicNanos()
 let cpu1 = processCPUNanos()
 let server1 = embedded ? pkbs_cpu_time_ns() : 0

@@ -32,7 +32,7 @@ final class ClientTests: XCTestCase {
         var request = Request(method: .post, url: url(server, "/echo?a=1%202&b"))
         request.headers.add(name: "X-One", value: "1")
         request.headers.add(name: "X-One", value: "2")
-        request.body = Data("payload".utf8)
+        request.body = .bytes(Data("payload".utf8))
         let response = try await client.send(request)
         XCTAssertEqual(response.text, "payload")
         let got = try XCTUnwrap(server.receivedRequests.last)
@@ -49,7 +49,7 @@ final class ClientTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
-        _ = try await client.send(Request(method: .post, url: url(server, "/"), body: Data()))
+        _ = try await client.send(Request(method: .post, url: url(server, "/"), body: .bytes(Data())))
         XCTAssertEqual(server.receivedRequests.last?.header("Content-Length"), "0")
         _ = try await client.send(Request(url: url(server, "/")))
         XCTAssertNil(server.receivedRequests.last?.header("Content-Length"))
@@ -61,7 +61,7 @@ final class ClientTests: XCTestCase {
         server.route("/echo") { req in .response(body: req.body) }
         let client = try makeClient()
         let payload = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let response = try await client.send(Request(method: .put, url: url(server, "/echo"), body: payload))
+        let response = try await client.send(Request(method: .put, url: url(server, "/echo"), body: .bytes(payload)))
         XCTAssertEqual(response.body.count, payload.count)
         XCTAssertEqual(response.body, payload)
     }

@@ -55,7 +55,7 @@ final class PoolTests: XCTestCase {
         // has served one request; the POST reuses it and meets the close.
         _ = try await client.send(Request(url: url(server, "/")))
         await assertPocketError(.closedBeforeResponse) {
-            try await client.send(Request(method: .post, url: url(server, "/"), body: Data("x".utf8)))
+            try await client.send(Request(method: .post, url: url(server, "/"), body: .bytes(Data("x".utf8))))
         }
     }
 

@@ -203,7 +203,7 @@ final class TLSTests: XCTestCase {
         let client = try client()
         let body = Data(repeating: 7, count: 8 << 20)
         do {
-            _ = try await client.send(Request(method: .put, url: URL(string: server.url(host: "localhost", path: "/upload"))!, body: body))
+            _ = try await client.send(Request(method: .put, url: URL(string: server.url(host: "localhost", path: "/upload"))!, body: .bytes(body)))
         } catch let error as PocketError {
             XCTAssertTrue([.connectionReset, .writeFailed, .closedBeforeResponse, .readFailed].contains(error.code), "\(error)")
         }

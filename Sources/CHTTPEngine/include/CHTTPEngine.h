@@ -92,7 +92,11 @@ extern "C" {
   X(PK_E_TRUNCATED_ENCODING, "truncated_content_encoding", "compressed body ended before its end marker") \
   X(PK_E_DECOMPRESSION_BOMB, "decompression_bomb", "compressed body expands past the ratio limit") \
   X(PK_E_DECODED_TOO_LARGE, "decoded_body_too_large", "decompressed body exceeds the size limit") \
-  X(PK_E_TOO_MANY_ENCODINGS, "too_many_content_encodings", "response stacks more than two content codings")
+  X(PK_E_TOO_MANY_ENCODINGS, "too_many_content_encodings", "response stacks more than two content codings") \
+  X(PK_E_FILE_WRITE, "file_write_failed", "writing the response body to its file failed")  \
+  X(PK_E_FILE_READ, "file_read_failed", "reading the request body file failed or it ended early") \
+  X(PK_E_BODY_LENGTH, "request_body_length_mismatch",                                     \
+    "the request body stream did not match its declared length")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,
@@ -259,15 +263,46 @@ typedef struct pk_timings {
   int retried;            /* 1 if it was retried once on a new connection */
 } pk_timings;
 
+/* Progress of one request's bodies (see pk_request_spec.progress_interval_ms). */
+typedef struct pk_progress {
+  uint64_t body_sent;          /* request body bytes written (payload, not chunk framing) */
+  int64_t body_send_total;     /* the request body's length; -1 when unknown (chunked) */
+  uint64_t body_received;      /* response body bytes as framed (before content decoding) */
+  int64_t body_receive_total;  /* the response's Content-Length; -1 when unknown */
+  uint64_t body_decoded;       /* response body bytes after content decoding */
+  int decoding;                /* 1 when the response is being content-decoded */
+  int final;                   /* 1 on the last report, right before a successful on_done */
+} pk_progress;
+
+/* on_head's answer: where the body goes. */
+enum {
+  PK_HEAD_CONTINUE = 0, /* as the spec says: to the sink file if it has one, else on_body */
+  PK_HEAD_DIVERT = 1,   /* to on_body even though the spec has a sink file (e.g. an error body) */
+  PK_HEAD_ABORT = 2,    /* the caller wants none of it: the request ends with PK_E_CANCELLED */
+};
+
+/* on_body's answer. */
+enum {
+  PK_BODY_CONTINUE = 0,
+  PK_BODY_PAUSE = 1, /* stop reading this socket until pk_request_resume_read */
+};
+
 /* Callbacks, set once per engine. `ctx` is the per-request context pointer. */
 typedef struct pk_callbacks {
   /* The final response head (interim 1xx are skipped). Borrowed until return.
    * `raw`/`raw_len` is the head as received (after unfolding). `content_length`
-   * is -1 when unknown. */
-  void (*on_head)(void *ctx, const pk_response_head *head, const char *raw, size_t raw_len,
-                  int64_t content_length);
-  /* Decoded body bytes, in order. Borrowed until return. */
-  void (*on_body)(void *ctx, const char *data, size_t len);
+   * is -1 when unknown. Returns PK_HEAD_CONTINUE or PK_HEAD_DIVERT. A request
+   * with a sink file may move that file's offset here (e.g. truncate it when a
+   * resumed download gets 200 instead of 206): the engine writes at the
+   * file's current offset. */
+  int (*on_head)(void *ctx, const pk_response_head *head, const char *raw, size_t raw_len,
+                 int64_t content_length);
+  /* Decoded body bytes, in order (not called for bytes that go to a sink
+   * file). Borrowed until return. Returning PK_BODY_PAUSE stops reading the
+   * socket after this delivery (backpressure: the server's sends then fill
+   * the TCP window and stop); pk_request_resume_read starts again. While
+   * paused the idle-read timeout does not run; the total timeout does. */
+  int (*on_body)(void *ctx, const char *data, size_t len);
   /* Exactly once per accepted submission. `error` is PK_OK or a pk_error;
    * `sys_errno` keeps errno (or the getaddrinfo code for PK_E_DNS) when relevant.
    * After it returns the engine never touches `ctx` again. */
@@ -278,6 +313,16 @@ typedef struct pk_callbacks {
    * Swift layer resumes the pass's continuations together here, so waking
    * waiting threads does not interleave with reading sockets. */
   void (*on_pass_end)(void *post_ctx);
+  /* Streamed request bodies (PK_BODY_STREAM): the engine is ready for the
+   * next piece; answer (now or later, on the loop thread) with exactly one
+   * pk_request_send_body. Called after the head is written (after 100
+   * Continue, or its timeout, with expect_continue_ms) and after each piece
+   * is written. Not called again once the response ended the upload early. */
+  void (*on_send_more)(void *ctx);
+  /* Optional. Body progress, at most once per progress_interval_ms of the
+   * request, and a last time (final = 1) just before a successful on_done,
+   * so the figures end exactly at the totals. */
+  void (*on_progress)(void *ctx, const pk_progress *progress);
 } pk_callbacks;
 
 enum { PK_TLS_1_2 = 12, PK_TLS_1_3 = 13 };
@@ -336,6 +381,17 @@ void pk_engine_destroy(pk_engine *eng);
 
 typedef enum pk_scheme { PK_SCHEME_HTTP = 0, PK_SCHEME_HTTPS = 1 } pk_scheme;
 
+/* Where a request body comes from. */
+typedef enum pk_body_kind {
+  PK_BODY_MEMORY = 0, /* body/body_len, borrowed until on_done */
+  PK_BODY_FILE = 1,   /* body_len bytes of body_fd from body_offset: sendfile(2) on plain
+                         connections, pread + TLS write on TLS ones. The fd is borrowed
+                         until on_done; the engine never moves its offset. */
+  PK_BODY_STREAM = 2, /* pieces handed over with pk_request_send_body after each
+                         on_send_more; body_len bytes in all, or chunked when
+                         body_chunked. One-shot: never re-sent (no retry). */
+} pk_body_kind;
+
 typedef struct pk_request_spec {
   const char *method;   size_t method_len;
   int scheme;           /* pk_scheme */
@@ -345,6 +401,17 @@ typedef struct pk_request_spec {
   const pk_header *headers; size_t num_headers; /* Host is added unless present */
   const void *body;     size_t body_len; /* borrowed until on_done */
   int has_body;         /* 1: send Content-Length (even 0) unless headers carry framing */
+  int body_kind;        /* pk_body_kind; PK_BODY_MEMORY (0) by default */
+  int body_fd;          /* PK_BODY_FILE */
+  uint64_t body_offset; /* PK_BODY_FILE: where the body starts in the file */
+  int body_chunked;     /* PK_BODY_STREAM: length unknown, Transfer-Encoding: chunked */
+  uint32_t expect_continue_ms; /* > 0: send Expect: 100-continue and wait this long for
+                                  100 Continue (or a final response) before the body */
+  int use_sink;         /* 1: response body bytes are written to sink_fd by the engine
+                           (no on_body), unless on_head answers PK_HEAD_DIVERT */
+  int sink_fd;          /* borrowed until on_done; written at its current offset */
+  uint64_t max_body_bytes; /* 0: the engine's max_body_bytes; UINT64_MAX: no limit */
+  uint32_t progress_interval_ms; /* 0: no on_progress for this request */
   uint32_t connect_timeout_ms; /* 0 = none */
   uint32_t read_timeout_ms;    /* idle-read; 0 = none */
   uint32_t total_timeout_ms;   /* whole request; 0 = none */
@@ -356,6 +423,7 @@ typedef struct pk_request_spec {
 typedef struct pk_request_handle {
   void *req;
   uint64_t id;
+  uint32_t loop; /* the loop running it: pass to pk_engine_post for the pk_request_ calls */
 } pk_request_handle;
 
 /* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
@@ -377,6 +445,23 @@ void pk_engine_cancel(pk_engine *eng, pk_request_handle handle);
  * offer the loop as a TaskExecutor: tasks resumed by a callback continue on
  * the loop thread without a thread hop. */
 int pk_engine_post(pk_engine *eng, uint32_t loop_index, void (*fn)(void *ctx, void *arg), void *arg);
+
+/* Loop-thread calls for one request: run them from work posted to the
+ * request's loop (pk_engine_post(eng, handle.loop, ...)) or from its
+ * callbacks. A handle whose request already finished is ignored
+ * (-PK_E_CANCELLED); no callback runs synchronously inside them except
+ * on_body/on_head/on_done of the request itself. */
+
+/* Starts reading again after on_body answered PK_BODY_PAUSE. Returns 0,
+ * -PK_E_CANCELLED (finished) or -PK_E_INVALID_ARGUMENT (not on its loop). */
+int pk_request_resume_read(pk_engine *eng, pk_request_handle handle);
+
+/* The next piece of a PK_BODY_STREAM body, answering on_send_more. `data` is
+ * borrowed until the next on_send_more or on_done. `last` = 1 ends the body
+ * (with or without data). Pieces past the declared length, or a last piece
+ * short of it, fail the request with PK_E_BODY_LENGTH. Returns 0,
+ * -PK_E_CANCELLED (finished) or -PK_E_INVALID_ARGUMENT (not asked for). */
+int pk_request_send_body(pk_engine *eng, pk_request_handle handle, const void *data, size_t len, int last);
 
 /* Registers additional TLS settings (per-request TLS); thread-safe. Pooled
  * connections are keyed by the id, so a request never reuses a connection

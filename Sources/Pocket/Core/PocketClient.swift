@@ -96,8 +96,16 @@ public final class PocketClient: Sendable {
     /// validation helpers. Throws `PocketError` for everything that kept a
     /// complete response from arriving. Cancelling the calling Task cancels
     /// the request and closes its connection (`.cancelled`).
-    public func send(_ request: Request) async throws -> Response {
-        let inflight = InFlightRequest(engine: engine)
+    ///
+    /// With `progress`, upload and download progress is reported as the
+    /// bytes move (rate-limited; see `ProgressHandler`).
+    public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
+        try await run(request, InFlightRequest(engine: engine, progress: progress))
+    }
+
+    /// Submits `inflight` and waits for its continuation: the complete
+    /// response, or only its head for a streamed body.
+    func run(_ request: Request, _ inflight: InFlightRequest) async throws -> Response {
         let configuration = self.configuration
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in

@@ -78,6 +78,25 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let decompressionBomb = Code("decompression_bomb")
         public static let decodedBodyTooLarge = Code("decoded_body_too_large")
         public static let tooManyContentEncodings = Code("too_many_content_encodings")
+        public static let fileWriteFailed = Code("file_write_failed")
+        public static let fileReadFailed = Code("file_read_failed")
+        public static let requestBodyLengthMismatch = Code("request_body_length_mismatch")
+
+        // Streaming bodies and downloads (Swift layer)
+        /// The request body's `AsyncSequence` threw; `underlying` is its error.
+        public static let requestBodyStreamFailed = Code("request_body_stream_failed")
+        /// A resumed download got 416: the saved offset is past the resource's end.
+        public static let rangeNotSatisfiable = Code("range_not_satisfiable")
+        /// A resumed download got 206 for a resource that changed since (its
+        /// ETag or Last-Modified differs from the resume data's).
+        public static let resumeValidatorMismatch = Code("resume_validator_mismatch")
+        /// A 206 whose `Content-Range` is missing, malformed, or starts
+        /// elsewhere than the requested offset.
+        public static let badContentRange = Code("bad_content_range")
+        /// A download's destination or temporary file could not be created or renamed.
+        public static let fileSystem = Code("file_system")
+        /// A response's text could not be decoded in its declared charset.
+        public static let unsupportedCharset = Code("unsupported_charset")
     }
 
     public var code: Code
@@ -172,6 +191,9 @@ extension PocketError.Code {
         case 53: return .decompressionBomb
         case 54: return .decodedBodyTooLarge
         case 55: return .tooManyContentEncodings
+        case 56: return .fileWriteFailed
+        case 57: return .fileReadFailed
+        case 58: return .requestBodyLengthMismatch
         default: return .unknown
         }
     }

@@ -9,7 +9,7 @@ import Foundation
 /// ```swift
 /// var request = Request(method: .post, url: URL(string: "http://127.0.0.1:8080/items")!)
 /// request.headers["Content-Type"] = "application/json"
-/// request.body = Data(#"{"name":"pocket"}"#.utf8)
+/// request.body = .bytes(Data(#"{"name":"pocket"}"#.utf8))
 /// let response = try await client.send(request)
 /// ```
 public struct Request: Sendable, Hashable, Codable {
@@ -23,8 +23,15 @@ public struct Request: Sendable, Hashable, Codable {
     /// Header fields sent after the client's defaults (a field here replaces a
     /// default of the same name). `Host` and `Content-Length` are written by the engine.
     public var headers: HTTPHeaders
-    /// The body, or nil for none. An empty body sends `Content-Length: 0`.
-    public var body: Data?
+    /// The body, or nil for none: bytes, a file or a stream (`RequestBody`).
+    /// An empty body sends `Content-Length: 0`.
+    public var body: RequestBody?
+    /// Send `Expect: 100-continue` and wait up to this long for the server's
+    /// `100 Continue` before sending the body; nil (the default) sends the
+    /// body at once. Worth it for large uploads a server may refuse (auth,
+    /// 413): the refusal arrives before the bytes are sent. Past the wait the
+    /// body goes anyway, as RFC 9110 §10.1.1 advises for servers that never answer 100.
+    public var expectContinue: Duration?
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
     public var timeouts: Timeouts?
     /// TLS settings for this request only; nil uses the client's
@@ -36,7 +43,7 @@ public struct Request: Sendable, Hashable, Codable {
     /// sending the same request again does no URL parsing.
     var target: Target
 
-    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: Data? = nil) {
+    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -45,7 +52,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     /// A request for a URL string; throws `PocketError.invalidURL` when it does not parse.
-    public init(method: HTTPMethod = .get, _ urlString: String, headers: HTTPHeaders = [:], body: Data? = nil) throws {
+    public init(method: HTTPMethod = .get, _ urlString: String, headers: HTTPHeaders = [:], body: RequestBody? = nil) throws {
         guard let url = URL(string: urlString) else {
             throw PocketError(.invalidURL, "not a URL: \(urlString)")
         }
@@ -53,7 +60,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case method, url, headers, body, timeouts, tls
+        case method, url, headers, body, timeouts, tls, expectContinue
     }
 
     public init(from decoder: any Decoder) throws {
@@ -61,7 +68,8 @@ public struct Request: Sendable, Hashable, Codable {
         self.init(method: try c.decode(HTTPMethod.self, forKey: .method),
                   url: try c.decode(URL.self, forKey: .url),
                   headers: try c.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:],
-                  body: try c.decodeIfPresent(Data.self, forKey: .body))
+                  body: try c.decodeIfPresent(RequestBody.self, forKey: .body))
+        expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
         timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
         tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
     }
@@ -74,11 +82,13 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encodeIfPresent(body, forKey: .body)
         try c.encodeIfPresent(timeouts, forKey: .timeouts)
         try c.encodeIfPresent(tls, forKey: .tls)
+        try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
     }
 
     public static func == (lhs: Request, rhs: Request) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
+            && lhs.expectContinue == rhs.expectContinue
     }
 
     public func hash(into hasher: inout Hasher) {

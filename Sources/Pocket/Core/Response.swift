@@ -29,8 +29,22 @@ public struct Response: Sendable {
         self.timings = timings
     }
 
-    /// The body decoded as UTF-8 (invalid bytes become U+FFFD).
-    public var text: String { String(decoding: body, as: UTF8.self) }
+    /// The body as text in the charset its `Content-Type` names (UTF-8 when
+    /// it names none, as RFC 8259 and most APIs assume). Invalid bytes, and
+    /// a charset Pocket does not know, decode as UTF-8 with U+FFFD; use
+    /// `decodedText()` to get an error instead.
+    public var text: String { (try? decodedText()) ?? String(decoding: body, as: UTF8.self) }
+
+    /// The `charset` parameter of `Content-Type`, lowercased, or nil.
+    public var charset: String? { TextCharset.parameter(of: headers["Content-Type"]) }
+
+    /// The body as text in its declared charset (UTF-8 when none): utf-8,
+    /// us-ascii, iso-8859-1 (latin1), windows-1252, utf-16 (BOM, else big
+    /// endian), utf-16le, utf-16be. Throws `.unsupportedCharset` for another
+    /// charset or bytes invalid in this one.
+    public func decodedText() throws -> String {
+        try TextCharset.decode(body, charset: charset)
+    }
 
     /// True for 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }

@@ -5,6 +5,11 @@ import Foundation
 #endif
 internal import CHTTPEngine
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The Swift side of one request while the engine runs it.
 ///
@@ -28,9 +33,38 @@ final class InFlightRequest: @unchecked Sendable {
     // read by `cancel` only after it observes `running` (acquire).
     private var handleReq: UInt = 0
     private var handleID: UInt64 = 0
+    private var handleLoop: UInt32 = 0
     private var continuation: UnsafeContinuation<Response, any Error>?
-    private let engine: Engine
+    let engine: Engine
     private var bodyCopy: UnsafeMutableRawBufferPointer?
+    /// A file request body, open from submit to `on_done`.
+    private var uploadFD: Int32 = -1
+    /// A stream request body's feeder.
+    private var pump: BodyPump?
+
+    /// Where the response body goes.
+    enum Delivery {
+        /// Collected into `Response.body` (bounded by `maxBodyBytes`).
+        case collect
+        /// Handed to a `ResponseBodyStream` as it arrives; `send` returns at the head.
+        case stream(BodyStreamState)
+        /// Written by the engine to `fd`; `decide` looks at the head first (loop thread).
+        case file(fd: Int32, decide: @Sendable (ResponseHead) -> FileDecision)
+    }
+
+    enum FileDecision {
+        case write           // the body goes to the file
+        case memory          // the body is collected in memory instead (an error body)
+        case abort(PocketError)
+    }
+
+    private let delivery: Delivery
+    private let progress: ProgressHandler?
+    /// Set when the request is ended from our side for a reason of its own.
+    private var abortError: PocketError?
+    private var headDelivered = false
+    private var lastUploadReport = -1
+    private var lastDownloadReport = -1
 
     // Loop thread only, until on_done.
     private var status = 0
@@ -46,8 +80,10 @@ final class InFlightRequest: @unchecked Sendable {
     var resumesOnLoop = false
     private let maxBodyReserve = 1 << 20
 
-    init(engine: Engine) {
+    init(engine: Engine, delivery: Delivery = .collect, progress: ProgressHandler? = nil) {
         self.engine = engine
+        self.delivery = delivery
+        self.progress = progress
     }
 
     static func from(_ ctx: UnsafeMutableRawPointer?) -> InFlightRequest {
@@ -89,13 +125,37 @@ final class InFlightRequest: @unchecked Sendable {
         let headers = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers,
                                     acceptEncoding: acceptEncoding)
 
-        if let body = request.body, !body.isEmpty {
-            let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: body.count, alignment: 1)
-            body.withUnsafeBytes { copy.copyMemory(from: $0) }
-            bodyCopy = copy
+        var body = BodySpec()
+        switch request.body?.source {
+        case nil:
+            break
+        case .bytes(let data)?:
+            body.present = true
+            if !data.isEmpty {
+                let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 1)
+                data.withUnsafeBytes { copy.copyMemory(from: $0) }
+                bodyCopy = copy
+            }
+        case let .file(path, offset, length)?:
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            var st = stat()
+            guard fd >= 0, fstat(fd, &st) == 0 else {
+                let e = errno
+                if fd >= 0 { close(fd) }
+                finishEarly(PocketError(.fileReadFailed, "cannot open the request body file \(path): \(String(cString: strerror(e)))",
+                                        systemError: e))
+                return
+            }
+            uploadFD = fd
+            body = BodySpec(present: true, kind: Int32(PK_BODY_FILE.rawValue), fd: fd, offset: UInt64(max(0, offset)),
+                            length: length ?? max(0, Int(st.st_size) - offset))
+        case let .stream(source, length)?:
+            let pump = BodyPump(source.makeNext())
+            self.pump = pump
+            body = BodySpec(present: true, kind: Int32(PK_BODY_STREAM.rawValue), length: length ?? 0, chunked: length == nil)
         }
 
-        let rc = submit(request, target, headers, timeouts, tlsID)
+        let rc = submit(request, target, headers, timeouts, tlsID, body)
         if rc != 0 {
             // The engine refused it synchronously: no callback will come.
             Unmanaged.passUnretained(self).release()
@@ -106,7 +166,7 @@ final class InFlightRequest: @unchecked Sendable {
     /// Builds the C spec on the stack (no heap allocation for typical sizes)
     /// and submits it. Returns the engine's code.
     private func submit(_ request: Request, _ target: Target, _ fields: HeaderSources,
-                        _ timeouts: Timeouts, _ tlsID: UInt32) -> Int32 {
+                        _ timeouts: Timeouts, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
         var method = request.method.rawValue
         var host = target.host
         var path = target.pathAndQuery
@@ -147,9 +207,22 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.num_headers = count
                 spec.scheme = target.https ? Int32(PK_SCHEME_HTTPS.rawValue) : Int32(PK_SCHEME_HTTP.rawValue)
                 spec.port = target.port
-                spec.has_body = request.body == nil ? 0 : 1
+                spec.has_body = body.present ? 1 : 0
+                spec.body_kind = body.kind
                 spec.body = UnsafeRawPointer(bodyCopy?.baseAddress)
-                spec.body_len = bodyCopy?.count ?? 0
+                spec.body_len = body.kind == Int32(PK_BODY_MEMORY.rawValue) ? bodyCopy?.count ?? 0 : body.length
+                spec.body_fd = body.fd
+                spec.body_offset = body.offset
+                spec.body_chunked = body.chunked ? 1 : 0
+                if let wait = request.expectContinue { spec.expect_continue_ms = max(1, Timeouts.milliseconds(wait)) }
+                switch delivery {
+                case .collect: break
+                case .stream: spec.max_body_bytes = UInt64.max // the reader sets its own bound (collect(upTo:))
+                case .file(let fd, _):
+                    spec.use_sink = 1
+                    spec.sink_fd = fd
+                }
+                if let progress { spec.progress_interval_ms = max(1, Timeouts.milliseconds(progress.interval)) }
                 spec.connect_timeout_ms = Timeouts.milliseconds(timeouts.connect)
                 spec.read_timeout_ms = Timeouts.milliseconds(timeouts.read)
                 spec.total_timeout_ms = Timeouts.milliseconds(timeouts.total)
@@ -165,6 +238,7 @@ final class InFlightRequest: @unchecked Sendable {
                 guard rc == 0 else { return rc }
                 handleReq = UInt(bitPattern: handle.req)
                 handleID = handle.id
+                handleLoop = handle.loop
                 let (published, seen) = state.compareExchange(expected: State.idle, desired: State.running,
                                                               ordering: .acquiringAndReleasing)
                 // Cancelled between our check and the submit: the engine has
@@ -186,7 +260,7 @@ final class InFlightRequest: @unchecked Sendable {
                 if done { return }
                 current = seen
             case State.running:
-                let handle = pk_request_handle(req: UnsafeMutableRawPointer(bitPattern: handleReq), id: handleID)
+                let handle = self.handle
                 pk_engine_cancel(engine.raw, handle) // a no-op if it already finished
                 return
             default:
@@ -198,6 +272,7 @@ final class InFlightRequest: @unchecked Sendable {
     private func finishEarly(_ error: PocketError) {
         state.store(State.finished, ordering: .releasing)
         freeBody()
+        progress?.finish?()
         let c = continuation
         continuation = nil
         c?.resume(throwing: error)
@@ -206,11 +281,41 @@ final class InFlightRequest: @unchecked Sendable {
     private func freeBody() {
         bodyCopy?.deallocate()
         bodyCopy = nil
+        if uploadFD >= 0 {
+            close(uploadFD)
+            uploadFD = -1
+        }
+        pump?.stop()
+    }
+
+    /// The engine handle, for the loop-thread calls (valid once running).
+    var handle: pk_request_handle {
+        pk_request_handle(req: UnsafeMutableRawPointer(bitPattern: handleReq), id: handleID, loop: handleLoop)
+    }
+
+    /// Runs `body` on the request's loop thread (posted; no-op once the
+    /// engine is gone). The request stays alive until it has run.
+    func onLoop(_ body: @escaping @Sendable (InFlightRequest) -> Void) {
+        let job = LoopJob(self, body)
+        let arg = Unmanaged.passRetained(job).toOpaque()
+        let rc = pk_engine_post(engine.raw, handleLoop, { _, arg in
+            Unmanaged<LoopJob>.fromOpaque(arg!).takeRetainedValue().run()
+        }, arg)
+        if rc != 0 { Unmanaged<LoopJob>.fromOpaque(arg).release() }
+    }
+
+    /// Ends the request from our side with `error` (e.g. a body stream that
+    /// threw): cancels it, and reports `error` instead of `.cancelled`.
+    func abort(_ error: PocketError) {
+        onLoop { r in
+            if r.abortError == nil { r.abortError = error }
+        }
+        cancel()
     }
 
     // MARK: engine callbacks (loop thread)
 
-    func didReceiveHead(_ head: pk_response_head, contentLength: Int64) {
+    func didReceiveHead(_ head: pk_response_head, contentLength: Int64) -> Int32 {
         status = Int(head.status)
         minorVersion = Int(head.minor_version)
         if head.reason_len > 0 {
@@ -226,21 +331,91 @@ final class InFlightRequest: @unchecked Sendable {
         headers = list
         // Small bodies stay inline in Data (no allocation); larger ones get
         // their storage once, bounded so a lying Content-Length costs nothing.
-        if contentLength > 14 {
-            body.reserveCapacity(Int(min(contentLength, Int64(maxBodyReserve))))
+        func reserve() {
+            if contentLength > 14 { body.reserveCapacity(Int(min(contentLength, Int64(maxBodyReserve)))) }
+        }
+        switch delivery {
+        case .collect:
+            reserve()
+            return Int32(PK_HEAD_CONTINUE)
+        case .stream:
+            // The caller gets the head now; the body follows through the stream.
+            headDelivered = true
+            outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers))
+            engine.executor.complete(self)
+            return Int32(PK_HEAD_CONTINUE)
+        case .file(_, let decide):
+            switch decide(ResponseHead(status: status, reason: reason, headers: headers)) {
+            case .write: return Int32(PK_HEAD_CONTINUE)
+            case .memory:
+                reserve()
+                return Int32(PK_HEAD_DIVERT)
+            case .abort(let error):
+                abortError = error
+                return Int32(PK_HEAD_ABORT)
+            }
         }
     }
 
-    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) {
+    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        if case .stream(let stream) = delivery {
+            return stream.append(Data(bytes)) ? Int32(PK_BODY_PAUSE) : Int32(PK_BODY_CONTINUE)
+        }
         body.append(contentsOf: bytes)
+        return Int32(PK_BODY_CONTINUE)
+    }
+
+    /// Loop thread: the engine wants the next piece of a stream body.
+    func engineWantsBody() {
+        pump?.want(self)
+    }
+
+    /// Loop thread: hands the pump's next piece to the engine.
+    func sendBodyPiece(_ piece: UnsafeMutableRawBufferPointer?, last: Bool) {
+        _ = pk_request_send_body(engine.raw, handle, piece?.baseAddress, piece?.count ?? 0, last ? 1 : 0)
+    }
+
+    /// Loop thread: rate-limited progress from the engine.
+    func didProgress(_ p: pk_progress) {
+        guard let progress else { return }
+        let final = p.final != 0
+        if p.body_sent > 0 || (p.body_send_total > 0 && final), Int(p.body_sent) != lastUploadReport || final {
+            lastUploadReport = Int(p.body_sent)
+            let total = p.body_send_total >= 0 ? Int(p.body_send_total) : nil
+            progress.report(TransferProgress(direction: .upload, bytes: Int(p.body_sent), total: total,
+                                             wireBytes: Int(p.body_sent), wireTotal: total, isFinal: final))
+        }
+        if p.body_received > 0 || final, Int(p.body_decoded) != lastDownloadReport || final {
+            lastDownloadReport = Int(p.body_decoded)
+            let wireTotal = p.body_receive_total >= 0 ? Int(p.body_receive_total) : nil
+            // A decoded body's size is known only at its end; an identity body's from Content-Length.
+            let total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            progress.report(TransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,
+                                             wireBytes: Int(p.body_received), wireTotal: wireTotal, isFinal: final))
+        }
     }
 
     func didFinish(error: Int32, sysErrno: Int32, timings t: pk_timings) {
         state.store(State.finished, ordering: .releasing)
+        let pumpError = pump?.failure
         freeBody()
+        progress?.finish?()
+        var failure: PocketError?
         if error != 0 {
             let head = status != 0 ? ResponseHead(status: status, reason: reason, headers: headers) : nil
-            outcome = .failure(PocketError.engine(error, errno: sysErrno, response: head))
+            if error == Int32(PK_E_CANCELLED.rawValue), var mine = abortError ?? pumpError {
+                if mine.response == nil { mine.response = head }
+                failure = mine
+            } else {
+                failure = PocketError.engine(error, errno: sysErrno, response: head)
+            }
+        }
+        if headDelivered, case .stream(let stream) = delivery {
+            stream.finish(failure) // the caller already has the head; the stream ends here
+            return
+        }
+        if let failure {
+            outcome = .failure(failure)
         } else {
             var timings = Timings()
             timings.dns = .nanoseconds(Int64(t.dns_ns))
@@ -272,6 +447,27 @@ final class InFlightRequest: @unchecked Sendable {
         case .failure(let error): c?.resume(throwing: error)
         }
     }
+}
+
+/// The request body as the spec needs it.
+private struct BodySpec {
+    var present = false
+    var kind = Int32(PK_BODY_MEMORY.rawValue)
+    var fd: Int32 = -1
+    var offset: UInt64 = 0
+    var length = 0
+    var chunked = false
+}
+
+/// Work posted to a request's loop thread.
+private final class LoopJob {
+    let request: InFlightRequest
+    let body: @Sendable (InFlightRequest) -> Void
+    init(_ request: InFlightRequest, _ body: @escaping @Sendable (InFlightRequest) -> Void) {
+        self.request = request
+        self.body = body
+    }
+    func run() { body(request) }
 }
 
 /// The header fields of one request without building a merged array: the

@@ -1,0 +1,95 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Feeds a stream request body to the engine, one piece at a time.
+///
+/// The engine asks (`on_send_more`, loop thread) → the pump's task pulls the
+/// next chunk from the sequence → the piece is posted back to the loop and
+/// handed over (`pk_request_send_body`). One piece is in flight at a time, so
+/// a slow socket slows the producer and memory stays at one chunk.
+final class BodyPump: @unchecked Sendable {
+    // Invariant: `wants`'s continuation is thread-safe; `piece` is touched on
+    // the loop thread only; `failure` is written by the pump task before it
+    // aborts the request and read on the loop thread in on_done (ordered by
+    // the engine's queue lock).
+    private let iterator: ChunkIterator
+    private let wants: AsyncStream<InFlightRequest>.Continuation
+    private let requests: AsyncStream<InFlightRequest>
+    private var task: Task<Void, Never>?
+    private var started = false
+    /// The piece the engine is writing now (borrowed by it until it asks again).
+    private var piece: UnsafeMutableRawBufferPointer?
+    private(set) var failure: PocketError?
+
+    init(_ iterator: ChunkIterator) {
+        self.iterator = iterator
+        (requests, wants) = AsyncStream<InFlightRequest>.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    /// Loop thread: the engine is done with the last piece and wants the next.
+    func want(_ request: InFlightRequest) {
+        piece?.deallocate()
+        piece = nil
+        if !started {
+            started = true
+            let requests = self.requests, iterator = self.iterator
+            task = Task { [self] in
+                for await request in requests {
+                    do {
+                        var chunk: Data?
+                        repeat { chunk = try await iterator.next() } while chunk?.isEmpty == true
+                        let copy = chunk.map { data -> UnsafeMutableRawBufferPointer in
+                            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 1)
+                            data.withUnsafeBytes { b.copyMemory(from: $0) }
+                            return b
+                        }
+                        let box = PieceBox(copy)
+                        request.onLoop { r in self.hand(box.take(), to: r) }
+                        if chunk == nil { return }
+                    } catch {
+                        failure = PocketError(.requestBodyStreamFailed, "the request body stream threw: \(error)",
+                                              underlying: error)
+                        request.abort(failure!)
+                        return
+                    }
+                }
+            }
+        }
+        wants.yield(request)
+    }
+
+    private var stopped = false
+
+    private func hand(_ next: UnsafeMutableRawBufferPointer?, to request: InFlightRequest) {
+        if stopped {
+            next?.deallocate()
+            return
+        }
+        piece = next
+        request.sendBodyPiece(next, last: next == nil)
+    }
+
+    /// Loop thread (on_done) or early failure: no more pieces.
+    func stop() {
+        stopped = true
+        wants.finish()
+        task?.cancel()
+        piece?.deallocate()
+        piece = nil
+    }
+}
+
+/// Carries one piece to the loop; taken exactly once.
+private final class PieceBox: @unchecked Sendable {
+    // Invariant: written once at init, taken once on the loop thread.
+    private var value: UnsafeMutableRawBufferPointer?
+    init(_ value: UnsafeMutableRawBufferPointer?) { self.value = value }
+    deinit { value?.deallocate() } // the loop never ran it (the engine shut down)
+    func take() -> UnsafeMutableRawBufferPointer? {
+        defer { value = nil }
+        return value
+    }
+}

@@ -1,0 +1,135 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Where a request's body comes from.
+///
+/// ```swift
+/// request.body = .bytes(Data(#"{"name":"pocket"}"#.utf8))
+/// request.body = .file(URL(filePath: "/var/backups/db.tar"))      // sendfile(2), Content-Length
+/// request.body = .stream(chunks, length: nil)                     // Transfer-Encoding: chunked
+/// ```
+///
+/// Bytes and files are *replayable*: the engine may send them again (the
+/// retry-once rule on a pooled connection, later redirects and retries). A
+/// stream is one-shot: it is never re-sent, so a request with a stream body
+/// is never retried.
+public struct RequestBody: Sendable, Hashable, Codable {
+    enum Source: Sendable, Hashable {
+        case bytes(Data)
+        case file(path: String, offset: Int, length: Int?)
+        case stream(StreamSource, length: Int?)
+    }
+
+    let source: Source
+
+    /// These bytes, with `Content-Length`.
+    public static func bytes(_ data: Data) -> RequestBody { RequestBody(source: .bytes(data)) }
+
+    /// The UTF-8 bytes of `text`, with `Content-Length`.
+    public static func text(_ text: String) -> RequestBody { .bytes(Data(text.utf8)) }
+
+    /// A file's bytes from `offset`, `length` of them (nil: to the end of the
+    /// file as it is when the request is sent), with `Content-Length`. Sent
+    /// with `sendfile(2)` on plain connections and read in 16 KiB records on
+    /// TLS ones: the file is never loaded into memory. Replayable. A file
+    /// that cannot be opened, or ends before `length`, fails the request with
+    /// `.fileReadFailed`.
+    public static func file(_ url: URL, offset: Int = 0, length: Int? = nil) -> RequestBody {
+        RequestBody(source: .file(path: url.path(percentEncoded: false), offset: offset, length: length))
+    }
+
+    /// Chunks from an `AsyncSequence`, pulled as the socket takes them (one
+    /// chunk in flight: a slow connection slows the producer). With `length`
+    /// the body has `Content-Length` and must be exactly that long
+    /// (`.requestBodyLengthMismatch`); without, it is sent chunked. One-shot.
+    /// If the sequence throws, the request fails with
+    /// `.requestBodyStreamFailed` and the error as `underlying`.
+    public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int?) -> RequestBody
+    where S.Element == Data {
+        RequestBody(source: .stream(StreamSource(chunks), length: length))
+    }
+
+    /// The body's length, when known before sending (nil: a stream without
+    /// length, or a file whose length is read when it is sent).
+    public var length: Int? {
+        switch source {
+        case .bytes(let d): return d.count
+        case .file(_, _, let length): return length
+        case .stream(_, let length): return length
+        }
+    }
+
+    /// False for streams: they can be sent once only.
+    public var isReplayable: Bool {
+        if case .stream = source { return false }
+        return true
+    }
+
+    /// The bytes of a `.bytes` body, nil for files and streams.
+    public var data: Data? {
+        if case .bytes(let d) = source { return d }
+        return nil
+    }
+
+    // MARK: Codable (bytes and files; a stream cannot be archived)
+
+    private enum CodingKeys: String, CodingKey { case bytes, file, offset, length }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if let d = try c.decodeIfPresent(Data.self, forKey: .bytes) {
+            source = .bytes(d)
+        } else {
+            source = .file(path: try c.decode(String.self, forKey: .file),
+                           offset: try c.decodeIfPresent(Int.self, forKey: .offset) ?? 0,
+                           length: try c.decodeIfPresent(Int.self, forKey: .length))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch source {
+        case .bytes(let d):
+            try c.encode(d, forKey: .bytes)
+        case let .file(path, offset, length):
+            try c.encode(path, forKey: .file)
+            try c.encode(offset, forKey: .offset)
+            try c.encodeIfPresent(length, forKey: .length)
+        case .stream:
+            throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath,
+                                                         debugDescription: "a stream body is one-shot and cannot be encoded"))
+        }
+    }
+
+    init(source: Source) { self.source = source }
+}
+
+/// A type-erased `AsyncSequence` of `Data`; equal only to itself.
+final class StreamSource: Sendable, Hashable {
+    /// Makes the iterator, once per send (the sequence decides whether a
+    /// second iteration yields the same bytes; Pocket never asks for one).
+    let makeNext: @Sendable () -> ChunkIterator
+
+    init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Data {
+        makeNext = { ChunkIterator(sequence.makeAsyncIterator()) }
+    }
+
+    static func == (a: StreamSource, b: StreamSource) -> Bool { a === b }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// One iteration of a body stream, used by one pump task only.
+final class ChunkIterator: @unchecked Sendable {
+    // Invariant: only the single pump task calls `next()`, one call at a time.
+    private let nextChunk: () async throws -> Data?
+
+    init<I: AsyncIteratorProtocol>(_ iterator: I) where I.Element == Data {
+        var it = iterator
+        nextChunk = { try await it.next() }
+    }
+
+    func next() async throws -> Data? { try await nextChunk() }
+}

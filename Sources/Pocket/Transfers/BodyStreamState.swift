@@ -1,0 +1,124 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+internal import CHTTPEngine
+
+/// The buffer between the engine (producer, loop thread) and a
+/// `ResponseBodyStream` reader, with backpressure: past `highWater` buffered
+/// bytes the engine is told to stop reading the socket; when the reader has
+/// drained below `lowWater`, reading resumes. Memory stays under highWater
+/// plus one delivery (at most 16 KiB, or one decoded block).
+final class BodyStreamState: @unchecked Sendable {
+    private struct State {
+        var chunks: [Data] = []
+        var head = 0
+        var buffered = 0
+        var paused = false
+        var finished = false
+        var failure: PocketError?
+        var waiter: UnsafeContinuation<Data?, any Error>?
+    }
+
+    private let state = Lock(State())
+    let highWater: Int
+    let lowWater: Int
+    /// Set once before the request is submitted. Weak: the request holds
+    /// this state; once the engine is done with the request, there is
+    /// nothing left to resume or cancel.
+    weak var request: InFlightRequest?
+
+    init(highWater: Int) {
+        self.highWater = max(1, highWater)
+        self.lowWater = max(1, highWater) / 4
+    }
+
+    /// Loop thread: body bytes arrived. Returns true to pause the socket.
+    func append(_ chunk: Data) -> Bool {
+        let (waiter, pause) = state.withLock { s -> (UnsafeContinuation<Data?, any Error>?, Bool) in
+            if let w = s.waiter {
+                s.waiter = nil
+                return (w, false)
+            }
+            s.chunks.append(chunk)
+            s.buffered += chunk.count
+            if s.buffered >= highWater { s.paused = true }
+            return (nil, s.paused)
+        }
+        waiter?.resume(returning: chunk)
+        return pause
+    }
+
+    /// Loop thread: the body ended (nil) or failed.
+    func finish(_ failure: PocketError?) {
+        let waiter = state.withLock { s -> UnsafeContinuation<Data?, any Error>? in
+            s.finished = true
+            s.failure = failure
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        if let failure { waiter?.resume(throwing: failure) } else { waiter?.resume(returning: nil) }
+    }
+
+    /// The reader: the next chunk, nil at the end.
+    func next() async throws -> Data? {
+        enum Step { case chunk(Data, resume: Bool), end, fail(PocketError), wait }
+        let step = state.withLock { s -> Step in
+            if s.head < s.chunks.count {
+                let c = s.chunks[s.head]
+                s.head += 1
+                if s.head == s.chunks.count {
+                    s.chunks.removeAll(keepingCapacity: true)
+                    s.head = 0
+                }
+                s.buffered -= c.count
+                var resume = false
+                if s.paused && s.buffered <= lowWater {
+                    s.paused = false
+                    resume = true
+                }
+                return .chunk(c, resume: resume)
+            }
+            if s.finished { return s.failure.map { .fail($0) } ?? .end }
+            return .wait
+        }
+        switch step {
+        case let .chunk(c, resume):
+            if resume { request?.onLoop { r in _ = pk_request_resume_read(r.engine.raw, r.handle) } }
+            return c
+        case .end: return nil
+        case .fail(let e): throw e
+        case .wait: break
+        }
+        let request = self.request
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<Data?, any Error>) in
+                let ready = state.withLock { s -> Result<Data?, PocketError>? in
+                    // Re-check: something may have arrived since.
+                    if s.head < s.chunks.count {
+                        let chunk = s.chunks[s.head]
+                        s.head += 1
+                        s.buffered -= chunk.count
+                        return .success(chunk)
+                    }
+                    if s.finished { return s.failure.map { .failure($0) } ?? .success(nil) }
+                    s.waiter = c
+                    return nil
+                }
+                if let ready { c.resume(with: ready) }
+            }
+        } onCancel: {
+            request?.cancel()
+        }
+    }
+
+    /// The reader is gone: stop the transfer (a no-op once it finished).
+    func abandon() {
+        let done = state.withLock { $0.finished }
+        if !done { request?.cancel() }
+    }
+
+    /// Bytes buffered now (tests assert the bound).
+    var bufferedBytes: Int { state.withLock { $0.buffered } }
+}

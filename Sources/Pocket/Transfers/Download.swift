@@ -1,0 +1,279 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Synchronization
+
+/// The outcome of a download.
+public struct DownloadResponse: Sendable {
+    public var status: Int
+    public var reason: String
+    public var headers: HTTPHeaders
+    /// The destination, when the body was saved there (2xx). Nil otherwise.
+    public var fileURL: URL?
+    /// For a non-2xx status: the (error) body, kept in memory instead of the
+    /// file (bounded by `maxBodyBytes`). Empty when the body was saved.
+    public var body: Data
+    /// The saved file's size.
+    public var fileSize: Int
+    /// True when the download continued a partial file (206).
+    public var resumed: Bool
+    public var timings: Timings
+
+    /// True for 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// Everything needed to continue a paused or failed download, even in
+/// another process: encode it (it is `Codable`), decode it later and pass it
+/// to `PocketClient.download(resumingWith:)`.
+///
+/// The resume asks for `Range: bytes=N-` (N = the partial file's size on
+/// disk at that moment) with `If-Range` set to the ETag (strong ones only) or
+/// the Last-Modified date the first response carried, so a changed resource
+/// is sent whole (200: the file restarts from zero) instead of spliced.
+public struct ResumeData: Sendable, Codable, Hashable {
+    /// The original request.
+    public var request: Request
+    /// Where the complete file goes.
+    public var destination: URL
+    /// The partial file (next to the destination, a hidden name).
+    public var temporaryFile: URL
+    /// Bytes in the partial file when the resume data was made.
+    public var bytesReceived: Int
+    /// The validators of the response being resumed.
+    public var etag: String?
+    public var lastModified: String?
+    /// The full size, when the server said it.
+    public var totalBytes: Int?
+}
+
+/// A download in progress: wait for it, pause it, or cancel it.
+///
+/// The engine writes the body to a temporary file next to the destination
+/// (no trip through Swift per chunk, constant memory) and renames it into
+/// place when the body is complete, so the destination appears complete or
+/// not at all (a rename within one directory is atomic).
+public final class DownloadTask: Sendable {
+    enum Outcome: Sendable {
+        case done(DownloadResponse)
+        case paused(ResumeData)
+    }
+
+    /// What the task and its runner share.
+    final class Control: Sendable {
+        let pausing = Atomic<Bool>(false)
+        let saved = Mutex<ResumeData?>(nil)
+    }
+
+    private let task: Task<Outcome, any Error>
+    private let control = Control()
+
+    init(client: PocketClient, request: Request, destination: URL, resume: ResumeData?, progress: ProgressHandler?) {
+        let control = self.control
+        task = Task {
+            try await Downloader(client: client, request: request, destination: destination, resume: resume,
+                                 progress: progress, control: control).run()
+        }
+    }
+
+    /// Waits for the download. Throws what kept it from completing; a paused
+    /// download throws `.cancelled`. After a failure other than cancellation,
+    /// `resumeData` holds what the partial file needs to continue.
+    public func response() async throws -> DownloadResponse {
+        switch try await task.value {
+        case .done(let r): return r
+        case .paused: throw PocketError(.cancelled, "the download was paused; continue it with its ResumeData")
+        }
+    }
+
+    /// Stops the transfer, keeps the partial file and returns how to continue.
+    /// Throws if the download already ended (its `response()` tells how).
+    public func pause() async throws -> ResumeData {
+        control.pausing.store(true, ordering: .sequentiallyConsistent)
+        task.cancel()
+        switch try await task.value {
+        case .paused(let data): return data
+        case .done: throw PocketError(.invalidArgument, "the download had already completed")
+        }
+    }
+
+    /// Stops the transfer and removes the partial file.
+    public func cancel() {
+        task.cancel()
+    }
+
+    /// Resume data after a pause, or after a failure that left a partial file.
+    public var resumeData: ResumeData? { control.saved.withLock { $0 } }
+}
+
+extension PocketClient {
+    /// Downloads `request`'s response body into `destination` (replacing a
+    /// file there once complete). `Range`-resumable: see `DownloadTask.pause`.
+    /// A non-2xx status leaves the destination untouched and returns the
+    /// body in memory (`DownloadResponse.body`).
+    public func downloadTask(_ request: Request, to destination: URL, progress: ProgressHandler? = nil) -> DownloadTask {
+        DownloadTask(client: self, request: request, destination: destination, resume: nil, progress: progress)
+    }
+
+    /// Continues a paused or failed download. 206 appends to the partial
+    /// file; 200 (the server ignored the range, or the resource changed)
+    /// starts it again from zero; 416 is `.rangeNotSatisfiable`; a 206 for a
+    /// different version than the resume data's is `.resumeValidatorMismatch`.
+    public func downloadTask(resumingWith data: ResumeData, progress: ProgressHandler? = nil) -> DownloadTask {
+        DownloadTask(client: self, request: data.request, destination: data.destination, resume: data, progress: progress)
+    }
+
+    /// Downloads and waits: `downloadTask(request, to:).response()`.
+    public func download(_ request: Request, to destination: URL, progress: ProgressHandler? = nil) async throws -> DownloadResponse {
+        let task = downloadTask(request, to: destination, progress: progress)
+        return try await withTaskCancellationHandler { try await task.response() } onCancel: { task.cancel() }
+    }
+}
+
+/// One run of a download (fresh or resumed).
+private struct Downloader {
+    let client: PocketClient
+    let request: Request
+    let destination: URL
+    let resume: ResumeData?
+    let progress: ProgressHandler?
+    let control: DownloadTask.Control
+
+    /// Validators and size of the response being written (set on the loop thread).
+    struct Seen: Sendable {
+        var etag: String?
+        var lastModified: String?
+        var total: Int?
+    }
+
+    func run() async throws -> DownloadTask.Outcome {
+        let temp = resume?.temporaryFile ?? destination.deletingLastPathComponent()
+            .appending(path: ".\(destination.lastPathComponent).pocket-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))")
+        let tempPath = temp.path(percentEncoded: false)
+        let fd = open(tempPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.fileError("cannot create \(tempPath)") }
+        var offset = 0
+        if resume != nil {
+            var st = stat()
+            if fstat(fd, &st) == 0 { offset = Int(st.st_size) }
+        } else {
+            _ = ftruncate(fd, 0)
+        }
+        lseek(fd, off_t(offset), SEEK_SET)
+
+        var sent = request
+        if offset > 0 {
+            sent.headers["Range"] = "bytes=\(offset)-"
+            if let validator = resume?.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? resume?.lastModified {
+                sent.headers["If-Range"] = validator
+            }
+        }
+        let seen = Mutex(Seen(etag: resume?.etag, lastModified: resume?.lastModified, total: resume?.totalBytes))
+        let start = offset
+        let expectedETag = resume?.etag, expectedDate = resume?.lastModified
+        let decide: @Sendable (ResponseHead) -> InFlightRequest.FileDecision = { head in
+            guard (200..<300).contains(head.status) else { return .memory }
+            let etag = head.headers["ETag"], date = head.headers["Last-Modified"]
+            if head.status == 206 {
+                guard start > 0, let range = ContentRange(head.headers["Content-Range"]), range.first == start else {
+                    return .abort(PocketError(.badContentRange, "206 with Content-Range \(head.headers["Content-Range"] ?? "(none)") for a resume at byte \(start)", response: head))
+                }
+                if let expectedETag, let etag, etag != expectedETag {
+                    return .abort(PocketError(.resumeValidatorMismatch, "the resource changed: ETag \(etag), resuming \(expectedETag)", response: head))
+                }
+                if expectedETag == nil, let expectedDate, let date, date != expectedDate {
+                    return .abort(PocketError(.resumeValidatorMismatch, "the resource changed: Last-Modified \(date), resuming \(expectedDate)", response: head))
+                }
+                seen.withLock { $0.total = range.total ?? $0.total }
+                return .write
+            }
+            // A whole body: start the file again from zero.
+            if start > 0 {
+                _ = ftruncate(fd, 0)
+                lseek(fd, 0, SEEK_SET)
+            }
+            let total = head.headers["Content-Length"].flatMap { Int($0) }
+            seen.withLock { $0 = Seen(etag: etag, lastModified: date, total: head.headers["Content-Encoding"] == nil ? total : nil) }
+            return .write
+        }
+
+        let response: Response
+        do {
+            response = try await client.run(sent, InFlightRequest(engine: client.engine, delivery: .file(fd: fd, decide: decide),
+                                                                  progress: progress))
+        } catch let error as PocketError {
+            let size = Self.size(fd)
+            close(fd)
+            let s = seen.withLock { $0 }
+            let data = ResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
+                                  etag: s.etag, lastModified: s.lastModified, totalBytes: s.total)
+            if error.code == .cancelled && control.pausing.load(ordering: .sequentiallyConsistent) {
+                control.saved.withLock { $0 = data }
+                return .paused(data)
+            }
+            if error.code == .cancelled || size == 0 {
+                unlink(tempPath)
+            } else {
+                control.saved.withLock { $0 = data }
+            }
+            throw error
+        }
+        let size = Self.size(fd)
+        close(fd)
+        guard response.isSuccess else {
+            if offset == 0 { unlink(tempPath) }
+            if response.status == 416 {
+                let data = ResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
+                                      etag: resume?.etag, lastModified: resume?.lastModified, totalBytes: resume?.totalBytes)
+                control.saved.withLock { $0 = data }
+                throw PocketError(.rangeNotSatisfiable, "the server has no bytes from offset \(offset) (416, Content-Range \(response.headers["Content-Range"] ?? "none"))",
+                                  response: ResponseHead(status: response.status, reason: response.reason, headers: response.headers))
+            }
+            return .done(DownloadResponse(status: response.status, reason: response.reason, headers: response.headers, fileURL: nil,
+                                          body: response.body, fileSize: 0, resumed: false, timings: response.timings))
+        }
+        guard rename(tempPath, destination.path(percentEncoded: false)) == 0 else {
+            let error = Self.fileError("cannot move the download into \(destination.path(percentEncoded: false))")
+            unlink(tempPath)
+            throw error
+        }
+        return .done(DownloadResponse(status: response.status, reason: response.reason, headers: response.headers,
+                                      fileURL: destination, body: Data(), fileSize: size, resumed: response.status == 206,
+                                      timings: response.timings))
+    }
+
+    static func size(_ fd: Int32) -> Int {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? Int(st.st_size) : 0
+    }
+
+    static func fileError(_ what: String) -> PocketError {
+        let e = errno
+        return PocketError(.fileSystem, "\(what): \(String(cString: strerror(e)))", systemError: e)
+    }
+}
+
+/// `Content-Range: bytes FIRST-LAST/TOTAL` (RFC 9110 §14.4); TOTAL may be `*`.
+struct ContentRange {
+    var first: Int
+    var last: Int
+    var total: Int?
+
+    init?(_ value: String?) {
+        guard let value, value.hasPrefix("bytes ") else { return nil }
+        let spec = value.dropFirst(6).split(separator: "/", maxSplits: 1)
+        guard spec.count == 2 else { return nil }
+        let range = spec[0].split(separator: "-", maxSplits: 1)
+        guard range.count == 2, let first = Int(range[0]), let last = Int(range[1]), first <= last else { return nil }
+        self.first = first
+        self.last = last
+        if spec[1] == "*" { total = nil } else if let t = Int(spec[1]), t > last { total = t } else { return nil }
+    }
+}

@@ -1,0 +1,80 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A response whose body is read as it arrives (`PocketClient.stream`).
+///
+/// ```swift
+/// let response = try await client.stream(request)
+/// guard response.status == 200 else { ... }
+/// for try await chunk in response.body { try handle.write(contentsOf: chunk) }
+/// // or, bounded:
+/// let data = try await response.body.collect(upTo: 10 << 20)
+/// ```
+public struct StreamingResponse: Sendable {
+    /// The status code, e.g. 200.
+    public var status: Int
+    /// The reason phrase as sent.
+    public var reason: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    public var httpMinorVersion: Int
+    /// Header fields in the order received.
+    public var headers: HTTPHeaders
+    /// The body, once (it is a stream, not a buffer).
+    public let body: ResponseBodyStream
+
+    /// The head as kept with errors.
+    public var head: ResponseHead { ResponseHead(status: status, reason: reason, headers: headers) }
+}
+
+/// The body of a `StreamingResponse`: an `AsyncSequence` of chunks (decoded
+/// if the response was compressed), with backpressure.
+///
+/// The engine buffers at most `bufferSize` bytes (given to `stream`, 1 MiB by
+/// default) ahead of the reader; past that it stops reading the socket, so a
+/// slow reader holds the server back through TCP flow control instead of
+/// growing memory. Iterate it once. Dropping it (and its iterator) before the
+/// end cancels the request and closes its connection. Cancelling the reading
+/// task cancels the request. A truncated or malformed body ends the
+/// iteration with the `PocketError` — never a silent short body.
+public final class ResponseBodyStream: AsyncSequence, Sendable {
+    public typealias Element = Data
+    let state: BodyStreamState
+
+    init(_ state: BodyStreamState) { self.state = state }
+
+    deinit { state.abandon() }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let stream: ResponseBodyStream
+        public mutating func next() async throws -> Data? { try await stream.state.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
+
+    /// The whole body in memory, failing with `.bodyTooLarge` (and cancelling
+    /// the transfer) as soon as it would exceed `limit` bytes.
+    public func collect(upTo limit: Int) async throws -> Data {
+        var all = Data()
+        for try await chunk in self {
+            guard all.count + chunk.count <= limit else {
+                state.abandon()
+                throw PocketError(.bodyTooLarge, "response body exceeds the \(limit)-byte limit of collect(upTo:)")
+            }
+            all.append(chunk)
+        }
+        return all
+    }
+
+    /// Reads and drops the rest of the body (the connection can then be
+    /// reused if the response ends cleanly).
+    public func discard() async throws {
+        for try await _ in self {}
+    }
+
+    /// Bytes the engine holds for the reader right now (at most about the
+    /// buffer size plus one delivery).
+    public var bufferedBytes: Int { state.bufferedBytes }
+}
