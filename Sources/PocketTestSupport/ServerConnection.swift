@@ -6,7 +6,7 @@ final class ServerConnection: @unchecked Sendable {
     // the connection thread inside `run()`.
     let index: Int
     let transport: Transport
-    private let core: ServerCore
+    let core: ServerCore
 
     /// Waiting for the first byte of the next request.
     var isIdle = false
@@ -14,7 +14,7 @@ final class ServerConnection: @unchecked Sendable {
     var closeRequested = false
 
     private static let maxHeadSize = 64 * 1024
-    private static let slice = 100 // milliseconds per bounded wait
+    static let slice = 100 // milliseconds per bounded wait
 
     init(index: Int, transport: Transport, core: ServerCore) {
         self.index = index
@@ -39,34 +39,26 @@ final class ServerConnection: @unchecked Sendable {
             } catch {
                 return reject(status: 400)
             }
+            let route = core.route(for: head.path)
+            if route.respondsBeforeBody {
+                return answerBeforeBody(head, rawHead: rawHead, requestIndex: requestIndex, handler: route.handler)
+            }
             if head.expectsContinue && framing != .none && input.isEmpty && core.locked({ core.sendsContinue }) {
                 guard sendAll(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
             }
-            let body: [UInt8]
-            let trailers: [(String, String)]
+            let body: ReceivedBody
             do {
-                guard let read = try readBody(framing, &input) else { return }
-                (body, trailers) = read
+                guard let read = try readBody(framing, &input, keep: core.locked { core.keepsRequestBodies }) else { return }
+                body = read
             } catch {
                 return reject(status: 400)
             }
 
-            let questionMark = head.target.firstIndex(of: "?")
-            let request = TestServer.Request(
-                method: head.method,
-                target: head.target,
-                path: String(head.target[..<(questionMark ?? head.target.endIndex)]),
-                query: questionMark.map { String(head.target[head.target.index(after: $0)...]) },
-                version: head.version,
-                headers: head.headers,
-                body: body,
-                trailers: trailers,
-                rawHead: rawHead,
-                connectionIndex: index,
-                requestIndexOnConnection: requestIndex
-            )
-            let (handler, capReached) = core.accept(request)
-            let reply = handler(request)
+            let request = TestServer.Request(head: head, rawHead: rawHead, body: body,
+                                             connectionIndex: index, requestIndex: requestIndex)
+            let capReached = core.record(request)
+            // The handler routed now, once the body is in (it may have changed).
+            let reply = core.route(for: request.path).handler(request)
             let steps = reply.steps(method: request.method, forceClose: request.wantsClose || capReached)
             guard play(steps, &input) else { return }
             requestIndex += 1
@@ -112,44 +104,11 @@ final class ServerConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads the body per `framing`; nil if the connection ended first.
-    private func readBody(_ framing: RequestHead.Framing, _ input: inout InputBuffer) throws -> ([UInt8], [(String, String)])? {
-        switch framing {
-        case .none:
-            return ([], [])
-        case let .length(length):
-            while input.readableCount < length {
-                guard receiveMore(&input) else { return nil }
-            }
-            return (Array(input.take(length)), [])
-        case .chunked:
-            var decoder = ChunkedBodyDecoder()
-            while true {
-                try decoder.consume(&input)
-                if decoder.isDone { return (decoder.body, decoder.trailers) }
-                guard receiveMore(&input) else { return nil }
-            }
-        }
-    }
-
-    private func receiveMore(_ input: inout InputBuffer) -> Bool {
-        while true {
-            switch transport.receive(maxCount: 64 * 1024, timeoutMilliseconds: Self.slice) {
-            case let .data(bytes):
-                input.append(bytes)
-                return true
-            case .timedOut:
-                if core.isStopping { return false }
-            case .closed, .failed:
-                return false
-            }
-        }
-    }
-
     // MARK: Writing
 
-    /// Plays `steps`; returns false once the connection is finished.
-    private func play(_ steps: [TestServer.RawStep], _ input: inout InputBuffer) -> Bool {
+    /// Plays `steps`; returns false once the connection is finished. A
+    /// `.close` drains the client's bytes for up to `drainMilliseconds`.
+    func play(_ steps: [TestServer.RawStep], _ input: inout InputBuffer, drainMilliseconds: Int = 100) -> Bool {
         for step in steps {
             switch step {
             case let .send(bytes):
@@ -166,8 +125,11 @@ final class ServerConnection: @unchecked Sendable {
                     guard sendAll(Array(bytes[offset..<end])) else { return false }
                     offset = end
                 }
+            case let .pattern(seed, offset, count, pieceSize, chunked, delay):
+                guard sendPattern(seed: seed, offset: offset, count: count, pieceSize: pieceSize,
+                                  chunked: chunked, delayMillisecondsPerPiece: delay) else { return false }
             case .close:
-                closeGracefully()
+                closeGracefully(drainMilliseconds: drainMilliseconds)
                 return false
             case .reset:
                 transport.reset()
@@ -183,7 +145,7 @@ final class ServerConnection: @unchecked Sendable {
     /// Waits without reading or sending; false (early) if the peer closed or
     /// reset the connection, or the server is shutting down, so a client that
     /// gave up is not counted as open for the rest of a long stall.
-    private func pause(milliseconds: Int) -> Bool {
+    func pause(milliseconds: Int) -> Bool {
         let deadline = Sockets.nowMilliseconds() + Int64(max(0, milliseconds))
         while true {
             if core.isStopping { return false }
@@ -194,9 +156,14 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     /// Sends every byte, waiting in bounded slices; false on failure/shutdown.
-    private func sendAll(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
+    func sendAll(_ bytes: [UInt8]) -> Bool {
+        sendAll(bytes[...])
+    }
+
+    /// Sends every byte, waiting in bounded slices; false on failure/shutdown.
+    func sendAll(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
             guard let sent = transport.send(bytes[offset...], timeoutMilliseconds: Self.slice) else { return false }
             if sent == 0 && core.isStopping { return false }
             offset += sent
@@ -204,11 +171,12 @@ final class ServerConnection: @unchecked Sendable {
         return true
     }
 
-    /// FIN first, then drain what the client still sends (up to 100 ms) so
-    /// the final close does not turn into an RST, then close.
-    private func closeGracefully() {
+    /// FIN first, then drain what the client still sends (up to
+    /// `drainMilliseconds`, or until it closes) so the final close does not
+    /// turn into an RST, then close.
+    func closeGracefully(drainMilliseconds: Int = 100) {
         transport.shutdownWrite()
-        let deadline = Sockets.nowMilliseconds() + 100
+        let deadline = Sockets.nowMilliseconds() + Int64(drainMilliseconds)
         drain: while Sockets.nowMilliseconds() < deadline {
             switch transport.receive(maxCount: 64 * 1024, timeoutMilliseconds: 20) {
             case .data, .timedOut: continue

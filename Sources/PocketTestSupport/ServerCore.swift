@@ -21,10 +21,12 @@ final class ServerCore: @unchecked Sendable {
     private var connections: [Int: ServerConnection] = [:]
     private var nextConnectionIndex = 0
 
-    var routes: [String: TestServer.Handler] = [:]
+    var routes: [String: Route] = [:]
     var defaultHandler: TestServer.Handler?
     var maxRequestsPerConnection: Int?
     var sendsContinue = true
+    var keepsRequestBodies = true
+    var resources: [String: TestServer.Resource] = [:]
 
     var acceptedConnections = 0
     var requestCount = 0
@@ -115,15 +117,20 @@ final class ServerCore: @unchecked Sendable {
 
     // MARK: Requests
 
-    /// Records a complete request; returns its handler and whether the
-    /// per-connection request cap is reached with it.
-    func accept(_ request: TestServer.Request) -> (TestServer.Handler, capReached: Bool) {
+    /// The route for `path`: its own, else the default handler, else 404.
+    func route(for path: String) -> Route {
+        locked {
+            routes[path] ?? Route(handler: defaultHandler ?? { _ in .text("Not Found\n", status: 404) })
+        }
+    }
+
+    /// Records a request; returns whether the per-connection request cap is
+    /// reached with it.
+    func record(_ request: TestServer.Request) -> Bool {
         locked {
             requestCount += 1
             receivedRequests.append(request)
-            let capReached = maxRequestsPerConnection.map { request.requestIndexOnConnection + 1 >= $0 } ?? false
-            let handler = routes[request.path] ?? defaultHandler ?? { _ in .text("Not Found\n", status: 404) }
-            return (handler, capReached)
+            return maxRequestsPerConnection.map { request.requestIndexOnConnection + 1 >= $0 } ?? false
         }
     }
 
@@ -178,6 +185,7 @@ final class ServerCore: @unchecked Sendable {
             connectionThreads = []
             // Handlers that capture the server would otherwise keep it alive.
             routes = [:]
+            resources = [:]
             defaultHandler = nil
         }
     }

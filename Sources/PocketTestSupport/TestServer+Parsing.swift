@@ -134,6 +134,16 @@ struct RequestHead {
         return length == 0 ? .none : .length(length)
     }
 
+    /// The target up to (not including) `?`.
+    var path: String {
+        String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)])
+    }
+
+    /// The part of the target after `?`, or nil if there is none.
+    var query: String? {
+        target.firstIndex(of: "?").map { String(target[target.index(after: $0)...]) }
+    }
+
     var expectsContinue: Bool {
         values("expect").contains { $0.lowercased() == "100-continue" }
     }
@@ -150,7 +160,6 @@ struct ChunkedBodyDecoder {
     }
 
     private var state = State.size
-    private(set) var body: [UInt8] = []
     private(set) var trailers: [(String, String)] = []
 
     var isDone: Bool {
@@ -158,8 +167,9 @@ struct ChunkedBodyDecoder {
         return false
     }
 
-    /// Consumes what it can from `input`; throws on malformed framing.
-    mutating func consume(_ input: inout InputBuffer) throws {
+    /// Consumes what it can from `input`, passing chunk data on to `body`;
+    /// throws on malformed framing.
+    mutating func consume(_ input: inout InputBuffer, into body: inout ReceivedBody) throws {
         while true {
             switch state {
             case .done:
@@ -180,7 +190,7 @@ struct ChunkedBodyDecoder {
             case let .data(remaining):
                 guard !input.isEmpty else { return }
                 let count = min(remaining, input.readableCount)
-                body += input.take(count)
+                body.append(input.take(count))
                 state = remaining == count ? .dataEnd : .data(remaining: remaining - count)
             case .dataEnd:
                 guard input.readableCount >= 2 else { return }

@@ -22,15 +22,25 @@ extension TestServer {
         /// Aborts with a TCP RST (`SO_LINGER` {1, 0} then close): the client
         /// sees `ECONNRESET`. Ends the script and the connection.
         case reset
+        /// Sends bytes `offset..<offset + count` of `BytePattern`'s stream of
+        /// `seed`, generated into one reused buffer of `pieceSize` bytes
+        /// (default 256 KiB) and sent a piece at a time, so memory stays
+        /// O(`pieceSize`) for any `count`. With `chunked`, each piece goes out
+        /// as one chunk (`SIZE\r\n…\r\n`; no last chunk: send `"0\r\n\r\n"`
+        /// yourself). `delayMillisecondsPerPiece` (default 0) waits before
+        /// every piece but the first (cut short if the client closes).
+        case pattern(seed: UInt64 = 0, offset: Int = 0, count: Int, pieceSize: Int = 256 * 1024,
+                     chunked: Bool = false, delayMillisecondsPerPiece: Int = 0)
     }
 
     /// What a handler answers with. Build one with the static helpers:
-    /// `.response(...)`, `.text(...)`, `.chunked(...)`, `.raw(...)`,
-    /// `.closeMidBody(...)`, `.reset`, `.stall(...)`, `.close`.
+    /// `.response(...)`, `.text(...)`, `.chunked(...)`, `.generated(...)`,
+    /// `.raw(...)`, `.closeMidBody(...)`, `.reset`, `.stall(...)`, `.close`.
     public struct Reply: Sendable {
         enum Kind: Sendable {
             case response(status: Int, headers: [(String, String)], body: [UInt8])
             case chunked(status: Int, headers: [(String, String)], chunks: [[UInt8]], trailers: [(String, String)])
+            case generated(status: Int, headers: [(String, String)], body: GeneratedBody)
             case raw([RawStep])
         }
 
@@ -152,6 +162,7 @@ extension TestServer {
         case 408: return "Request Timeout"
         case 411: return "Length Required"
         case 413: return "Content Too Large"
+        case 416: return "Range Not Satisfiable"
         case 429: return "Too Many Requests"
         case 431: return "Request Header Fields Too Large"
         case 500: return "Internal Server Error"
@@ -181,6 +192,8 @@ extension TestServer.Reply {
             }
             return Self.finish(status: status, headers: all, close: close,
                                payload: bodyAllowed && method != "HEAD" ? body : [])
+        case let .generated(status, headers, body):
+            return Self.generatedSteps(status: status, headers: headers, body: body, method: method, close: close)
         case let .chunked(status, headers, chunks, trailers):
             var all = headers
             if !Self.has(all, "transfer-encoding") { all.append(("Transfer-Encoding", "chunked")) }
@@ -197,22 +210,23 @@ extension TestServer.Reply {
         }
     }
 
-    private static func finish(status: Int, headers: [(String, String)], close: Bool, payload: [UInt8]) -> [TestServer.RawStep] {
+    static func finish(status: Int, headers: [(String, String)], close: Bool, payload: [UInt8],
+                       then body: [TestServer.RawStep] = []) -> [TestServer.RawStep] {
         var all = headers
         if close && !has(all, "connection") { all.append(("Connection", "close")) }
         var head = "HTTP/1.1 \(status) \(TestServer.reasonPhrase(status))\r\n"
         for (name, value) in all { head += "\(name): \(value)\r\n" }
         head += "\r\n"
-        var steps: [TestServer.RawStep] = [.send(Array(head.utf8) + payload)]
-        if close { steps.append(.close) }
+        var steps: [TestServer.RawStep] = [.send(Array(head.utf8) + payload)] + body
+        if close { steps.append(.close) } // after a `.close` in `body`: never reached
         return steps
     }
 
-    private static func has(_ headers: [(String, String)], _ lowercasedName: String) -> Bool {
+    static func has(_ headers: [(String, String)], _ lowercasedName: String) -> Bool {
         headers.contains { $0.0.lowercased() == lowercasedName }
     }
 
-    private static func statusHasBody(_ status: Int) -> Bool {
+    static func statusHasBody(_ status: Int) -> Bool {
         !(100..<200).contains(status) && status != 204 && status != 304
     }
 }

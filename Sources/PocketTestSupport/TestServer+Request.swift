@@ -13,8 +13,20 @@ extension TestServer {
         public var version: String
         /// Header fields in order received, names as sent.
         public var headers: [(String, String)]
-        /// The decoded body (de-chunked if it was chunked).
+        /// The decoded body (de-chunked if it was chunked). Empty when the
+        /// server does not keep bodies (`TestServer.keepsRequestBodies`
+        /// false) and for requests answered before their body.
         public var body: [UInt8]
+        /// The decoded body's length in bytes, counted as it was read (set
+        /// whether or not `body` was kept; 0 if `answeredBeforeBody`).
+        public var bodyLength: Int
+        /// The SHA-256 of the decoded body (64 lowercase hex digits), hashed
+        /// as it was read (set whether or not `body` was kept; the digest of
+        /// no bytes if `answeredBeforeBody`).
+        public var bodySHA256: String
+        /// The route answered right after the head, without reading the body
+        /// (`route(_:respondsBeforeBody:_:)`).
+        public var answeredBeforeBody: Bool
         /// The chunked trailer fields, if the body was chunked and had any.
         public var trailers: [(String, String)]
         /// The exact bytes of the request line and header block, including the
@@ -24,6 +36,24 @@ extension TestServer {
         public var connectionIndex: Int
         /// 0-based index of this request on its connection.
         public var requestIndexOnConnection: Int
+
+        init(head: RequestHead, rawHead: [UInt8], body: ReceivedBody, answeredBeforeBody: Bool = false,
+             connectionIndex: Int, requestIndex: Int) {
+            method = head.method
+            target = head.target
+            path = head.path
+            query = head.query
+            version = head.version
+            headers = head.headers
+            self.body = body.bytes
+            bodyLength = body.length
+            bodySHA256 = body.digest()
+            trailers = body.trailers
+            self.answeredBeforeBody = answeredBeforeBody
+            self.rawHead = rawHead
+            self.connectionIndex = connectionIndex
+            requestIndexOnConnection = requestIndex
+        }
 
         /// The first value of the header `name` (case-insensitive), or nil.
         public func header(_ name: String) -> String? {

@@ -6,7 +6,10 @@ import Foundation
 /// each request goes to the handler routed for its exact path, whose `Reply`
 /// is either a generated response or a raw script (bytes in pieces, delays,
 /// stalls, close mid-body, TCP reset). Counters let tests assert connection
-/// reuse and concurrency caps.
+/// reuse and concurrency caps. For streaming: `Reply.generated` sends large
+/// `BytePattern` bodies without holding them, `routeResource` serves a
+/// resumable download with byte ranges, requests carry `bodySHA256`, and
+/// `route(_:respondsBeforeBody:_:)` answers before an upload's body.
 ///
 /// ```swift
 /// let server = try TestServer()
@@ -28,7 +31,7 @@ public final class TestServer: Sendable {
 
     // The server itself holds only immutable state; everything mutable lives
     // in `core`, behind its lock.
-    private let core: ServerCore
+    let core: ServerCore
 
     /// The address the server listens on, e.g. `"127.0.0.1"` or `"::1"`.
     public let host: String
@@ -99,7 +102,7 @@ public final class TestServer: Sendable {
     /// Routes requests whose path (target without query) equals `path`.
     /// Replaces an earlier handler for the same path.
     public func route(_ path: String, _ handler: @escaping Handler) {
-        core.locked { core.routes[path] = handler }
+        core.locked { core.routes[path] = Route(handler: handler) }
     }
 
     /// Answers requests no route matches; nil (the default) answers 404.
@@ -124,6 +127,15 @@ public final class TestServer: Sendable {
     public var sendsContinue: Bool {
         get { core.locked { core.sendsContinue } }
         set { core.locked { core.sendsContinue = newValue } }
+    }
+
+    /// Keep each request's body in `Request.body` (true by default). Set
+    /// false for large uploads: bodies are then hashed and counted as they
+    /// are read (`bodySHA256`, `bodyLength`) but not stored, so server memory
+    /// stays O(64 KiB) per connection.
+    public var keepsRequestBodies: Bool {
+        get { core.locked { core.keepsRequestBodies } }
+        set { core.locked { core.keepsRequestBodies = newValue } }
     }
 
     // MARK: Statistics

@@ -75,6 +75,22 @@ int pktt_pending(pktt_conn *conn);
 /* Sends close_notify (best effort, never waits). */
 void pktt_send_close_notify(pktt_conn *conn);
 
+/* ---- SHA-256 and the test byte pattern (pktt_digest.c) ---- */
+
+/* An incremental SHA-256 (OpenSSL EVP). NULL if OpenSSL fails. */
+typedef struct pktt_sha256 pktt_sha256;
+pktt_sha256 *pktt_sha256_new(void);
+void pktt_sha256_update(pktt_sha256 *hasher, const void *bytes, size_t length);
+/* Writes the lowercase hex digest and a NUL to out, then restarts the hasher
+ * (empty input). Returns 1, or 0 on an OpenSSL failure. */
+int pktt_sha256_final_hex(pktt_sha256 *hasher, char out[65]);
+void pktt_sha256_free(pktt_sha256 *hasher);
+
+/* Writes bytes [offset, offset + length) of the pattern stream of `seed`:
+ * byte i is byte (i % 8) (little-endian) of SplitMix64 output number i / 8,
+ * output n being mix64(seed + (n + 1) * 0x9E3779B97F4A7C15). */
+void pktt_pattern_fill(unsigned long long seed, unsigned long long offset, void *out, size_t length);
+
 #ifdef __cplusplus
 }
 #endif
