@@ -1,5 +1,6 @@
 /*
- * A small, fast epoll HTTP/1.1 server for the benchmark's embedded mode.
+ * A small, fast epoll HTTP/1.1 server for the benchmark's embedded mode (and
+ * the upload sink of scripts/bench-bodies.sh, through Benchmarks/bench-server).
  * See include/CPocketBenchServer.h for the contract.
  *
  * Design:
@@ -8,12 +9,22 @@
  *    one thread. A connection stays on the thread that accepted it.
  *  - Level-triggered EPOLLIN. One read buffer per connection (allocated with
  *    the connection, once); requests are framed by "\r\n\r\n" plus an
- *    optional Content-Length body, which is skipped.
- *  - Every answer is the same bytes, so the output of a connection is a
+ *    optional body (Content-Length, or chunked), read and discarded before
+ *    the request is answered.
+ *  - Bodies are never buffered: Content-Length bytes are counted down, a
+ *    chunked body goes through a small state machine (size line, data, CRLF,
+ *    trailers) that keeps only the current chunk's size. While body bytes are
+ *    due and the read buffer is empty, recv goes straight into one scratch
+ *    buffer per thread (PKBS_SCRATCH bytes at a time), so a 1 GiB upload
+ *    costs 1 GiB / PKBS_SCRATCH copies out of the kernel and no memory.
+ *  - `Expect: 100-continue` with a body still to come gets "HTTP/1.1 100
+ *    Continue" first (after the answers already queued on the connection).
+ *  - Every final answer is the same bytes, so the output of a connection is a
  *    position in an endless repetition of the answer: the pending output is
  *    two integers (stream offset and bytes left), written from a static block
- *    of many copies. No allocation per request, one send per read however
- *    many requests were pipelined in it.
+ *    of many copies, plus at most one 100 Continue and the answers queued
+ *    behind it. No allocation per request, one send per read however many
+ *    requests were pipelined in it.
  *  - When the socket's send buffer is full the connection stops reading
  *    (EPOLLOUT instead of EPOLLIN) until the backlog is written.
  */
@@ -40,6 +51,7 @@
 #define PKBS_COPIES 256           /* answers in the static output block */
 #define PKBS_MAX_EVENTS 256
 #define PKBS_MAX_THREADS 64
+#define PKBS_SCRATCH (256 * 1024) /* per thread: request body bytes read and dropped */
 
 static const char k_answer[] =
     "HTTP/1.1 200 OK\r\n"
@@ -49,18 +61,42 @@ static const char k_answer[] =
     "Hello, World!";
 #define ANSWER_LEN (sizeof(k_answer) - 1)
 
+static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+#define CONTINUE_LEN ((uint32_t)(sizeof(k_continue) - 1))
+
 /* PKBS_COPIES answers back to back; written once before the threads start. */
 static char g_block[ANSWER_LEN * PKBS_COPIES];
+
+/* The body of the request being read (answered once it is all in). */
+enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
+
+/* Chunked request body: where the framing parser is. */
+enum {
+    CH_SIZE,         /* hex digits of a chunk size */
+    CH_EXT,          /* rest of a size line (extensions, CR) up to LF */
+    CH_DATA_END,     /* the CRLF after a chunk's data */
+    CH_DATA_LF,      /* the LF of that CRLF */
+    CH_TRAILER,      /* start of a trailer line, or the final CRLF */
+    CH_TRAILER_LINE, /* rest of a trailer line up to LF */
+    CH_LAST_LF,      /* the LF of the final CRLF */
+};
 
 struct pkbs_conn {
     int fd;
     bool want_out;   /* registered for EPOLLOUT (and not EPOLLIN) */
     bool close_after; /* close once the output is written */
+    bool req_close;  /* the request being read asked to close after its answer */
+    uint8_t body;    /* BODY_* of the request being read */
+    uint8_t chunk_state; /* CH_* while body == BODY_CHUNKED */
+    uint8_t chunk_digits; /* hex digits read of the current chunk size */
     uint32_t len;    /* bytes in buf */
     uint32_t scan;   /* where the search for the end of the head resumes */
-    uint64_t skip;   /* request body bytes still to discard */
+    uint32_t cont_left; /* bytes of k_continue still to send (after out_left) */
+    uint64_t skip;   /* request body (or chunk data) bytes still to discard */
+    uint64_t chunk_size; /* the chunk size being read */
     uint64_t out_off; /* offset in the answer stream (mod ANSWER_LEN matters) */
     uint64_t out_left; /* answer bytes still to send */
+    uint64_t post_left; /* answer bytes queued behind the 100 Continue */
     struct pkbs_conn *prev, *next;
     char buf[PKBS_READ_BUF];
 };
@@ -71,6 +107,7 @@ struct pkbs_thread {
     int epfd;
     int evfd;
     struct pkbs_conn *conns; /* every open connection, for stop */
+    char *scratch;           /* PKBS_SCRATCH bytes, or NULL (bodies then go through buf) */
     uint64_t served;
 };
 
@@ -141,9 +178,18 @@ static bool contains_ci(const char *p, size_t n, const char *t, size_t tn) {
 
 enum { HEAD_OK = 0, HEAD_BAD = -1 };
 
+/* What a request head says about its body and connection. */
+struct head_info {
+    uint64_t length;      /* Content-Length (0 without one) */
+    bool chunked;         /* Transfer-Encoding ends in chunked */
+    bool expect_continue; /* Expect: 100-continue */
+    bool close_after;     /* close once answered */
+};
+
 /* Reads what matters from one request head [h, h+n) (without the final
- * CRLFCRLF): the body length and whether to close after answering. */
-static int parse_head(const char *h, size_t n, uint64_t *body, bool *close_after) {
+ * CRLFCRLF). Transfer-Encoding must end in "chunked" and may not come with
+ * a Content-Length. */
+static int parse_head(const char *h, size_t n, struct head_info *info) {
     const char *end = h + n;
     const char *eol = memchr(h, '\n', n);
     if (!eol) eol = end;
@@ -151,8 +197,8 @@ static int parse_head(const char *h, size_t n, uint64_t *body, bool *close_after
     size_t ll = (size_t)(eol - h);
     if (ll && h[ll - 1] == '\r') ll--;
     bool http10 = ll >= 8 && memcmp(h + ll - 8, "HTTP/1.0", 8) == 0;
-    bool keep_alive = false, close = false;
-    uint64_t cl = 0;
+    bool keep_alive = false, close = false, has_length = false, has_te = false;
+    memset(info, 0, sizeof(*info));
     const char *p = eol < end ? eol + 1 : end;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -170,18 +216,102 @@ static int parse_head(const char *h, size_t n, uint64_t *body, bool *close_after
             }
             while (v < ve && (*v == ' ' || *v == '\t')) v++;
             if (v != ve) return HEAD_BAD;
-            cl = x;
+            info->length = x;
+            has_length = true;
         } else if (has_prefix_ci(p, len, "transfer-encoding:", 18)) {
-            return HEAD_BAD; /* chunked request bodies: not supported */
+            const char *v = p + 18, *ve = p + len;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+            has_te = true;
+            info->chunked = ve - v >= 7 && has_prefix_ci(ve - 7, 7, "chunked", 7);
+        } else if (has_prefix_ci(p, len, "expect:", 7)) {
+            if (contains_ci(p + 7, len - 7, "100-continue", 12)) info->expect_continue = true;
         } else if (has_prefix_ci(p, len, "connection:", 11)) {
             if (contains_ci(p + 11, len - 11, "close", 5)) close = true;
             if (contains_ci(p + 11, len - 11, "keep-alive", 10)) keep_alive = true;
         }
         p = nl ? nl + 1 : end;
     }
-    *body = cl;
-    *close_after = close || (http10 && !keep_alive);
+    if (has_te && (!info->chunked || has_length)) return HEAD_BAD;
+    info->close_after = close || (http10 && !keep_alive);
     return HEAD_OK;
+}
+
+enum { CHUNK_MORE, CHUNK_DATA, CHUNK_DONE, CHUNK_BAD };
+
+static int hex_value(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    ch = lower(ch);
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return -1;
+}
+
+/* Reads chunked framing (not chunk data) from [p, p+n), storing the bytes
+ * used in *used: CHUNK_DATA when a chunk's data starts (c->skip is its
+ * size), CHUNK_DONE after the last chunk and trailers, CHUNK_MORE when all
+ * of [p, p+n) was framing, CHUNK_BAD on malformed framing. */
+static int chunk_framing(struct pkbs_conn *c, const char *p, uint32_t n, uint32_t *used) {
+    uint32_t i = 0;
+    int result = CHUNK_MORE;
+    while (i < n && result == CHUNK_MORE) {
+        char ch = p[i++];
+        bool line_end = false;
+        switch (c->chunk_state) {
+        case CH_SIZE: {
+            int v = hex_value(ch);
+            if (v >= 0) {
+                if (c->chunk_digits == 16) return CHUNK_BAD;
+                c->chunk_digits++;
+                c->chunk_size = c->chunk_size << 4 | (uint64_t)v;
+            } else if (c->chunk_digits == 0) {
+                return CHUNK_BAD;
+            } else if (ch == '\n') {
+                line_end = true;
+            } else if (ch == ';' || ch == ' ' || ch == '\t' || ch == '\r') {
+                c->chunk_state = CH_EXT;
+            } else {
+                return CHUNK_BAD;
+            }
+            break;
+        }
+        case CH_EXT:
+            line_end = ch == '\n';
+            break;
+        case CH_DATA_END:
+            if (ch == '\r') c->chunk_state = CH_DATA_LF;
+            else if (ch == '\n') c->chunk_state = CH_SIZE;
+            else return CHUNK_BAD;
+            break;
+        case CH_DATA_LF:
+            if (ch != '\n') return CHUNK_BAD;
+            c->chunk_state = CH_SIZE;
+            break;
+        case CH_TRAILER:
+            if (ch == '\r') c->chunk_state = CH_LAST_LF;
+            else if (ch == '\n') result = CHUNK_DONE;
+            else c->chunk_state = CH_TRAILER_LINE;
+            break;
+        case CH_TRAILER_LINE:
+            if (ch == '\n') c->chunk_state = CH_TRAILER;
+            break;
+        case CH_LAST_LF:
+            if (ch != '\n') return CHUNK_BAD;
+            result = CHUNK_DONE;
+            break;
+        }
+        if (line_end) { /* end of a size line */
+            if (c->chunk_size == 0) {
+                c->chunk_state = CH_TRAILER;
+            } else {
+                c->skip = c->chunk_size;
+                c->chunk_state = CH_DATA_END;
+                result = CHUNK_DATA;
+            }
+            c->chunk_size = 0;
+            c->chunk_digits = 0;
+        }
+    }
+    *used = i;
+    return result;
 }
 
 static void conn_close(struct pkbs_thread *t, struct pkbs_conn *c) {
@@ -199,17 +329,37 @@ static void set_interest(struct pkbs_thread *t, struct pkbs_conn *c, bool out) {
     c->want_out = out;
 }
 
-/* Writes as much pending output as the socket takes. Returns false if the
+/* Writes as much pending output as the socket takes: the answers, then a
+ * 100 Continue, then the answers queued behind it. Returns false if the
  * connection was closed (error, or done with close_after). */
 static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
-    while (c->out_left) {
-        size_t start = (size_t)(c->out_off % ANSWER_LEN);
-        size_t avail = sizeof(g_block) - start;
-        size_t n = c->out_left < avail ? (size_t)c->out_left : avail;
-        ssize_t w = send(c->fd, g_block + start, n, MSG_NOSIGNAL);
+    for (;;) {
+        const char *src;
+        size_t n;
+        bool answers = c->out_left != 0;
+        if (answers) {
+            size_t start = (size_t)(c->out_off % ANSWER_LEN);
+            size_t avail = sizeof(g_block) - start;
+            src = g_block + start;
+            n = c->out_left < avail ? (size_t)c->out_left : avail;
+        } else if (c->cont_left) {
+            src = k_continue + (CONTINUE_LEN - c->cont_left);
+            n = c->cont_left;
+        } else if (c->post_left) {
+            c->out_left = c->post_left;
+            c->post_left = 0;
+            continue;
+        } else {
+            break;
+        }
+        ssize_t w = send(c->fd, src, n, MSG_NOSIGNAL);
         if (w > 0) {
-            c->out_off += (uint64_t)w;
-            c->out_left -= (uint64_t)w;
+            if (answers) {
+                c->out_off += (uint64_t)w;
+                c->out_left -= (uint64_t)w;
+            } else {
+                c->cont_left -= (uint32_t)w;
+            }
             continue;
         }
         if (w < 0 && errno == EINTR) continue;
@@ -229,19 +379,49 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
     return true;
 }
 
-/* Frames every complete request in buf, queues one answer for each and
- * compacts the buffer. Returns false if the connection was closed. */
+/* The request being read is complete (head and body): queue its answer.
+ * Returns false if the connection closes after it (stop framing). */
+static bool finish_request(struct pkbs_conn *c, uint64_t *answers) {
+    if (c->cont_left) c->post_left += ANSWER_LEN;
+    else c->out_left += ANSWER_LEN;
+    (*answers)++;
+    c->body = BODY_NONE;
+    if (c->req_close) c->close_after = true;
+    return !c->close_after;
+}
+
+/* Frames every complete request in buf (a body is read to its end before
+ * its request is answered), queues the answers and compacts the buffer.
+ * Returns false if the connection was closed. */
 static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
     uint32_t pos = 0;
     uint64_t answers = 0;
     bool bad = false;
-    while (pos < c->len) {
-        if (c->skip) {
+    for (;;) {
+        if (c->skip) { /* Content-Length body or chunk data */
+            if (pos == c->len) break;
             uint32_t avail = c->len - pos;
             uint32_t take = c->skip < avail ? (uint32_t)c->skip : avail;
             pos += take;
             c->skip -= take;
             c->scan = pos;
+            continue;
+        }
+        if (c->body == BODY_LENGTH) { /* its last byte is in */
+            if (!finish_request(c, &answers)) break;
+            continue;
+        }
+        if (pos == c->len) break;
+        if (c->body == BODY_CHUNKED) {
+            uint32_t used = 0;
+            int r = chunk_framing(c, c->buf + pos, c->len - pos, &used);
+            pos += used;
+            c->scan = pos;
+            if (r == CHUNK_BAD) {
+                bad = true;
+                break;
+            }
+            if (r == CHUNK_DONE && !finish_request(c, &answers)) break;
             continue;
         }
         uint32_t from = c->scan > pos + 3 ? c->scan - 3 : pos;
@@ -251,20 +431,29 @@ static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
             break;
         }
         uint32_t head_end = (uint32_t)(e - c->buf);
-        uint64_t body = 0;
-        bool close_after = false;
-        if (parse_head(c->buf + pos, head_end - pos, &body, &close_after) != HEAD_OK) {
+        struct head_info info;
+        if (parse_head(c->buf + pos, head_end - pos, &info) != HEAD_OK) {
             bad = true;
             break;
         }
-        answers++;
         pos = head_end + 4;
         c->scan = pos;
-        c->skip = body;
-        if (close_after) {
-            c->close_after = true;
-            break;
+        c->req_close = info.close_after;
+        if (info.chunked) {
+            c->body = BODY_CHUNKED;
+            c->chunk_state = CH_SIZE;
+            c->chunk_size = 0;
+            c->chunk_digits = 0;
+        } else if (info.length) {
+            c->body = BODY_LENGTH;
+            c->skip = info.length;
+        } else {
+            if (!finish_request(c, &answers)) break;
+            continue;
         }
+        /* The client waits for a go-ahead, unless it sent body bytes already
+         * (or a 100 Continue is still queued: then it did not wait either). */
+        if (info.expect_continue && pos == c->len && !c->cont_left) c->cont_left = CONTINUE_LEN;
     }
     if (bad) {
         conn_close(t, c);
@@ -280,24 +469,27 @@ static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
         }
         c->scan = c->scan >= pos ? c->scan - pos : 0;
     }
-    if (answers) {
-        __atomic_store_n(&t->served, t->served + answers, __ATOMIC_RELAXED); /* one writer */
-        c->out_left += answers * ANSWER_LEN;
-        return flush_out(t, c);
-    }
+    if (answers) __atomic_store_n(&t->served, t->served + answers, __ATOMIC_RELAXED); /* one writer */
+    if (c->out_left || c->cont_left || c->post_left) return flush_out(t, c);
     return true;
 }
 
 static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
     for (;;) {
-        size_t space = sizeof(c->buf) - c->len;
+        /* Body bytes with nothing buffered before them: read them into the
+         * thread's scratch buffer and drop them (never past the body). */
+        bool discard = c->skip && c->len == 0 && t->scratch;
+        char *dst = discard ? t->scratch : c->buf + c->len;
+        size_t space = discard ? (c->skip < PKBS_SCRATCH ? (size_t)c->skip : PKBS_SCRATCH)
+                               : sizeof(c->buf) - c->len;
         if (space == 0) { /* a head larger than the buffer */
             conn_close(t, c);
             return;
         }
-        ssize_t r = recv(c->fd, c->buf + c->len, space, 0);
+        ssize_t r = recv(c->fd, dst, space, 0);
         if (r > 0) {
-            c->len += (uint32_t)r;
+            if (discard) c->skip -= (uint64_t)r;
+            else c->len += (uint32_t)r;
             if (!process(t, c)) return;
             /* Stop reading while output is backed up or closing. */
             if (c->want_out || c->close_after) return;
@@ -330,10 +522,12 @@ static void on_accept(struct pkbs_thread *t) {
             continue;
         }
         c->fd = fd;
-        c->want_out = false;
-        c->close_after = false;
-        c->len = c->scan = 0;
-        c->skip = c->out_off = c->out_left = 0;
+        c->want_out = c->close_after = c->req_close = false;
+        c->body = BODY_NONE;
+        c->chunk_state = CH_SIZE;
+        c->chunk_digits = 0;
+        c->len = c->scan = c->cont_left = 0;
+        c->skip = c->chunk_size = c->out_off = c->out_left = c->post_left = 0;
         c->prev = NULL;
         c->next = t->conns;
         if (t->conns) t->conns->prev = c;
@@ -359,6 +553,7 @@ static void *loop_main(void *arg) {
         pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     }
     pthread_setname_np(pthread_self(), "pkbs-loop");
+    t->scratch = malloc(PKBS_SCRATCH);
     struct epoll_event evs[PKBS_MAX_EVENTS];
     while (!atomic_load_explicit(&g_stopping, memory_order_acquire)) {
         int n = epoll_wait(t->epfd, evs, PKBS_MAX_EVENTS, -1);
@@ -388,6 +583,8 @@ static void *loop_main(void *arg) {
             }
         }
     }
+    free(t->scratch);
+    t->scratch = NULL;
     return NULL;
 }
 

@@ -1,13 +1,20 @@
 /*
  * CPocketBenchServer: a small epoll HTTP/1.1 server for pocket-bench's
- * embedded mode. Every request gets the same answer:
+ * embedded mode, and the upload sink of scripts/bench-bodies.sh (through
+ * Benchmarks/bench-server). Every request gets the same answer:
  *
  *   HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!
  *
- * Keep-alive, pipelining (answers to all complete requests in one read go out
- * in one send), a Content-Length request body is skipped. `Connection: close`
- * (or HTTP/1.0 without keep-alive) closes after the answer. Chunked request
- * bodies are not supported (the connection is closed).
+ * whatever its method (GET, PUT, POST...). Keep-alive, pipelining (answers
+ * to all complete requests in one read go out in one send). A request body
+ * is read to its end and discarded before the request is answered, never
+ * buffered: a Content-Length body of any size, or a chunked body
+ * (Transfer-Encoding ending in "chunked"; chunk extensions and trailers are
+ * skipped; a chunk size of more than 16 hex digits, malformed framing, or
+ * Transfer-Encoding together with Content-Length close the connection).
+ * `Expect: 100-continue` on a request with a body still to come is answered
+ * with "HTTP/1.1 100 Continue" before the body is read. `Connection: close`
+ * (or HTTP/1.0 without keep-alive) closes after the answer.
  *
  * One server per process: start, stop, start again is fine.
  */

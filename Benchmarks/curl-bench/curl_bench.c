@@ -1,0 +1,312 @@
+/*
+ * curl-bench: the libcurl side of scripts/bench-bodies.sh. A libcurl multi
+ * interface client: C easy handles on one multi handle (one thread), each
+ * running requests back to back on its kept-alive connection until N
+ * requests are done in all.
+ *
+ *   curl-bench --url URL --requests N --connections C [--warmup W]
+ *              [--sink discard|file:PATH] [--compressed]
+ *              [--upload-file PATH] [--max-seconds T] [--buffer-size BYTES]
+ *
+ * --sink discard     the write callback only counts the bytes (default)
+ * --sink file:PATH   the write callback fwrite()s them to PATH, truncated at
+ *                    the start of each request (with C > 1, connection i > 0
+ *                    writes to PATH.i)
+ * --compressed       Accept-Encoding "gzip, deflate"; libcurl decodes, the
+ *                    decoded bytes are counted
+ * --upload-file PATH PUT the file (Content-Length, CURLOPT_UPLOAD); the bytes
+ *                    uploaded are counted instead of the response's
+ * --warmup W         W requests first, unmeasured (default 0)
+ * --max-seconds T    start no new measured request after T seconds
+ * --buffer-size B    CURLOPT_BUFFERSIZE (default: libcurl's, 16 KiB)
+ *
+ * Prints one JSON line:
+ *   {"requests":N,"errors":E,"elapsed_s":S,"rps":R,"bytes":B,"mb_per_s":M}
+ * requests = measured requests finished, errors = those that failed (curl
+ * error or status outside 2xx; the first is printed to stderr), rps =
+ * successful requests / elapsed, bytes = body bytes of the successful ones
+ * (decoded response bytes, or uploaded bytes), mb_per_s = bytes / 1e6 /
+ * elapsed. Exits 1 when every measured request failed, 2 on bad usage.
+ *
+ * Build: cc -O2 Benchmarks/curl-bench/curl_bench.c -o curl-bench -lcurl
+ */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct options {
+    const char *url;
+    long requests, connections, warmup, buffer_size;
+    double max_seconds;  /* 0: no limit */
+    const char *sink_path; /* NULL: discard */
+    const char *upload_path; /* NULL: GET */
+    bool compressed;
+};
+
+/* One easy handle and what its current request uses. */
+struct slot {
+    CURL *easy;
+    FILE *sink;     /* --sink file: */
+    FILE *upload;   /* --upload-file */
+    curl_off_t body; /* body bytes of the current request (received or sent) */
+    char error[CURL_ERROR_SIZE];
+};
+
+/* What one phase (warmup or measured) counted. */
+struct tally {
+    long started, finished, errors;
+    curl_off_t bytes;
+};
+
+static bool g_error_printed;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die_usage(const char *msg) {
+    if (msg) fprintf(stderr, "curl-bench: %s\n", msg);
+    fputs("usage: curl-bench --url URL --requests N --connections C [--warmup W]\n"
+          "                  [--sink discard|file:PATH] [--compressed] [--upload-file PATH]\n"
+          "                  [--max-seconds T] [--buffer-size BYTES]\n",
+          stderr);
+    exit(2);
+}
+
+static long parse_long(const char *flag, const char *v, long lo) {
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo) {
+        fprintf(stderr, "curl-bench: %s needs an integer >= %ld\n", flag, lo);
+        exit(2);
+    }
+    return x;
+}
+
+static void parse_options(int argc, char **argv, struct options *o) {
+    memset(o, 0, sizeof(*o));
+    o->requests = -1;
+    o->connections = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) die_usage(NULL);
+        if (strcmp(a, "--compressed") == 0) {
+            o->compressed = true;
+            continue;
+        }
+        if (i + 1 >= argc) die_usage("missing value");
+        const char *v = argv[++i];
+        if (strcmp(a, "--url") == 0) o->url = v;
+        else if (strcmp(a, "--requests") == 0) o->requests = parse_long(a, v, 1);
+        else if (strcmp(a, "--connections") == 0) o->connections = parse_long(a, v, 1);
+        else if (strcmp(a, "--warmup") == 0) o->warmup = parse_long(a, v, 0);
+        else if (strcmp(a, "--buffer-size") == 0) o->buffer_size = parse_long(a, v, 1024);
+        else if (strcmp(a, "--upload-file") == 0) o->upload_path = v;
+        else if (strcmp(a, "--max-seconds") == 0) {
+            char *end = NULL;
+            o->max_seconds = strtod(v, &end);
+            if (end == v || *end || o->max_seconds <= 0) die_usage("--max-seconds needs a positive number");
+        } else if (strcmp(a, "--sink") == 0) {
+            if (strcmp(v, "discard") == 0) o->sink_path = NULL;
+            else if (strncmp(v, "file:", 5) == 0 && v[5]) o->sink_path = v + 5;
+            else die_usage("--sink is discard or file:PATH");
+        } else {
+            die_usage("unknown option");
+        }
+    }
+    if (!o->url) die_usage("--url is required");
+    if (o->requests < 0) die_usage("--requests is required");
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg) {
+    struct slot *s = arg;
+    size_t len = size * n;
+    if (s->sink && fwrite(data, 1, len, s->sink) != len) return 0; /* fails the transfer */
+    if (!s->upload) s->body += (curl_off_t)len;
+    return len;
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *arg) {
+    struct slot *s = arg;
+    size_t got = fread(buf, 1, size * n, s->upload);
+    if (got == 0 && ferror(s->upload)) return CURL_READFUNC_ABORT;
+    s->body += (curl_off_t)got;
+    return got;
+}
+
+static FILE *open_or_die(const char *path, const char *mode) {
+    FILE *f = fopen(path, mode);
+    if (!f) {
+        fprintf(stderr, "curl-bench: %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    return f;
+}
+
+static void setup_slot(struct slot *s, long index, const struct options *o, curl_off_t upload_size) {
+    memset(s, 0, sizeof(*s));
+    s->easy = curl_easy_init();
+    if (!s->easy) {
+        fputs("curl-bench: curl_easy_init failed\n", stderr);
+        exit(1);
+    }
+    if (o->sink_path) {
+        char path[4096];
+        if (index == 0) snprintf(path, sizeof(path), "%s", o->sink_path);
+        else snprintf(path, sizeof(path), "%s.%ld", o->sink_path, index);
+        s->sink = open_or_die(path, "wb");
+    }
+    CURL *e = s->easy;
+    curl_easy_setopt(e, CURLOPT_URL, o->url);
+    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* loopback: never through a proxy from the environment */
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->error);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+    if (o->buffer_size) curl_easy_setopt(e, CURLOPT_BUFFERSIZE, o->buffer_size);
+    if (o->compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip, deflate");
+    if (o->upload_path) {
+        s->upload = open_or_die(o->upload_path, "rb");
+        curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, s);
+        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, upload_size);
+    }
+}
+
+/* Resets the slot for its next request and hands it to the multi handle. */
+static void start_request(CURLM *multi, struct slot *s) {
+    s->body = 0;
+    s->error[0] = 0;
+    if (s->sink) {
+        fflush(s->sink);
+        if (ftruncate(fileno(s->sink), 0) != 0) perror("curl-bench: ftruncate");
+        rewind(s->sink);
+    }
+    if (s->upload) rewind(s->upload);
+    curl_multi_add_handle(multi, s->easy);
+}
+
+static void first_error(const char *what) {
+    if (g_error_printed) return;
+    g_error_printed = true;
+    fprintf(stderr, "curl-bench: first error: %s\n", what);
+}
+
+/* Runs `count` requests (fewer if the deadline passes) on the slots, each
+ * slot starting its next request as soon as its last one finished. */
+static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, long count, double deadline) {
+    struct tally t = {0};
+    long active = 0;
+    for (long i = 0; i < nslots && t.started < count; i++, t.started++, active++)
+        start_request(multi, &slots[i]);
+    while (active > 0) {
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(multi, &running);
+        if (mc != CURLM_OK) {
+            fprintf(stderr, "curl-bench: curl_multi_perform: %s\n", curl_multi_strerror(mc));
+            exit(1);
+        }
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(multi, &left))) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            CURL *e = msg->easy_handle;
+            CURLcode rc = msg->data.result;
+            struct slot *s = NULL;
+            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s);
+            long status = 0;
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+            curl_multi_remove_handle(multi, e);
+            active--;
+            t.finished++;
+            if (rc != CURLE_OK) {
+                t.errors++;
+                first_error(s->error[0] ? s->error : curl_easy_strerror(rc));
+            } else if (status < 200 || status > 299) {
+                t.errors++;
+                char what[48];
+                snprintf(what, sizeof(what), "HTTP status %ld", status);
+                first_error(what);
+            } else {
+                t.bytes += s->body;
+            }
+            if (t.started < count && (deadline == 0 || now_s() < deadline)) {
+                start_request(multi, s);
+                t.started++;
+                active++;
+            }
+        }
+        if (active > 0 && running > 0) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    return t;
+}
+
+int main(int argc, char **argv) {
+    struct options o;
+    parse_options(argc, argv, &o);
+
+    curl_off_t upload_size = 0;
+    if (o.upload_path) {
+        struct stat st;
+        if (stat(o.upload_path, &st) != 0) {
+            fprintf(stderr, "curl-bench: %s: %s\n", o.upload_path, strerror(errno));
+            return 1;
+        }
+        upload_size = (curl_off_t)st.st_size;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fputs("curl-bench: curl_global_init failed\n", stderr);
+        return 1;
+    }
+    CURLM *multi = curl_multi_init();
+    if (!multi) {
+        fputs("curl-bench: curl_multi_init failed\n", stderr);
+        return 1;
+    }
+    /* At most C connections, each kept alive between its slot's requests. */
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, o.connections);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, o.connections);
+
+    struct slot *slots = calloc((size_t)o.connections, sizeof(*slots));
+    if (!slots) return 1;
+    for (long i = 0; i < o.connections; i++) {
+        setup_slot(&slots[i], i, &o, upload_size);
+        curl_easy_setopt(slots[i].easy, CURLOPT_PRIVATE, (char *)&slots[i]);
+    }
+
+    if (o.warmup > 0) (void)run_phase(multi, slots, o.connections, o.warmup, 0);
+    double t0 = now_s();
+    struct tally t = run_phase(multi, slots, o.connections, o.requests,
+                               o.max_seconds > 0 ? t0 + o.max_seconds : 0);
+    for (long i = 0; i < o.connections; i++)
+        if (slots[i].sink) fflush(slots[i].sink); /* the last body is on its way to the file */
+    double elapsed = now_s() - t0;
+
+    long ok = t.finished - t.errors;
+    printf("{\"requests\":%ld,\"errors\":%ld,\"elapsed_s\":%.6f,\"rps\":%.1f,\"bytes\":%lld,\"mb_per_s\":%.1f}\n",
+           t.finished, t.errors, elapsed, elapsed > 0 ? (double)ok / elapsed : 0.0, (long long)t.bytes,
+           elapsed > 0 ? (double)t.bytes / 1e6 / elapsed : 0.0);
+    fflush(stdout);
+
+    for (long i = 0; i < o.connections; i++) {
+        curl_easy_cleanup(slots[i].easy);
+        if (slots[i].sink) fclose(slots[i].sink);
+        if (slots[i].upload) fclose(slots[i].upload);
+    }
+    free(slots);
+    curl_multi_cleanup(multi);
+    curl_global_cleanup();
+    return t.finished > 0 && ok == 0 ? 1 : 0;
+}
