@@ -23,6 +23,10 @@ char *pk__rbuf_get(pk__loop *loop) {
 }
 
 void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap) {
+  if (cap == PK_BIGBUF_SIZE && !loop->bigbuf) {
+    loop->bigbuf = buf; /* one kept: large bodies come one after another */
+    return;
+  }
   if (cap != PK_RBUF_SIZE) {
     pk__free(buf); /* grown for a large head: rare, not worth keeping */
     return;
@@ -764,6 +768,7 @@ static bool process(pk__loop *loop, pk__conn *conn) {
     int64_t cl = req->body_info.framing == PK_FRAMING_LENGTH ? (int64_t)req->body_info.content_length
                  : req->body_info.framing == PK_FRAMING_NONE ? 0 : -1;
     req->content_length = cl;
+    loop->finished_in_pass = true; /* a streamed response resumes its caller at the head */
     int answer = eng->cfg.callbacks.on_head ? eng->cfg.callbacks.on_head(req->ctx, &head, conn->rbuf, (size_t)r, cl)
                                             : PK_HEAD_CONTINUE;
     if (answer == PK_HEAD_ABORT) {
@@ -898,6 +903,28 @@ static void idle_tls_event(pk__loop *loop, pk__conn *conn) {
   pk__conn_close(loop, conn);
 }
 
+/* A body with much still to come (plain connections): reading it 256 KiB
+ * at a time instead of 16 KiB cuts syscalls, callbacks and sink writes
+ * sixteen-fold; that is how a download outruns a 16 KiB-read client. */
+static bool large_body(const pk__req *req) {
+  if (!req->got_head) return false;
+  switch (req->body_info.framing) {
+  case PK_FRAMING_LENGTH: return req->remaining >= 4 * PK_RBUF_SIZE;
+  case PK_FRAMING_CHUNKED:
+  case PK_FRAMING_CLOSE: return req->body_wire >= 4 * PK_RBUF_SIZE;
+  default: return false;
+  }
+}
+
+static void use_big_buffer(pk__loop *loop, pk__conn *conn) {
+  char *big = loop->bigbuf;
+  loop->bigbuf = NULL;
+  if (!big && !(big = pk__malloc(PK_BIGBUF_SIZE))) return; /* the small one still works */
+  pk__rbuf_put(loop, conn->rbuf, conn->rcap);
+  conn->rbuf = big;
+  conn->rcap = PK_BIGBUF_SIZE;
+}
+
 static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   if (conn->tls) {
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->hup_seen = 1;
@@ -916,6 +943,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   for (;;) {
     pk__req *req = conn->req;
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
+    if (conn->rlen == 0 && conn->rcap == PK_RBUF_SIZE && large_body(req)) use_big_buffer(loop, conn);
     size_t space = conn->rcap - conn->rlen;
     ssize_t n = read(conn->fd, conn->rbuf + conn->rlen, space);
     if (n > 0) {

@@ -269,6 +269,7 @@ typedef struct pk__post {
 #define PK_ORIGIN_BUCKETS 256
 #define PK_DNS_BUCKETS 256
 #define PK_RBUF_SIZE 16384
+#define PK_BIGBUF_SIZE (256 * 1024) /* read buffer for large bodies (plain connections) */
 
 typedef struct pk__loop {
   pk_engine *eng;
@@ -299,12 +300,13 @@ typedef struct pk__loop {
   pk__conn *free_conns;
   pk__conn *dead_conns;       /* closed this iteration; recycled after the batch */
   char **rbufs;               /* free read buffers */
+  char *bigbuf;               /* one free PK_BIGBUF_SIZE buffer */
   uint32_t rbufs_len, rbufs_cap;
   pk__origin *origins[PK_ORIGIN_BUCKETS];
   pk__dns_entry *dns[PK_DNS_BUCKETS];
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
-  bool finished_in_pass;      /* on_done ran since the last on_pass_end */
+  bool finished_in_pass;      /* on_head or on_done ran since the last on_pass_end */
 
   _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending;
 } pk__loop;
@@ -318,7 +320,7 @@ struct pk_engine {
   _Atomic int shut;
   _Atomic int joined;
   pk__resolver *resolver;
-  pk__tls_ctx *tls;          /* the engine's own settings (id 0) */
+  _Atomic(pk__tls_ctx *) tls; /* the engine's own settings (id 0), made on first use if default */
   pk__tls_ctx *tls_extra[PK_MAX_TLS_CONFIGS]; /* ids 1..: per-request settings */
   _Atomic uint32_t tls_count; /* extra contexts published (release) */
   pthread_mutex_t tls_lock;   /* serialises pk_engine_add_tls */

@@ -18,8 +18,24 @@ bool pk__on_loop_thread(pk_engine *eng) { return current_engine == eng; }
 
 int pk_engine_on_loop_thread(pk_engine *eng) { return eng && current_engine == eng; }
 
+/* The engine's own TLS context is made on first use when its settings are
+ * the defaults: OpenSSL and the system trust store cost about 4 MB, which a
+ * client that never speaks https should not pay. Settings that name files
+ * are loaded at create, so their errors surface there. */
+static bool tls_config_is_default(const pk_tls_config *t) {
+  return !t->ca_file && !t->ca_dir && !t->cert_file && !t->key_file && !t->ciphers && !t->pin_count;
+}
+
 pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id) {
-  if (id == 0) return eng->tls;
+  if (id == 0) {
+    pk__tls_ctx *c = atomic_load_explicit(&eng->tls, memory_order_acquire);
+    if (c) return c;
+    pthread_mutex_lock(&eng->tls_lock);
+    c = atomic_load_explicit(&eng->tls, memory_order_relaxed);
+    if (!c && pk__tls_ctx_create(&eng->cfg.tls, &c) == 0) atomic_store_explicit(&eng->tls, c, memory_order_release);
+    pthread_mutex_unlock(&eng->tls_lock);
+    return c;
+  }
   uint32_t n = atomic_load_explicit(&eng->tls_count, memory_order_acquire);
   return id <= n ? eng->tls_extra[id - 1] : NULL;
 }
@@ -467,6 +483,7 @@ static void loop_free(pk__loop *loop) {
     c = next;
   }
   for (uint32_t i = 0; i < loop->rbufs_len; i++) pk__free(loop->rbufs[i]);
+  pk__free(loop->bigbuf);
   pk__free(loop->rbufs);
   pk__free(loop->timers.items);
   pk__free(loop->posts);
@@ -502,7 +519,13 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
   uint32_t started = 0;
   if (!err) err = pk__resolver_create(c->dns_threads, &eng->resolver);
   pthread_mutex_init(&eng->tls_lock, NULL);
-  if (!err) err = pk__tls_ctx_create(&c->tls, &eng->tls);
+  if (!err && !tls_config_is_default(&c->tls)) {
+    pk__tls_ctx *tls;
+    err = pk__tls_ctx_create(&c->tls, &tls);
+    if (!err) atomic_store_explicit(&eng->tls, tls, memory_order_release);
+  }
+  /* Only the defaults are kept for a lazy create: no borrowed strings. */
+  c->tls = (pk_tls_config){.min_version = c->tls.min_version, .insecure = c->tls.insecure};
   for (uint32_t i = 0; !err && i < eng->nloops; i++) err = loop_init(eng, &eng->loops[i], i);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) {
     if (pthread_create(&eng->loops[i].thread, NULL, loop_main, &eng->loops[i]) != 0) err = -PK_E_NOMEM;
@@ -520,7 +543,7 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
       for (uint32_t i = 0; i < eng->nloops; i++)
         if (eng->loops[i].eng) loop_free(&eng->loops[i]);
     if (eng->resolver) pk__resolver_release(eng->resolver);
-    pk__tls_ctx_free(eng->tls);
+    pk__tls_ctx_free(atomic_load(&eng->tls));
     pk__free(eng->loops);
     pk__free(eng);
     return err;
@@ -554,7 +577,7 @@ void pk_engine_shutdown(pk_engine *eng) {
 static void engine_free(pk_engine *eng) {
   pk__resolver_release(eng->resolver); /* first: no lookup result may reach a freed loop */
   for (uint32_t i = 0; i < eng->nloops; i++) loop_free(&eng->loops[i]);
-  pk__tls_ctx_free(eng->tls);
+  pk__tls_ctx_free(atomic_load(&eng->tls));
   for (uint32_t i = 0; i < atomic_load(&eng->tls_count); i++) pk__tls_ctx_free(eng->tls_extra[i]);
   pthread_mutex_destroy(&eng->tls_lock);
   void (*release)(void *) = eng->cfg.post_ctx_release;
@@ -606,8 +629,9 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
     if (!req) return -PK_E_NOMEM;
   }
 
-  int err = spec->scheme == PK_SCHEME_HTTPS && !pk__engine_tls(eng, spec->tls_id) ? -PK_E_INVALID_ARGUMENT
-                                                                                 : pk__serialize_request(spec, req);
+  int err = spec->scheme == PK_SCHEME_HTTPS && !pk__engine_tls(eng, spec->tls_id)
+                ? (spec->tls_id ? -PK_E_INVALID_ARGUMENT : -PK_E_TLS_CONFIG)
+                : pk__serialize_request(spec, req);
   if (err) {
     pthread_mutex_lock(&loop->lock);
     req->qnext = loop->free_reqs;

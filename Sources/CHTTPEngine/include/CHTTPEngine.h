@@ -308,7 +308,7 @@ typedef struct pk_callbacks {
    * After it returns the engine never touches `ctx` again. */
   void (*on_done)(void *ctx, int error, int sys_errno, const pk_timings *timings);
   /* Optional. Called on the loop thread at the end of a pass (after its
-   * events and timers, before it may sleep) if on_done ran during the pass,
+   * events and timers, before it may sleep) if on_head or on_done ran during the pass,
    * with the config's post_ctx. Lets a caller batch its own wake-ups: the
    * Swift layer resumes the pass's continuations together here, so waking
    * waiting threads does not interleave with reading sockets. */

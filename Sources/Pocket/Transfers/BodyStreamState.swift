@@ -61,52 +61,59 @@ final class BodyStreamState: @unchecked Sendable {
         if let failure { waiter?.resume(throwing: failure) } else { waiter?.resume(returning: nil) }
     }
 
-    /// The reader: the next chunk, nil at the end.
-    func next() async throws -> Data? {
-        enum Step { case chunk(Data, resume: Bool), end, fail(PocketError), wait }
-        let step = state.withLock { s -> Step in
-            if s.head < s.chunks.count {
-                let c = s.chunks[s.head]
-                s.head += 1
-                if s.head == s.chunks.count {
-                    s.chunks.removeAll(keepingCapacity: true)
-                    s.head = 0
-                }
-                s.buffered -= c.count
-                var resume = false
-                if s.paused && s.buffered <= lowWater {
-                    s.paused = false
-                    resume = true
-                }
-                return .chunk(c, resume: resume)
+    private enum Step {
+        case chunk(Data, resume: Bool)
+        case end
+        case fail(PocketError)
+        case wait
+    }
+
+    /// Under the lock: the next buffered chunk (and whether the socket may
+    /// flow again), the end, or nothing yet.
+    private func take(_ s: inout State) -> Step {
+        if s.head < s.chunks.count {
+            let c = s.chunks[s.head]
+            s.head += 1
+            if s.head == s.chunks.count {
+                s.chunks.removeAll(keepingCapacity: true)
+                s.head = 0
             }
-            if s.finished { return s.failure.map { .fail($0) } ?? .end }
-            return .wait
+            s.buffered -= c.count
+            var resume = false
+            if s.paused && s.buffered <= lowWater {
+                s.paused = false
+                resume = true
+            }
+            return .chunk(c, resume: resume)
         }
+        if s.finished { return s.failure.map { .fail($0) } ?? .end }
+        return .wait
+    }
+
+    private func deliver(_ step: Step) throws -> Data? {
         switch step {
         case let .chunk(c, resume):
             if resume { request?.onLoop { r in _ = pk_request_resume_read(r.engine.raw, r.handle) } }
             return c
-        case .end: return nil
+        case .end, .wait: return nil
         case .fail(let e): throw e
-        case .wait: break
         }
+    }
+
+    /// The reader: the next chunk, nil at the end.
+    func next() async throws -> Data? {
+        let step = state.withLock { take(&$0) }
+        if case .wait = step {} else { return try deliver(step) }
         let request = self.request
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<Data?, any Error>) in
-                let ready = state.withLock { s -> Result<Data?, PocketError>? in
-                    // Re-check: something may have arrived since.
-                    if s.head < s.chunks.count {
-                        let chunk = s.chunks[s.head]
-                        s.head += 1
-                        s.buffered -= chunk.count
-                        return .success(chunk)
-                    }
-                    if s.finished { return s.failure.map { .failure($0) } ?? .success(nil) }
-                    s.waiter = c
-                    return nil
+                let step = state.withLock { s -> Step in
+                    let step = take(&s) // something may have arrived since
+                    if case .wait = step { s.waiter = c }
+                    return step
                 }
-                if let ready { c.resume(with: ready) }
+                if case .wait = step { return }
+                c.resume(with: Result { try deliver(step) })
             }
         } onCancel: {
             request?.cancel()

@@ -32,7 +32,7 @@ public struct StreamingResponse: Sendable {
 /// The body of a `StreamingResponse`: an `AsyncSequence` of chunks (decoded
 /// if the response was compressed), with backpressure.
 ///
-/// The engine buffers at most `bufferSize` bytes (given to `stream`, 1 MiB by
+/// The engine buffers at most `bufferSize` bytes (given to `stream`, 256 KiB by
 /// default) ahead of the reader; past that it stops reading the socket, so a
 /// slow reader holds the server back through TCP flow control instead of
 /// growing memory. Iterate it once. Dropping it (and its iterator) before the
