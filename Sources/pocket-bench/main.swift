@@ -81,9 +81,9 @@ var request = Request(method: .get, url: url)
 if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
 var uploadBytes = 0
 if let path = options.uploadFile {
-    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
-        fail("--upload-file: cannot read \(path)", code: 2)
-    }
+    var st = stat()
+    guard stat(path, &st) == 0 else { fail("--upload-file: cannot read \(path)", code: 2) }
+    let size = Int(st.st_size)
     request.method = .put
     request.body = .file(URL(filePath: path))
     uploadBytes = size
