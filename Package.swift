@@ -8,7 +8,8 @@ let package = Package(
         .executable(name: "pocket-bench", targets: ["pocket-bench"]),
     ],
     targets: [
-        // The C engine: sockets, epoll, parser, pool. TLS and zlib decoding land here too.
+        // The C engine: sockets, epoll, parser, pool, TLS (OpenSSL), content
+        // decoding (zlib; libdeflate for small whole gzip bodies).
         .target(
             name: "CHTTPEngine",
             cSettings: [.define("_GNU_SOURCE")],
@@ -16,6 +17,7 @@ let package = Package(
                 .linkedLibrary("ssl"),
                 .linkedLibrary("crypto"),
                 .linkedLibrary("z"),
+                .linkedLibrary("deflate"),
                 .linkedLibrary("pthread"),
             ]
         ),

@@ -45,7 +45,7 @@ echo "building $bin"
 "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld \
   -I "$engine/include" -I "$engine" \
-  "$harness" "${files[@]}" -o "$bin" -lpthread -lz
+  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate
 
 corpus="fuzz/corpus/${target}"
 crashers="fuzz/crashers/${target}"

@@ -14,7 +14,8 @@
 # PORT+1), SERVER_CPU (0), CLIENT_CPU (1), SCRATCH (a swift build
 # --scratch-path; default: SwiftPM's own .build), POCKET_BENCH (a pocket-bench
 # binary to use instead of building one), RUN_TIMEOUT (seconds a run may
-# take before it is killed and marked fail, 60).
+# take before it is killed and marked fail, 60), STATIC (1: pocket-bench with
+# --static-swift-stdlib in .build-static; 0: the shared runtime).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -107,9 +108,16 @@ cc "${CFLAGS_BENCH[@]}" -D_GNU_SOURCE -pthread -ISources/CPocketBenchServer/incl
 
 BIN="${POCKET_BENCH:-}"
 if [ -z "$BIN" ]; then
+  # Statically linked Swift runtime by default (STATIC=0: shared), as Swift
+  # services are usually deployed on Linux: only the runtime pages a program
+  # touches count toward its RSS, as with curl's C libraries.
   SCRATCH_ARGS=()
-  [ -n "${SCRATCH:-}" ] && SCRATCH_ARGS=(--scratch-path "$SCRATCH")
-  log "building pocket-bench (release)"
+  if [ "${STATIC:-1}" = 1 ]; then
+    SCRATCH_ARGS=(--static-swift-stdlib --scratch-path "${SCRATCH:-.build-static}")
+  elif [ -n "${SCRATCH:-}" ]; then
+    SCRATCH_ARGS=(--scratch-path "$SCRATCH")
+  fi
+  log "building pocket-bench (release ${SCRATCH_ARGS[*]})"
   if swift build -c release --product pocket-bench "${SCRATCH_ARGS[@]}" >"$TMP/build.log" 2>&1; then
     BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)/pocket-bench"
   else

@@ -7,6 +7,7 @@ set -euo pipefail
 need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+dpkg -s libdeflate-dev >/dev/null 2>&1 || need+=(libdeflate-dev)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # TLS tests generate their certificates with the openssl CLI and check the

@@ -608,6 +608,7 @@ static int setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *
     if (err) return err;
     req->ndec++;
   }
+  if (n == 1 && req->body_info.framing == PK_FRAMING_LENGTH) pk_inflate_expect(req->dec[0], req->body_info.content_length);
   return 0;
 }
 
@@ -651,8 +652,9 @@ static int body_out(void *ctx, const char *data, size_t n) {
   }
   if (req->max_body && req->body_bytes > req->max_body) return -PK_E_BODY_TOO_LARGE;
   pk_engine *eng = req->loop->eng;
-  if (eng->cfg.callbacks.on_body && eng->cfg.callbacks.on_body(req->ctx, data, n) == PK_BODY_PAUSE)
-    req->paused = 1;
+  int answer = eng->cfg.callbacks.on_body ? eng->cfg.callbacks.on_body(req->ctx, data, n) : PK_BODY_CONTINUE;
+  if (answer & PK_BODY_PAUSE) req->paused = 1;
+  if (answer & PK_BODY_NOTIFY) req->loop->finished_in_pass = true;
   return 0;
 }
 

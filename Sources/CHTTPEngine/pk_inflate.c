@@ -1,13 +1,24 @@
-/* gzip/deflate decoding — the only file of the engine that includes zlib.
- * Streaming, bounded memory, and suspicious of its input: a stream that
- * expands past a ratio (after a floor) is a decompression bomb, a corrupt or
- * truncated one is an error, never a silently short body. */
+/* gzip/deflate decoding — the only file of the engine that includes zlib
+ * (and libdeflate). Streaming, bounded memory, and suspicious of its input: a
+ * stream that expands past a ratio (after a floor) is a decompression bomb, a
+ * corrupt or truncated one is an error, never a silently short body.
+ *
+ * Small whole gzip bodies (a Content-Length up to PK_WHOLE_MAX_IN, decoded
+ * size up to PK_WHOLE_MAX_OUT) are collected and decoded in one call by
+ * libdeflate, about twice zlib's speed with a faster CRC; anything it does
+ * not decode cleanly goes through zlib after all, which gives the precise
+ * error (truncated, corrupt, extra members). Larger or chunked bodies
+ * stream through zlib. */
 #include "pk_internal.h"
 
+#include <libdeflate.h>
 #include <string.h>
 #include <zlib.h>
 
-#define PK_INFLATE_CHUNK 16384
+#define PK_WHOLE_MAX_IN (1u << 20)
+#define PK_WHOLE_MAX_OUT (16u << 20)
+
+#define PK_INFLATE_CHUNK 65536 /* output per delivery: fewer, larger hand-offs downstream */
 
 struct pk_inflate {
   z_stream z;
@@ -19,6 +30,8 @@ struct pk_inflate {
   uint8_t failed;
   uint8_t head[2];   /* deflate: the first bytes, to tell zlib-wrapped from raw */
   uint8_t head_len;
+  uint8_t *whole;    /* pk_inflate_expect: the body collected for one-call decoding */
+  size_t whole_len, whole_cap;
 };
 
 static voidpf zalloc(voidpf opaque, uInt items, uInt size) {
@@ -102,12 +115,63 @@ static int run(pk_inflate *d, const uint8_t *in, size_t len, int (*sink)(void *,
   }
 }
 
+int pk_inflate_expect(pk_inflate *d, uint64_t total) {
+  if (d->coding != PK_CODING_GZIP || d->started || d->whole || total < 18 || total > PK_WHOLE_MAX_IN) return 0;
+  d->whole = pk__malloc((size_t)total);
+  d->whole_cap = d->whole ? (size_t)total : 0; /* no memory: stream instead */
+  return 0;
+}
+
+/* The collected body in one libdeflate call when its trailer's ISIZE (RFC
+ * 1952 §2.3.1) is within bounds and the limits; else, or when libdeflate
+ * does not decode all of it cleanly, through zlib. */
+static int decode_whole(pk_inflate *d, int (*sink)(void *, const char *, size_t), void *ctx) {
+  uint8_t *in = d->whole;
+  size_t n = d->whole_len;
+  d->whole = NULL;
+  int err = 1;
+  uint32_t isize = n >= 4 ? (uint32_t)in[n - 4] | (uint32_t)in[n - 3] << 8 | (uint32_t)in[n - 2] << 16 | (uint32_t)in[n - 1] << 24 : 0;
+  bool fits = n == d->whole_cap && isize <= PK_WHOLE_MAX_OUT &&
+              (!d->limits.max_output || isize <= d->limits.max_output) &&
+              !(d->limits.max_ratio && isize > d->limits.ratio_floor && isize / n > d->limits.max_ratio);
+  char *out = fits ? pk__malloc(isize ? isize : 1) : NULL;
+  struct libdeflate_decompressor *ld = out ? libdeflate_alloc_decompressor() : NULL;
+  if (ld) {
+    size_t used_in = 0, used_out = 0;
+    enum libdeflate_result r = libdeflate_gzip_decompress_ex(ld, in, n, out, isize, &used_in, &used_out);
+    libdeflate_free_decompressor(ld);
+    if (r == LIBDEFLATE_SUCCESS && used_in == n && used_out == isize) {
+      d->in_total = n;
+      d->started = d->ended = 1;
+      err = 0;
+      for (size_t off = 0; !err && off < used_out; off += PK_INFLATE_CHUNK)
+        err = emit(d, out + off, used_out - off < PK_INFLATE_CHUNK ? used_out - off : PK_INFLATE_CHUNK, sink, ctx);
+    }
+  }
+  pk__free(out);
+  if (err == 1) {
+    err = start(d, false);
+    if (!err) err = run(d, in, n, sink, ctx);
+  }
+  pk__free(in);
+  return err;
+}
+
 int pk_inflate_feed(pk_inflate *d, const void *data, size_t len, int (*sink)(void *, const char *, size_t),
                     void *ctx) {
   if (d->failed) return -PK_E_BAD_ENCODING;
   const uint8_t *in = data;
   int err = 0;
-  if (!d->started) {
+  if (d->whole) {
+    size_t take = len < d->whole_cap - d->whole_len ? len : d->whole_cap - d->whole_len;
+    memcpy(d->whole + d->whole_len, in, take);
+    d->whole_len += take;
+    in += take;
+    len -= take;
+    if (d->whole_len < d->whole_cap) return 0;
+    err = decode_whole(d, sink, ctx);
+  }
+  if (!err && !d->started) {
     if (d->coding == PK_CODING_DEFLATE) {
       /* Decide zlib-wrapped or raw from the first two bytes, which may
        * arrive one at a time. */
@@ -132,14 +196,28 @@ int pk_inflate_feed(pk_inflate *d, const void *data, size_t len, int (*sink)(voi
   return err;
 }
 
+static int drop_output(void *ctx, const char *data, size_t n) {
+  PK_UNUSED(ctx);
+  PK_UNUSED(data);
+  PK_UNUSED(n);
+  return 0;
+}
+
 int pk_inflate_finish(pk_inflate *d) {
   if (d->failed) return -PK_E_BAD_ENCODING;
+  /* Ended short of the expected length: the decoder's verdict on what came
+   * (the caller reports the short body itself; nothing more is delivered). */
+  if (d->whole) {
+    int err = decode_whole(d, drop_output, NULL);
+    if (err) return err;
+  }
   if (!d->started && d->head_len == 0) return 0; /* an empty body is an empty body */
   return d->ended ? 0 : -PK_E_TRUNCATED_ENCODING;
 }
 
 void pk_inflate_free(pk_inflate *d) {
   if (!d) return;
+  pk__free(d->whole);
   if (d->started) inflateEnd(&d->z);
   pk__free(d);
 }

@@ -33,22 +33,22 @@ struct Outcome {
     var tlsResumed: Bool
 }
 
-/// Runs one request the way `transfer` says; `uploadBytes` counts toward
-/// `bytes` when the request has a body.
+/// Runs one request the way `transfer` says. `bytes` is the request body's
+/// size for uploads (`uploadBytes` > 0), else the response body's.
 func perform(_ client: PocketClient, _ request: Request, _ transfer: Transfer, uploadBytes: Int) async throws -> Outcome {
     switch transfer {
     case .memory:
         let r = try await client.send(request)
-        return Outcome(status: r.status, bytes: r.body.count + uploadBytes, reused: r.timings.reusedConnection,
+        return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.body.count, reused: r.timings.reusedConnection,
                        tlsResumed: r.timings.tlsResumed)
     case .discard:
         let r = try await client.stream(request)
         var n = 0
         for try await chunk in r.body { n += chunk.count }
-        return Outcome(status: r.status, bytes: n + uploadBytes, reused: true, tlsResumed: false)
+        return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : n, reused: true, tlsResumed: false)
     case .file(let path):
         let r = try await client.download(request, to: URL(filePath: path))
-        return Outcome(status: r.status, bytes: r.fileSize + r.body.count + uploadBytes, reused: r.timings.reusedConnection,
+        return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.fileSize + r.body.count, reused: r.timings.reusedConnection,
                        tlsResumed: r.timings.tlsResumed)
     }
 }

@@ -237,6 +237,12 @@ int pk_inflate_create(pk_coding coding, const pk_inflate_limits *limits, pk_infl
 int pk_inflate_feed(pk_inflate *dec, const void *data, size_t len,
                     int (*sink)(void *ctx, const char *data, size_t n), void *ctx);
 
+/* Optional hint, before the first feed: the encoded input is exactly
+ * `total` bytes (a Content-Length). A small whole gzip body is then
+ * collected and decoded in one call (faster); its output is delivered when
+ * the last input byte arrives. Returns 0. */
+int pk_inflate_expect(pk_inflate *dec, uint64_t total);
+
 /* The input ended: 0 if the stream was complete, else -PK_E_TRUNCATED_ENCODING. */
 int pk_inflate_finish(pk_inflate *dec);
 
@@ -281,10 +287,12 @@ enum {
   PK_HEAD_ABORT = 2,    /* the caller wants none of it: the request ends with PK_E_CANCELLED */
 };
 
-/* on_body's answer. */
+/* on_body's answer: PK_BODY_CONTINUE, or a combination of the flags. */
 enum {
   PK_BODY_CONTINUE = 0,
-  PK_BODY_PAUSE = 1, /* stop reading this socket until pk_request_resume_read */
+  PK_BODY_PAUSE = 1,  /* stop reading this socket until pk_request_resume_read */
+  PK_BODY_NOTIFY = 2, /* run on_pass_end at the end of this pass (the caller wakes
+                         its readers there, once per pass instead of per delivery) */
 };
 
 /* Callbacks, set once per engine. `ctx` is the per-request context pointer. */
@@ -308,7 +316,8 @@ typedef struct pk_callbacks {
    * After it returns the engine never touches `ctx` again. */
   void (*on_done)(void *ctx, int error, int sys_errno, const pk_timings *timings);
   /* Optional. Called on the loop thread at the end of a pass (after its
-   * events and timers, before it may sleep) if on_head or on_done ran during the pass,
+   * events and timers, before it may sleep) if on_head or on_done ran during the pass
+   * (or on_body answered PK_BODY_NOTIFY),
    * with the config's post_ctx. Lets a caller batch its own wake-ups: the
    * Swift layer resumes the pass's continuations together here, so waking
    * waiting threads does not interleave with reading sockets. */

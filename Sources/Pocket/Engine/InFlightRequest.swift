@@ -359,7 +359,9 @@ final class InFlightRequest: @unchecked Sendable {
 
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         if case .stream(let stream) = delivery {
-            return stream.append(Data(bytes)) ? Int32(PK_BODY_PAUSE) : Int32(PK_BODY_CONTINUE)
+            let (pause, notify) = stream.append(Data(bytes))
+            if notify { engine.executor.wakeAtPassEnd(stream) }
+            return (pause ? Int32(PK_BODY_PAUSE) : 0) | (notify ? Int32(PK_BODY_NOTIFY) : 0)
         }
         body.append(contentsOf: bytes)
         return Int32(PK_BODY_CONTINUE)
@@ -411,7 +413,9 @@ final class InFlightRequest: @unchecked Sendable {
             }
         }
         if headDelivered, case .stream(let stream) = delivery {
-            stream.finish(failure) // the caller already has the head; the stream ends here
+            // The caller already has the head; the stream ends here (its
+            // reader is woken at the end of this pass, after any chunks).
+            if stream.finish(failure) { engine.executor.wakeAtPassEnd(stream) }
             return
         }
         if let failure {

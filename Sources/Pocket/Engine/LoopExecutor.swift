@@ -20,7 +20,17 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     /// its end (an intrusive list through `InFlightRequest.nextCompleted`).
     private let completed = Lock<InFlightRequest?>(nil)
 
+    /// Streamed bodies whose reader waits for what arrived in this pass.
+    private let wakes = Lock<[BodyStreamState]>([])
+
     init() {}
+
+    /// Loop thread: wake `stream`'s reader at the end of the pass — once
+    /// per pass, however many deliveries the pass made, so a fast body does
+    /// not cost a thread hop per read.
+    func wakeAtPassEnd(_ stream: BodyStreamState) {
+        wakes.withLock { $0.append(stream) }
+    }
 
     /// Loop thread: a request finished; its continuation is resumed at the
     /// end of the pass.
@@ -42,6 +52,11 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     /// global executor resumes them all: one wake-up per pass, and the pool
     /// thread runs the whole batch.
     func resumeCompleted() {
+        let streams = wakes.withLock { w -> [BodyStreamState] in
+            defer { w.removeAll(keepingCapacity: true) }
+            return w
+        }
+        for stream in streams { stream.wake() }
         var list = completed.withLock { head -> InFlightRequest? in
             let l = head
             head = nil

@@ -19,6 +19,7 @@ final class BodyStreamState: @unchecked Sendable {
         var finished = false
         var failure: PocketError?
         var waiter: UnsafeContinuation<Data?, any Error>?
+        var wakeQueued = false
     }
 
     private let state = Lock(State())
@@ -34,31 +35,45 @@ final class BodyStreamState: @unchecked Sendable {
         self.lowWater = max(1, highWater) / 4
     }
 
-    /// Loop thread: body bytes arrived. Returns true to pause the socket.
-    func append(_ chunk: Data) -> Bool {
-        let (waiter, pause) = state.withLock { s -> (UnsafeContinuation<Data?, any Error>?, Bool) in
-            if let w = s.waiter {
-                s.waiter = nil
-                return (w, false)
-            }
+    /// Loop thread: body bytes arrived. Returns whether to pause the socket,
+    /// and whether the waiting reader must be woken at the end of the pass
+    /// (`wake`), which the caller arranges.
+    func append(_ chunk: Data) -> (pause: Bool, notify: Bool) {
+        state.withLock { s in
             s.chunks.append(chunk)
             s.buffered += chunk.count
             if s.buffered >= highWater { s.paused = true }
-            return (nil, s.paused)
+            return (s.paused, notifyIfWaiting(&s))
         }
-        waiter?.resume(returning: chunk)
-        return pause
     }
 
-    /// Loop thread: the body ended (nil) or failed.
-    func finish(_ failure: PocketError?) {
-        let waiter = state.withLock { s -> UnsafeContinuation<Data?, any Error>? in
+    /// Loop thread: the body ended (nil) or failed. Returns whether the
+    /// reader must be woken at the end of the pass.
+    func finish(_ failure: PocketError?) -> Bool {
+        state.withLock { s in
             s.finished = true
             s.failure = failure
-            defer { s.waiter = nil }
-            return s.waiter
+            return notifyIfWaiting(&s)
         }
-        if let failure { waiter?.resume(throwing: failure) } else { waiter?.resume(returning: nil) }
+    }
+
+    private func notifyIfWaiting(_ s: inout State) -> Bool {
+        guard s.waiter != nil, !s.wakeQueued else { return false }
+        s.wakeQueued = true
+        return true
+    }
+
+    /// Loop thread, end of a pass: hands the waiting reader what arrived.
+    func wake() {
+        let (waiter, step) = state.withLock { s -> (UnsafeContinuation<Data?, any Error>?, Step) in
+            s.wakeQueued = false
+            guard let w = s.waiter else { return (nil, .wait) }
+            let step = take(&s)
+            if case .wait = step { return (nil, .wait) }
+            s.waiter = nil
+            return (w, step)
+        }
+        waiter?.resume(with: Result { try deliver(step) })
     }
 
     private enum Step {
