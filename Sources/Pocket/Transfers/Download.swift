@@ -118,6 +118,12 @@ extension PocketClient {
     /// file there once complete). `Range`-resumable: see `DownloadTask.pause`.
     /// A non-2xx status leaves the destination untouched and returns the
     /// body in memory (`DownloadResponse.body`).
+    ///
+    /// Unless the request sets `Accept-Encoding`, a download asks for
+    /// `identity`: Range offsets count the bytes as sent, so a file decoded
+    /// from gzip could not be resumed. A content-coded body (the server sent
+    /// one anyway, or the request asked) is still decoded and saved, but a
+    /// failure or pause then keeps no partial file.
     public func downloadTask(_ request: Request, to destination: URL, progress: ProgressHandler? = nil) -> DownloadTask {
         DownloadTask(client: self, request: request, destination: destination, resume: nil, progress: progress)
     }
@@ -151,6 +157,8 @@ private struct Downloader {
         var etag: String?
         var lastModified: String?
         var total: Int?
+        /// The body was content-coded (and decoded): not resumable by Range.
+        var encoded = false
     }
 
     func run() async throws -> DownloadTask.Outcome {
@@ -169,6 +177,9 @@ private struct Downloader {
         lseek(fd, off_t(offset), SEEK_SET)
 
         var sent = request
+        // Range offsets count the bytes as sent: a decoded file could not be
+        // resumed, so a download asks for the plain representation.
+        if !sent.headers.contains("Accept-Encoding") { sent.headers["Accept-Encoding"] = "identity" }
         if offset > 0 {
             sent.headers["Range"] = "bytes=\(offset)-"
             if let validator = resume?.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? resume?.lastModified {
@@ -181,6 +192,7 @@ private struct Downloader {
         let decide: @Sendable (ResponseHead) -> InFlightRequest.FileDecision = { head in
             guard (200..<300).contains(head.status) else { return .memory }
             let etag = head.headers["ETag"], date = head.headers["Last-Modified"]
+            if head.headers.contains("Content-Encoding") { seen.withLock { $0.encoded = true } }
             if head.status == 206 {
                 guard start > 0, let range = ContentRange(head.headers["Content-Range"]), range.first == start else {
                     return .abort(PocketError(.badContentRange, "206 with Content-Range \(head.headers["Content-Range"] ?? "(none)") for a resume at byte \(start)", response: head))
@@ -200,7 +212,7 @@ private struct Downloader {
                 lseek(fd, 0, SEEK_SET)
             }
             let total = head.headers["Content-Length"].flatMap { Int($0) }
-            seen.withLock { $0 = Seen(etag: etag, lastModified: date, total: head.headers["Content-Encoding"] == nil ? total : nil) }
+            seen.withLock { $0 = Seen(etag: etag, lastModified: date, total: total, encoded: $0.encoded) }
             return .write
         }
 
@@ -214,11 +226,12 @@ private struct Downloader {
             let s = seen.withLock { $0 }
             let data = ResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
                                   etag: s.etag, lastModified: s.lastModified, totalBytes: s.total)
-            if error.code == .cancelled && control.pausing.load(ordering: .sequentiallyConsistent) {
+            if error.code == .cancelled && control.pausing.load(ordering: .sequentiallyConsistent) && !s.encoded {
                 control.saved.withLock { $0 = data }
                 return .paused(data)
             }
-            if error.code == .cancelled || size == 0 {
+            // Keep a partial file only where Range can continue it.
+            if error.code == .cancelled || size == 0 || s.encoded {
                 unlink(tempPath)
             } else {
                 control.saved.withLock { $0 = data }
