@@ -13,9 +13,8 @@ let package = Package(
         .target(
             name: "CHTTPEngine",
             cSettings: [.define("_GNU_SOURCE")],
+            // No ssl/crypto: pk_tls.c opens them with dlopen on first https use.
             linkerSettings: [
-                .linkedLibrary("ssl"),
-                .linkedLibrary("crypto"),
                 .linkedLibrary("z"),
                 .linkedLibrary("deflate"),
                 .linkedLibrary("pthread"),

@@ -4,10 +4,17 @@
  * gets an SSL on a custom BIO that calls send(MSG_NOSIGNAL)/recv, so the
  * library never raises SIGPIPE, never touches signal handlers, and counts the
  * bytes on the wire. Everything is nonblocking: callers get "want read" or
- * "want write" and return to the loop. */
+ * "want write" and return to the loop.
+ *
+ * libssl and libcrypto are opened with dlopen on the first TLS context, not
+ * linked: a client that never speaks https does not pay their ~2 MB of RSS.
+ * The headers still give types and macros; every function is called through
+ * the table of pk_ssl_syms.h. */
 #include "pk_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <openssl/bio.h>
@@ -15,6 +22,38 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+
+#include "pk_ssl_syms.h"
+
+/* ---------------------------------------------------------------- loading */
+
+static struct pk__ssl_funcs pk__ssl;
+static pthread_once_t ssl_once = PTHREAD_ONCE_INIT;
+static bool ssl_loaded;
+
+/* The versioned names first: the unversioned ones exist only with the -dev
+ * package. Opened once and never closed; RTLD_LOCAL keeps OpenSSL's symbols
+ * out of the global namespace. All or nothing: on any failure the table is
+ * left unused and every context creation fails as a configuration error. */
+static void ssl_load(void) {
+  void *ssl = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!ssl) ssl = dlopen("libssl.so", RTLD_NOW | RTLD_LOCAL);
+  void *crypto = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!crypto) crypto = dlopen("libcrypto.so", RTLD_NOW | RTLD_LOCAL);
+  if (!ssl || !crypto) return;
+  void *f;
+#define PK_SSL_RESOLVE(name)                                              \
+  if (!(f = dlsym(ssl, #name)) && !(f = dlsym(crypto, #name))) return; \
+  pk__ssl.p_##name = (__typeof__(pk__ssl.p_##name))f;
+  PK_SSL_FUNCS(PK_SSL_RESOLVE)
+#undef PK_SSL_RESOLVE
+  ssl_loaded = true;
+}
+
+static bool ssl_ready(void) {
+  pthread_once(&ssl_once, ssl_load);
+  return ssl_loaded;
+}
 
 struct pk__tls_ctx {
   SSL_CTX *ctx;
@@ -87,6 +126,8 @@ static int new_session(SSL *ssl, SSL_SESSION *session) {
 }
 
 int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
+  /* Every other TLS call follows a context, so this is the one place to load. */
+  if (!ssl_ready()) return -PK_E_TLS_CONFIG;
   pk__tls_ctx *c = pk__calloc(1, sizeof *c);
   if (!c) return -PK_E_NOMEM;
   int err = -PK_E_TLS_CONFIG;
@@ -322,4 +363,7 @@ void pk__tls_free(pk__tls *t, bool clean) {
   pk__free(t);
 }
 
-const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_string(code); }
+/* Public, and callable before any context exists. */
+const char *pk_tls_verify_reason(int code) {
+  return ssl_ready() ? X509_verify_cert_error_string(code) : "TLS library not available";
+}
