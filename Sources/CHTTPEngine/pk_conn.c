@@ -247,6 +247,12 @@ static int stream_iov(pk__req *req, struct iovec *iov) {
   return m;
 }
 
+static void ask_for_body(pk__loop *loop, pk__req *req) {
+  req->chunk_asked = 1;
+  pk_request_handle h = {req, atomic_load_explicit(&req->id, memory_order_relaxed), loop->index};
+  loop->eng->cfg.callbacks.on_send_more(req->ctx, h);
+}
+
 /* Writes the stream's current piece. Returns bytes, 0 when the piece is
  * done (asking for the next one), PK_W_AGAIN or PK_W_FAILED. */
 static ssize_t put_stream(pk__loop *loop, pk__conn *conn) {
@@ -267,8 +273,7 @@ static ssize_t put_stream(pk__loop *loop, pk__conn *conn) {
     req->body_done = 1;
     return 0;
   }
-  req->chunk_asked = 1;
-  loop->eng->cfg.callbacks.on_send_more(req->ctx);
+  ask_for_body(loop, req);
   return 0;
 }
 
@@ -306,8 +311,7 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
     } else if (req->body_kind == PK_BODY_STREAM) {
       if (!req->chunk && !req->chunk_last) {
         if (!req->chunk_asked) {
-          req->chunk_asked = 1;
-          loop->eng->cfg.callbacks.on_send_more(req->ctx);
+          ask_for_body(loop, req);
           if (conn->req != req) return;
           continue;
         }

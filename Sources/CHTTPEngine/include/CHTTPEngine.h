@@ -269,6 +269,13 @@ typedef struct pk_timings {
   int retried;            /* 1 if it was retried once on a new connection */
 } pk_timings;
 
+/* Names a submitted request (pk_engine_submit fills it). */
+typedef struct pk_request_handle {
+  void *req;
+  uint64_t id;
+  uint32_t loop; /* the loop running it: pass to pk_engine_post for the pk_request_ calls */
+} pk_request_handle;
+
 /* Progress of one request's bodies (see pk_request_spec.progress_interval_ms). */
 typedef struct pk_progress {
   uint64_t body_sent;          /* request body bytes written (payload, not chunk framing) */
@@ -326,8 +333,9 @@ typedef struct pk_callbacks {
    * next piece; answer (now or later, on the loop thread) with exactly one
    * pk_request_send_body. Called after the head is written (after 100
    * Continue, or its timeout, with expect_continue_ms) and after each piece
-   * is written. Not called again once the response ended the upload early. */
-  void (*on_send_more)(void *ctx);
+   * is written. Not called again once the response ended the upload early.
+   * `handle` is the request's, for pk_request_send_body. */
+  void (*on_send_more)(void *ctx, pk_request_handle handle);
   /* Optional. Body progress, at most once per progress_interval_ms of the
    * request, and a last time (final = 1) just before a successful on_done,
    * so the figures end exactly at the totals. */
@@ -429,11 +437,6 @@ typedef struct pk_request_spec {
   void *ctx;
 } pk_request_spec;
 
-typedef struct pk_request_handle {
-  void *req;
-  uint64_t id;
-  uint32_t loop; /* the loop running it: pass to pk_engine_post for the pk_request_ calls */
-} pk_request_handle;
 
 /* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
  * serialises the request head and queues it. Thread-safe.

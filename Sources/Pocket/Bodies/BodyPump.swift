@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+internal import CHTTPEngine
 
 /// Feeds a stream request body to the engine, one piece at a time.
 ///
@@ -16,8 +17,13 @@ final class BodyPump: @unchecked Sendable {
     // aborts the request and read on the loop thread in on_done (ordered by
     // the engine's queue lock).
     private let iterator: ChunkIterator
-    private let wants: AsyncStream<InFlightRequest>.Continuation
-    private let requests: AsyncStream<InFlightRequest>
+    private struct Want: Sendable {
+        let request: InFlightRequest
+        let handle: RequestHandle
+    }
+
+    private let wants: AsyncStream<Want>.Continuation
+    private let requests: AsyncStream<Want>
     private var task: Task<Void, Never>?
     private var started = false
     /// The piece the engine is writing now (borrowed by it until it asks again).
@@ -26,18 +32,19 @@ final class BodyPump: @unchecked Sendable {
 
     init(_ iterator: ChunkIterator) {
         self.iterator = iterator
-        (requests, wants) = AsyncStream<InFlightRequest>.makeStream(bufferingPolicy: .unbounded)
+        (requests, wants) = AsyncStream<Want>.makeStream(bufferingPolicy: .unbounded)
     }
 
     /// Loop thread: the engine is done with the last piece and wants the next.
-    func want(_ request: InFlightRequest) {
+    func want(_ request: InFlightRequest, _ handle: RequestHandle) {
         piece?.deallocate()
         piece = nil
         if !started {
             started = true
             let requests = self.requests, iterator = self.iterator
             task = Task { [self] in
-                for await request in requests {
+                for await want in requests {
+                    let request = want.request
                     do {
                         var chunk: Data?
                         repeat { chunk = try await iterator.next() } while chunk?.isEmpty == true
@@ -47,29 +54,29 @@ final class BodyPump: @unchecked Sendable {
                             return b
                         }
                         let box = PieceBox(copy)
-                        request.onLoop { r in self.hand(box.take(), to: r) }
+                        request.onLoop(want.handle.value) { r, h in self.hand(box.take(), to: r, handle: h) }
                         if chunk == nil { return }
                     } catch {
                         failure = PocketError(.requestBodyStreamFailed, "the request body stream threw: \(error)",
                                               underlying: error)
-                        request.abort(failure!)
+                        request.cancel() // on_done reports `failure` instead of .cancelled
                         return
                     }
                 }
             }
         }
-        wants.yield(request)
+        wants.yield(Want(request: request, handle: handle))
     }
 
     private var stopped = false
 
-    private func hand(_ next: UnsafeMutableRawBufferPointer?, to request: InFlightRequest) {
+    private func hand(_ next: UnsafeMutableRawBufferPointer?, to request: InFlightRequest, handle: pk_request_handle) {
         if stopped {
             next?.deallocate()
             return
         }
         piece = next
-        request.sendBodyPiece(next, last: next == nil)
+        request.sendBodyPiece(next, last: next == nil, handle: handle)
     }
 
     /// Loop thread (on_done) or early failure: no more pieces.

@@ -41,8 +41,8 @@ final class Engine: @unchecked Sendable {
         cfg.callbacks.on_body = { ctx, data, len in
             InFlightRequest.from(ctx).didReceiveBody(UnsafeRawBufferPointer(start: data, count: len))
         }
-        cfg.callbacks.on_send_more = { ctx in
-            InFlightRequest.from(ctx).engineWantsBody()
+        cfg.callbacks.on_send_more = { ctx, handle in
+            InFlightRequest.from(ctx).engineWantsBody(handle)
         }
         cfg.callbacks.on_progress = { ctx, progress in
             InFlightRequest.from(ctx).didProgress(progress!.pointee)

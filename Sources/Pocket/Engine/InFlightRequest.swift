@@ -293,24 +293,17 @@ final class InFlightRequest: @unchecked Sendable {
         pk_request_handle(req: UnsafeMutableRawPointer(bitPattern: handleReq), id: handleID, loop: handleLoop)
     }
 
-    /// Runs `body` on the request's loop thread (posted; no-op once the
-    /// engine is gone). The request stays alive until it has run.
-    func onLoop(_ body: @escaping @Sendable (InFlightRequest) -> Void) {
-        let job = LoopJob(self, body)
+    /// Runs `body` with `handle` on the request's loop thread (posted; no-op
+    /// once the engine is gone). The request stays alive until it has run.
+    /// The handle travels with the job, so the loop never reads the fields
+    /// the submitting thread writes.
+    func onLoop(_ handle: pk_request_handle, _ body: @escaping @Sendable (InFlightRequest, pk_request_handle) -> Void) {
+        let job = LoopJob(self, RequestHandle(handle), body)
         let arg = Unmanaged.passRetained(job).toOpaque()
-        let rc = pk_engine_post(engine.raw, handleLoop, { _, arg in
+        let rc = pk_engine_post(engine.raw, handle.loop, { _, arg in
             Unmanaged<LoopJob>.fromOpaque(arg!).takeRetainedValue().run()
         }, arg)
         if rc != 0 { Unmanaged<LoopJob>.fromOpaque(arg).release() }
-    }
-
-    /// Ends the request from our side with `error` (e.g. a body stream that
-    /// threw): cancels it, and reports `error` instead of `.cancelled`.
-    func abort(_ error: PocketError) {
-        onLoop { r in
-            if r.abortError == nil { r.abortError = error }
-        }
-        cancel()
     }
 
     // MARK: engine callbacks (loop thread)
@@ -368,12 +361,12 @@ final class InFlightRequest: @unchecked Sendable {
     }
 
     /// Loop thread: the engine wants the next piece of a stream body.
-    func engineWantsBody() {
-        pump?.want(self)
+    func engineWantsBody(_ handle: pk_request_handle) {
+        pump?.want(self, RequestHandle(handle))
     }
 
     /// Loop thread: hands the pump's next piece to the engine.
-    func sendBodyPiece(_ piece: UnsafeMutableRawBufferPointer?, last: Bool) {
+    func sendBodyPiece(_ piece: UnsafeMutableRawBufferPointer?, last: Bool, handle: pk_request_handle) {
         _ = pk_request_send_body(engine.raw, handle, piece?.baseAddress, piece?.count ?? 0, last ? 1 : 0)
     }
 
@@ -466,12 +459,21 @@ private struct BodySpec {
 /// Work posted to a request's loop thread.
 private final class LoopJob {
     let request: InFlightRequest
-    let body: @Sendable (InFlightRequest) -> Void
-    init(_ request: InFlightRequest, _ body: @escaping @Sendable (InFlightRequest) -> Void) {
+    let handle: RequestHandle
+    let body: @Sendable (InFlightRequest, pk_request_handle) -> Void
+    init(_ request: InFlightRequest, _ handle: RequestHandle, _ body: @escaping @Sendable (InFlightRequest, pk_request_handle) -> Void) {
         self.request = request
+        self.handle = handle
         self.body = body
     }
-    func run() { body(request) }
+    func run() { body(request, handle.value) }
+}
+
+/// An engine handle carried between threads: an opaque name whose pointer
+/// only the engine dereferences (and only while the id matches).
+struct RequestHandle: @unchecked Sendable {
+    let value: pk_request_handle
+    init(_ value: pk_request_handle) { self.value = value }
 }
 
 /// The header fields of one request without building a merged array: the

@@ -108,7 +108,9 @@ final class BodyStreamState: @unchecked Sendable {
     private func deliver(_ step: Step) throws -> Data? {
         switch step {
         case let .chunk(c, resume):
-            if resume { request?.onLoop { r in _ = pk_request_resume_read(r.engine.raw, r.handle) } }
+            // The reader runs after `stream` returned, so it sees the handle
+            // the submitter stored; the job carries it to the loop.
+            if resume, let request { request.onLoop(request.handle) { r, h in _ = pk_request_resume_read(r.engine.raw, h) } }
             return c
         case .end, .wait: return nil
         case .fail(let e): throw e
