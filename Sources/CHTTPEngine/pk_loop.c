@@ -170,8 +170,10 @@ static uint64_t req_deadline(pk__req *req, int *which) {
       best = d;
       *which = PK__EXPECT_DEADLINE;
     }
-  } else if (c && c->state == PK_CONN_ACTIVE && !c->want_write && !req->paused && req->read_timeout_ms) {
-    /* A paused body is our consumer's delay, not the server's silence. */
+  } else if (c && c->state == PK_CONN_ACTIVE && !req->paused && req->read_timeout_ms) {
+    /* Idle: nothing read or written for that long (a server that stops
+     * reading an upload stalls it as surely as one that stops sending). A
+     * paused body is our consumer's delay, not the server's silence. */
     uint64_t d = req->t_last_activity + (uint64_t)req->read_timeout_ms * 1000000u;
     if (d < best) {
       best = d;

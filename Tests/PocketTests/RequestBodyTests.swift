@@ -117,6 +117,15 @@ final class RequestBodyTests: XCTestCase {
         XCTAssertEqual(streamed.status, 413)
     }
 
+    func testAServerThatStopsReadingAnUploadIsAnIdleTimeout() async throws {
+        server.route("/deaf", respondsBeforeBody: true) { _ in .stall(milliseconds: 5000) }
+        let file = try patternFile(64 << 20)
+        let client = try makeClient { $0.timeouts.read = .milliseconds(300) }
+        let start = ContinuousClock.now
+        await assertPocketError(.readTimeout) { try await self.upload(.file(file), client: client, path: "/deaf") }
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(3), "the stalled upload ended on the idle timeout")
+    }
+
     func testExpectContinueWaitsForTheServer() async throws {
         let size = 2 << 20
         let file = try patternFile(size)
