@@ -19,6 +19,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+. scripts/lib/nginx-conf.sh
 ROOT="$PWD"
 
 QUICK=0
@@ -187,32 +188,12 @@ wait_port() { # pid port name
   return 1
 }
 
-NGINX_V="$("$NGINX" -V 2>&1)"
-temp_paths="    client_body_temp_path $TMP/client_body;"
-for m in proxy fastcgi uwsgi scgi; do
-  if ! grep -q -- "--without-http_${m}_module" <<<"$NGINX_V"; then
-    temp_paths+=$'\n'"    ${m}_temp_path $TMP/${m};"
-  fi
-done
-AFFINITY_MASK="$(printf '%s' "1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' 0)")"
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_cpu_affinity $AFFINITY_MASK;
-daemon off;
-master_process on;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log warn;
-events {
-    worker_connections 4096;
-}
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
+{
+  nginx_conf_prelude "$NGINX" "$TMP" "$SERVER_CPU"
+  cat <<EOF
     sendfile on;
     tcp_nopush on;
     default_type application/octet-stream;
-$temp_paths
     server {
         listen 127.0.0.1:$PORT;
         root $WWW;
@@ -225,6 +206,7 @@ $temp_paths
     }
 }
 EOF
+} >"$TMP/nginx.conf"
 NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log")
 log "starting nginx on 127.0.0.1:$PORT (core $SERVER_CPU)"
 "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
@@ -433,7 +415,7 @@ echo "versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $("$CURL" --ve
 echo "data: big.bin $BIG_BYTES bytes (urandom); text.txt $TEXT_BYTES bytes, text.txt.gz $GZ_BYTES bytes" \
   "(gzip -6, $(awk -v a="$TEXT_BYTES" -v b="$GZ_BYTES" 'BEGIN { printf "%.1f", a / b }')x); upload.bin $UPLOAD_BYTES bytes (urandom)"
 echo "commands (every client under /usr/bin/time -f '%M' taskset -c $CLIENT_CPU):"
-echo "  nginx:        ${NGINX_CMD[*]}   (worker_processes 1; worker_cpu_affinity $AFFINITY_MASK; sendfile on; gzip_static on for /text.txt)"
+echo "  nginx:        ${NGINX_CMD[*]}   (worker_processes 1; worker pinned to core $SERVER_CPU; sendfile on; gzip_static on for /text.txt)"
 echo "  upload sink:  ${SINK_CMD[*]}"
 echo "  dl-null:      $CURL_BENCH ${CB_DL[*]} --sink discard"
 echo "                $BIN ${PB_DL[*]} --body-sink discard"

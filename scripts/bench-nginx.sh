@@ -14,6 +14,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+. scripts/lib/nginx-conf.sh
 ROOT="$PWD"
 
 QUICK=0
@@ -94,29 +95,9 @@ if [ "$ALLOCS" = 1 ]; then
 fi
 
 # ------------------------------------------------------------------ nginx
-NGINX_V="$("$NGINX" -V 2>&1)"
-temp_paths="    client_body_temp_path $TMP/client_body;"
-for m in proxy fastcgi uwsgi scgi; do
-  if ! grep -q -- "--without-http_${m}_module" <<<"$NGINX_V"; then
-    temp_paths+=$'\n'"    ${m}_temp_path $TMP/${m};"
-  fi
-done
-AFFINITY_MASK="$(printf '%s' "1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' 0)")"
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_cpu_affinity $AFFINITY_MASK;
-daemon off;
-master_process on;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log warn;
-events {
-    worker_connections 4096;
-}
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
-$temp_paths
+{
+  nginx_conf_prelude "$NGINX" "$TMP" "$SERVER_CPU"
+  cat <<EOF
     server {
         listen 127.0.0.1:$PORT;
         location / {
@@ -126,6 +107,7 @@ $temp_paths
     }
 }
 EOF
+} >"$TMP/nginx.conf"
 NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log")
 log "starting nginx on 127.0.0.1:$PORT (core $SERVER_CPU)"
 "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
@@ -281,7 +263,7 @@ echo "machine: $NCPU CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- 
 echo "versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $("$WRK" -v 2>&1 | head -1 | awk '{ print $1, $2 }');" \
   "$(swift --version 2>&1 | grep -m1 -o 'Swift version [^ ]*')"
 echo "commands:"
-echo "  server:  ${NGINX_CMD[*]}   (worker_processes 1; worker_cpu_affinity $AFFINITY_MASK)"
+echo "  server:  ${NGINX_CMD[*]}   (worker_processes 1; worker pinned to core $SERVER_CPU)"
 echo "  wrk:     /usr/bin/time -f '%U %S' taskset -c $CLIENT_CPU $WRK -t1 -c{64,1} -d${DUR}s --latency $URL"
 echo "  pocket:  taskset -c $CLIENT_CPU $BIN --url $URL --connections {64,1} --requests $POCKET_REQUESTS --max-seconds $DUR --json"
 [ "$ON_LOOP" = 1 ] && echo "           (pocket-loop rows: the same with --on-loop)"
