@@ -52,8 +52,11 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     /// global executor resumes them all: one wake-up per pass, and the pool
     /// thread runs the whole batch.
     func resumeCompleted() {
+        // Swapped out, not copied: the array is rarely non-empty, and an
+        // empty one must cost no allocation per pass.
         let streams = wakes.withLock { w -> [BodyStreamState] in
-            defer { w.removeAll(keepingCapacity: true) }
+            if w.isEmpty { return [] }
+            defer { w = [] }
             return w
         }
         for stream in streams { stream.wake() }
