@@ -7,18 +7,8 @@ import PocketTestSupport
 /// byte-exact (whole and streamed), and a download resumed with nginx's own
 /// `Range`/`If-Range` handling.
 final class NginxBodyTests: XCTestCase {
-    private static let nginx: NginxFixture? = try? NginxFixture()
-
-    private func fixture() throws -> NginxFixture {
-        guard let nginx = Self.nginx else {
-            XCTFail("nginx is not available: apt-get install nginx-light")
-            throw PocketError(.unknown, "nginx missing")
-        }
-        return nginx
-    }
-
     func testGzipFromNginxIsDecodedByteExactWholeAndStreamed() async throws {
-        let nginx = try fixture()
+        let nginx = try requireNginx()
         let client = try makeClient()
         let whole = try await client.send(try Request(nginx.url("/text.txt")))
         XCTAssertEqual(whole.headers["Content-Encoding"], "gzip", "nginx compressed it")
@@ -37,7 +27,7 @@ final class NginxBodyTests: XCTestCase {
     }
 
     func testDownloadResumedFromAPartialFileWithNginxRanges() async throws {
-        let nginx = try fixture()
+        let nginx = try requireNginx()
         let client = try makeClient()
         let head = try await client.send(try Request(method: .head, nginx.url("/large")))
         let etag = try XCTUnwrap(head.headers["ETag"])

@@ -108,3 +108,15 @@ enum MemoryStatus {
 func residentBytes() -> Int {
     ((try? MemoryStatus.read())?.residentKiB ?? 0) * 1024
 }
+
+/// One plain nginx for the test process (started on first use).
+private let sharedNginx: NginxFixture? = try? NginxFixture()
+
+/// The shared nginx; its absence is a failure, not a skip (CI installs it).
+func requireNginx(file: StaticString = #filePath, line: UInt = #line) throws -> NginxFixture {
+    guard let nginx = sharedNginx else {
+        XCTFail("nginx is not available: apt-get install nginx-light", file: file, line: line)
+        throw PocketError(.unknown, "nginx missing")
+    }
+    return nginx
+}
