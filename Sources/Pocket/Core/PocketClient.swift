@@ -50,6 +50,10 @@ public final class PocketClient: Sendable {
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+        /// Schema tags, schema files, options and the error parser for
+        /// `send(_:schema:)`: the built-in transformers, no files, no parser
+        /// by default (see `SchemaRegistry`).
+        public var schemas = SchemaRegistry()
 
         public init() {}
     }

@@ -1,0 +1,78 @@
+/// Turns error responses into typed errors, as TyphoonRestClient's error
+/// parser does. Asked about every response sent with a schema, 2xx
+/// included, so an API that answers `200 {"success": false}` can be told apart.
+///
+/// ```swift
+/// struct RedmineErrors: ErrorParser {
+///     var schema: Schema? { try? Schema(json: #"{"errors": [""]}"#) }
+///     func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
+///         guard let messages = json?["errors"].array else { return nil }
+///         return RedmineError(messages: messages.compactMap(\.string))
+///     }
+/// }
+/// ```
+public protocol ErrorParser: Sendable {
+    /// The schema an error body matches; a body that does not match is not
+    /// handed to `error(from:json:)` as JSON (it gets nil). Default: nil (no check).
+    var schema: Schema? { get }
+    /// The typed error `response` stands for, or nil when it is not an error
+    /// (for a non-2xx status, nil leaves the generic `.errorResponse`).
+    /// `json` is the parsed body (validated against `schema`, transformed),
+    /// or nil when the body is not JSON or does not match.
+    func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)?
+}
+
+extension ErrorParser {
+    public var schema: Schema? { nil }
+}
+
+/// An error parser from a closure.
+///
+/// ```swift
+/// let parser = ClosureErrorParser { response, json in
+///     json?["success"].bool == false ? APIError(message: json?["message"].string ?? "") : nil
+/// }
+/// ```
+public struct ClosureErrorParser: ErrorParser {
+    public let schema: Schema?
+    let parse: @Sendable (Response, JSONValue?) -> (any Error & Sendable)?
+
+    /// `schema` nil (the default): every JSON body reaches the closure.
+    public init(schema: Schema? = nil, _ parse: @escaping @Sendable (Response, JSONValue?) -> (any Error & Sendable)?) {
+        self.schema = schema
+        self.parse = parse
+    }
+
+    public func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
+        parse(response, json)
+    }
+}
+
+extension SchemaRegistry {
+    /// Checks `response` for an error before its body is validated: asks
+    /// `parser` (the endpoint's, else the registry's), then the status.
+    /// Throws `.errorResponse` (with the parser's typed error as `underlying`).
+    func checkError(_ response: Response, parser: (any ErrorParser)?) throws {
+        let parser = parser ?? errorParser
+        var typed: (any Error & Sendable)?
+        if let parser {
+            var json = try? JSONValue(parsing: response.body)
+            if let value = json, let schema = parser.schema {
+                json = try? validate(value, schema: schema)
+            }
+            typed = parser.error(from: response, json: json)
+        }
+        guard typed != nil || !response.isSuccess else { return }
+        let head = ResponseHead(status: response.status, reason: response.reason, headers: response.headers)
+        var message = "HTTP \(response.status)"
+        if !response.reason.isEmpty { message += " \(response.reason)" }
+        if let typed {
+            message += ": \(typed)"
+        } else if !response.body.isEmpty {
+            var text = response.text
+            if text.count > 512 { text = String(text.prefix(512)) + "…" }
+            message += ": " + text
+        }
+        throw PocketError(.errorResponse, message, underlying: typed, response: head)
+    }
+}

@@ -1,0 +1,83 @@
+/// A JSON dictionary that keeps its keys in the order they came.
+///
+/// Lookups scan the keys (fast for the dozens of keys API objects have);
+/// objects with more than `indexThreshold` keys also keep a hash index.
+/// With duplicate keys the last one wins, as in most JSON parsers.
+public struct JSONObject: Sendable, Equatable {
+    /// The members in order.
+    public private(set) var members: [(key: String, value: JSONValue)]
+    private var index: [String: Int]?
+
+    static let indexThreshold = 24
+
+    public init() { members = [] }
+
+    public init(_ members: [(String, JSONValue)]) {
+        self.members = members.map { (key: $0.0, value: $0.1) }
+        buildIndexIfLarge()
+    }
+
+    init(members: [(key: String, value: JSONValue)]) {
+        self.members = members
+        buildIndexIfLarge()
+    }
+
+    private mutating func buildIndexIfLarge() {
+        guard members.count > Self.indexThreshold else { index = nil; return }
+        var index = [String: Int](minimumCapacity: members.count)
+        for (i, member) in members.enumerated() { index[member.key] = i }
+        self.index = index
+    }
+
+    /// Number of members.
+    public var count: Int { members.count }
+    /// The keys in order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The position of the (last) member named `key`.
+    func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        var i = members.count - 1
+        while i >= 0 {
+            if members[i].key == key { return i }
+            i -= 1
+        }
+        return nil
+    }
+
+    /// The value for `key`, or nil. Setting nil removes the key; setting a
+    /// new key appends it.
+    public subscript(key: String) -> JSONValue? {
+        get { position(of: key).map { members[$0].value } }
+        set {
+            if let i = position(of: key) {
+                if let newValue {
+                    members[i].value = newValue
+                } else {
+                    members.remove(at: i)
+                    buildIndexIfLarge()
+                }
+            } else if let newValue {
+                members.append((key: key, value: newValue))
+                if index != nil || members.count > Self.indexThreshold { buildIndexIfLarge() }
+            }
+        }
+    }
+
+    /// Replaces the value at member position `i` (used by the validator).
+    mutating func setValue(_ value: JSONValue, at i: Int) { members[i].value = value }
+
+    /// Removes the members at `positions` (ascending).
+    mutating func removeMembers(at positions: [Int]) {
+        for i in positions.reversed() { members.remove(at: i) }
+        buildIndexIfLarge()
+    }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        for member in lhs.members {
+            guard let other = rhs[member.key], other == member.value else { return false }
+        }
+        return true
+    }
+}

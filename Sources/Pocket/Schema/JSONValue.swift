@@ -1,0 +1,160 @@
+/// A JSON value, as parsed from a response body or built for a request body.
+///
+/// Schemas validate `JSONValue`s and transform them: a value a transformer or
+/// an object mapper produced (a `Date`, a model) sits in the tree as
+/// `.mapped`, so one tree carries both raw JSON and typed values.
+///
+/// ```swift
+/// let value = try JSONValue(parsing: response.body)
+/// let name = value["issues"][0]["project"]["name"].string    // String?
+/// ```
+public enum JSONValue: Sendable {
+    case null
+    case bool(Bool)
+    /// A number written without fraction or exponent that fits in `Int`.
+    case int(Int)
+    /// Any other number.
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+    /// A Swift value a value transformer or object mapper made; never produced
+    /// by the parser. Written back to JSON only through a schema's reverse
+    /// transformers (`SchemaRegistry.encode`).
+    case mapped(MappedValue)
+
+    /// Wraps a transformed or mapped Swift value.
+    public static func mapped(_ value: any Sendable) -> JSONValue { .mapped(MappedValue(value)) }
+
+    /// The type's name as validation messages say it: `string`, `number`,
+    /// `boolean`, `array`, `dictionary`, `null`, or the mapped value's type.
+    public var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "boolean"
+        case .int, .double: return "number"
+        case .string: return "string"
+        case .array: return "array"
+        case .object: return "dictionary"
+        case let .mapped(box): return String(describing: type(of: box.value))
+        }
+    }
+}
+
+/// A transformed or mapped Swift value inside a `JSONValue` tree: a box, so
+/// the tree's elements stay small whatever the value's size.
+public final class MappedValue: Sendable {
+    /// The value itself, e.g. a `Date` or a model.
+    public let value: any Sendable
+    public init(_ value: any Sendable) { self.value = value }
+}
+
+extension JSONValue {
+    /// The string, or nil for another type.
+    public var string: String? { if case let .string(s) = self { return s }; return nil }
+    /// The number as `Int` (a double only when it is integral), or nil.
+    public var int: Int? {
+        switch self {
+        case let .int(i): return i
+        case let .double(d): return d.rounded() == d && abs(d) < 9.2e18 ? Int(d) : nil
+        default: return nil
+        }
+    }
+    /// The number as `Double`, or nil.
+    public var double: Double? {
+        switch self {
+        case let .int(i): return Double(i)
+        case let .double(d): return d
+        default: return nil
+        }
+    }
+    /// The boolean, or nil.
+    public var bool: Bool? { if case let .bool(b) = self { return b }; return nil }
+    /// The elements, or nil for another type.
+    public var array: [JSONValue]? { if case let .array(a) = self { return a }; return nil }
+    /// The dictionary, or nil for another type.
+    public var object: JSONObject? { if case let .object(o) = self { return o }; return nil }
+    /// True for `null`.
+    public var isNull: Bool { if case .null = self { return true }; return false }
+
+    /// The transformed or mapped value as `T` (a `Date`, a model), or nil
+    /// when this is not a mapped `T`.
+    public func mapped<T>(as type: T.Type = T.self) -> T? {
+        if case let .mapped(box) = self { return box.value as? T }
+        return nil
+    }
+
+    /// The elements of an array of mapped `T` (e.g. what an `{issue}` mapper
+    /// made), or nil when this is not an array of them.
+    public func mappedArray<T>(of type: T.Type = T.self) -> [T]? {
+        guard case let .array(elements) = self else { return nil }
+        var result: [T] = []
+        result.reserveCapacity(elements.count)
+        for element in elements {
+            guard let t = element.mapped(as: T.self) else { return nil }
+            result.append(t)
+        }
+        return result
+    }
+
+    /// The value for `key` of a dictionary; `.null` when absent or not a dictionary.
+    public subscript(key: String) -> JSONValue {
+        if case let .object(o) = self, let v = o[key] { return v }
+        return .null
+    }
+
+    /// The element at `index` of an array; `.null` when out of range or not an array.
+    public subscript(index: Int) -> JSONValue {
+        if case let .array(a) = self, a.indices.contains(index) { return a[index] }
+        return .null
+    }
+}
+
+extension JSONValue: Equatable {
+    /// Structural equality; `int` and `double` compare by numeric value;
+    /// mapped values are equal when both are the same `Equatable` value.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.int(a), .int(b)): return a == b
+        case (.int, .double), (.double, .int), (.double, .double): return lhs.double == rhs.double
+        case let (.string(a), .string(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case let (.object(a), .object(b)): return a == b
+        case let (.mapped(a), .mapped(b)): return a === b || isEqual(a.value, b.value)
+        default: return false
+        }
+    }
+
+    private static func isEqual(_ a: any Sendable, _ b: any Sendable) -> Bool {
+        guard let a = a as? any Equatable else { return false }
+        return a.isEqual(to: b)
+    }
+}
+
+extension Equatable {
+    fileprivate func isEqual(to other: Any) -> Bool {
+        guard let other = other as? Self else { return false }
+        return self == other
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral {
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(JSONObject(elements))
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    /// Compact JSON; a mapped value prints as its Swift description in angle brackets.
+    public var description: String { JSONWriter.string(self, pretty: false) }
+}

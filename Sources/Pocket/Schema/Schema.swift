@@ -1,0 +1,155 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What a JSON document must look like, written as a sample of it, as in
+/// TyphoonRestClient: paste a real response and edit it.
+///
+/// - Every key is required unless its name ends in `{?}` (`"category{?}"`).
+/// - A value's type comes from the sample: string, number, boolean, array,
+///   dictionary; `null` in the sample accepts any value.
+/// - The first element of an array is the schema of every element; an empty
+///   array accepts any elements.
+/// - A string of the form `"{tag}"` stands for what the registry holds under
+///   that tag: a value transformer (`"{date_iso8601}"`) or an object mapper
+///   (`"{issue}"`), which validates the value against its own schema and
+///   maps it to a model.
+/// - A sample whose only key is `"{root}"` describes a root that is not a
+///   dictionary: `{"{root}": ["{issue}"]}` is an array of issues.
+///
+/// ```swift
+/// let schema = try Schema(json: #"{"issues": ["{issue}"], "total_count": 0, "note{?}": ""}"#)
+/// let schema = Schema.response(for: RequestToGetIssues.self)   // RequestToGetIssues.response.json
+/// ```
+public struct Schema: Sendable {
+    indirect enum Node: Sendable {
+        /// `null` in the sample: any value.
+        case any
+        case string
+        case number
+        case bool
+        /// Elements all match the node; nil for an empty sample array (any elements).
+        case array(Node?)
+        case object([Field])
+        /// `"{name}"`, braces included.
+        case tag(String)
+
+        var typeName: String {
+            switch self {
+            case .any: return "any value"
+            case .string: return "string"
+            case .number: return "number"
+            case .bool: return "boolean"
+            case .array: return "array"
+            case .object: return "dictionary"
+            case let .tag(t): return t
+            }
+        }
+    }
+
+    struct Field: Sendable {
+        var name: String
+        var optional: Bool
+        var node: Node
+    }
+
+    enum Storage: Sendable {
+        case node(Node)
+        /// A file in the registry's `resources`, loaded when first used.
+        case resource(String)
+    }
+
+    let storage: Storage
+
+    init(node: Node) { storage = .node(node) }
+
+    /// A schema from a sample JSON document. Throws `.invalidSchema` when the
+    /// text is not JSON (the message says where).
+    public init(json: String) throws {
+        do {
+            self.init(sample: try JSONValue(parsing: json))
+        } catch let error as PocketError {
+            throw PocketError(.invalidSchema, "schema is not valid JSON: \(error.message)", underlying: error)
+        }
+    }
+
+    /// A schema from a sample JSON document in UTF-8 (see `init(json:)`).
+    public init(data: Data) throws {
+        do {
+            self.init(sample: try JSONValue(parsing: data))
+        } catch let error as PocketError {
+            throw PocketError(.invalidSchema, "schema is not valid JSON: \(error.message)", underlying: error)
+        }
+    }
+
+    /// A schema from a sample already parsed.
+    public init(sample: JSONValue) {
+        if case let .object(o) = sample, o.count == 1, let root = o["{root}"] {
+            self.init(node: Schema.node(root))
+        } else {
+            self.init(node: Schema.node(sample))
+        }
+    }
+
+    /// A schema that is just one tag: the whole document goes through that
+    /// transformer or mapper (`Schema(tag: "{issue}")` maps a root issue).
+    public init(tag: String) {
+        self.init(node: .tag(Schema.normalizedTag(tag)))
+    }
+
+    /// The schema file `fileName` in the registry's `resources`
+    /// (`SchemaRegistry.resources`), loaded and parsed once, when first used.
+    public static func resource(_ fileName: String) -> Schema {
+        Schema(storage: .resource(fileName))
+    }
+
+    /// `TypeName.response.json`: the response schema of an endpoint type, by
+    /// TyphoonRestClient's naming rule (`RequestToGetIssues.response.json`).
+    public static func response(for type: Any.Type) -> Schema { .resource("\(type).response.json") }
+
+    /// `TypeName.request.json`: the request body schema of an endpoint type.
+    public static func request(for type: Any.Type) -> Schema { .resource("\(type).request.json") }
+
+    /// `TypeName.path.json`: the schema of an endpoint type's path parameters.
+    public static func pathParameters(for type: Any.Type) -> Schema { .resource("\(type).path.json") }
+
+    private init(storage: Storage) { self.storage = storage }
+
+    /// The file name of a resource schema, or nil for a schema given inline.
+    public var resourceName: String? {
+        if case let .resource(name) = storage { return name }
+        return nil
+    }
+
+    static let optionalSuffix = "{?}"
+
+    static func node(_ sample: JSONValue) -> Node {
+        switch sample {
+        case .null, .mapped: return .any
+        case .bool: return .bool
+        case .int, .double: return .number
+        case let .string(s): return isTag(s) ? .tag(s) : .string
+        case let .array(elements): return .array(elements.first.map(node))
+        case let .object(object):
+            return .object(object.members.map { member in
+                let optional = member.key.hasSuffix(optionalSuffix)
+                let name = optional ? String(member.key.dropLast(optionalSuffix.count)) : member.key
+                return Field(name: name, optional: optional, node: node(member.value))
+            })
+        }
+    }
+
+    /// `{name}` with a non-empty name of no spaces or braces.
+    static func isTag(_ s: String) -> Bool {
+        let u = s.utf8
+        guard u.count > 2, u.first == UInt8(ascii: "{"), u.last == UInt8(ascii: "}") else { return false }
+        return !u.dropFirst().dropLast().contains { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") || $0 == 0x20 }
+    }
+
+    /// `date_iso8601` and `{date_iso8601}` both name the tag `{date_iso8601}`.
+    static func normalizedTag(_ tag: String) -> String {
+        isTag(tag) ? tag : "{\(tag)}"
+    }
+}

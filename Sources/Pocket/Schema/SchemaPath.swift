@@ -1,0 +1,27 @@
+/// Where a value sits in a JSON tree, written as TyphoonRestClient writes it:
+/// `root.issues[1].category`.
+public struct SchemaPath: Sendable, Hashable, CustomStringConvertible {
+    public enum Component: Sendable, Hashable {
+        case key(String)
+        case index(Int)
+    }
+
+    /// From the root down.
+    public var components: [Component]
+
+    public init(_ components: [Component] = []) { self.components = components }
+
+    /// `root`, then `.key` and `[index]` per component.
+    public var description: String {
+        var s = "root"
+        for c in components {
+            switch c {
+            case let .key(k): s += "." + k
+            case let .index(i): s += "[\(i)]"
+            }
+        }
+        return s
+    }
+
+    func appending(_ c: Component) -> SchemaPath { SchemaPath(components + [c]) }
+}

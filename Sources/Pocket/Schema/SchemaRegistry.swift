@@ -1,0 +1,144 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What schema tags mean, where schema files live, and how schemas apply:
+/// TyphoonRestClient's registrations, as a value.
+///
+/// Set it on a client (`PocketClient.Configuration.schemas`) or use it on its own.
+///
+/// ```swift
+/// var schemas = SchemaRegistry()                                 // built-in transformers registered
+/// schemas.resources = Bundle.module.resourceURL                  // *.response.json files
+/// schemas.register(IssueMapper(), for: "{issue}")
+/// schemas.register(Project.self, for: "{project}")               // a Decodable type as a mapper
+/// let page = try schemas.decode(response.body, schema: .response(for: RequestToGetIssues.self))
+/// ```
+public struct SchemaRegistry: Sendable {
+    var transformers: [String: AnyValueTransformer] = [:]
+    var mappers: [String: AnyObjectMapper] = [:]
+
+    /// The directory schema files are read from (`Schema.resource`,
+    /// `.response(for:)`, a mapper's default schema): usually
+    /// `Bundle.module.resourceURL` of the module that holds them. Files are
+    /// found at the top or in any subdirectory. nil (the default): only
+    /// inline schemas work; a named one fails with `.schemaNotFound`.
+    public var resources: URL? {
+        didSet { cache = SchemaFileCache() }
+    }
+
+    /// How schemas apply; see `SchemaOptions` for the defaults.
+    public var options = SchemaOptions()
+
+    /// Turns error responses into typed errors for every request sent with a
+    /// schema (an endpoint may give its own). nil (the default): a non-2xx
+    /// status fails with `.errorResponse` and the body as text in the message.
+    public var errorParser: (any ErrorParser)?
+
+    /// Parsed schema files, shared by copies of this registry.
+    var cache = SchemaFileCache()
+
+    /// A registry with the built-in transformers: `{date_iso8601}` (`Date`),
+    /// `{url}` (`URL`), `{number}` (`Double`), `{int}` (`Int`), `{string}` (`String`).
+    public init() {
+        register(ValueTransformers.ISO8601Date(), for: "{date_iso8601}")
+        register(ValueTransformers.URLString(), for: "{url}")
+        register(ValueTransformers.Number(), for: "{number}")
+        register(ValueTransformers.Integer(), for: "{int}")
+        register(ValueTransformers.Text(), for: "{string}")
+    }
+
+    /// Registers `transformer` for `tag` (`"{date}"` or `"date"`), replacing
+    /// whatever was registered for it.
+    public mutating func register<T: ValueTransformer>(_ transformer: T, for tag: String) {
+        let tag = Schema.normalizedTag(tag)
+        mappers[tag] = nil
+        transformers[tag] = AnyValueTransformer(transformer)
+    }
+
+    /// Registers `mapper` for `tag`, replacing whatever was registered for it.
+    public mutating func register<M: ObjectMapper>(_ mapper: M, for tag: String) {
+        let tag = Schema.normalizedTag(tag)
+        transformers[tag] = nil
+        mappers[tag] = AnyObjectMapper(mapper)
+    }
+
+    /// Registers a `Decodable` type as the mapper for `tag` (`DecodableMapper`);
+    /// its schema is `schema`, or by default the resource `TypeName.response.json`.
+    public mutating func register<T: Decodable & Sendable>(_ type: T.Type, for tag: String, schema: Schema? = nil) {
+        register(DecodableMapper(type, schema: schema), for: tag)
+    }
+
+    /// The tags registered, sorted.
+    public var tags: [String] { (Array(transformers.keys) + Array(mappers.keys)).sorted() }
+
+    /// The parsed root node of `schema`, reading its file on first use.
+    func node(of schema: Schema) throws -> Schema.Node {
+        switch schema.storage {
+        case let .node(node): return node
+        case let .resource(name): return try cache.node(named: name, in: resources)
+        }
+    }
+}
+
+/// Parsed schema files by name, behind a lock; one per `resources` setting.
+final class SchemaFileCache: Sendable {
+    private let nodes = Lock<[String: Schema.Node]>([:])
+    /// File name → path, indexed on the first lookup that misses the top level.
+    private let index = Lock<[String: String]?>(nil)
+
+    func node(named name: String, in directory: URL?) throws -> Schema.Node {
+        if let node = nodes.withLock({ $0[name] }) { return node }
+        guard let directory else {
+            throw PocketError(.schemaNotFound,
+                              "schema '\(name)' is a resource, but SchemaRegistry.resources is not set (e.g. Bundle.module.resourceURL)")
+        }
+        let path = try locate(name, in: directory)
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(filePath: path))
+        } catch {
+            throw PocketError(.schemaNotFound, "can't read schema file \(path): \(error)")
+        }
+        let node: Schema.Node
+        do {
+            node = try Schema.node(JSONValue(parsing: data)).rooted
+        } catch let error as PocketError {
+            throw PocketError(.invalidSchema, "schema file \(name) is not valid JSON: \(error.message)", underlying: error)
+        }
+        nodes.withLock { $0[name] = node }
+        return node
+    }
+
+    private func locate(_ name: String, in directory: URL) throws -> String {
+        let top = directory.appending(path: name).path(percentEncoded: false)
+        if FileManager.default.fileExists(atPath: top) { return top }
+        let root = directory.path(percentEncoded: false)
+        let found = index.withLock { index -> String? in
+            if index == nil {
+                var map: [String: String] = [:]
+                let subpaths = (try? FileManager.default.subpathsOfDirectory(atPath: root)) ?? []
+                for sub in subpaths.sorted() {
+                    let last = sub.split(separator: "/").last.map(String.init) ?? sub
+                    if map[last] == nil { map[last] = root + (root.hasSuffix("/") ? "" : "/") + sub }
+                }
+                index = map
+            }
+            return index?[name]
+        }
+        guard let found else {
+            throw PocketError(.schemaNotFound, "no schema file '\(name)' in \(root) or its subdirectories")
+        }
+        return found
+    }
+}
+
+extension Schema.Node {
+    /// A sample `{"{root}": X}` means X at the root.
+    var rooted: Schema.Node {
+        if case let .object(fields) = self, fields.count == 1, fields[0].name == "{root}" { return fields[0].node }
+        return self
+    }
+}

@@ -1,0 +1,88 @@
+/// A two-way conversion between a JSON value and a Swift value, registered
+/// under a tag (`"{date_iso8601}"`) and used wherever a schema has that tag.
+///
+/// ```swift
+/// struct CentsTransformer: ValueTransformer {
+///     var acceptedTypes: JSONTypes { .number }
+///     func value(from json: JSONValue) throws -> Decimal { Decimal(json.int!) / 100 }
+///     func json(from value: Decimal) throws -> JSONValue { .int(NSDecimalNumber(decimal: value * 100).intValue) }
+/// }
+/// registry.register(CentsTransformer(), for: "{cents}")
+/// ```
+public protocol ValueTransformer: Sendable {
+    associatedtype Value: Sendable
+    /// The JSON types this transformer reads; a value of another type fails
+    /// validation with a type mismatch before `value(from:)` is called.
+    /// Default: `.string`, what most transformers (dates, URLs) read.
+    var acceptedTypes: JSONTypes { get }
+    /// Response direction: the Swift value for a JSON value of an accepted
+    /// type. Throw (any error) to reject it; the message becomes part of a
+    /// `.schemaTransformFailed` error.
+    func value(from json: JSONValue) throws -> Value
+    /// Request direction: the JSON value for a Swift value.
+    func json(from value: Value) throws -> JSONValue
+}
+
+extension ValueTransformer {
+    public var acceptedTypes: JSONTypes { .string }
+}
+
+/// A set of JSON types, for `ValueTransformer.acceptedTypes`.
+public struct JSONTypes: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let string = JSONTypes(rawValue: 1)
+    public static let number = JSONTypes(rawValue: 2)
+    public static let bool = JSONTypes(rawValue: 4)
+    public static let array = JSONTypes(rawValue: 8)
+    public static let object = JSONTypes(rawValue: 16)
+    public static let null = JSONTypes(rawValue: 32)
+    public static let all: JSONTypes = [.string, .number, .bool, .array, .object, .null]
+
+    func contains(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string: return contains(.string)
+        case .int, .double: return contains(.number)
+        case .bool: return contains(.bool)
+        case .array: return contains(.array)
+        case .object: return contains(.object)
+        case .null: return contains(.null)
+        case .mapped: return false
+        }
+    }
+
+    var names: String {
+        var parts: [String] = []
+        if contains(.string) { parts.append("string") }
+        if contains(.number) { parts.append("number") }
+        if contains(.bool) { parts.append("boolean") }
+        if contains(.array) { parts.append("array") }
+        if contains(.object) { parts.append("dictionary") }
+        if contains(.null) { parts.append("null") }
+        return parts.joined(separator: " or ")
+    }
+}
+
+/// A registered transformer with its types erased.
+struct AnyValueTransformer: Sendable {
+    let accepted: JSONTypes
+    let valueType: Any.Type
+    let toValue: @Sendable (JSONValue) throws -> any Sendable
+    let toJSON: @Sendable (any Sendable) throws -> JSONValue?
+
+    init<T: ValueTransformer>(_ t: T) {
+        accepted = t.acceptedTypes
+        valueType = T.Value.self
+        toValue = { try t.value(from: $0) }
+        toJSON = { value in
+            guard let typed = value as? T.Value else { return nil }
+            return try t.json(from: typed)
+        }
+    }
+}
+
+/// A message-only error for transformers and mappers.
+struct TransformError: Error, Sendable, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

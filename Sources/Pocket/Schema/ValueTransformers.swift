@@ -1,0 +1,197 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The built-in transformers. Every `SchemaRegistry` starts with them
+/// registered: `{date_iso8601}`, `{url}`, `{number}`, `{int}`, `{string}`.
+public enum ValueTransformers {
+    /// `{date_iso8601}` ⇄ `Date`: RFC 3339 / ISO 8601 date-times such as
+    /// `2015-03-22T10:53:24Z`, `2015-03-22T10:53:24.250+02:00` or `…+0200`.
+    /// Written back in UTC with `Z`, with milliseconds only when the date has them.
+    public struct ISO8601Date: ValueTransformer {
+        public init() {}
+        public func value(from json: JSONValue) throws -> Date {
+            guard let s = json.string, let date = ISO8601.parse(s) else {
+                throw TransformError("Can't create Date from string '\(json.string ?? "\(json)")'")
+            }
+            return date
+        }
+        public func json(from value: Date) throws -> JSONValue { .string(ISO8601.format(value)) }
+    }
+
+    /// `{url}` ⇄ `URL`: an absolute or relative URL string.
+    public struct URLString: ValueTransformer {
+        public init() {}
+        public func value(from json: JSONValue) throws -> URL {
+            guard let s = json.string, !s.isEmpty, let url = URL(string: s) else {
+                throw TransformError("Can't create URL from string '\(json.string ?? "")'")
+            }
+            return url
+        }
+        public func json(from value: URL) throws -> JSONValue { .string(value.absoluteString) }
+    }
+
+    /// `{number}` ⇄ `Double`: a number, or a string holding one (`"4.5"`),
+    /// as some APIs send amounts.
+    public struct Number: ValueTransformer {
+        public init() {}
+        public var acceptedTypes: JSONTypes { [.number, .string] }
+        public func value(from json: JSONValue) throws -> Double {
+            if let d = json.double { return d }
+            if let s = json.string, let d = Double(s), d.isFinite { return d }
+            throw TransformError("Can't create a number from string '\(json.string ?? "")'")
+        }
+        public func json(from value: Double) throws -> JSONValue {
+            value.rounded() == value && abs(value) < 9.2e18 ? .int(Int(value)) : .double(value)
+        }
+    }
+
+    /// `{int}` ⇄ `Int`: an integral number, or a string holding one (`"42"`).
+    public struct Integer: ValueTransformer {
+        public init() {}
+        public var acceptedTypes: JSONTypes { [.number, .string] }
+        public func value(from json: JSONValue) throws -> Int {
+            if let i = json.int { return i }
+            if let s = json.string, let i = Int(s) { return i }
+            throw TransformError("Can't create an integer from \(json.typeName) \(json)")
+        }
+        public func json(from value: Int) throws -> JSONValue { .int(value) }
+    }
+
+    /// `{string}` ⇄ `String`: a string, or a number or boolean as text (`42` → `"42"`).
+    public struct Text: ValueTransformer {
+        public init() {}
+        public var acceptedTypes: JSONTypes { [.string, .number, .bool] }
+        public func value(from json: JSONValue) throws -> String {
+            switch json {
+            case let .string(s): return s
+            case let .bool(b): return b ? "true" : "false"
+            default: return json.description
+            }
+        }
+        public func json(from value: String) throws -> JSONValue { .string(value) }
+    }
+}
+
+/// RFC 3339 date-times without a formatter: digits read by hand, days from
+/// the civil calendar by arithmetic (proleptic Gregorian, as RFC 3339 says).
+enum ISO8601 {
+    static func parse(_ s: String) -> Date? {
+        var s = s
+        return s.withUTF8 { parse(bytes: $0) }
+    }
+
+    static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Date? {
+        // yyyy-MM-ddTHH:mm:ss
+        guard b.count >= 19, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
+              b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == 0x20,
+              b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+              let year = digits(b, 0, 4), let month = digits(b, 5, 2), let day = digits(b, 8, 2),
+              let hour = digits(b, 11, 2), let minute = digits(b, 14, 2), let second = digits(b, 17, 2),
+              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              hour < 24, minute < 60, second < 61
+        else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if i < b.count, b[i] == UInt8(ascii: ".") || b[i] == UInt8(ascii: ",") {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < b.count, b[i] &- UInt8(ascii: "0") < 10 {
+                fraction += Double(b[i] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        guard i < b.count else { return nil } // RFC 3339 requires an offset
+        var offset = 0
+        switch b[i] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            i += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            let sign = b[i] == UInt8(ascii: "-") ? -1 : 1
+            i += 1
+            guard let oh = digits(b, i, 2), oh < 24 else { return nil }
+            i += 2
+            if i < b.count, b[i] == UInt8(ascii: ":") { i += 1 }
+            var om = 0
+            if i < b.count {
+                guard let m = digits(b, i, 2), m < 60 else { return nil }
+                om = m
+                i += 2
+            }
+            offset = sign * (oh * 3600 + om * 60)
+        default:
+            return nil
+        }
+        guard i == b.count else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86400 + hour * 3600 + minute * 60 + min(second, 59) - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    static func format(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        var whole = t.rounded(.down)
+        var millis = Int(((t - whole) * 1000).rounded())
+        if millis == 1000 { whole += 1; millis = 0 }
+        let total = Int(whole)
+        let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
+        let secs = total - days * 86400
+        let (y, m, d) = civilFromDays(days)
+        var s = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T"
+        s += pad(secs / 3600, 2) + ":" + pad(secs / 60 % 60, 2) + ":" + pad(secs % 60, 2)
+        if millis != 0 { s += "." + pad(millis, 3) }
+        return s + "Z"
+    }
+
+    private static func pad(_ v: Int, _ width: Int) -> String {
+        let s = String(v)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    private static func digits(_ b: UnsafeBufferPointer<UInt8>, _ at: Int, _ n: Int) -> Int? {
+        guard at + n <= b.count else { return nil }
+        var v = 0
+        for k in at..<(at + n) {
+            let d = b[k] &- UInt8(ascii: "0")
+            guard d < 10 else { return nil }
+            v = v * 10 + Int(d)
+        }
+        return v
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since 1970-01-01 (the well-known era-based civil calendar algorithm).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
+        let z = z0 + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+}
