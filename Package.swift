@@ -30,6 +30,8 @@ let package = Package(
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")]),
         .executableTarget(name: "pocket-bench", dependencies: ["Pocket", "CPocketBenchServer"]),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
-        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"]),
+        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"],
+                    // Schema files found by name (SchemaQuickStartTests).
+                    resources: [.copy("Schemas")]),
     ]
 )

@@ -32,7 +32,7 @@ extension PocketClient {
     /// ```swift
     /// let issue = try await client.send(get, schema: Schema(tag: "{issue}"), as: Issue.self)
     /// ```
-    public func send<T: Decodable & Sendable>(_ request: Request, schema: Schema, as type: T.Type,
+    public func send<T: Sendable>(_ request: Request, schema: Schema, as type: T.Type,
                                               options: SchemaOptions? = nil,
                                               errorParser: (any ErrorParser)? = nil) async throws -> T {
         let response = try await send(request)
@@ -69,19 +69,24 @@ extension Response {
         }
     }
 
-    /// `validated(...)`, then the root as `T`: what a root mapper made, or
-    /// the validated value decoded as `T` (a `DecodingError` becomes `.schemaMappingFailed`).
-    public func map<T: Decodable & Sendable>(schema: Schema, registry: SchemaRegistry, as type: T.Type = T.self,
+    /// `validated(...)`, then the root as `T`: what a root mapper made, or,
+    /// for a `Decodable` `T`, the validated value decoded as `T` (a
+    /// `DecodingError` becomes `.schemaMappingFailed`).
+    public func map<T: Sendable>(schema: Schema, registry: SchemaRegistry, as type: T.Type = T.self,
                                              options: SchemaOptions? = nil,
                                              errorParser: (any ErrorParser)? = nil) throws -> T {
         let value = try validated(schema: schema, registry: registry, options: options, errorParser: errorParser)
         if let model = value.mapped(as: T.self) { return model }
+        let head = ResponseHead(status: status, reason: reason, headers: headers)
+        guard let decodable = T.self as? any Decodable.Type else {
+            throw PocketError(.schemaMappingFailed,
+                              "the schema's root is not mapped to \(T.self), and \(T.self) is not Decodable", response: head)
+        }
         do {
-            return try value.decode(T.self)
+            return try value.decode(decodable) as! T
         } catch {
             throw PocketError(.schemaMappingFailed, "can't decode \(T.self) from the validated body: \(error)",
-                              underlying: error as? DecodingError,
-                              response: ResponseHead(status: status, reason: reason, headers: headers))
+                              underlying: error as? DecodingError, response: head)
         }
     }
 }
