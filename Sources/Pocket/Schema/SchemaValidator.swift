@@ -232,7 +232,7 @@ struct SchemaValidator {
                 }
                 return .replaced(json)
             }
-            guard t.accepted.contains(value) else {
+            guard t.accepted.accepts(value) else {
                 throw Failure(kind: .typeMismatch(expected: t.accepted.names + " for \(tag)", got: value))
             }
             let transformed: any Sendable

@@ -39,14 +39,14 @@ public struct JSONTypes: OptionSet, Sendable, Hashable {
     public static let null = JSONTypes(rawValue: 32)
     public static let all: JSONTypes = [.string, .number, .bool, .array, .object, .null]
 
-    func contains(_ value: JSONValue) -> Bool {
+    func accepts(_ value: JSONValue) -> Bool {
         switch value {
-        case .string: return contains(.string)
-        case .int, .double: return contains(.number)
-        case .bool: return contains(.bool)
-        case .array: return contains(.array)
-        case .object: return contains(.object)
-        case .null: return contains(.null)
+        case .string: return contains(JSONTypes.string)
+        case .int, .double: return contains(JSONTypes.number)
+        case .bool: return contains(JSONTypes.bool)
+        case .array: return contains(JSONTypes.array)
+        case .object: return contains(JSONTypes.object)
+        case .null: return contains(JSONTypes.null)
         case .mapped: return false
         }
     }
