@@ -29,6 +29,8 @@ let package = Package(
         // A small epoll server the benchmark starts when no --url is given.
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")]),
         .executableTarget(name: "pocket-bench", dependencies: ["Pocket", "CPocketBenchServer"]),
+        // Schema validation + mapping vs JSONDecoder (docs/BENCHMARKS.md).
+        .executableTarget(name: "schema-bench", dependencies: ["Pocket"]),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
         .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"],
                     // Schema files found by name (SchemaQuickStartTests).
