@@ -1,0 +1,221 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// The endpoint type whose name finds `RequestToGetIssue.path.json`.
+struct RequestToGetIssue {}
+
+struct RedmineError: Error, Sendable, Equatable {
+    var messages: [String]
+}
+
+struct RedmineErrorParser: ErrorParser {
+    var schema: Schema? { try? Schema(json: #"{"errors": [""]}"#) }
+    func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
+        guard let messages = json?["errors"].array else { return nil }
+        return RedmineError(messages: messages.compactMap(\.string))
+    }
+}
+
+/// Request bodies and path parameters through schemas, and error parsers,
+/// against the in-process server.
+final class SchemaRequestTests: XCTestCase {
+    var server: TestServer!
+    var client: PocketClient!
+
+    override func setUp() async throws {
+        server = try TestServer()
+        // Echoes a request's body as a JSON response.
+        server.route("/echo") { request in jsonReply(String(decoding: request.body, as: UTF8.self)) }
+        client = try makeClient { $0.schemas = quickStartSchemas() }
+    }
+
+    override func tearDown() async throws {
+        try await client.shutdown()
+        server.shutdown()
+    }
+
+    // MARK: Request bodies
+
+    /// A model goes out through the `{issue}` mapper's reverse and the
+    /// reverse date transformer, and comes back through the forward ones.
+    func testRequestBodyRoundTripThroughMapper() async throws {
+        let issue = Issue(identifier: 7, projectName: "Pocket", authorName: nil, statusText: "New",
+                          subject: "Schemas", descriptionText: "Line 1\nLine \"2\"", created: Redmine.created,
+                          updated: Date(timeIntervalSince1970: 1427021604.5), doneRatio: 30)
+        let post = Request(method: .post, url: url(server, "/echo"))
+        let echoed = try await client.send(post, body: issue, bodySchema: Schema(tag: "{issue}"), schema: Schema(tag: "{issue}"))
+        XCTAssertEqual(echoed.mapped(as: Issue.self), issue)
+
+        let sent = try XCTUnwrap(server.receivedRequests.last)
+        XCTAssertEqual(sent.header("Content-Type"), "application/json")
+        let json = try JSONValue(parsing: Data(sent.body))
+        XCTAssertEqual(json["created_on"], "2015-03-22T10:53:24Z")
+        XCTAssertEqual(json["updated_on"], "2015-03-22T10:53:24.500Z")
+        XCTAssertNil(json.object?["author"], "a nil optional is left out, not sent as null")
+        XCTAssertEqual(json["subject"], "Schemas")
+    }
+
+    struct NewIssue: Codable, Sendable, Equatable {
+        struct Fields: Codable, Sendable, Equatable {
+            var project_id: Int
+            var subject: String
+            var due: Date?
+            var watcher_ids: [Int]?
+        }
+        var issue: Fields
+    }
+
+    /// An `Encodable` model through a request schema found by the endpoint's
+    /// name (in a subdirectory of the resources), and back.
+    func testEncodableRequestBodyRoundTrip() async throws {
+        let model = NewIssue(issue: .init(project_id: 3, subject: "Add schemas", due: Date(timeIntervalSince1970: 1735689599),
+                                          watcher_ids: [1, 2]))
+        let schema = Schema.request(for: RequestToCreateIssue.self)
+        let post = Request(method: .post, url: url(server, "/echo"))
+        let echoed = try await client.send(post, body: model, bodySchema: schema, schema: schema)
+        XCTAssertEqual(try echoed.decode(NewIssue.self), model)
+        let sent = try JSONValue(parsing: Data(try XCTUnwrap(server.receivedRequests.last).body))
+        XCTAssertEqual(sent, ["issue": ["project_id": 3, "subject": "Add schemas", "due": "2024-12-31T23:59:59Z", "watcher_ids": [1, 2]]])
+    }
+
+    /// A body that breaks its schema fails before anything is sent.
+    func testInvalidRequestBodyIsNotSent() async throws {
+        let post = Request(method: .post, url: url(server, "/echo"))
+        let schema = Schema.request(for: RequestToCreateIssue.self)
+        let missing = await assertPocketError(.schemaValidationFailed) {
+            try await self.client.send(post, body: ["issue": ["project_id": 1]] as JSONValue, bodySchema: schema, schema: schema)
+        }
+        XCTAssertEqual((missing?.underlying as? SchemaViolation)?.reason,
+                       "Can't find value for key 'subject' in 'root.issue' dictionary")
+        let wrongType = await assertPocketError(.schemaValidationFailed) {
+            try await self.client.send(post, body: ["issue": ["project_id": 1, "subject": "x", "due": .mapped(URL(string: "http://x")!)]] as JSONValue,
+                                       bodySchema: schema, schema: schema)
+        }
+        XCTAssertEqual((wrongType?.underlying as? SchemaViolation)?.reason,
+                       "Type mismatch for key 'due' in 'root.issue' dictionary: expected Date for {date_iso8601}, got URL")
+        let unknown = await assertPocketError(.schemaUnknownTag) {
+            try await self.client.send(post, body: 5, bodySchema: Schema(tag: "{even}"), schema: Schema(json: "{}"))
+        }
+        XCTAssertEqual(unknown?.message.split(separator: "\n").first,
+                       "No value transformer or object mapper is registered for tag '{even}', used for 'root'")
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    func testOneWayMapperCannotWriteBodies() throws {
+        var schemas = SchemaRegistry()
+        schemas.register(SchemaValidationTests.EvenOnly(), for: "{even}")
+        XCTAssertThrowsError(try schemas.encodeBody(4, schema: Schema(tag: "{even}"))) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .schemaMappingFailed)
+            XCTAssertTrue("\(error)".contains("EvenOnly maps JSON to Int only"), "\(error)")
+        }
+    }
+
+    // MARK: Path parameters
+
+    func testPathParametersThroughTheirSchema() async throws {
+        server.route("/issues/42.json") { _ in jsonReply(Redmine.issue(42)) }
+        let schemas = client.configuration.schemas
+        let target = try schemas.url("issues/{issue_id}.json", relativeTo: url(server, "/"),
+                                     parameters: ["issue_id": 42, "include": ["journals", "child ren"],
+                                                  "since": .mapped(Redmine.created), "skip": nil],
+                                     schema: .pathParameters(for: RequestToGetIssue.self))
+        XCTAssertEqual(target.absoluteString,
+                       server.baseURL + "/issues/42.json?include=journals&include=child%20ren&since=2015-03-22T10%3A53%3A24Z")
+        let issue = try await client.send(Request(url: target), schema: Schema(tag: "{issue}"), as: Issue.self)
+        XCTAssertEqual(issue.identifier, 42)
+        XCTAssertEqual(server.receivedRequests.last?.query, "include=journals&include=child%20ren&since=2015-03-22T10%3A53%3A24Z")
+
+        // The schema holds parameters to their types and required keys.
+        let schema = Schema.pathParameters(for: RequestToGetIssue.self)
+        XCTAssertThrowsError(try schemas.url("issues/{issue_id}.json", relativeTo: url(server, "/"),
+                                             parameters: ["include": ["x"]], schema: schema)) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .schemaValidationFailed)
+            XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
+                           "Can't find value for key 'issue_id' in 'root' dictionary")
+        }
+        XCTAssertThrowsError(try schemas.url("issues/{issue_id}.json", relativeTo: url(server, "/"),
+                                             parameters: ["issue_id": "forty-two"], schema: schema)) { error in
+            XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
+                           #"Type mismatch for key 'issue_id' in 'root' dictionary: expected number, got string "forty-two""#)
+        }
+    }
+
+    func testPathParametersWithoutSchema() throws {
+        let schemas = SchemaRegistry()
+        let base = URL(string: "http://127.0.0.1:1/api/")!
+        XCTAssertEqual(try schemas.url("/users/{name}/items", relativeTo: base, parameters: ["name": "a/b é", "page": 2, "all": true]).absoluteString,
+                       "http://127.0.0.1:1/api/users/a%2Fb%20%C3%A9/items?page=2&all=true")
+        XCTAssertThrowsError(try schemas.url("users/{name}", relativeTo: base, parameters: ["nom": "x"])) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .missingPathParameter)
+            XCTAssertEqual((error as? PocketError)?.message, "path 'users/{name}' needs parameter 'name', which has no value")
+        }
+        XCTAssertThrowsError(try schemas.url("users", relativeTo: base, parameters: ["filter": ["a": 1]])) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .invalidURL)
+        }
+    }
+
+    // MARK: Error parsers
+
+    /// The client's error parser turns Redmine's 422 body into a typed error.
+    func testClientErrorParserTypesErrorBodies() async throws {
+        server.route("/issues.json") { _ in jsonReply(#"{"errors": ["Subject cannot be blank", "Tracker is invalid"]}"#, status: 422) }
+        try await client.shutdown()
+        client = try makeClient {
+            $0.schemas = quickStartSchemas()
+            $0.schemas.errorParser = RedmineErrorParser()
+        }
+        let error = await assertPocketError(.errorResponse) {
+            try await self.client.send(Request(url: url(self.server, "/issues.json")), schema: .response(for: RequestToGetIssues.self))
+        }
+        XCTAssertEqual(error?.underlying as? RedmineError, RedmineError(messages: ["Subject cannot be blank", "Tracker is invalid"]))
+        XCTAssertEqual(error?.response?.status, 422)
+        XCTAssertTrue(error?.message.hasPrefix("HTTP 422") ?? false, error?.message ?? "")
+    }
+
+    /// A 200 whose body says `"success": false` is an error when the
+    /// endpoint's parser says so; `"success": true` passes to the schema.
+    func testEndpointErrorParserDeclaresA200AnError() async throws {
+        struct APIError: Error, Sendable, Equatable { var message: String }
+        let parser = ClosureErrorParser(schema: try Schema(json: #"{"success": true, "message{?}": ""}"#)) { _, json in
+            json?["success"].bool == false ? APIError(message: json?["message"].string ?? "") : nil
+        }
+        server.route("/quota") { _ in jsonReply(#"{"success": false, "message": "quota exceeded"}"#) }
+        server.route("/ok") { _ in jsonReply(#"{"success": true, "count": 3}"#) }
+        let schema = try Schema(json: #"{"success": true, "count": 0}"#)
+        let error = await assertPocketError(.errorResponse) {
+            try await self.client.send(Request(url: url(self.server, "/quota")), schema: schema, errorParser: parser)
+        }
+        XCTAssertEqual(error?.underlying as? APIError, APIError(message: "quota exceeded"))
+        XCTAssertEqual(error?.response?.status, 200)
+        let ok = try await client.send(Request(url: url(server, "/ok")), schema: schema, errorParser: parser)
+        XCTAssertEqual(ok["count"], 3)
+        // Without the parser the same 200 is a schema failure, not an error response.
+        let plain = await assertPocketError(.schemaValidationFailed) {
+            try await self.client.send(Request(url: url(self.server, "/quota")), schema: schema)
+        }
+        XCTAssertEqual((plain?.underlying as? SchemaViolation)?.reason, "Can't find value for key 'count' in 'root' dictionary")
+    }
+
+    /// The endpoint's parser wins over the client's; a body that fails the
+    /// parser's schema reaches it as nil; a non-2xx without a typed error is
+    /// still an error response, with the body's text in the message.
+    func testErrorParserPrecedenceAndFallback() async throws {
+        server.route("/teapot") { _ in jsonReply(#"{"errors": ["short and stout"]}"#, status: 418) }
+        server.route("/html") { _ in .response(status: 404, headers: [("Content-Type", "text/html")], body: Array("<h1>Not Found</h1>".utf8)) }
+        try await client.shutdown()
+        client = try makeClient { $0.schemas.errorParser = RedmineErrorParser() }
+        let endpointParser = ClosureErrorParser { response, _ in RedmineError(messages: ["endpoint saw \(response.status)"]) }
+        let error = await assertPocketError(.errorResponse) {
+            try await self.client.send(Request(url: url(self.server, "/teapot")), schema: Schema(json: "{}"), errorParser: endpointParser)
+        }
+        XCTAssertEqual(error?.underlying as? RedmineError, RedmineError(messages: ["endpoint saw 418"]))
+        let html = await assertPocketError(.errorResponse) {
+            try await self.client.send(Request(url: url(self.server, "/html")), schema: Schema(json: "{}"))
+        }
+        XCTAssertNil(html?.underlying)
+        XCTAssertEqual(html?.message, "HTTP 404 Not Found: <h1>Not Found</h1>")
+        XCTAssertEqual(html?.response?.status, 404)
+    }
+}
