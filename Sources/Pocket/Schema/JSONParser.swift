@@ -45,6 +45,8 @@ public struct JSONParser {
     /// `.jsonNestingTooDeep`). Never crashes on any input.
     public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws -> JSONValue {
         var parser = JSONParser(bytes, maxDepth: maxDepth)
+        // A UTF-8 byte order mark may precede the text (RFC 8259 §8.1 lets parsers ignore it).
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { parser.i = 3 }
         parser.skipWhitespace()
         guard parser.i < bytes.count else {
             throw parser.failure(bytes.isEmpty ? "empty body, expected a JSON value" : "expected a JSON value")

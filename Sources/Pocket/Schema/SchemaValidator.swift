@@ -308,9 +308,6 @@ extension SchemaValidator.Failure {
         case let .mapping(tag, mapper, error):
             code = .schemaMappingFailed
             reason = "Can't map value for \(Self.place(path)) with \(tag) (\(mapper)): \(SchemaValidator.describe(error))"
-            let excerpt = JSONWriter.excerpt(of: body, at: excerptPath)
-            let violation = SchemaViolation(reason: reason, path: path, excerpt: excerpt)
-            return PocketError(code, reason + "\n" + excerpt, underlying: violation)
         }
         let excerpt = JSONWriter.excerpt(of: body, at: excerptPath)
         let violation = SchemaViolation(reason: reason, path: path, excerpt: excerpt)
