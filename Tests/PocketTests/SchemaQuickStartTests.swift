@@ -111,6 +111,9 @@ final class SchemaQuickStartTests: XCTestCase {
     override func tearDown() async throws {
         try await client.shutdown()
         server.shutdown()
+        // XCTest keeps test case objects for the whole run: drop what they hold.
+        client = nil
+        server = nil
     }
 
     var issuesRequest: Request { Request(url: url(server, "/issues.json")) }

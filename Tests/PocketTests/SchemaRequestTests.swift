@@ -34,6 +34,9 @@ final class SchemaRequestTests: XCTestCase {
     override func tearDown() async throws {
         try await client.shutdown()
         server.shutdown()
+        // XCTest keeps test case objects for the whole run: drop what they hold.
+        client = nil
+        server = nil
     }
 
     // MARK: Request bodies
