@@ -1,7 +1,7 @@
 // schema-bench: validating and mapping a JSON response with a Pocket schema
 // versus Foundation's JSONDecoder decoding the same model with no schema.
 //
-//   swift build -c release --product schema-bench && .build/release/schema-bench [--reps N] [--bytes B]
+//   swift build -c release --product schema-bench && .build/release/schema-bench [--reps N] [--bytes B] [--only NAME]
 //
 // Each repetition times every contender on the same bytes (order alternating
 // between repetitions); the report gives each one's median and the median
@@ -11,13 +11,15 @@ import Foundation
 
 var reps = 21
 var bytes = 1 << 20
+var only: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--reps": reps = Int(arguments.next() ?? "") ?? reps
     case "--bytes": bytes = Int(arguments.next() ?? "") ?? bytes
+    case "--only": only = arguments.next() // time only contenders whose name contains this (for profiling)
     default:
-        print("usage: schema-bench [--reps N] [--bytes B]")
+        print("usage: schema-bench [--reps N] [--bytes B] [--only NAME]")
         exit(2)
     }
 }
@@ -76,7 +78,7 @@ var samples = Array(repeating: [Double](), count: contenders.count)
 let clock = ContinuousClock()
 for rep in 0..<(reps + 2) {
     let order = rep % 2 == 0 ? Array(contenders.indices) : contenders.indices.reversed()
-    for index in order {
+    for index in order where index == 0 || only.map({ contenders[index].name.contains($0) }) ?? true {
         let start = clock.now
         let result = try contenders[index].run()
         let elapsed = clock.now - start
@@ -95,7 +97,7 @@ func median(_ xs: [Double]) -> Double {
 let issues = reference.issues.count
 print("body: \(body.count) bytes, \(issues) issues; \(reps) repetitions (+2 warm-up), medians")
 let base = median(samples[0])
-for (index, contender) in contenders.enumerated() {
+for (index, contender) in contenders.enumerated() where !samples[index].isEmpty {
     let m = median(samples[index])
     let ratios = zip(samples[index], samples[0]).map { $0 / $1 }
     print(contender.name.padding(toLength: 28, withPad: " ", startingAt: 0)

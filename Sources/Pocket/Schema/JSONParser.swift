@@ -163,14 +163,17 @@ public struct JSONParser {
     private mutating func parseString() throws -> String {
         i += 1 // opening quote
         let start = i
+        var high: UInt8 = 0 // OR of every byte: < 0x80 means ASCII, valid UTF-8 as it is
         // Fast path: no escapes.
         while i < bytes.count {
             let c = bytes[i]
             if c == UInt8(ascii: "\"") {
-                let s = try makeString(UnsafeRawBufferPointer(rebasing: bytes[start..<i]), at: start)
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
+                let s = high < 0x80 ? String(decoding: raw, as: UTF8.self) : try makeString(raw, at: start)
                 i += 1
                 return s
             }
+            high |= c
             if c == UInt8(ascii: "\\") { break }
             if c < 0x20 { throw failure("unescaped control character \(describe(c)) in a string") }
             i += 1
@@ -254,7 +257,7 @@ public struct JSONParser {
     }
 
     private func makeString(_ raw: UnsafeRawBufferPointer, at start: Int) throws -> String {
-        guard let s = String(validating: raw.bindMemory(to: UInt8.self), as: UTF8.self) else {
+        guard let s = String(validating: raw.bindMemory(to: UInt8.self), as: UTF8.self) else { // rejects, never repairs
             throw PocketError(.malformedJSON, "Invalid JSON at \(location(start)): a string is not valid UTF-8")
         }
         return s

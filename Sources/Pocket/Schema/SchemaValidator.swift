@@ -39,7 +39,9 @@ struct SchemaValidator {
     let registry: SchemaRegistry
     let options: SchemaOptions
     let direction: Direction
-    private var resolved: [String: Resolved] = [:]
+    /// Tags resolved so far. A schema uses a handful, so a linear scan
+    /// (short strings compare in two words) beats hashing the tag per value.
+    private var resolved: [(tag: String, resolved: Resolved)] = []
 
     init(registry: SchemaRegistry, options: SchemaOptions? = nil, direction: Direction) {
         self.registry = registry
@@ -197,7 +199,7 @@ struct SchemaValidator {
     }
 
     private mutating func resolve(_ tag: String) throws(Failure) -> Resolved {
-        if let r = resolved[tag] { return r }
+        for entry in resolved where entry.tag == tag { return entry.resolved }
         let r: Resolved
         if let t = registry.transformers[tag] {
             r = .transformer(t)
@@ -212,7 +214,7 @@ struct SchemaValidator {
         } else {
             throw Failure(kind: .unknownTag(tag))
         }
-        resolved[tag] = r
+        resolved.append((tag, r))
         return r
     }
 
