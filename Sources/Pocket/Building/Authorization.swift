@@ -64,6 +64,7 @@ public struct Authorization: Sendable, Hashable, Codable, CustomStringConvertibl
         return try Authorization(headerValue: "Token token=\"\(escaped)\"")
     }
 
+    /// The scheme only (`Basic …`): the secret is never printed.
     public var description: String {
         // Never print the secret: scheme only.
         (headerValue.split(separator: " ").first.map(String.init) ?? "") + " …"

@@ -31,6 +31,7 @@ public struct ContentFormat: Sendable, Hashable, Codable, CustomStringConvertibl
     /// How the body decodes.
     public var decoding: Decoding
 
+    /// A format of your own, e.g. `application/vnd.api+json` with `+json` accepted.
     public init(contentType: String, accept: String, acceptableContentTypes: [String], decoding: Decoding) {
         self.contentType = contentType
         self.accept = accept
@@ -57,6 +58,7 @@ public struct ContentFormat: Sendable, Hashable, Codable, CustomStringConvertibl
     public static let binary = ContentFormat(contentType: "application/octet-stream", accept: "*/*",
                                              acceptableContentTypes: ["*/*"], decoding: .binary)
 
+    /// The request content type.
     public var description: String { contentType }
 
     /// True when `mediaType` (lowercased, without parameters) is one of `patterns`.

@@ -14,11 +14,17 @@
 /// `Codable` and `Hashable`, so templates and archived requests that hold
 /// parameters stay values.
 public enum ParameterValue: Sendable, Hashable, Codable {
+    /// Text, percent-encoded where it goes.
     case string(String)
+    /// An integer, written in decimal.
     case integer(Int)
+    /// A floating-point number, written as Swift's shortest round-trip form (`1.5`).
     case double(Double)
+    /// A boolean: `true`/`false` (or `1`/`0`, `QueryEncoding.boolStyle`).
     case bool(Bool)
+    /// A list: comma-joined in a path, per `QueryEncoding.arrayStyle` in a query.
     case array([ParameterValue])
+    /// Nested fields, `key[sub]=value` in a query (not allowed in a path).
     case dictionary([String: ParameterValue])
     /// No value: a query parameter or form field is left out, an identifier
     /// removes its `:placeholder`, a `{placeholder}` is an error.
@@ -40,7 +46,8 @@ public enum ParameterValue: Sendable, Hashable, Codable {
     /// True for `.null`.
     public var isNull: Bool { self == .null }
 
-    // Codable as the plain JSON value (`"a"`, `1`, `true`, `[…]`, `{…}`, `null`).
+    /// Decodes the plain JSON value (`"a"`, `1`, `true`, `[…]`, `{…}`, `null`);
+    /// a number with no fraction decodes as `.integer`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
@@ -52,6 +59,7 @@ public enum ParameterValue: Sendable, Hashable, Codable {
         else { self = .dictionary(try c.decode([String: ParameterValue].self)) }
     }
 
+    /// Encodes the plain JSON value.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
@@ -68,13 +76,20 @@ public enum ParameterValue: Sendable, Hashable, Codable {
 
 extension ParameterValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
+    /// `"text"` → `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `2` → `.integer`.
     public init(integerLiteral value: Int) { self = .integer(value) }
+    /// `1.5` → `.double`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` → `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `[1, 2]` → `.array`.
     public init(arrayLiteral elements: ParameterValue...) { self = .array(elements) }
+    /// `["a": 1]` → `.dictionary` (a repeated key keeps its last value).
     public init(dictionaryLiteral elements: (String, ParameterValue)...) {
         self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// `nil` → `.null`.
     public init(nilLiteral: ()) { self = .null }
 }

@@ -39,6 +39,7 @@ public struct QueryEncoding: Sendable, Hashable, Codable {
     /// `.literal` (`true`/`false`) by default: what JSON-minded APIs expect.
     public var boolStyle: BoolStyle
 
+    /// Brackets for arrays and `true`/`false` unless told otherwise.
     public init(arrayStyle: ArrayStyle = .brackets, boolStyle: BoolStyle = .literal) {
         self.arrayStyle = arrayStyle
         self.boolStyle = boolStyle

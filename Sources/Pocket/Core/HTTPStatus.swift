@@ -7,10 +7,14 @@ public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, Express
     CustomStringConvertible {
     /// The numeric code, e.g. 404.
     public let code: Int
+    /// The code, for `RawRepresentable`.
     public var rawValue: Int { code }
 
+    /// The status of `rawValue`.
     public init(rawValue: Int) { code = rawValue }
+    /// The status of `code`.
     public init(_ code: Int) { self.code = code }
+    /// A status literal: `let s: HTTPStatus = 404`.
     public init(integerLiteral value: Int) { code = value }
 
     /// The class of a status (RFC 9110 §15).
@@ -18,6 +22,7 @@ public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, Express
         case informational, success, redirection, clientError, serverError, invalid
     }
 
+    /// The class of the code (`.invalid` outside 100–599).
     public var kind: Kind {
         switch code {
         case 100..<200: return .informational
@@ -29,49 +34,93 @@ public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, Express
         }
     }
 
+    /// 100 Continue.
     public static let `continue`: HTTPStatus = 100
+    /// 101 Switching Protocols.
     public static let switchingProtocols: HTTPStatus = 101
+    /// 200 OK.
     public static let ok: HTTPStatus = 200
+    /// 201 Created.
     public static let created: HTTPStatus = 201
+    /// 202 Accepted.
     public static let accepted: HTTPStatus = 202
+    /// 203 Non-Authoritative Information.
     public static let nonAuthoritativeInformation: HTTPStatus = 203
+    /// 204 No Content.
     public static let noContent: HTTPStatus = 204
+    /// 205 Reset Content.
     public static let resetContent: HTTPStatus = 205
+    /// 206 Partial Content.
     public static let partialContent: HTTPStatus = 206
+    /// 300 Multiple Choices.
     public static let multipleChoices: HTTPStatus = 300
+    /// 301 Moved Permanently.
     public static let movedPermanently: HTTPStatus = 301
+    /// 302 Found.
     public static let found: HTTPStatus = 302
+    /// 303 See Other.
     public static let seeOther: HTTPStatus = 303
+    /// 304 Not Modified.
     public static let notModified: HTTPStatus = 304
+    /// 307 Temporary Redirect.
     public static let temporaryRedirect: HTTPStatus = 307
+    /// 308 Permanent Redirect.
     public static let permanentRedirect: HTTPStatus = 308
+    /// 400 Bad Request.
     public static let badRequest: HTTPStatus = 400
+    /// 401 Unauthorized.
     public static let unauthorized: HTTPStatus = 401
+    /// 402 Payment Required.
     public static let paymentRequired: HTTPStatus = 402
+    /// 403 Forbidden.
     public static let forbidden: HTTPStatus = 403
+    /// 404 Not Found.
     public static let notFound: HTTPStatus = 404
+    /// 405 Method Not Allowed.
     public static let methodNotAllowed: HTTPStatus = 405
+    /// 406 Not Acceptable.
     public static let notAcceptable: HTTPStatus = 406
+    /// 407 Proxy Authentication Required.
     public static let proxyAuthenticationRequired: HTTPStatus = 407
+    /// 408 Request Timeout.
     public static let requestTimeout: HTTPStatus = 408
+    /// 409 Conflict.
     public static let conflict: HTTPStatus = 409
+    /// 410 Gone.
     public static let gone: HTTPStatus = 410
+    /// 411 Length Required.
     public static let lengthRequired: HTTPStatus = 411
+    /// 412 Precondition Failed.
     public static let preconditionFailed: HTTPStatus = 412
+    /// 413 Content Too Large.
     public static let contentTooLarge: HTTPStatus = 413
+    /// 414 URI Too Long.
     public static let uriTooLong: HTTPStatus = 414
+    /// 415 Unsupported Media Type.
     public static let unsupportedMediaType: HTTPStatus = 415
+    /// 416 Range Not Satisfiable.
     public static let rangeNotSatisfiable: HTTPStatus = 416
+    /// 417 Expectation Failed.
     public static let expectationFailed: HTTPStatus = 417
+    /// 421 Misdirected Request.
     public static let misdirectedRequest: HTTPStatus = 421
+    /// 422 Unprocessable Content.
     public static let unprocessableContent: HTTPStatus = 422
+    /// 426 Upgrade Required.
     public static let upgradeRequired: HTTPStatus = 426
+    /// 429 Too Many Requests.
     public static let tooManyRequests: HTTPStatus = 429
+    /// 500 Internal Server Error.
     public static let internalServerError: HTTPStatus = 500
+    /// 501 Not Implemented.
     public static let notImplemented: HTTPStatus = 501
+    /// 502 Bad Gateway.
     public static let badGateway: HTTPStatus = 502
+    /// 503 Service Unavailable.
     public static let serviceUnavailable: HTTPStatus = 503
+    /// 504 Gateway Timeout.
     public static let gatewayTimeout: HTTPStatus = 504
+    /// 505 HTTP Version Not Supported.
     public static let httpVersionNotSupported: HTTPStatus = 505
 
     /// The RFC 9110 reason phrase ("Not Found"), or "" for other codes.
@@ -125,5 +174,6 @@ public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, Express
         }
     }
 
+    /// `"404 Not Found"`, or the bare code for an unnamed one.
     public var description: String { name.isEmpty ? String(code) : "\(code) \(name)" }
 }

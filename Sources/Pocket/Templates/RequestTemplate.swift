@@ -42,6 +42,7 @@ public struct RequestTemplate: Sendable, Hashable, Codable {
     /// `Expect: 100-continue` wait for bodies; nil: none.
     public var expectContinue: Duration?
 
+    /// A template; everything unset (nil, empty) by default, falling back to the client.
     public init(baseURL: URL? = nil, format: ContentFormat? = nil, timeouts: Timeouts? = nil,
                 headers: HTTPHeaders = [:], query: [String: ParameterValue] = [:],
                 queryEncoding: QueryEncoding? = nil, validation: Validation? = nil) {

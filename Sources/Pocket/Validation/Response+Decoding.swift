@@ -7,6 +7,7 @@ import Foundation
 /// The value an empty body decodes to: `response.decode(Empty.self)` for
 /// endpoints that answer 204, or to say "no content expected".
 public struct Empty: Sendable, Hashable, Codable {
+    /// The empty value.
     public init() {}
 }
 

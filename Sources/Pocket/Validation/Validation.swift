@@ -24,6 +24,7 @@ public struct Validation: Sendable, Hashable, Codable {
     /// nothing to misread.
     public var contentTypes: [String]?
 
+    /// 2xx and the format's content types unless told otherwise.
     public init(statusCodes: [Range<Int>] = [200..<300], contentTypes: [String]? = nil) {
         self.statusCodes = statusCodes
         self.contentTypes = contentTypes
