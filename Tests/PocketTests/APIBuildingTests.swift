@@ -53,6 +53,8 @@ final class APIBuildingTests: XCTestCase {
             // both styles, and a literal query
             ("a/:x/{y}/b?z=1 2", [5], ["y": "w", "q": true], "/a/5/w/b?z=1%202&q=true"),
             ("/leading//double///slashes/", [], [:], "/leading/double/slashes/"),
+            // literal text is taken as encoded; what a path cannot carry is encoded, a stray % too
+            ("files/100%/a b%2Fc\"", [], [:], "/files/100%25/a%20b%2Fc%22"),
         ]
         for (path, identifiers, parameters, expected) in cases {
             let request = try Request(path: path, baseURL: base, identifiers: identifiers, parameters: parameters)
@@ -75,6 +77,8 @@ final class APIBuildingTests: XCTestCase {
             (QueryEncoding(), ["t": true, "f": false, "n": nil, "d": 1.5], "d=1.5&f=false&t=true"),
             (QueryEncoding(boolStyle: .numeric), ["t": true, "f": false], "f=0&t=1"),
             (QueryEncoding(), ["b": 2, "a": 1, "c": 3], "a=1&b=2&c=3"),
+            (QueryEncoding(arrayStyle: .commaSeparated), ["e": [], "f": [nil], "g": [:], "h": 1], "h=1"),
+            (QueryEncoding(), ["e": [], "h": [nil, 1]], "h%5B%5D=1"),
         ]
         for (encoding, parameters, expected) in cases {
             let request = try Request(path: "", baseURL: base, parameters: parameters, queryEncoding: encoding)
@@ -201,6 +205,11 @@ final class APIBuildingTests: XCTestCase {
         _ = try await client.send(withUser)
         XCTAssertEqual(server.receivedRequests.last?.header("Authorization"),
                        "Basic " + Data("ad@a:p:w d".utf8).base64EncodedString())
+        // A base URL's credentials go with the paths resolved against it.
+        let based = try Request(path: "auth", baseURL: URL(string: "http://u%20x:pw@127.0.0.1:\(server.port)/")!)
+        _ = try await client.send(based)
+        XCTAssertEqual(server.receivedRequests.last?.header("Authorization"),
+                       "Basic " + Data("u x:pw".utf8).base64EncodedString())
         // An explicit header wins over the URL's.
         var both = withUser
         both.headers.authorize(try .bearer("tok"))
@@ -217,7 +226,7 @@ final class APIBuildingTests: XCTestCase {
 
     func testArchivedRequestRoundTrip() async throws {
         let base = URL(string: server.baseURL)!
-        var request = try Request(.custom("PURGE"), path: "cache/:id", baseURL: base, identifiers: [9],
+        var request = try Request(HTTPMethod("PURGE"), path: "cache/:id", baseURL: base, identifiers: [9],
                                   parameters: ["deep": true], headers: ["X-Trace": "1"],
                                   body: try .json(["k": "v"]))
         request.timeouts = Timeouts(connect: .seconds(3), read: .seconds(4), total: nil)
@@ -247,8 +256,4 @@ final class APIBuildingTests: XCTestCase {
         let copy = try JSONDecoder().decode(RequestTemplate.self, from: try JSONEncoder().encode(template))
         XCTAssertEqual(copy, template)
     }
-}
-
-extension HTTPMethod {
-    static func custom(_ token: String) -> HTTPMethod { HTTPMethod(token) }
 }

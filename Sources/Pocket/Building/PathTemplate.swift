@@ -68,8 +68,8 @@ struct PathTemplate {
             } else {
                 var j = i + 1
                 while j < bytes.count, bytes[j] != UInt8(ascii: "/"), bytes[j] != UInt8(ascii: "{") { j += 1 }
-                current += PercentEncoding.encode(String(decoding: bytes[i..<j], as: UTF8.self),
-                                                  allowed: PercentEncoding.isPathLiteral)
+                current += PercentEncoding.encodeLiteral(String(decoding: bytes[i..<j], as: UTF8.self),
+                                                         allowed: PercentEncoding.isPathLiteral)
                 i = j
             }
         }

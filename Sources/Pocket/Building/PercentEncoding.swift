@@ -24,16 +24,39 @@ enum PercentEncoding {
         }
     }
 
-    /// Characters a literal path may carry as they are: pchar, "/" and an
-    /// existing "%XX" (a path written by hand is taken as already encoded).
+    /// Characters a literal path may carry as they are: pchar and "/".
     static func isPathLiteral(_ b: UInt8) -> Bool {
         isUnreserved(b) || isSubDelimiter(b) || b == UInt8(ascii: ":") || b == UInt8(ascii: "@")
-            || b == UInt8(ascii: "/") || b == UInt8(ascii: "%")
+            || b == UInt8(ascii: "/")
     }
 
-    /// Characters a literal query may carry as they are (RFC 3986 §3.4) plus "%".
+    /// Characters a literal query may carry as they are (RFC 3986 §3.4).
     static func isQueryLiteral(_ b: UInt8) -> Bool {
         isPathLiteral(b) || b == UInt8(ascii: "?")
+    }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(b | 0x20)
+    }
+
+    /// Text written by hand (a path or query in a template): characters in
+    /// `allowed` and existing `%XX` escapes kept (it is taken as already
+    /// encoded), anything else encoded, a stray `%` included.
+    static func encodeLiteral(_ text: String, allowed: (UInt8) -> Bool) -> String {
+        let bytes = Array(text.utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count)
+        for (i, b) in bytes.enumerated() {
+            let escape = b == UInt8(ascii: "%") && i + 2 < bytes.count && isHexDigit(bytes[i + 1]) && isHexDigit(bytes[i + 2])
+            if allowed(b) || escape {
+                out.append(b)
+            } else {
+                out.append(UInt8(ascii: "%"))
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0xF)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static let hex = Array("0123456789ABCDEF".utf8)

@@ -50,7 +50,8 @@ public struct QueryEncoding: Sendable, Hashable, Codable {
     ///
     /// Nested dictionaries are written `a[b]=1`; arrays follow `arrayStyle`,
     /// except that containers inside an array are always indexed
-    /// (`a[0][b]=1`), since the flat styles cannot express them.
+    /// (`a[0][b]=1`), since the flat styles cannot express them. An empty
+    /// array or dictionary writes nothing, in every style.
     public func encode(_ parameters: [String: ParameterValue]) -> String {
         encode(parameters, spaceAsPlus: false)
     }
@@ -97,6 +98,7 @@ public struct QueryEncoding: Sendable, Hashable, Codable {
                 for e in elements { append(e, key: key, to: &out, spaceAsPlus: spaceAsPlus) }
             case .commaSeparated:
                 let parts = elements.compactMap(scalar)
+                if parts.isEmpty { return }
                 if !out.isEmpty { out += "&" }
                 out += PercentEncoding.encode(key, spaceAsPlus: spaceAsPlus) + "="
                 out += parts.map { PercentEncoding.encode($0, spaceAsPlus: spaceAsPlus) }.joined(separator: ",")

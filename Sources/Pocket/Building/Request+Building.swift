@@ -47,8 +47,8 @@ extension Request {
         var literalQuery = ""
         if let hash = template.firstIndex(of: "#") { template = String(template[..<hash]) }
         if let q = template.firstIndex(of: "?") {
-            literalQuery = PercentEncoding.encode(String(template[template.index(after: q)...]),
-                                                  allowed: PercentEncoding.isQueryLiteral)
+            literalQuery = PercentEncoding.encodeLiteral(String(template[template.index(after: q)...]),
+                                                         allowed: PercentEncoding.isQueryLiteral)
             template = String(template[..<q])
         }
         let (filled, unused) = try PathTemplate(template: template).fill(identifiers: identifiers, parameters: parameters)
