@@ -81,6 +81,13 @@ final class APITemplateTests: XCTestCase {
         XCTAssertEqual(server.acceptedConnections, 1)
         XCTAssertNil(server.receivedRequests.last?.header("Authorization"), "the parent has no scope headers")
 
+        // Default headers and User-Agent are per client; a scope can replace them.
+        let agent = try client.scoped(headers: ["User-Agent": "Needles/2.0"])
+        _ = try await agent.send(try agent.request(.get, "ua"))
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("User-Agent"), ["Needles/2.0"])
+        _ = try await client.send(try client.request(.get, "ua"))
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("User-Agent"), ["Pocket/0.1"])
+
         // Templates are shared.
         nested.register(RequestTemplate(query: ["t": 1]), as: "t")
         XCTAssertNotNil(client.template(named: "t"))
