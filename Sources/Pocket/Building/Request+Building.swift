@@ -57,8 +57,19 @@ extension Request {
                                             extraQuery: "")
         var headers = headers
         if !headers.contains("Accept") { headers["Accept"] = format.accept }
-        if body != nil, !headers.contains("Content-Type") { headers["Content-Type"] = format.contentType }
+        if let body, !headers.contains("Content-Type"), Self.formatDescribes(body) {
+            headers["Content-Type"] = format.contentType
+        }
         self.init(method: method, url: url, headers: headers, body: body)
         self.format = format
+    }
+
+    /// Whether the format's `Content-Type` is the right one for `body`.
+    /// Exhaustive on purpose: a kind of body that brings its own type
+    /// (a multipart form's boundary) must answer false here.
+    private static func formatDescribes(_ body: RequestBody) -> Bool {
+        switch body.source {
+        case .bytes, .file, .stream: return true
+        }
     }
 }

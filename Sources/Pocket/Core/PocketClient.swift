@@ -133,10 +133,7 @@ public final class PocketClient: Sendable {
     /// or the client has a `Validation`, a response that fails it is thrown
     /// (`.unacceptableStatus`, `.unacceptableContentType`).
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        var response = try await run(request, InFlightRequest(engine: engine, progress: progress))
-        response.request = request
-        try response.validateIfAsked(configuration.validation)
-        return response
+        try completed(try await run(request, InFlightRequest(engine: engine, progress: progress)), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete

@@ -34,12 +34,6 @@ extension Response {
         return self
     }
 
-    /// The request's own validation, else `configured` (the client's);
-    /// nothing when neither is set. What `client.send` runs.
-    func validateIfAsked(_ configured: Validation?) throws {
-        if let validation = request?.validation ?? configured { try validate(validation) }
-    }
-
     private static func describe(_ ranges: [Range<Int>]) -> String {
         ranges.map { $0.count == 1 ? String($0.lowerBound) : "\($0.lowerBound)-\($0.upperBound - 1)" }
             .joined(separator: ", ")
