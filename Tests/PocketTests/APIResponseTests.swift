@@ -112,7 +112,7 @@ final class APIResponseTests: XCTestCase {
     }
 
     func testDecodingErrorsNameTheJSONPath() async throws {
-        let body = #"{"root_key":1,"issues":[{"id":1,"category":{"id":24,"name":"Docs"},"tags":["a"]},{"id":"two","category":null,"tags":["b",3]}]}"#
+        let body = #"{"groups":{"7":{"x":"a"}},"root_key":1,"issues":[{"id":1,"category":{"id":24,"name":"Docs"},"tags":["a"]},{"id":"two","category":null,"tags":["b",3]}]}"#
         server.route("/issues") { _ in .response(headers: [("Content-Type", "application/json")], body: Array(body.utf8)) }
         let response = try await client.send(try client.request(.get, "issues"))
 
@@ -121,12 +121,14 @@ final class APIResponseTests: XCTestCase {
         struct NeedsIntID: Decodable { var issues: [Item]; struct Item: Decodable { var id: Int } }
         struct NeedsStringTags: Decodable { var issues: [Item]; struct Item: Decodable { var tags: [String] } }
         struct NeedsMissing: Decodable { var issues: [Item]; struct Item: Decodable { var owner: String } }
+        struct NeedsIntX: Decodable { var groups: [String: Group]; struct Group: Decodable { var x: Int } }
 
         let cases: [(String, () throws -> Any)] = [
             ("root.issues[1].category", { try response.decode(NeedsCategory.self) }),
             ("root.issues[1].id", { try response.decode(NeedsIntID.self) }),
             ("root.issues[1].tags[1]", { try response.decode(NeedsStringTags.self) }),
             ("root.issues[0].owner", { try response.decode(NeedsMissing.self) }),
+            ("root.groups.7.x", { try response.decode(NeedsIntX.self) }),
         ]
         for (path, decode) in cases {
             let error = await assertPocketError(.decodingFailed) { try decode() }

@@ -76,7 +76,7 @@ enum DecodingErrorPath {
     static func path(_ codingPath: [any CodingKey]) -> String {
         var s = "root"
         for key in codingPath {
-            if let i = key.intValue, key.stringValue == "Index \(i)" || key.stringValue == String(i) {
+            if let i = key.intValue, key.stringValue == "Index \(i)" {
                 s += "[\(i)]"
             } else {
                 s += "." + key.stringValue
