@@ -34,7 +34,7 @@ extension Request {
     ///
     /// Throws `.invalidURL` (no base for a relative path, or the result does
     /// not parse) and `.unsupportedScheme` (not http/https).
-    public init(_ method: HTTPMethod = .get, path: String, baseURL: URL?,
+    public init(_ method: HTTPMethod = .get, path: String, baseURL: URL? = nil,
                 identifiers: [ParameterValue] = [], parameters: [String: ParameterValue] = [:],
                 headers: HTTPHeaders = [:], body: RequestBody? = nil,
                 format: ContentFormat = .json, queryEncoding: QueryEncoding = QueryEncoding()) throws {
