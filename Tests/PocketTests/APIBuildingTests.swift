@@ -40,6 +40,7 @@ final class APIBuildingTests: XCTestCase {
             ("companies/:company_id/employee/:id", [3], [:], "/companies/3/employee"),
             ("companies/:company_id/employee/:id", [], [:], "/companies/employee"),
             ("companies/:company_id/employee/:id", [nil, 5], [:], "/companies/employee/5"),
+            ("companies/:company_id/employee/:id", [3, []], [:], "/companies/3/employee"),
             ("needles/:id.json", [7], [:], "/needles/7.json"),
             ("needles/:id", ["a b/c?d#e%"], [:], "/needles/a%20b%2Fc%3Fd%23e%25"),
             ("needles/:id", [".."], [:], "/needles/%2E%2E"),

@@ -3,8 +3,8 @@
 /// - MTPocket's `:name`, at the start of a segment (`needles/:id`,
 ///   `files/:id.json`), filled in order from `identifiers`. An array
 ///   identifier is comma-joined (`[2, 4]` → `2,4`). A placeholder left
-///   without an identifier (or given `.null`) is removed, with its segment
-///   when it was the whole segment. More identifiers than placeholders is an
+///   without an identifier (or given `.null`, `[]` or `""`) is removed, with its
+///   segment when it was the whole segment. More identifiers than placeholders is an
 ///   error (`.invalidPathTemplate`): one would be silently dropped.
 /// - TyphoonRestClient's `{name}`, anywhere (`issues/{issue_id}.json`),
 ///   filled from the parameter of that name, which is then used up; a
@@ -43,10 +43,12 @@ struct PathTemplate {
                 while j < bytes.count, isNameByte(bytes[j]) { j += 1 }
                 let name = String(decoding: bytes[(i + 1)..<j], as: UTF8.self)
                 let segmentEnds = j == bytes.count || bytes[j] == UInt8(ascii: "/")
-                if nextIdentifier < identifiers.count, !identifiers[nextIdentifier].isNull {
-                    current += try Self.segment(identifiers[nextIdentifier], name: ":" + name)
-                } else if segmentEnds {
+                let text = nextIdentifier < identifiers.count
+                    ? try Self.segment(identifiers[nextIdentifier], name: ":" + name) : ""
+                if text.isEmpty, segmentEnds {
                     removedSegment = true
+                } else {
+                    current += text
                 }
                 nextIdentifier += 1
                 i = j
