@@ -52,6 +52,20 @@ final class APITemplateTests: XCTestCase {
         // Without a template: the client's configuration.
         let plain = try client.request(.get, "x")
         XCTAssertEqual(plain.url.absoluteString, "http://192.0.2.1:9/unused/x?client=c&shared=from-client")
+        // The client's format and query encoding, and a template's own encoding.
+        let textClient = try makeClient {
+            $0.baseURL = URL(string: server.baseURL)!
+            $0.format = .text
+            $0.queryEncoding = QueryEncoding(arrayStyle: .repeated)
+        }
+        _ = try await textClient.send(try textClient.request(.get, "list", parameters: ["id": [1, 2]]))
+        XCTAssertEqual(server.receivedRequests.last?.target, "/list?id=1&id=2")
+        XCTAssertEqual(server.receivedRequests.last?.header("Accept"), "text/plain")
+        textClient.register(RequestTemplate(queryEncoding: QueryEncoding(arrayStyle: .commaSeparated)), as: "csv")
+        _ = try await textClient.send(try textClient.request(.get, "list", template: "csv", parameters: ["id": [1, 2]]))
+        XCTAssertEqual(server.receivedRequests.last?.target, "/list?id=1,2")
+        try await textClient.shutdown()
+
         client.removeTemplate(named: "api")
         await assertPocketError(.unknownTemplate) { try client.request(.get, "x", template: "api") }
         try await client.shutdown()
