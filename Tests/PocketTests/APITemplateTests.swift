@@ -191,14 +191,15 @@ final class APITemplateTests: XCTestCase {
         struct Category: Decodable { var id: Int; var name: String }
         struct Issues: Decodable { var issues: [Issue]; var total_count: Int; var limit: Int }
 
-        let projectId: Int? = nil
-        let range = (location: 0, length: 2)
-        let request = try client.request(.get, "issues.json", parameters: [
-            "project_id": ParameterValue(projectId),
-            "offset": .integer(range.location),
-            "limit": range.length > 0 ? .integer(range.length) : 10,
-        ])
-        let response = try await client.send(request)
+        // TyphoonRestClient's RequestToGetIssues, as a function of its inputs.
+        func requestToGetIssues(projectId: Int?, range: (location: Int, length: Int)) throws -> Request {
+            try client.request(.get, "issues.json", parameters: [
+                "project_id": ParameterValue(projectId),
+                "offset": .integer(range.location),
+                "limit": range.length > 0 ? .integer(range.length) : 10,
+            ])
+        }
+        let response = try await client.send(try requestToGetIssues(projectId: nil, range: (0, 2)))
         XCTAssertEqual(server.receivedRequests.last?.target, "/issues.json?limit=2&offset=0")
         let page = try response.validate().decode(Issues.self)
         XCTAssertEqual(page.issues.map(\.id), [19448, 19449])
