@@ -7,7 +7,7 @@ import PocketTestSupport
 struct RequestToGetIssues {}
 
 /// TyphoonRestClient's quick-start model.
-struct Issue: Sendable, Equatable {
+struct Issue: Codable, Sendable, Equatable {
     var identifier: Int
     var projectName: String
     var authorName: String?
@@ -207,6 +207,40 @@ final class SchemaQuickStartTests: XCTestCase {
         XCTAssertEqual(issues[0].created_on, Redmine.created)
         XCTAssertEqual(issues[0].author?.name, "Reginaldo P. Fernandes Ribeiro Reginaldo")
         XCTAssertNil(issues[2].author)
+    }
+
+    struct Page<Item: Decodable & Sendable>: Decodable, Sendable {
+        let issues: [Item]
+        let total_count: Int
+    }
+
+    /// The schema on the request: `send` validates and maps before it
+    /// returns, and `response.decode` reads the mapped result.
+    func testRequestSchemaHooksIntoSendAndDecode() async throws {
+        var request = issuesRequest
+        request.schema = .response(for: RequestToGetIssues.self)
+        let response = try await client.send(request)
+        let page = try response.decode(Page<Issue>.self)
+        XCTAssertEqual(page.issues.map(\.identifier), [19448, 19447, 19446])
+        XCTAssertEqual(page.issues[0].created, Redmine.created)
+        XCTAssertEqual(page.total_count, 4479)
+        XCTAssertNotNil(response.schemaResult)
+
+        // Validation runs before decoding, inside send, with TRC's message.
+        request.schema = .resource("RequestToGetIssuesRaw.response.json")
+        let error = await assertPocketError(.schemaValidationFailed) { try await self.client.send(request) }
+        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+                       "Can't find value for key 'category' in 'root.issues[1]' dictionary")
+        XCTAssertEqual(error?.body, Data(Redmine.body.utf8))
+
+        // A model the schema's result does not decode to is `.decodingFailed`, with the path.
+        request.schema = .resource("RequestToGetIssuesOptional.response.json")
+        struct Wrong: Decodable { let issues: [[String: Int]] }
+        let decoding = try await client.send(request)
+        XCTAssertThrowsError(try decoding.decode(Wrong.self)) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .decodingFailed)
+            XCTAssertTrue("\(error)".contains("root.issues[0].project"), "\(error)")
+        }
     }
 
     /// A `{root}` mapper: the whole body is one issue, mapped at the root.

@@ -117,45 +117,40 @@ final class SchemaRequestTests: XCTestCase {
 
     // MARK: Path parameters
 
+    /// Parameters held to `RequestToGetIssue.path.json` (found from the
+    /// endpoint's name), the date written by the reverse transformer, then
+    /// `Request(path:)` fills `{issue_id}` and makes the rest the query.
     func testPathParametersThroughTheirSchema() async throws {
         server.route("/issues/42.json") { _ in jsonReply(Redmine.issue(42)) }
         let schemas = client.configuration.schemas
-        let target = try schemas.url("issues/{issue_id}.json", relativeTo: url(server, "/"),
-                                     parameters: ["issue_id": 42, "include": ["journals", "child ren"],
-                                                  "since": .mapped(Redmine.created), "skip": nil],
-                                     schema: .pathParameters(for: RequestToGetIssue.self))
-        XCTAssertEqual(target.absoluteString,
-                       server.baseURL + "/issues/42.json?include=journals&include=child%20ren&since=2015-03-22T10%3A53%3A24Z")
-        let issue = try await client.send(Request(url: target), schema: Schema(tag: "{issue}"), as: Issue.self)
+        let schema = Schema.pathParameters(for: RequestToGetIssue.self)
+        let parameters = try schemas.pathParameters(["issue_id": 42, "include": ["journals", "child ren"],
+                                                     "since": .mapped(Redmine.created), "skip": nil], schema: schema)
+        XCTAssertEqual(parameters, ["issue_id": 42, "include": ["journals", "child ren"], "since": "2015-03-22T10:53:24Z", "skip": nil])
+        let request = try Request(path: "issues/{issue_id}.json", baseURL: url(server, "/"), parameters: parameters)
+        let issue = try await client.send(request, schema: Schema(tag: "{issue}"), as: Issue.self)
         XCTAssertEqual(issue.identifier, 42)
-        XCTAssertEqual(server.receivedRequests.last?.query, "include=journals&include=child%20ren&since=2015-03-22T10%3A53%3A24Z")
+        let query = try XCTUnwrap(server.receivedRequests.last?.query)
+        XCTAssertTrue(query.contains("since=2015-03-22T10%3A53%3A24Z"), query)
+        XCTAssertTrue(query.contains("journals") && query.contains("child%20ren"), query)
+        XCTAssertFalse(query.contains("skip"), query)
 
         // The schema holds parameters to their types and required keys.
-        let schema = Schema.pathParameters(for: RequestToGetIssue.self)
-        XCTAssertThrowsError(try schemas.url("issues/{issue_id}.json", relativeTo: url(server, "/"),
-                                             parameters: ["include": ["x"]], schema: schema)) { error in
+        XCTAssertThrowsError(try schemas.pathParameters(["include": ["x"]], schema: schema)) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaValidationFailed)
             XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
                            "Can't find value for key 'issue_id' in 'root' dictionary")
         }
-        XCTAssertThrowsError(try schemas.url("issues/{issue_id}.json", relativeTo: url(server, "/"),
-                                             parameters: ["issue_id": "forty-two"], schema: schema)) { error in
+        XCTAssertThrowsError(try schemas.pathParameters(["issue_id": "forty-two"], schema: schema)) { error in
             XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
                            #"Type mismatch for key 'issue_id' in 'root' dictionary: expected number, got string "forty-two""#)
         }
-    }
-
-    func testPathParametersWithoutSchema() throws {
-        let schemas = SchemaRegistry()
-        let base = URL(string: "http://127.0.0.1:1/api/")!
-        XCTAssertEqual(try schemas.url("/users/{name}/items", relativeTo: base, parameters: ["name": "a/b é", "page": 2, "all": true]).absoluteString,
-                       "http://127.0.0.1:1/api/users/a%2Fb%20%C3%A9/items?page=2&all=true")
-        XCTAssertThrowsError(try schemas.url("users/{name}", relativeTo: base, parameters: ["nom": "x"])) { error in
-            XCTAssertEqual((error as? PocketError)?.code, .missingPathParameter)
-            XCTAssertEqual((error as? PocketError)?.message, "path 'users/{name}' needs parameter 'name', which has no value")
+        XCTAssertThrowsError(try schemas.pathParameters(["issue_id": 1, "since": "last week"], schema: schema)) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .schemaTransformFailed)
         }
-        XCTAssertThrowsError(try schemas.url("users", relativeTo: base, parameters: ["filter": ["a": 1]])) { error in
-            XCTAssertEqual((error as? PocketError)?.code, .invalidURL)
+        XCTAssertThrowsError(try schemas.pathParameters(["issue_id": 1, "extra": .mapped(Redmine.created)], schema: schema)) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .schemaMappingFailed)
+            XCTAssertEqual((error as? PocketError)?.message, "parameter 'extra' is a Date, which its schema has no tag to write as text")
         }
     }
 
@@ -201,9 +196,9 @@ final class SchemaRequestTests: XCTestCase {
         XCTAssertEqual((plain?.underlying as? SchemaViolation)?.reason, "Can't find value for key 'count' in 'root' dictionary")
     }
 
-    /// The endpoint's parser wins over the client's; a body that fails the
-    /// parser's schema reaches it as nil; a non-2xx without a typed error is
-    /// still an error response, with the body's text in the message.
+    /// The endpoint's parser wins over the client's; a non-2xx no parser
+    /// typed fails as `.unacceptableStatus` unless the request's validation
+    /// accepts it.
     func testErrorParserPrecedenceAndFallback() async throws {
         server.route("/teapot") { _ in jsonReply(#"{"errors": ["short and stout"]}"#, status: 418) }
         server.route("/html") { _ in .response(status: 404, headers: [("Content-Type", "text/html")], body: Array("<h1>Not Found</h1>".utf8)) }
@@ -214,11 +209,19 @@ final class SchemaRequestTests: XCTestCase {
             try await self.client.send(Request(url: url(self.server, "/teapot")), schema: Schema(json: "{}"), errorParser: endpointParser)
         }
         XCTAssertEqual(error?.underlying as? RedmineError, RedmineError(messages: ["endpoint saw 418"]))
-        let html = await assertPocketError(.errorResponse) {
+        // No typed error: a bad status is `.unacceptableStatus`, as `validate()` says it.
+        let html = await assertPocketError(.unacceptableStatus) {
             try await self.client.send(Request(url: url(self.server, "/html")), schema: Schema(json: "{}"))
         }
         XCTAssertNil(html?.underlying)
-        XCTAssertEqual(html?.message, "HTTP 404 Not Found: <h1>Not Found</h1>")
+        XCTAssertEqual(html?.message, "HTTP 404 Not Found is not acceptable (expected 200-299): <h1>Not Found</h1>")
         XCTAssertEqual(html?.response?.status, 404)
+        XCTAssertEqual(html?.body, Data("<h1>Not Found</h1>".utf8))
+        // A status the request's validation accepts reaches the schema.
+        var accepting = Request(url: url(server, "/teapot"))
+        accepting.validation = .status([200..<300, 418..<419])
+        let teapot = try await client.send(accepting, schema: Schema(json: #"{"errors": [""]}"#),
+                                           errorParser: ClosureErrorParser { _, _ in nil })
+        XCTAssertEqual(teapot["errors"][0], "short and stout")
     }
 }

@@ -47,6 +47,12 @@ public struct Request: Sendable, Hashable, Codable {
     /// Validation `client.send` applies to this request's response; nil (the
     /// default) uses the client's `Configuration.validation`, which is off by default.
     public var validation: Validation?
+    /// The schema `client.send` applies to the response before returning it
+    /// (with the client's `Configuration.schemas`: its error parser, then
+    /// validation, transformers, mappers); the result is
+    /// `response.schemaResult`, which `response.decode` reads. nil (the
+    /// default): no schema, no work. Not compared, hashed or archived.
+    public var schema: Schema?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.

@@ -22,6 +22,10 @@ public struct Response: Sendable {
     /// for validation and decoding, which read its format; nil for a
     /// response made by hand.
     public var request: Request?
+    /// The body as the request's `schema` made it (validated, transformed,
+    /// mapped: models and dates as `.mapped`), set by `client.send`; nil
+    /// when the request had no schema. `decode` reads it instead of the bytes.
+    public var schemaResult: JSONValue?
 
     public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: HTTPHeaders = [:],
                 body: Data = Data(), timings: Timings = Timings(), request: Request? = nil) {

@@ -50,29 +50,20 @@ public struct ClosureErrorParser: ErrorParser {
 
 extension SchemaRegistry {
     /// Checks `response` for an error before its body is validated: asks
-    /// `parser` (the endpoint's, else the registry's), then the status.
-    /// Throws `.errorResponse` (with the parser's typed error as `underlying`).
-    func checkError(_ response: Response, parser: (any ErrorParser)?) throws {
-        let parser = parser ?? errorParser
-        var typed: (any Error & Sendable)?
-        if let parser {
+    /// `parser` (the endpoint's, else the registry's) — a typed error is
+    /// `.errorResponse` — then the status (`.unacceptableStatus` outside
+    /// `acceptedStatus`).
+    func checkError(_ response: Response, parser: (any ErrorParser)?, acceptedStatus: [Range<Int>]) throws {
+        if let parser = parser ?? errorParser {
             var json = try? JSONValue(parsing: response.body)
             if let value = json, let schema = parser.schema {
                 json = try? validate(value, schema: schema)
             }
-            typed = parser.error(from: response, json: json)
+            if let typed = parser.error(from: response, json: json) {
+                throw PocketError(.errorResponse, "HTTP \(response.httpStatus): \(typed)", underlying: typed,
+                                  response: response.head, body: response.body)
+            }
         }
-        guard typed != nil || !response.isSuccess else { return }
-        let head = ResponseHead(status: response.status, reason: response.reason, headers: response.headers)
-        var message = "HTTP \(response.status)"
-        if !response.reason.isEmpty { message += " \(response.reason)" }
-        if let typed {
-            message += ": \(typed)"
-        } else if !response.body.isEmpty {
-            var text = response.text
-            if text.count > 512 { text = String(text.prefix(512)) + "…" }
-            message += ": " + text
-        }
-        throw PocketError(.errorResponse, message, underlying: typed, response: head)
+        try response.validate(.status(acceptedStatus))
     }
 }

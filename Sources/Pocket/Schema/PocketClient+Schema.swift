@@ -5,11 +5,11 @@ import Foundation
 #endif
 
 extension PocketClient {
-    /// Sends `request` and applies `schema` to the response body with the
-    /// client's `Configuration.schemas`: error check first (the error
-    /// parser, then the status), then JSON parsing, validation,
-    /// transformers and mappers. Returns the result tree (transformed values
-    /// and models as `.mapped`).
+    /// Sends `request` and applies `schema` to the response with the
+    /// client's `Configuration.schemas`: the error parser first, then the
+    /// status (2xx, or the request's or client's `Validation`), then JSON
+    /// parsing, validation, transformers and mappers. Returns the result
+    /// tree (transformed values and models as `.mapped`).
     ///
     /// ```swift
     /// let page = try await client.send(request, schema: .response(for: RequestToGetIssues.self))
@@ -18,33 +18,43 @@ extension PocketClient {
     ///
     /// `errorParser` (this endpoint's) takes precedence over the registry's;
     /// `options` nil: the registry's. Throws what `send(_:)` throws, plus
-    /// `.errorResponse` and the schema codes (see `SchemaRegistry.decode`).
+    /// `.errorResponse`, `.unacceptableStatus` and the schema codes (see
+    /// `SchemaRegistry.decode`). Setting `request.schema` and calling
+    /// `send(_:)` does the same with the registry's options and parser.
     public func send(_ request: Request, schema: Schema, options: SchemaOptions? = nil,
                      errorParser: (any ErrorParser)? = nil) async throws -> JSONValue {
+        var request = request
+        request.schema = nil
         let response = try await send(request)
         return try response.validated(schema: schema, registry: configuration.schemas, options: options,
-                                      errorParser: errorParser)
+                                      errorParser: errorParser,
+                                      acceptedStatus: (request.validation ?? configuration.validation)?.statusCodes)
     }
 
     /// Sends `request`, applies `schema`, and returns the root as `T`: what a
-    /// root mapper made, or the validated value decoded as `T`.
+    /// root mapper made, or, for a `Decodable` `T`, the result decoded as `T`.
     ///
     /// ```swift
     /// let issue = try await client.send(get, schema: Schema(tag: "{issue}"), as: Issue.self)
     /// ```
     public func send<T: Sendable>(_ request: Request, schema: Schema, as type: T.Type,
-                                              options: SchemaOptions? = nil,
-                                              errorParser: (any ErrorParser)? = nil) async throws -> T {
-        let response = try await send(request)
-        return try response.map(schema: schema, registry: configuration.schemas, as: type, options: options,
-                                errorParser: errorParser)
+                                  options: SchemaOptions? = nil,
+                                  errorParser: (any ErrorParser)? = nil) async throws -> T {
+        var request = request
+        request.schema = nil
+        var response = try await send(request)
+        response.schemaResult = try response.validated(schema: schema, registry: configuration.schemas,
+                                                       options: options, errorParser: errorParser,
+                                                       acceptedStatus: (request.validation ?? configuration.validation)?.statusCodes)
+        return try response.decode(response.schemaResult!, as: T.self)
     }
 
     /// Sends `request` with `body` written as JSON through `bodySchema` (its
     /// reverse transformers and mappers: a model, a `JSONValue` or an
     /// `Encodable`), then applies `schema` to the response as
     /// `send(_:schema:options:errorParser:)` does. Sets `Content-Type:
-    /// application/json` unless the request has one.
+    /// application/json` unless the request has one. A body that fails its
+    /// schema throws before anything is sent.
     public func send(_ request: Request, body: any Sendable, bodySchema: Schema, schema: Schema,
                      options: SchemaOptions? = nil, errorParser: (any ErrorParser)? = nil) async throws -> JSONValue {
         var request = request
@@ -56,37 +66,45 @@ extension PocketClient {
 
 extension Response {
     /// Applies `schema` to this response: the error check (`errorParser`,
-    /// else the registry's; then the status), then parsing, validation,
+    /// else the registry's; then the status: `acceptedStatus`, else the
+    /// request's `Validation`, else 2xx), then parsing, validation,
     /// transformers and mappers. See `PocketClient.send(_:schema:options:errorParser:)`.
+    /// Errors carry the head and the body.
     public func validated(schema: Schema, registry: SchemaRegistry, options: SchemaOptions? = nil,
-                          errorParser: (any ErrorParser)? = nil) throws -> JSONValue {
-        try registry.checkError(self, parser: errorParser)
+                          errorParser: (any ErrorParser)? = nil, acceptedStatus: [Range<Int>]? = nil) throws -> JSONValue {
+        try registry.checkError(self, parser: errorParser,
+                                acceptedStatus: acceptedStatus ?? request?.validation?.statusCodes ?? [200..<300])
         do {
             return try registry.decode(body, schema: schema, options: options)
         } catch var error as PocketError {
-            if error.response == nil { error.response = ResponseHead(status: status, reason: reason, headers: headers) }
+            if error.response == nil { error.response = head }
+            if error.body == nil { error.body = body }
             throw error
         }
     }
 
     /// `validated(...)`, then the root as `T`: what a root mapper made, or,
-    /// for a `Decodable` `T`, the validated value decoded as `T` (a
-    /// `DecodingError` becomes `.schemaMappingFailed`).
+    /// for a `Decodable` `T`, the result decoded as `T`.
     public func map<T: Sendable>(schema: Schema, registry: SchemaRegistry, as type: T.Type = T.self,
-                                             options: SchemaOptions? = nil,
-                                             errorParser: (any ErrorParser)? = nil) throws -> T {
-        let value = try validated(schema: schema, registry: registry, options: options, errorParser: errorParser)
+                                 options: SchemaOptions? = nil,
+                                 errorParser: (any ErrorParser)? = nil) throws -> T {
+        try decode(validated(schema: schema, registry: registry, options: options, errorParser: errorParser), as: T.self)
+    }
+
+    /// A schema's result as `T`: the root's mapped value, or the tree
+    /// decoded (a `DecodingError` is `.decodingFailed`, its path named as
+    /// `Response.decode` names it).
+    func decode<T>(_ value: JSONValue, as type: T.Type) throws -> T {
         if let model = value.mapped(as: T.self) { return model }
-        let head = ResponseHead(status: status, reason: reason, headers: headers)
         guard let decodable = T.self as? any Decodable.Type else {
-            throw PocketError(.schemaMappingFailed,
-                              "the schema's root is not mapped to \(T.self), and \(T.self) is not Decodable", response: head)
+            throw PocketError(.decodingFailed, "the schema's root is not mapped to \(T.self), and \(T.self) is not Decodable",
+                              response: head, body: body)
         }
         do {
             return try value.decode(decodable) as! T
-        } catch {
-            throw PocketError(.schemaMappingFailed, "can't decode \(T.self) from the validated body: \(error)",
-                              underlying: error as? DecodingError, response: head)
+        } catch let error as DecodingError {
+            throw PocketError(.decodingFailed, "cannot decode \(T.self): " + DecodingErrorPath.describe(error),
+                              underlying: error, response: head, body: body)
         }
     }
 }

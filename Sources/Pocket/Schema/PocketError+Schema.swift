@@ -20,12 +20,11 @@ extension PocketError.Code {
     public static let schemaNotFound = PocketError.Code("schema_not_found")
     /// A schema is not a valid JSON sample.
     public static let invalidSchema = PocketError.Code("invalid_schema")
-    /// The server answered with an error: a status outside 2xx, or a 2xx an
-    /// error parser declared an error. `underlying` is the error parser's
-    /// typed error when one parsed it.
+    /// An error parser found an error in the response (an error status's
+    /// body, or a 2xx it declared an error, e.g. `{"success": false}`);
+    /// `underlying` is the parser's typed error. A bad status no parser
+    /// typed is `.unacceptableStatus`.
     public static let errorResponse = PocketError.Code("error_response")
-    /// A path template names a parameter that has no value.
-    public static let missingPathParameter = PocketError.Code("missing_path_parameter")
 }
 
 /// Where and why a JSON value failed its schema; the `underlying` of

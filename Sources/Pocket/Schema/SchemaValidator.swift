@@ -279,6 +279,7 @@ struct SchemaValidator {
     static func describe(_ error: any Error) -> String {
         if let e = error as? PocketError { return e.message }
         if let e = error as? TransformError { return e.description }
+        if let e = error as? DecodingError { return DecodingErrorPath.describe(e) }
         return String(describing: error)
     }
 }

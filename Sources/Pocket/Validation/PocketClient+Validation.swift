@@ -6,8 +6,13 @@ extension PocketClient {
     func completed(_ response: Response, for request: Request) throws -> Response {
         var response = response
         response.request = request
-        if let validation = request.validation ?? configuration.validation {
+        let validation = request.validation ?? configuration.validation
+        if let validation {
             try response.validate(validation)
+        }
+        if let schema = request.schema {
+            response.schemaResult = try response.validated(schema: schema, registry: configuration.schemas,
+                                                           acceptedStatus: validation?.statusCodes)
         }
         return response
     }

@@ -41,7 +41,12 @@ extension Response {
     ///
     /// Decoding does not validate the status: chain `validate()` first when
     /// an error status must not be read as a value.
+    ///
+    /// When the request had a `schema`, `client.send` has already validated
+    /// and mapped the body: `T` is then what the root mapper made, or the
+    /// result decoded as `T` (`decoder` unused; see `JSONValue.decode`).
     public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        if let schemaResult { return try decode(schemaResult, as: T.self) }
         if body.isEmpty, let empty = T.self as? any EmptyBodyDecodable.Type {
             return empty.emptyBodyValue as! T
         }
