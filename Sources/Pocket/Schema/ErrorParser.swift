@@ -23,6 +23,7 @@ public protocol ErrorParser: Sendable {
 }
 
 extension ErrorParser {
+    /// No schema: every JSON body reaches `error(from:json:)`.
     public var schema: Schema? { nil }
 }
 
@@ -34,6 +35,7 @@ extension ErrorParser {
 /// }
 /// ```
 public struct ClosureErrorParser: ErrorParser {
+    /// The schema error bodies match, or nil for none.
     public let schema: Schema?
     let parse: @Sendable (Response, JSONValue?) -> (any Error & Sendable)?
 
@@ -43,6 +45,7 @@ public struct ClosureErrorParser: ErrorParser {
         self.parse = parse
     }
 
+    /// Calls the closure.
     public func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
         parse(response, json)
     }

@@ -10,8 +10,10 @@ public struct JSONObject: Sendable, Equatable {
 
     static let indexThreshold = 24
 
+    /// An empty dictionary.
     public init() { members = [] }
 
+    /// A dictionary of these members, in this order.
     public init(_ members: [(String, JSONValue)]) {
         self.members = members.map { (key: $0.0, value: $0.1) }
         buildIndexIfLarge()
@@ -73,6 +75,7 @@ public struct JSONObject: Sendable, Equatable {
         buildIndexIfLarge()
     }
 
+    /// Same keys with equal values, in any order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.count == rhs.count else { return false }
         for member in lhs.members {

@@ -9,14 +9,19 @@
 /// let name = value["issues"][0]["project"]["name"].string    // String?
 /// ```
 public enum JSONValue: Sendable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// A number written without fraction or exponent that fits in `Int`.
     case int(Int)
     /// Any other number.
     case double(Double)
+    /// A string, escapes decoded.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// A dictionary, keys in the order they came.
     case object(JSONObject)
     /// A Swift value a value transformer or object mapper made; never produced
     /// by the parser. Written back to JSON only through a schema's reverse
@@ -46,6 +51,7 @@ public enum JSONValue: Sendable {
 public final class MappedValue: Sendable {
     /// The value itself, e.g. a `Date` or a model.
     public let value: any Sendable
+    /// Boxes `value`.
     public init(_ value: any Sendable) { self.value = value }
 }
 
@@ -143,12 +149,19 @@ extension Equatable {
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral {
+    /// `nil` → `.null`.
     public init(nilLiteral: ()) { self = .null }
+    /// `true` → `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `2` → `.int`.
     public init(integerLiteral value: Int) { self = .int(value) }
+    /// `1.5` → `.double`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `"text"` → `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `[1, 2]` → `.array`.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// `["a": 1]` → `.object`, keys in the order written.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(JSONObject(elements))
     }

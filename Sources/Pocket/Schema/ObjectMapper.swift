@@ -35,8 +35,11 @@ public protocol ObjectMapper: Sendable {
 }
 
 extension ObjectMapper {
+    /// `TypeName.response.json` in the registry's resources.
     public var schema: Schema { .resource("\(Self.self).response.json") }
+    /// The response schema.
     public var requestSchema: Schema { schema }
+    /// Throws `.schemaMappingFailed`: a one-way mapper.
     public func json(from model: Model) throws -> JSONValue {
         throw PocketError(.schemaMappingFailed,
                           "\(Self.self) maps JSON to \(Model.self) only; implement json(from:) to write \(Model.self) as JSON")
@@ -53,7 +56,9 @@ extension ObjectMapper {
 /// registry.register(Issue.self, for: "{issue}")            // schema: Issue.response.json
 /// ```
 public struct DecodableMapper<Model: Decodable & Sendable>: ObjectMapper {
+    /// The schema of the JSON read.
     public let schema: Schema
+    /// The schema of the JSON written.
     public let requestSchema: Schema
 
     /// `schema` nil (the default): the resource `ModelName.response.json`.
@@ -63,8 +68,11 @@ public struct DecodableMapper<Model: Decodable & Sendable>: ObjectMapper {
         self.requestSchema = requestSchema ?? s
     }
 
+    /// `Model(from:)` over the validated tree (`JSONValue.decode`).
     public func model(from json: JSONValue) throws -> Model? { try json.decode(Model.self) }
 
+    /// The model's `Encodable` encoding (`JSONValue(encoding:)`); throws
+    /// `.schemaMappingFailed` when `Model` is not `Encodable`.
     public func json(from model: Model) throws -> JSONValue {
         guard let encodable = model as? any Encodable else {
             throw PocketError(.schemaMappingFailed, "\(Model.self) is not Encodable, so it can't be written as JSON")

@@ -30,6 +30,7 @@ public struct SchemaOptions: Sendable, Hashable {
     /// `null` handling: `.absent` by default.
     public var nulls: Nulls = .absent
 
+    /// Options; each default as documented on its property.
     public init(unknownKeys: UnknownKeys = .keep, coercesNumbersAndStrings: Bool = false, nulls: Nulls = .absent) {
         self.unknownKeys = unknownKeys
         self.coercesNumbersAndStrings = coercesNumbersAndStrings

@@ -1,14 +1,18 @@
 /// Where a value sits in a JSON tree, written as TyphoonRestClient writes it:
 /// `root.issues[1].category`.
 public struct SchemaPath: Sendable, Hashable, CustomStringConvertible {
+    /// One step down: a dictionary key or an array index.
     public enum Component: Sendable, Hashable {
+        /// A dictionary key.
         case key(String)
+        /// An array index, from 0.
         case index(Int)
     }
 
     /// From the root down.
     public var components: [Component]
 
+    /// A path; no components is the root.
     public init(_ components: [Component] = []) { self.components = components }
 
     /// `root`, then `.key` and `[index]` per component.

@@ -24,19 +24,29 @@ public protocol ValueTransformer: Sendable {
 }
 
 extension ValueTransformer {
+    /// Strings only.
     public var acceptedTypes: JSONTypes { .string }
 }
 
 /// A set of JSON types, for `ValueTransformer.acceptedTypes`.
 public struct JSONTypes: OptionSet, Sendable, Hashable {
+    /// The bits.
     public let rawValue: Int
+    /// A set from its bits.
     public init(rawValue: Int) { self.rawValue = rawValue }
+    /// JSON strings.
     public static let string = JSONTypes(rawValue: 1)
+    /// JSON numbers.
     public static let number = JSONTypes(rawValue: 2)
+    /// `true` and `false`.
     public static let bool = JSONTypes(rawValue: 4)
+    /// Arrays.
     public static let array = JSONTypes(rawValue: 8)
+    /// Dictionaries.
     public static let object = JSONTypes(rawValue: 16)
+    /// `null`.
     public static let null = JSONTypes(rawValue: 32)
+    /// Every JSON type.
     public static let all: JSONTypes = [.string, .number, .bool, .array, .object, .null]
 
     func accepts(_ value: JSONValue) -> Bool {

@@ -11,38 +11,48 @@ public enum ValueTransformers {
     /// `2015-03-22T10:53:24Z`, `2015-03-22T10:53:24.250+02:00` or `…+0200`.
     /// Written back in UTC with `Z`, with milliseconds only when the date has them.
     public struct ISO8601Date: ValueTransformer {
+        /// The transformer (it has no settings).
         public init() {}
+        /// Response direction; throws when the value does not convert.
         public func value(from json: JSONValue) throws -> Date {
             guard let s = json.string, let date = ISO8601.parse(s) else {
                 throw TransformError("Can't create Date from string '\(json.string ?? "\(json)")'")
             }
             return date
         }
+        /// Request direction.
         public func json(from value: Date) throws -> JSONValue { .string(ISO8601.format(value)) }
     }
 
     /// `{url}` ⇄ `URL`: an absolute or relative URL string.
     public struct URLString: ValueTransformer {
+        /// The transformer (it has no settings).
         public init() {}
+        /// Response direction; throws when the value does not convert.
         public func value(from json: JSONValue) throws -> URL {
             guard let s = json.string, !s.isEmpty, let url = URL(string: s) else {
                 throw TransformError("Can't create URL from string '\(json.string ?? "")'")
             }
             return url
         }
+        /// Request direction.
         public func json(from value: URL) throws -> JSONValue { .string(value.absoluteString) }
     }
 
     /// `{number}` ⇄ `Double`: a number, or a string holding one (`"4.5"`),
     /// as some APIs send amounts.
     public struct Number: ValueTransformer {
+        /// The transformer (it has no settings).
         public init() {}
+        /// The JSON types it reads.
         public var acceptedTypes: JSONTypes { [.number, .string] }
+        /// Response direction; throws when the value does not convert.
         public func value(from json: JSONValue) throws -> Double {
             if let d = json.double { return d }
             if let s = json.string, let d = Double(s), d.isFinite { return d }
             throw TransformError("Can't create a number from string '\(json.string ?? "")'")
         }
+        /// Request direction.
         public func json(from value: Double) throws -> JSONValue {
             value.rounded() == value && abs(value) < 9.2e18 ? .int(Int(value)) : .double(value)
         }
@@ -50,20 +60,27 @@ public enum ValueTransformers {
 
     /// `{int}` ⇄ `Int`: an integral number, or a string holding one (`"42"`).
     public struct Integer: ValueTransformer {
+        /// The transformer (it has no settings).
         public init() {}
+        /// The JSON types it reads.
         public var acceptedTypes: JSONTypes { [.number, .string] }
+        /// Response direction; throws when the value does not convert.
         public func value(from json: JSONValue) throws -> Int {
             if let i = json.int { return i }
             if let s = json.string, let i = Int(s) { return i }
             throw TransformError("Can't create an integer from \(json.typeName) \(json)")
         }
+        /// Request direction.
         public func json(from value: Int) throws -> JSONValue { .int(value) }
     }
 
     /// `{string}` ⇄ `String`: a string, or a number or boolean as text (`42` → `"42"`).
     public struct Text: ValueTransformer {
+        /// The transformer (it has no settings).
         public init() {}
+        /// The JSON types it reads.
         public var acceptedTypes: JSONTypes { [.string, .number, .bool] }
+        /// Response direction; throws when the value does not convert.
         public func value(from json: JSONValue) throws -> String {
             switch json {
             case let .string(s): return s
@@ -71,6 +88,7 @@ public enum ValueTransformers {
             default: return json.description
             }
         }
+        /// Request direction.
         public func json(from value: String) throws -> JSONValue { .string(value) }
     }
 }
