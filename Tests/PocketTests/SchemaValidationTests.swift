@@ -197,6 +197,21 @@ final class SchemaValidationTests: XCTestCase {
         XCTAssertLessThanOrEqual(excerpt.split(separator: "\n").count, 15)
         XCTAssertTrue(excerpt.contains(#">       "id": "x""#), excerpt)
         XCTAssertTrue(excerpt.hasPrefix("  ..."), excerpt)
+
+        let long = String(repeating: "x", count: 100_000)
+        let wide = try failure(#"{"text": "\#(long)", "n": "1"}"#, #"{"text": "", "n": 0}"#, code: .schemaValidationFailed)
+        let wideExcerpt = try XCTUnwrap((wide.underlying as? SchemaViolation)?.excerpt)
+        XCTAssertLessThan(wideExcerpt.count, 500)
+        XCTAssertTrue(wideExcerpt.contains(#">   "n": "1""#), wideExcerpt)
+    }
+
+    func testDecodeToATypeThroughTheRegistry() throws {
+        struct Page: Decodable, Sendable { let total_count: Int; let issues: [Issue] }
+        let page = try quickStartSchemas().decode(Page.self, from: Data(Redmine.body.utf8),
+                                                  schema: .response(for: RequestToGetIssues.self))
+        XCTAssertEqual(page.issues.map(\.authorName), ["Reginaldo P. Fernandes Ribeiro Reginaldo", "Reginaldo P. Fernandes Ribeiro Reginaldo", nil])
+        let issue = try quickStartSchemas().decode(Issue.self, from: Data(Redmine.issue(5).utf8), schema: Schema(tag: "{issue}"))
+        XCTAssertEqual(issue.identifier, 5)
     }
 
     // MARK: Schema rules

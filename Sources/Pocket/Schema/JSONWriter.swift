@@ -45,7 +45,12 @@ enum JSONWriter {
         var done: Bool { marked != nil && after.count >= context }
         var markNextLine = false
 
+        /// Longest line kept, in characters: a huge string value stays readable.
+        static let maxLineLength = 160
+
         mutating func take(_ line: String) {
+            var line = line
+            if line.count > Self.maxLineLength { line = String(line.prefix(Self.maxLineLength)) + "…" }
             if marked == nil {
                 if markNextLine {
                     marked = line
