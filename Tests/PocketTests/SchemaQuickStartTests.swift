@@ -243,6 +243,28 @@ final class SchemaQuickStartTests: XCTestCase {
         }
     }
 
+    /// An optional convention: where the file exists it applies, where it
+    /// does not nothing is validated (not even the status).
+    func testOptionalConventionSchema() async throws {
+        struct NoSchemaFileForThis {}
+        server.route("/missing") { _ in .text("not json", status: 404) }
+        var plain = Request(url: url(server, "/missing"))
+        plain.schema = .response(for: NoSchemaFileForThis.self, optional: true)
+        let response = try await client.send(plain)
+        XCTAssertEqual(response.status, 404)
+        XCTAssertNil(response.schemaResult)
+        XCTAssertTrue(client.configuration.schemas.isAbsent(plain.schema!))
+
+        var request = issuesRequest
+        request.schema = .response(for: RequestToGetIssues.self, optional: true)
+        XCTAssertFalse(client.configuration.schemas.isAbsent(request.schema!))
+        let page = try await client.send(request).decode(Page<Issue>.self)
+        XCTAssertEqual(page.issues.count, 3)
+        // A required file that is missing is an error, not a silent pass.
+        request.schema = .response(for: NoSchemaFileForThis.self)
+        await assertPocketError(.schemaNotFound) { try await self.client.send(request) }
+    }
+
     /// A `{root}` mapper: the whole body is one issue, mapped at the root.
     func testRootMapper() async throws {
         server.route("/issues/7.json") { _ in jsonReply(Redmine.issue(7)) }

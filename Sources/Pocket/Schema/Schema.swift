@@ -57,8 +57,9 @@ public struct Schema: Sendable {
 
     enum Storage: Sendable {
         case node(Node)
-        /// A file in the registry's `resources`, loaded when first used.
-        case resource(String)
+        /// A file in the registry's `resources`, loaded when first used;
+        /// when `optional`, a missing file means no schema.
+        case resource(String, optional: Bool)
     }
 
     let storage: Storage
@@ -101,13 +102,19 @@ public struct Schema: Sendable {
 
     /// The schema file `fileName` in the registry's `resources`
     /// (`SchemaRegistry.resources`), loaded and parsed once, when first used.
-    public static func resource(_ fileName: String) -> Schema {
-        Schema(storage: .resource(fileName))
+    /// A missing file is `.schemaNotFound`, unless `optional` (false by
+    /// default): then it means no schema, and nothing is validated — for
+    /// conventions that apply only where someone wrote the file.
+    public static func resource(_ fileName: String, optional: Bool = false) -> Schema {
+        Schema(storage: .resource(fileName, optional: optional))
     }
 
     /// `TypeName.response.json`: the response schema of an endpoint type, by
-    /// TyphoonRestClient's naming rule (`RequestToGetIssues.response.json`).
-    public static func response(for type: Any.Type) -> Schema { .resource("\(type).response.json") }
+    /// TyphoonRestClient's naming rule (`RequestToGetIssues.response.json`);
+    /// `optional` as for `resource(_:optional:)`.
+    public static func response(for type: Any.Type, optional: Bool = false) -> Schema {
+        .resource("\(type).response.json", optional: optional)
+    }
 
     /// `TypeName.request.json`: the request body schema of an endpoint type.
     public static func request(for type: Any.Type) -> Schema { .resource("\(type).request.json") }
@@ -119,7 +126,7 @@ public struct Schema: Sendable {
 
     /// The file name of a resource schema, or nil for a schema given inline.
     public var resourceName: String? {
-        if case let .resource(name) = storage { return name }
+        if case let .resource(name, _) = storage { return name }
         return nil
     }
 

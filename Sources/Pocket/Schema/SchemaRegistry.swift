@@ -78,8 +78,17 @@ public struct SchemaRegistry: Sendable {
     func node(of schema: Schema) throws -> Schema.Node {
         switch schema.storage {
         case let .node(node): return node
-        case let .resource(name): return try cache.node(named: name, in: resources)
+        case let .resource(name, optional):
+            if optional, !cache.exists(name, in: resources) { return .any }
+            return try cache.node(named: name, in: resources)
         }
+    }
+
+    /// True for an optional resource schema whose file is not there: it
+    /// stands for no schema at all (the answer is cached per file name).
+    public func isAbsent(_ schema: Schema) -> Bool {
+        guard case let .resource(name, optional: true) = schema.storage else { return false }
+        return !cache.exists(name, in: resources)
     }
 }
 
@@ -88,6 +97,16 @@ final class SchemaFileCache: Sendable {
     private let nodes = Lock<[String: Schema.Node]>([:])
     /// File name → path, indexed on the first lookup that misses the top level.
     private let index = Lock<[String: String]?>(nil)
+    /// Whether a file exists, by name: asked on every send of an endpoint
+    /// whose schema is optional, so answered from memory after the first time.
+    private let presence = Lock<[String: Bool]>([:])
+
+    func exists(_ name: String, in directory: URL?) -> Bool {
+        if let known = presence.withLock({ $0[name] }) { return known }
+        let found = directory.map { (try? locate(name, in: $0)) != nil } ?? false
+        presence.withLock { $0[name] = found }
+        return found
+    }
 
     func node(named name: String, in directory: URL?) throws -> Schema.Node {
         if let node = nodes.withLock({ $0[name] }) { return node }

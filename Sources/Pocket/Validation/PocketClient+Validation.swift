@@ -10,7 +10,7 @@ extension PocketClient {
         if let validation {
             try response.validate(validation)
         }
-        if let schema = request.schema {
+        if let schema = request.schema, !configuration.schemas.isAbsent(schema) {
             response.schemaResult = try response.validated(schema: schema, registry: configuration.schemas,
                                                            acceptedStatus: validation?.statusCodes)
         }
