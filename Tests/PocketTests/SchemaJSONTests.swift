@@ -39,9 +39,18 @@ final class SchemaJSONTests: XCTestCase {
         }
     }
 
-    func testDuplicateKeysLastWins() throws {
-        let value = try JSONValue(parsing: #"{"a": 1, "a": 2}"#)
-        XCTAssertEqual(value["a"], 2)
+    /// A key twice is rejected: a validator must never check one value
+    /// while a mapper reads the other.
+    func testDuplicateKeysAreRejected() throws {
+        XCTAssertThrowsError(try JSONValue(parsing: #"{"a": 1, "b": 2, "a": "x"}"#)) { error in
+            XCTAssertEqual((error as? PocketError)?.message, "Invalid JSON at line 1, column 18: duplicate key 'a' in a dictionary")
+        }
+        let wide = "{" + (0..<40).map { #""k\#($0)": \#($0)"# }.joined(separator: ",") + #", "k3": 0}"#
+        XCTAssertThrowsError(try JSONValue(parsing: wide)) { error in
+            XCTAssertTrue("\(error)".contains("duplicate key 'k3'"), "\(error)")
+        }
+        XCTAssertEqual(JSONObject([("a", 1), ("b", 2), ("a", 3)]).members.map(\.key), ["a", "b"])
+        XCTAssertEqual(JSONObject([("a", 1), ("b", 2), ("a", 3)])["a"], 3)
         var many = JSONObject()
         for i in 0..<100 { many["k\(i)"] = .int(i) }
         many["k50"] = "replaced"

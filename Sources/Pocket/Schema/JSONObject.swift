@@ -2,7 +2,8 @@
 ///
 /// Lookups scan the keys (fast for the dozens of keys API objects have);
 /// objects with more than `indexThreshold` keys also keep a hash index.
-/// With duplicate keys the last one wins, as in most JSON parsers.
+/// The parser rejects a key given twice; built by hand, a repeated key
+/// keeps its first place and its last value.
 public struct JSONObject: Sendable, Equatable {
     /// The members in order.
     public private(set) var members: [(key: String, value: JSONValue)]
@@ -15,8 +16,9 @@ public struct JSONObject: Sendable, Equatable {
 
     /// A dictionary of these members, in this order.
     public init(_ members: [(String, JSONValue)]) {
-        self.members = members.map { (key: $0.0, value: $0.1) }
-        buildIndexIfLarge()
+        self.members = []
+        self.members.reserveCapacity(members.count)
+        for (key, value) in members { self[key] = value }
     }
 
     init(members: [(key: String, value: JSONValue)]) {
@@ -61,7 +63,11 @@ public struct JSONObject: Sendable, Equatable {
                 }
             } else if let newValue {
                 members.append((key: key, value: newValue))
-                if index != nil || members.count > Self.indexThreshold { buildIndexIfLarge() }
+                if index != nil {
+                    index![key] = members.count - 1
+                } else if members.count > Self.indexThreshold {
+                    buildIndexIfLarge()
+                }
             }
         }
     }

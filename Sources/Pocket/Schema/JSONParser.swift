@@ -8,7 +8,8 @@ extension JSONValue {
     /// Parses UTF-8 JSON text (RFC 8259): one value, any type at the top.
     ///
     /// Strict: no comments, no trailing commas, no leading zeros, no
-    /// unescaped control characters, valid UTF-8 only. Throws
+    /// unescaped control characters, no key twice in a dictionary, valid
+    /// UTF-8 only. Throws
     /// `.malformedJSON` with the line and column of the first error, and
     /// `.jsonNestingTooDeep` past `maxDepth` nested arrays and dictionaries
     /// (512 by default: deeper than any real API, shallow enough that the
@@ -104,6 +105,7 @@ public struct JSONParser {
         try enter()
         i += 1
         var members: [(key: String, value: JSONValue)] = []
+        var seen: Set<String>? // past a few keys, duplicates are found by hash
         skipWhitespace()
         if i < bytes.count, current == UInt8(ascii: "}") {
             i += 1
@@ -116,7 +118,16 @@ public struct JSONParser {
             guard current == UInt8(ascii: "\"") else {
                 throw failure("unexpected character \(describe(current)), expected a key in quotes")
             }
+            let keyStart = i
             let key = try parseString()
+            // A key twice would let a validator check one value and a mapper
+            // read the other: rejected (RFC 8259 §4: names SHOULD be unique).
+            if members.count < 16 {
+                for member in members where member.key == key { throw duplicate(key, at: keyStart) }
+            } else {
+                if seen == nil { seen = Set(members.map(\.key)) }
+                guard seen!.insert(key).inserted else { throw duplicate(key, at: keyStart) }
+            }
             skipWhitespace()
             guard i < bytes.count, current == UInt8(ascii: ":") else {
                 throw failure(i < bytes.count ? "expected ':' after a key" : "unexpected end of input in a dictionary")
@@ -326,6 +337,10 @@ public struct JSONParser {
             lineStart = k + 1
         }
         return "line \(line), column \(end - lineStart + 1)"
+    }
+
+    private func duplicate(_ key: String, at offset: Int) -> PocketError {
+        PocketError(.malformedJSON, "Invalid JSON at \(location(offset)): duplicate key '\(key)' in a dictionary")
     }
 
     private func failure(_ what: String) -> PocketError {

@@ -104,7 +104,6 @@ struct SchemaValidator {
 
     private mutating func validateArray(_ elements: [JSONValue], _ node: Schema.Node) throws(Failure) -> Outcome {
         var result: [JSONValue]? = nil
-        var kept = 0
         for i in elements.indices {
             let outcome: Outcome
             do {
@@ -116,11 +115,9 @@ struct SchemaValidator {
             switch outcome {
             case .unchanged:
                 if result != nil { result!.append(elements[i]) }
-                kept += 1
             case let .replaced(v):
                 if result == nil { result = Array(elements[0..<i]); result!.reserveCapacity(elements.count) }
                 result!.append(v)
-                kept += 1
             case .removed:
                 if result == nil { result = Array(elements[0..<i]) }
             }
