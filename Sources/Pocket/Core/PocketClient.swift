@@ -50,6 +50,10 @@ public final class PocketClient: Sendable {
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+        /// How redirects are followed unless a request sets its own
+        /// (`Request.redirects`): up to 10 hops by default, no https → http
+        /// (see `RedirectPolicy` for why and for the rules of each hop).
+        public var redirects: RedirectPolicy = .follow
 
         public init() {}
     }
@@ -99,8 +103,14 @@ public final class PocketClient: Sendable {
     ///
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `ProgressHandler`).
+    ///
+    /// Redirects are followed as `request.redirects` (or the client's
+    /// `Configuration.redirects`) says; `response.url` and
+    /// `response.redirects` tell where the answer came from.
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        try await run(request, InFlightRequest(engine: engine, progress: progress))
+        try await followingRedirects(request, progress: progress) { request, progress in
+            try await run(request, InFlightRequest(engine: engine, progress: progress))
+        }
     }
 
     /// Submits `inflight` and waits for its continuation: the complete

@@ -38,6 +38,9 @@ public struct Request: Sendable, Hashable, Codable {
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
     public var tls: TLSConfiguration?
+    /// How this request follows redirects; nil (the default) uses the
+    /// client's `Configuration.redirects`.
+    public var redirects: RedirectPolicy?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
@@ -60,7 +63,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case method, url, headers, body, timeouts, tls, expectContinue
+        case method, url, headers, body, timeouts, tls, expectContinue, redirects
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,6 +75,7 @@ public struct Request: Sendable, Hashable, Codable {
         expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
         timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
         tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
+        redirects = try c.decodeIfPresent(RedirectPolicy.self, forKey: .redirects)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -83,12 +87,13 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encodeIfPresent(timeouts, forKey: .timeouts)
         try c.encodeIfPresent(tls, forKey: .tls)
         try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
+        try c.encodeIfPresent(redirects, forKey: .redirects)
     }
 
     public static func == (lhs: Request, rhs: Request) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
-            && lhs.expectContinue == rhs.expectContinue
+            && lhs.expectContinue == rhs.expectContinue && lhs.redirects == rhs.redirects
     }
 
     public func hash(into hasher: inout Hasher) {
