@@ -139,12 +139,17 @@ final class RedirectPolicyTests: XCTestCase {
             .response(status: 301, headers: [("Location", "/file")], body: Array(repeating: UInt8(ascii: "m"), count: 1000))
         }
         let client = try makeClient()
-        let streamed = try await client.stream(Request(url: url(server, "/moved")))
+        let (streamUpdates, streamProgress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let streamed = try await client.stream(Request(url: url(server, "/moved")), progress: streamProgress)
         XCTAssertEqual(streamed.status, 200)
         XCTAssertEqual(streamed.url, url(server, "/file"))
         XCTAssertEqual(streamed.redirects.map(\.status), [301])
         let data = try await streamed.body.collect(upTo: 1 << 20)
         XCTAssertEqual(SHA256Digest.hex(Array(data)), resource.sha256)
+        var streamReports: [TransferProgress] = []
+        for await p in streamUpdates { streamReports.append(p) }
+        XCTAssertEqual(streamReports.last { $0.direction == .download }?.bytes, 300_000,
+                       "the updates lasted until the final body was read, not just its head")
         XCTAssertEqual(server.acceptedConnections, 1, "the small 3xx body was read, so its connection was reused")
 
         let destination = FileManager.default.temporaryDirectory.appending(path: "pocket-redirect-dl-\(UUID().uuidString)")

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
 
 /// A response the redirect loop can look at, record the chain in, and drop.
 protocol RedirectableResponse: Sendable {
@@ -23,8 +24,8 @@ extension PocketClient {
     /// URL (no allocation). The chain's state exists only after a 3xx.
     ///
     /// A progress handler's `finish` (the end of `ProgressHandler.stream`)
-    /// is held back to the end of the chain, so a stream of updates spans
-    /// every hop.
+    /// comes once, when the final response is complete: the stream of
+    /// updates spans every hop, and a redirect's end does not close it.
     func followingRedirects<R: RedirectableResponse>(
         _ request: Request, progress: ProgressHandler?,
         _ hop: (Request, ProgressHandler?) async throws -> R
@@ -35,27 +36,72 @@ extension PocketClient {
             response.record(url: request.url, redirects: [])
             return response
         }
-        let perHop = progress?.withoutFinish
-        defer { progress?.finish?() }
-        var response = try await hop(request, perHop)
+        var gate = ProgressFinishGate.wrap(progress)
+        var response: R
+        do {
+            response = try await hop(request, gate?.handler ?? progress)
+        } catch {
+            gate?.gate.markFinal()
+            throw error
+        }
         guard RedirectFollower.isRedirect(response.redirectHead.status) else {
+            gate?.gate.markFinal()
             response.record(url: request.url, redirects: [])
             return response
         }
         var follower = RedirectFollower(policy: policy, request: request, clientTimeouts: configuration.timeouts)
-        while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
-            await response.discardRedirectBody()
-            response = try await hop(next, perHop)
+        do {
+            while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
+                await response.discardRedirectBody()
+                gate = ProgressFinishGate.wrap(progress)
+                response = try await hop(next, gate?.handler ?? progress)
+            }
+        } catch {
+            gate?.gate.markFinal()
+            throw error
         }
+        gate?.gate.markFinal()
         response.record(url: follower.request.url, redirects: follower.hops)
         return response
     }
 }
 
-extension ProgressHandler {
-    /// The same reports without `finish`, for one hop of several.
-    var withoutFinish: ProgressHandler {
-        finish == nil ? self : ProgressHandler(interval: interval, report: report, finish: nil)
+/// Passes a hop's `finish` on only if that hop's response is the final one:
+/// the hop may end before or after the redirect loop decides (a streamed
+/// body ends long after its head), so whichever comes second calls it.
+final class ProgressFinishGate: Sendable {
+    private struct State {
+        var final = false
+        var finished = false
+        var called = false
+    }
+
+    private let state = Mutex(State())
+    private let finish: @Sendable () -> Void
+
+    private init(finish: @escaping @Sendable () -> Void) { self.finish = finish }
+
+    /// A handler for one hop and its gate; nil when `progress` has no `finish`.
+    static func wrap(_ progress: ProgressHandler?) -> (handler: ProgressHandler, gate: ProgressFinishGate)? {
+        guard let progress, let finish = progress.finish else { return nil }
+        let gate = ProgressFinishGate(finish: finish)
+        return (ProgressHandler(interval: progress.interval, report: progress.report, finish: { gate.hopFinished() }), gate)
+    }
+
+    /// The hop's request ended.
+    func hopFinished() { update { $0.finished = true } }
+
+    /// The hop's response is the one returned (or its error is thrown).
+    func markFinal() { update { $0.final = true } }
+
+    private func update(_ change: (inout State) -> Void) {
+        let call = state.withLock { s -> Bool in
+            change(&s)
+            guard s.final, s.finished, !s.called else { return false }
+            s.called = true
+            return true
+        }
+        if call { finish() }
     }
 }
 
