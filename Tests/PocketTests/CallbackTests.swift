@@ -20,6 +20,10 @@ final class CallbackTests: XCTestCase {
     override func tearDown() async throws {
         server.shutdown()
         try await client.shutdown()
+        // XCTest keeps every test case instance to the end of the run: drop
+        // the client so its engine threads are joined now.
+        client = nil
+        server = nil
     }
 
     func testSendWithSuccessAndFailureLikeMTPocket() async throws {

@@ -56,6 +56,11 @@ final class PipePagingTests: XCTestCase {
     override func tearDown() async throws {
         server.shutdown()
         try await client.shutdown()
+        // XCTest keeps every test case instance to the end of the run: drop
+        // the client so its engine threads are joined now.
+        pipeline = nil
+        client = nil
+        server = nil
     }
 
     private func walk(_ pipe: Pocket.Pipe<Item>) async throws {

@@ -29,6 +29,11 @@ final class PipeTests: XCTestCase {
     override func tearDown() async throws {
         server.shutdown()
         try await client.shutdown()
+        // XCTest keeps every test case instance to the end of the run: drop
+        // the client so its engine threads are joined now.
+        pipeline = nil
+        client = nil
+        server = nil
     }
 
     func testTheAGPipeExampleSaveUpdateReadReadWithParamsRemove() async throws {
