@@ -168,6 +168,25 @@ final class RedirectPolicyTests: XCTestCase {
         XCTAssertEqual(last.bytes, 300_000, "the progress stream lasted to the final hop")
     }
 
+    func testATotalDeadlineCoversTheWholeChain() async throws {
+        var request = Request(url: URL(string: "http://127.0.0.1:1/a")!)
+        request.timeouts = Timeouts(connect: .seconds(5), read: .seconds(5), total: .seconds(1))
+        let head = ResponseHead(status: 302, reason: "Found", headers: ["Location": "/b"])
+        var follower = RedirectFollower(policy: .follow, request: request, clientTimeouts: Timeouts())
+        let next = try await follower.next(after: head, took: .milliseconds(300))
+        XCTAssertEqual(next?.timeouts?.total, .milliseconds(700), "the next hop gets what is left")
+        XCTAssertEqual(next?.timeouts?.read, .seconds(5))
+        let error = await assertPocketError(.deadlineExceeded) {
+            try await follower.next(after: ResponseHead(status: 307, reason: "", headers: ["Location": "/c"]), took: .milliseconds(800))
+        }
+        XCTAssertEqual(error?.response?.status, 307)
+
+        // Without a total deadline nothing is added.
+        var open = RedirectFollower(policy: .follow, request: Request(url: request.url), clientTimeouts: Timeouts())
+        let free = try await open.next(after: head, took: .seconds(100))
+        XCTAssertNil(free?.timeouts)
+    }
+
     func testThePolicyIsArchivedWithTheRequestButNotItsHook() throws {
         var request = Request(url: URL(string: "http://127.0.0.1/x")!)
         request.redirects = RedirectPolicy(maxHops: 4, allowsInsecureDowngrade: true) { _ in .stop }

@@ -24,9 +24,13 @@ import Synchronization
 /// every progress report. A handler attached after the end runs at once with
 /// the outcome. Progress handlers must be attached before `start()`.
 public final class Call: Sendable {
+    /// Gets a 2xx response.
     public typealias SuccessHandler = @Sendable (Response) -> Void
+    /// Gets the error, and the response when the server answered.
     public typealias FailureHandler = @Sendable (PocketError, Response?) -> Void
+    /// Gets every outcome, before success and failure handlers.
     public typealias CompletionHandler = @Sendable (CallOutcome) -> Void
+    /// Gets upload or download progress.
     public typealias ProgressReport = @Sendable (TransferProgress) -> Void
 
     /// The request this call sends.

@@ -48,15 +48,18 @@ public struct Page<Model: Codable & Sendable>: Sendable {
 /// the next links; each page is read when the iteration asks for it.
 /// A next link back to a page already read ends it with `.pagingLoop`.
 public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
+    /// One page of records.
     public typealias Element = Page<Model>
     let pipe: Pipe<Model>
     let first: URL
 
+    /// Reads one page per `next()`, along the next links.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let pipe: Pipe<Model>
         var upcoming: URL?
         var seen: Set<String> = []
 
+        /// The next page; nil after the last (a page without a next link).
         public mutating func next() async throws -> Page<Model>? {
             guard let url = upcoming else { return nil }
             upcoming = nil
@@ -69,6 +72,7 @@ public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
         }
     }
 
+    /// Starts at the first page.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipe: pipe, upcoming: first) }
 }
 

@@ -76,6 +76,7 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey { case follows, maxHops, allowsInsecureDowngrade }
 
+    /// Decodes the settings; the hook is nil (a closure is not archived).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(maxHops: try c.decode(Int.self, forKey: .maxHops),
@@ -83,6 +84,7 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
         follows = try c.decode(Bool.self, forKey: .follows)
     }
 
+    /// Encodes the settings, not the hook.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(follows, forKey: .follows)
@@ -90,11 +92,13 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
         try c.encode(allowsInsecureDowngrade, forKey: .allowsInsecureDowngrade)
     }
 
+    /// Equal settings, and a hook on both or on neither (closures cannot be compared).
     public static func == (a: RedirectPolicy, b: RedirectPolicy) -> Bool {
         a.follows == b.follows && a.maxHops == b.maxHops && a.allowsInsecureDowngrade == b.allowsInsecureDowngrade
             && (a.onRedirect == nil) == (b.onRedirect == nil)
     }
 
+    /// Hashes the settings (consistent with `==`).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(follows)
         hasher.combine(maxHops)
