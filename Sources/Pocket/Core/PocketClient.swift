@@ -47,13 +47,13 @@ public final class PocketClient: Sendable {
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = TLSConfiguration()
-        /// Header fields sent with every request unless the request has a field
-        /// of the same name. Default: `User-Agent: Pocket/0.1`.
-        public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
         /// How redirects are followed unless a request sets its own
         /// (`Request.redirects`): up to 10 hops by default, no https → http
         /// (see `RedirectPolicy` for why and for the rules of each hop).
         public var redirects: RedirectPolicy = .follow
+        /// Header fields sent with every request unless the request has a field
+        /// of the same name. Default: `User-Agent: Pocket/0.1`.
+        public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
 
         public init() {}
     }

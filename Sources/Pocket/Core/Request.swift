@@ -32,15 +32,15 @@ public struct Request: Sendable, Hashable, Codable {
     /// 413): the refusal arrives before the bytes are sent. Past the wait the
     /// body goes anyway, as RFC 9110 §10.1.1 advises for servers that never answer 100.
     public var expectContinue: Duration?
+    /// How this request follows redirects; nil (the default) uses the
+    /// client's `Configuration.redirects`.
+    public var redirects: RedirectPolicy?
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
     public var timeouts: Timeouts?
     /// TLS settings for this request only; nil uses the client's
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
     public var tls: TLSConfiguration?
-    /// How this request follows redirects; nil (the default) uses the
-    /// client's `Configuration.redirects`.
-    public var redirects: RedirectPolicy?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
@@ -73,9 +73,9 @@ public struct Request: Sendable, Hashable, Codable {
                   headers: try c.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:],
                   body: try c.decodeIfPresent(RequestBody.self, forKey: .body))
         expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
+        redirects = try c.decodeIfPresent(RedirectPolicy.self, forKey: .redirects)
         timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
         tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
-        redirects = try c.decodeIfPresent(RedirectPolicy.self, forKey: .redirects)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -84,10 +84,10 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encode(url, forKey: .url)
         try c.encode(headers, forKey: .headers)
         try c.encodeIfPresent(body, forKey: .body)
+        try c.encodeIfPresent(redirects, forKey: .redirects)
         try c.encodeIfPresent(timeouts, forKey: .timeouts)
         try c.encodeIfPresent(tls, forKey: .tls)
         try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
-        try c.encodeIfPresent(redirects, forKey: .redirects)
     }
 
     public static func == (lhs: Request, rhs: Request) -> Bool {

@@ -16,13 +16,14 @@ public struct Response: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes, after de-chunking. Empty for HEAD, 204 and 304.
     public var body: Data
-    /// Where the time went (the last hop's, after redirects).
-    public var timings: Timings
     /// The URL this response came from: the request's, or where its
     /// redirects led. Nil only for a response built by hand.
     public var url: URL?
-    /// The redirects followed to get here, in order; empty for none.
+    /// The redirects followed to get here, in order; empty for none (then
+    /// `timings` are the last hop's).
     public var redirects: [RedirectHop] = []
+    /// Where the time went.
+    public var timings: Timings
 
     public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: HTTPHeaders = [:],
                 body: Data = Data(), timings: Timings = Timings()) {
