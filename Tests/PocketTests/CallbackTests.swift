@@ -36,7 +36,7 @@ final class CallbackTests: XCTestCase {
         let byStatus = expectation(description: "failure by status")
         client.send(Request(url: url(server, "/missing")), success: { _ in XCTFail("404 is no success") },
                     failure: { error, response in
-            XCTAssertEqual(error.code.name, "unacceptable_status")
+            XCTAssertEqual(error.code, .unacceptableStatus)
             XCTAssertEqual(error.response?.status, 404)
             XCTAssertEqual(response?.text, "no such thing", "the failure sees the body")
             byStatus.fulfill()
@@ -82,7 +82,7 @@ final class CallbackTests: XCTestCase {
             .onComplete { o in failures.append("complete \(o.isSuccess)") }
             .onSuccess { _ in failures.append("success") }
             .onFailure { _, _ in failures.append("second") }
-        await assertPocketError(PocketError.Code("unacceptable_status")) { try await failed.response() }
+        await assertPocketError(.unacceptableStatus) { try await failed.response() }
         await assertEventually("the handlers ran") { failures.values.count == 3 }
         XCTAssertEqual(failures.values, ["complete false", "first 404", "second"])
     }

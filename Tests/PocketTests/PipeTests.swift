@@ -37,9 +37,10 @@ final class PipeTests: XCTestCase {
     }
 
     func testTheAGPipeExampleSaveUpdateReadReadWithParamsRemove() async throws {
+        let bearer = try Authorization.bearer("token")
         let projects = pipeline.pipe(Project.self, name: "projects") { config in
             config.headers["X-Client"] = "todo"
-            config.authorization = "Bearer token"
+            config.authorization = bearer
         }
         XCTAssertEqual(projects.url.absoluteString, server.url("/api/projects"), "one slash between base and endpoint")
 
@@ -94,12 +95,12 @@ final class PipeTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0, "nothing was sent")
         await assertPocketError(.missingRecordID) { try await projects.read(id: "") }
 
-        let missing = await assertPocketError(PocketError.Code("unacceptable_status")) { try await projects.read(id: 42) }
+        let missing = await assertPocketError(.unacceptableStatus) { try await projects.read(id: 42) }
         XCTAssertEqual(missing?.response?.status, 404)
 
         server.route("/api/broken") { _ in .text(#"{"title": 5}"#, headers: [("Content-Type", "application/json")]) }
         let broken = pipeline.pipe(Project.self, name: "broken")
-        await assertPocketError(PocketError.Code("decoding_failed")) { try await broken.read() }
+        await assertPocketError(.decodingFailed) { try await broken.read() }
     }
 
     func testIdKeyEndpointAndIdEncodingAreConfigurable() async throws {
@@ -119,7 +120,7 @@ final class PipeTests: XCTestCase {
         _ = try await items.save(saved)
         XCTAssertEqual(server.receivedRequests.last?.method, "PUT")
         XCTAssertEqual(server.receivedRequests.last?.path, "/api/v2/things/id-1")
-        await assertPocketError(PocketError.Code("unacceptable_status")) { try await items.remove(id: "a/b c?") }
+        await assertPocketError(.unacceptableStatus) { try await items.remove(id: "a/b c?") }
         XCTAssertEqual(server.receivedRequests.last?.target, "/api/v2/things/a%2Fb%20c%3F", "an id is one path segment")
     }
 

@@ -168,6 +168,25 @@ final class RedirectPolicyTests: XCTestCase {
         XCTAssertEqual(last.bytes, 300_000, "the progress stream lasted to the final hop")
     }
 
+    func testATemplateCarriesAPolicy() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.routeRedirect("/api/old", 308, to: "/api/new")
+        server.route("/api/new") { _ in .text("new") }
+        let client = try makeClient { $0.baseURL = URL(string: server.url("/api"))! }
+        var manual = RequestTemplate()
+        manual.redirects = .disabled
+        client.register(manual, as: "manual")
+        let request = try client.request(.get, "old", template: "manual")
+        let archived = try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(request))
+        var response = try await client.send(archived)
+        XCTAssertEqual(response.status, 308, "the template's policy went with the (archived) request")
+        response = try await client.send(try client.request(.get, "old"))
+        XCTAssertEqual(response.text, "new", "without the template, the client's default follows")
+        XCTAssertEqual(response.request?.url, url(server, "/api/old"), "response.request is the request as given")
+        XCTAssertEqual(response.url, url(server, "/api/new"))
+    }
+
     func testATotalDeadlineCoversTheWholeChain() async throws {
         var request = Request(url: URL(string: "http://127.0.0.1:1/a")!)
         request.timeouts = Timeouts(connect: .seconds(5), read: .seconds(5), total: .seconds(1))

@@ -145,7 +145,12 @@ public final class Call: Sendable {
                     throw PocketError(.cancelled, "the call was cancelled before it started")
                 }
                 let response = try await client.send(request, progress: progress)
-                outcome = CallOutcome(response: response, error: response.unacceptableStatusError())
+                do {
+                    try response.validate(.status()) // success is 2xx, as in MTPocket
+                    outcome = CallOutcome(response: response, error: nil)
+                } catch let error as PocketError {
+                    outcome = CallOutcome(response: response, error: error)
+                }
             } catch let error as PocketError {
                 outcome = CallOutcome(response: nil, error: error)
             } catch {

@@ -55,6 +55,25 @@ public final class PocketClient: Sendable {
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
 
+        // Building requests from paths (`client.request`, templates, scoped clients)
+
+        /// Base URL of relative paths given to `client.request` and templates
+        /// without their own; nil by default (a relative path then needs a
+        /// template's base URL). Requests made from a URL ignore it.
+        public var baseURL: URL?
+        /// Format of requests built from paths: JSON by default, as MTPocket.
+        public var format: ContentFormat = .json
+        /// Query parameters added to every request built from a path (under
+        /// the template's and the request's own); empty by default.
+        public var defaultQuery: [String: ParameterValue] = [:]
+        /// Query encoding of requests built from paths: brackets for arrays,
+        /// `true`/`false` by default (see `QueryEncoding`).
+        public var queryEncoding = QueryEncoding()
+        /// Validation `send` applies to every response unless the request has
+        /// its own; nil by default: any status is a response (see `Validation`
+        /// for why), and `send` does no work for it.
+        public var validation: Validation?
+
         public init() {}
     }
 
@@ -86,12 +105,22 @@ public final class PocketClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: Configuration
     let engine: Engine
+    /// Named templates, shared with scoped clients.
+    let templates: TemplateRegistry
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
+        self.templates = TemplateRegistry()
+    }
+
+    /// A client on `engine`'s pool and threads (a scoped client).
+    init(sharing engine: Engine, templates: TemplateRegistry, configuration: Configuration) {
+        self.configuration = configuration
+        self.engine = engine
+        self.templates = templates
     }
 
     /// Sends `request` and returns the complete response.
@@ -107,10 +136,16 @@ public final class PocketClient: Sendable {
     /// Redirects are followed as `request.redirects` (or the client's
     /// `Configuration.redirects`) says; `response.url` and
     /// `response.redirects` tell where the answer came from.
+    ///
+    /// The response keeps the request (`response.request`, as given, before
+    /// any redirect). When the request or the client has a `Validation`, a
+    /// final response that fails it is thrown (`.unacceptableStatus`,
+    /// `.unacceptableContentType`).
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        try await followingRedirects(request, progress: progress) { request, progress in
+        let response = try await followingRedirects(request, progress: progress) { request, progress in
             try await run(request, InFlightRequest(engine: engine, progress: progress))
         }
+        return try completed(response, for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete

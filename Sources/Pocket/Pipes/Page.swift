@@ -7,10 +7,10 @@ import Foundation
 /// One page of a pipe's list, with the way to its neighbours.
 ///
 /// ```swift
-/// var page = try await projects.firstPage(params: ["limit": "20"])
+/// var page = try await projects.firstPage(params: ["limit": 20])
 /// while let next = try await page.next() { page = next }
 /// // or
-/// for try await page in projects.pages(params: ["limit": "20"]) { show(page.items) }
+/// for try await page in projects.pages(params: ["limit": 20]) { show(page.items) }
 /// ```
 public struct Page<Model: Codable & Sendable>: Sendable {
     /// The records on this page.
@@ -51,16 +51,21 @@ public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
     /// One page of records.
     public typealias Element = Page<Model>
     let pipe: Pipe<Model>
-    let first: URL
+    let params: [String: ParameterValue]
 
     /// Reads one page per `next()`, along the next links.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let pipe: Pipe<Model>
+        var params: [String: ParameterValue]?
         var upcoming: URL?
         var seen: Set<String> = []
 
         /// The next page; nil after the last (a page without a next link).
         public mutating func next() async throws -> Page<Model>? {
+            if let first = params {
+                params = nil
+                upcoming = try pipe.collectionURL(adding: first)
+            }
             guard let url = upcoming else { return nil }
             upcoming = nil
             guard seen.insert(url.absoluteString).inserted else {
@@ -73,19 +78,19 @@ public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
     }
 
     /// Starts at the first page.
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipe: pipe, upcoming: first) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipe: pipe, params: params) }
 }
 
 extension Pipe {
     /// The first page of the list, with `params` (nil: the configuration's
     /// `pageParameters`).
-    public func firstPage(params: [String: String]? = nil) async throws -> Page<Model> {
-        try await readPage(at: PipeRequests.url(url, setting: params ?? configuration.pageParameters))
+    public func firstPage(params: [String: ParameterValue]? = nil) async throws -> Page<Model> {
+        try await readPage(at: collectionURL(adding: params ?? configuration.pageParameters))
     }
 
     /// Every page, from the first (with `params`, nil: the configuration's
     /// `pageParameters`) along the next links.
-    public func pages(params: [String: String]? = nil) -> PageSequence<Model> {
-        PageSequence(pipe: self, first: PipeRequests.url(url, setting: params ?? configuration.pageParameters))
+    public func pages(params: [String: ParameterValue]? = nil) -> PageSequence<Model> {
+        PageSequence(pipe: self, params: params ?? configuration.pageParameters)
     }
 }

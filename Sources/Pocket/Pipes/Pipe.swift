@@ -20,24 +20,38 @@ import Foundation
 ///
 /// Records travel as JSON. Every operation sends the pipe's headers and
 /// authorization, runs under its timeout, and fails with `PocketError`: a
-/// status outside 2xx (the error carries the head), a body that does not
-/// decode as `Model`, a record without an id where one is needed
-/// (`.missingRecordID`), or `.cancelled` after `cancel()`.
+/// status outside 2xx or a body that is not JSON (`.unacceptableStatus`,
+/// `.unacceptableContentType`, with head and body), a body that does not
+/// decode as `Model` (`.decodingFailed`, naming the JSON path), a record
+/// without an id where one is needed (`.missingRecordID`), or `.cancelled`
+/// after `cancel()`.
 ///
 /// (In a file that also imports Foundation, which has a `Pipe` class of its
 /// own, name this type `Pocket.Pipe`; usually it is inferred.)
 public final class Pipe<Model: Codable & Sendable>: Sendable {
     /// The settings the pipe was made with.
     public let configuration: PipeConfiguration
-    /// The resource's URL: the pipeline's base URL joined with the endpoint.
+    /// The resource's URL: the pipeline's base URL joined with the endpoint
+    /// (the base URL itself when they do not make a URL; every operation
+    /// then fails with the reason).
     public let url: URL
+    private let urlProblem: PocketError?
     let client: PocketClient
     private let operations = PipeOperations()
 
     init(configuration: PipeConfiguration, baseURL: URL, client: PocketClient) {
         self.configuration = configuration
         self.client = client
-        self.url = PipeRequests.join(baseURL, configuration.resolvedEndpoint) ?? baseURL
+        do {
+            url = try URLResolution.resolve(configuration.resolvedEndpoint, base: baseURL, extraQuery: "")
+            urlProblem = nil
+        } catch let error as PocketError {
+            url = baseURL
+            urlProblem = error
+        } catch {
+            url = baseURL
+            urlProblem = PocketError(.invalidURL, "\(error)")
+        }
     }
 
     // MARK: Reading
@@ -49,17 +63,16 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     }
 
     /// The records matching `params`: `GET endpoint?name=value…` (AGPipe's
-    /// `readWithParams:`). Values are percent-encoded.
-    public func read(params: [String: String]) async throws -> [Model] {
-        try await readPage(at: PipeRequests.url(url, setting: params)).items
+    /// `readWithParams:`), encoded with the client's `queryEncoding`.
+    public func read(params: [String: ParameterValue]) async throws -> [Model] {
+        try await readPage(at: collectionURL(adding: params)).items
     }
 
-    /// One record: `GET endpoint/id` (the id percent-encoded as a path segment).
+    /// One record: `GET endpoint/id` (the id percent-encoded as one path segment).
     public func read(id: some CustomStringConvertible & Sendable) async throws -> Model {
         let recordURL = try recordURL(id.description)
         return try await operations.run { [self] in
-            let response = try await send(.get, recordURL, body: nil)
-            return try PipeRequests.decode(Model.self, from: response.body, response: response)
+            try await send(.get, recordURL, body: nil).decode(Model.self)
         }
     }
 
@@ -69,19 +82,20 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     /// (with its id). A record without an id (its `recordIDKey` missing,
     /// null or empty) is POSTed to the endpoint; one with an id is PUT to
     /// `endpoint/id`. A PUT answered with no body returns `record` as sent.
+    /// A record that is `PipeBodyProviding` chooses its own body.
     public func save(_ record: Model) async throws -> Model {
         let id = try Self.recordID(of: record, key: configuration.recordIDKey)
-        let (method, target) = id == nil ? (HTTPMethod.post, url) : (HTTPMethod.put, try recordURL(id!))
+        let (method, target) = try id.map { (HTTPMethod.put, try recordURL($0)) } ?? (.post, try collectionURL())
         let body: (RequestBody, String)
         if let custom = record as? any PipeBodyProviding {
             body = try custom.pipeRequestBody()
         } else {
-            body = (.bytes(try PipeRequests.jsonBody(record)), "application/json")
+            body = (try RequestBody.json(record), "application/json")
         }
         return try await operations.run { [self] in
             let response = try await send(method, target, body: body, progress: configuration.uploadProgress)
             if response.body.isEmpty && method == .put { return record }
-            return try PipeRequests.decode(Model.self, from: response.body, response: response)
+            return try response.decode(Model.self)
         }
     }
 
@@ -114,8 +128,8 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
 
     // MARK: Internals
 
-    /// Sends one operation's request with the pipe's settings; a status
-    /// outside 2xx is an error.
+    /// Sends one operation's request with the pipe's settings; the response
+    /// must be 2xx and, when it has a body, JSON.
     func send(_ method: HTTPMethod, _ target: URL, body: (RequestBody, String)?,
               progress: ProgressHandler? = nil) async throws -> Response {
         var request = Request(method: method, url: target)
@@ -124,15 +138,20 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
             request.body = payload
             request.headers["Content-Type"] = contentType
         }
-        if let authorization = configuration.authorization { request.headers["Authorization"] = authorization }
+        if let authorization = configuration.authorization { request.headers.authorize(authorization) }
         request.headers.merge(configuration.headers)
         var timeouts = client.configuration.timeouts
         timeouts.total = min(timeouts.total ?? configuration.timeout, configuration.timeout)
         timeouts.read = timeouts.read.map { min($0, configuration.timeout) }
         request.timeouts = timeouts
-        let response = try await client.send(request, progress: progress)
-        if let error = response.unacceptableStatusError() { throw error }
-        return response
+        request.validation = Validation()
+        return try await client.send(request, progress: progress)
+    }
+
+    /// The endpoint's URL with `params` as its query.
+    func collectionURL(adding params: [String: ParameterValue] = [:]) throws -> URL {
+        if let urlProblem { throw urlProblem }
+        return try PipeRequests.url(url, adding: params, encoding: client.configuration.queryEncoding)
     }
 
     /// GETs one page of the list and finds its neighbours.
@@ -150,34 +169,31 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
             let links = response.headers.values(for: "Link")
             var prev = LinkHeader.target(rel: previous, in: links)
             if prev == nil, previous.lowercased() == "prev" { prev = LinkHeader.target(rel: "previous", in: links) }
-            return Page(items: try PipeRequests.decode([Model].self, from: response.body, response: response),
-                        next: Self.resolve(LinkHeader.target(rel: next, in: links), base),
+            return Page(items: try response.decode([Model].self), next: Self.resolve(LinkHeader.target(rel: next, in: links), base),
                         previous: Self.resolve(prev, base), response: response, pipe: self)
         case let .headers(next, previous):
-            return Page(items: try PipeRequests.decode([Model].self, from: response.body, response: response),
-                        next: Self.resolve(response.headers[next], base),
+            return Page(items: try response.decode([Model].self), next: Self.resolve(response.headers[next], base),
                         previous: Self.resolve(response.headers[previous], base), response: response, pipe: self)
         case let .body(next, previous, items):
-            let json = try PipeRequests.decode(JSONValue.self, from: response.body, response: response)
-            let list = items.map { json.value(at: $0) } ?? json
-            guard let list else {
-                throw PocketError(PocketError.Code("decoding_failed"), "the page has no \"\(items ?? "")\" key",
-                                  response: ResponseHead(status: response.status, reason: response.reason, headers: response.headers))
+            let json = try response.decode(ParameterValue.self)
+            var records = response
+            if let items {
+                guard let list = json.value(at: items) else {
+                    throw PocketError(.decodingFailed, "the page has no \"\(items)\" key", response: response.head, body: response.body)
+                }
+                records.body = try JSONEncoder().encode(list)
             }
-            let records = try PipeRequests.decode([Model].self, from: try PipeRequests.jsonBody(list), response: response)
-            return Page(items: records, next: Self.link(json.value(at: next), base),
-                        previous: Self.link(json.value(at: previous), base), response: response, pipe: self)
+            return Page(items: try records.decode([Model].self), next: try link(json.value(at: next), base),
+                        previous: try link(json.value(at: previous), base), response: response, pipe: self)
         }
     }
 
     /// A page link in a body: a URL string, or query parameters for `base`.
-    private static func link(_ value: JSONValue?, _ base: URL) -> URL? {
+    private func link(_ value: ParameterValue?, _ base: URL) throws -> URL? {
         switch value {
-        case .string(let s): return resolve(s, base)
-        case .object(let params):
-            var set: [String: String] = [:]
-            for (k, v) in params { if let s = v.parameterString { set[k] = s } }
-            return set.isEmpty ? nil : PipeRequests.url(base, setting: set)
+        case .string(let s): return Self.resolve(s, base)
+        case .dictionary(let params) where !params.isEmpty:
+            return try PipeRequests.url(base, adding: params, encoding: client.configuration.queryEncoding, replacing: true)
         default: return nil
         }
     }
@@ -188,16 +204,15 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     }
 
     private func recordURL(_ id: String) throws -> URL {
-        guard !id.isEmpty, let u = PipeRequests.join(url, PipeRequests.percentEncoded(id)) else {
-            throw PocketError(.missingRecordID, "an empty record id for \(url.absoluteString)")
-        }
-        return u
+        if let urlProblem { throw urlProblem }
+        guard !id.isEmpty else { throw PocketError(.missingRecordID, "an empty record id for \(url.absoluteString)") }
+        return try URLResolution.resolve(PercentEncoding.pathSegment(id), base: url, extraQuery: "")
     }
 
     /// The record's id as a URL segment value, or nil when it has none.
     static func recordID(of record: Model, key: String) throws -> String? {
-        let json = try JSONDecoder().decode(JSONValue.self, from: PipeRequests.jsonBody(record))
-        guard case .object(let fields) = json else { return nil }
-        return fields[key]?.idString
+        guard let json = try RequestBody.json(record).data,
+              case .dictionary(let fields) = try JSONDecoder().decode(ParameterValue.self, from: json) else { return nil }
+        return fields[key]?.recordID
     }
 }

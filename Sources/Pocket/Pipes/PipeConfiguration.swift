@@ -28,15 +28,14 @@ public struct PipeConfiguration: Sendable {
     /// Header fields sent with every operation of the pipe. Default none
     /// (the client's default headers still go).
     public var headers: HTTPHeaders = [:]
-    /// The `Authorization` value sent with every operation, e.g.
-    /// `"Bearer abc"`; nil (the default) sends none.
-    // TODO(merge): accept the api branch's auth helpers (Basic, Bearer, Token).
-    public var authorization: String?
+    /// The `Authorization` sent with every operation (`try .bearer(token)`,
+    /// `.basic(username:password:)`, `.token(_:)`); nil (the default) sends none.
+    public var authorization: Authorization?
     /// Where next/previous page links are found: `Link` headers by default.
     public var paging: PipePaging = .default
     /// Query parameters of the first page when `pages()` is given none
-    /// (AeroGear's `parameterProvider`), e.g. `["limit": "20"]`. Default none.
-    public var pageParameters: [String: String] = [:]
+    /// (AeroGear's `parameterProvider`), e.g. `["limit": 20]`. Default none.
+    public var pageParameters: [String: ParameterValue] = [:]
     /// Upload progress of `save` (AGPipe's `setUploadProgressBlock`); nil by default.
     public var uploadProgress: ProgressHandler?
 

@@ -4,62 +4,27 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// URL and body building for pipes: just what they need, until the api
-/// branch's request building is merged.
-// TODO(merge): use the api branch's URL resolution, query encoding and JSON bodies.
+/// The URLs a pipe sends to, built with the request-building helpers.
 enum PipeRequests {
-    /// `base` joined with `path` by exactly one slash.
-    static func join(_ base: URL, _ path: String) -> URL? {
-        var b = base.absoluteString
-        while b.hasSuffix("/") { b.removeLast() }
-        let p = path.drop { $0 == "/" }
-        return URL(string: p.isEmpty ? b : b + "/" + p)
-    }
-
-    /// RFC 3986 unreserved characters stay; every other byte is %XX.
-    static func percentEncoded(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            default:
-                let hex = String(b, radix: 16, uppercase: true)
-                out += "%" + (hex.count == 1 ? "0" + hex : hex)
+    /// `url` with `params` added to its query (`encoding`); with `replacing`,
+    /// fields of the same names already there are dropped first (a body's
+    /// `{"page": 3}` moves the current page's `page=2`).
+    static func url(_ url: URL, adding params: [String: ParameterValue], encoding: QueryEncoding,
+                    replacing: Bool = false) throws -> URL {
+        let query = encoding.encode(params)
+        guard !query.isEmpty else { return url }
+        var kept: [Substring] = []
+        if let existing = url.query(percentEncoded: true), !existing.isEmpty {
+            let names = params.keys.map { PercentEncoding.encode($0) }
+            kept = existing.split(separator: "&").filter { field in
+                guard replacing else { return true }
+                let name = field.prefix { $0 != "=" }
+                return !names.contains { name == $0 || name.hasPrefix($0 + "%5B") || name.hasPrefix($0 + "[") }
             }
         }
-        return out
-    }
-
-    /// `url` with `params` set in its query (sorted by name; a name already
-    /// in the query is replaced).
-    static func url(_ url: URL, setting params: [String: String]) -> URL {
-        guard !params.isEmpty, var c = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url }
-        var items = (c.percentEncodedQueryItems ?? []).filter { item in
-            !params.keys.contains { percentEncoded($0) == item.name }
-        }
-        for (name, value) in params.sorted(by: { $0.key < $1.key }) {
-            items.append(URLQueryItem(name: percentEncoded(name), value: percentEncoded(value)))
-        }
-        c.percentEncodedQueryItems = items
-        return c.url ?? url
-    }
-
-    static func jsonBody<T: Encodable>(_ value: T) throws -> Data {
-        do {
-            return try JSONEncoder().encode(value)
-        } catch {
-            throw PocketError(PocketError.Code("encoding_failed"), "cannot encode \(T.self) as JSON: \(error)")
-        }
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, from data: Data, response: Response) throws -> T {
-        do {
-            return try JSONDecoder().decode(T.self, from: data)
-        } catch {
-            throw PocketError(PocketError.Code("decoding_failed"), "the response to \(response.url?.absoluteString ?? "the request") is not a JSON \(T.self): \(error)",
-                              response: ResponseHead(status: response.status, reason: response.reason, headers: response.headers))
-        }
+        var c = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        c?.percentEncodedQuery = (kept.map(String.init) + [query]).joined(separator: "&")
+        guard let result = c?.url else { throw PocketError(.invalidURL, "cannot add \(query) to \(url.absoluteString)") }
+        return result
     }
 }

@@ -106,7 +106,7 @@ final class ProgressFinishGate: Sendable {
 }
 
 extension Response: RedirectableResponse {
-    var redirectHead: ResponseHead { ResponseHead(status: status, reason: reason, headers: headers) }
+    var redirectHead: ResponseHead { head }
     var hopDuration: Duration { timings.total }
     mutating func record(url: URL, redirects: [RedirectHop]) {
         self.url = url
