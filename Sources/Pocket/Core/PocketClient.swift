@@ -130,22 +130,20 @@ public final class PocketClient: Sendable {
     /// complete response from arriving. Cancelling the calling Task cancels
     /// the request and closes its connection (`.cancelled`).
     ///
+    /// Redirects are followed as `request.redirects` (or the client's
+    /// `Configuration.redirects`) says; `response.url` and
+    /// `response.redirects` tell where the answer came from (validation
+    /// applies to the final response; `response.request` is the request as
+    /// given, before any redirect).
+    ///
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `ProgressHandler`).
     ///
-    /// Redirects are followed as `request.redirects` (or the client's
-    /// `Configuration.redirects`) says; `response.url` and
-    /// `response.redirects` tell where the answer came from.
-    ///
-    /// The response keeps the request (`response.request`, as given, before
-    /// any redirect). When the request or the client has a `Validation`, a
-    /// final response that fails it is thrown (`.unacceptableStatus`,
-    /// `.unacceptableContentType`).
+    /// The response keeps the request (`response.request`). When the request
+    /// or the client has a `Validation`, a response that fails it is thrown
+    /// (`.unacceptableStatus`, `.unacceptableContentType`).
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        let response = try await followingRedirects(request, progress: progress) { request, progress in
-            try await run(request, InFlightRequest(engine: engine, progress: progress))
-        }
-        return try completed(response, for: request)
+        try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete

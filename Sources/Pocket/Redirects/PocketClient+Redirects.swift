@@ -17,6 +17,14 @@ protocol RedirectableResponse: Sendable {
 }
 
 extension PocketClient {
+    /// The engine path of `send`: `request` and the redirects it leads to,
+    /// each one engine request collected in memory.
+    func sendFollowingRedirects(_ request: Request, progress: ProgressHandler?) async throws -> Response {
+        try await followingRedirects(request, progress: progress) { request, progress in
+            try await run(request, InFlightRequest(engine: engine, progress: progress))
+        }
+    }
+
     /// Runs `hop` for `request`, then for each redirect the policy follows.
     ///
     /// The first hop is the whole cost of a request that is not redirected:
