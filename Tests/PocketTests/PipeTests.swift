@@ -101,6 +101,14 @@ final class PipeTests: XCTestCase {
         server.route("/api/broken") { _ in .text(#"{"title": 5}"#, headers: [("Content-Type", "application/json")]) }
         let broken = pipeline.pipe(Project.self, name: "broken")
         await assertPocketError(.decodingFailed) { try await broken.read() }
+
+        // A list read must be JSON; a DELETE's answer is not read, so any 2xx does.
+        server.route("/api/plain") { _ in .text("not json") }
+        server.route("/api/plain/1") { _ in .text("deleted") }
+        let plain = pipeline.pipe(Project.self, name: "plain")
+        let wrongType = await assertPocketError(.unacceptableContentType) { try await plain.read() }
+        XCTAssertEqual(wrongType?.body, Data("not json".utf8), "the error keeps the body")
+        try await plain.remove(id: 1)
     }
 
     func testIdKeyEndpointAndIdEncodingAreConfigurable() async throws {

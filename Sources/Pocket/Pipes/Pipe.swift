@@ -111,7 +111,8 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     /// Deletes the record with this id: `DELETE endpoint/id`.
     public func remove(id: some CustomStringConvertible & Sendable) async throws {
         let recordURL = try recordURL(id.description)
-        _ = try await operations.run { [self] in try await send(.delete, recordURL, body: nil) }
+        // Nothing is read from a DELETE's answer: any 2xx will do, whatever its type.
+        _ = try await operations.run { [self] in try await send(.delete, recordURL, body: nil, validation: .status()) }
     }
 
     // MARK: Cancelling
@@ -129,9 +130,9 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     // MARK: Internals
 
     /// Sends one operation's request with the pipe's settings; the response
-    /// must be 2xx and, when it has a body, JSON.
+    /// must pass `validation`: by default 2xx and, when it has a body, JSON.
     func send(_ method: HTTPMethod, _ target: URL, body: (RequestBody, String)?,
-              progress: ProgressHandler? = nil) async throws -> Response {
+              progress: ProgressHandler? = nil, validation: Validation = Validation()) async throws -> Response {
         var request = Request(method: method, url: target)
         request.headers["Accept"] = "application/json"
         if let (payload, contentType) = body {
@@ -144,7 +145,7 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
         timeouts.total = min(timeouts.total ?? configuration.timeout, configuration.timeout)
         timeouts.read = timeouts.read.map { min($0, configuration.timeout) }
         request.timeouts = timeouts
-        request.validation = Validation()
+        request.validation = validation
         return try await client.send(request, progress: progress)
     }
 
