@@ -36,7 +36,9 @@ public struct PipeConfiguration: Sendable {
     /// Query parameters of the first page when `pages()` is given none
     /// (AeroGear's `parameterProvider`), e.g. `["limit": 20]`. Default none.
     public var pageParameters: [String: ParameterValue] = [:]
-    /// Upload progress of `save` (AGPipe's `setUploadProgressBlock`); nil by default.
+    /// Upload progress of every `save` (AGPipe's `setUploadProgressBlock`);
+    /// nil by default. Use a closure handler: a `ProgressHandler.stream()`
+    /// ends with the first operation.
     public var uploadProgress: ProgressHandler?
 
     /// A configuration named `name`, every other setting at its default.
