@@ -1,8 +1,9 @@
 extension PocketClient {
     /// The last step of `send`: the response keeps the request it answers,
-    /// and is validated by the request's `validation`, else the client's.
-    /// With neither set (the default) that is one copy and one nil check:
-    /// no allocation on the fast path.
+    /// and is validated by the request's `validation`, else the client's,
+    /// then by the request's `schema` (`response.schemaResult`). With none
+    /// set (the default) that is one copy and two nil checks: no allocation
+    /// on the fast path.
     func completed(_ response: Response, for request: Request) throws -> Response {
         var response = response
         response.request = request
