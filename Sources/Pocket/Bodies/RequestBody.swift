@@ -21,6 +21,7 @@ public struct RequestBody: Sendable, Hashable, Codable {
         case bytes(Data)
         case file(path: String, offset: Int, length: Int?)
         case stream(StreamSource, length: Int?)
+        case multipart(MultipartForm) // RequestBody+Multipart.swift
     }
 
     let source: Source
@@ -59,12 +60,14 @@ public struct RequestBody: Sendable, Hashable, Codable {
         case .bytes(let d): return d.count
         case .file(_, _, let length): return length
         case .stream(_, let length): return length
+        case .multipart: return nil // files are measured when sent
         }
     }
 
-    /// False for streams: they can be sent once only.
+    /// False for streams (and forms with a stream part): they can be sent once only.
     public var isReplayable: Bool {
         if case .stream = source { return false }
+        if case .multipart(let form) = source { return form.isReplayable }
         return true
     }
 
@@ -101,6 +104,9 @@ public struct RequestBody: Sendable, Hashable, Codable {
         case .stream:
             throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath,
                                                          debugDescription: "a stream body is one-shot and cannot be encoded"))
+        case .multipart:
+            throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath,
+                                                         debugDescription: "a multipart body cannot be encoded"))
         }
     }
 
