@@ -94,5 +94,16 @@ final class MultipartReplayTests: XCTestCase {
         // Sent once, never twice.
         XCTAssertEqual(server.receivedRequests.filter { $0.method == "PUT" }.count, 1)
         XCTAssertEqual(server.acceptedConnections, 1)
+
+        // A plain stream body is one-shot the same way.
+        _ = try await client.send(Request(url: url(server, "/stale")))
+        let chunks = AsyncStream<Data> { c in
+            c.yield(Data("once".utf8))
+            c.finish()
+        }
+        await assertPocketError(.requestBodyNotReplayable) {
+            try await client.send(Request(method: .put, url: url(self.server, "/stale"), body: .stream(chunks, length: nil)))
+        }
+        XCTAssertEqual(server.receivedRequests.filter { $0.method == "PUT" }.count, 2)
     }
 }

@@ -177,6 +177,22 @@ final class MultipartTests: XCTestCase {
         XCTAssertEqual(parsed.parts.map(\.filename), [nil, "nothing.txt", "empty.bin", nil, nil])
         XCTAssertEqual(parsed.parts[4].data, Data("x".utf8))
 
+        // The same parts in a chunked form (a stream without length): empty
+        // segments send no chunk (a zero-size chunk would end the body).
+        var chunked = MultipartForm()
+        chunked.addStream("unknown", AsyncStream<Data> { $0.finish() }, length: nil)
+        chunked.addFile("file", at: empty)
+        chunked.addData("data", Data())
+        chunked.addStream("last", AsyncStream<Data> { c in
+            c.yield(Data())
+            c.yield(Data("z".utf8))
+            c.finish()
+        }, length: nil)
+        let (_, chunkedReceived, chunkedParsed) = try await send(chunked)
+        XCTAssertEqual(chunkedReceived.header("Transfer-Encoding"), "chunked")
+        XCTAssertEqual(chunkedParsed.parts.map(\.name), ["unknown", "file", "data", "last"])
+        XCTAssertEqual(chunkedParsed.parts.map(\.length), [0, 0, 0, 1])
+
         // A form without parts is the close delimiter alone (as browsers send it).
         let nothing = MultipartForm()
         let r = try await makeClient().send(Request(method: .post, url: url(server, "/form"), body: .multipart(nothing)))
