@@ -278,24 +278,12 @@ run_client() { # command...
   parse_json
 }
 
-# curl -F: one multipart POST of the 1 GiB file as a part named "file" per
-# run (speed_upload = body bytes, the part's head and delimiters included).
-run_curl_form() {
-  timed "$CURL" -sS --noproxy '*' -F "file=@$UPLOAD_FILE" "$UPLOAD_URL" -o /dev/null \
-    -w '%{http_code} %{speed_upload} %{size_upload} %{time_total}\n' || {
-    cat "$OUT" "$ERR" | head -n 8 >&2
-    return 1
-  }
-  local code speed size total
-  read -r code speed size total <"$OUT"
-  case "$code" in 2??) ;; *) echo "curl: HTTP status $code" >&2; return 1 ;; esac
-  awk -v s="$speed" -v b="$size" -v t="$total" -v r="$(tail -n 1 "$RSS")" \
-    'BEGIN { printf "%.1f %.2f %d 1 0 %s\n", s / 1e6, 1 / t, b, r }'
-}
-
-# The curl CLI: one 1 GiB PUT per run (speed_upload = bytes / total time).
-run_curl_cli() {
-  timed "$CURL" -sS --noproxy '*' -T "$UPLOAD_FILE" "$UPLOAD_URL" -o /dev/null \
+# The curl CLI: one 1 GiB upload per run, `-T FILE` (a PUT of the file) or
+# `-F file=@FILE` (a multipart POST with the file as a part named "file");
+# speed_upload = body bytes (for -F the part's head and delimiters too) /
+# total time.
+run_curl_upload() { # curl arguments...
+  timed "$CURL" -sS --noproxy '*' "$@" "$UPLOAD_URL" -o /dev/null \
     -w '%{http_code} %{speed_upload} %{size_upload} %{time_total}\n' || {
     cat "$OUT" "$ERR" | head -n 8 >&2
     return 1
@@ -323,10 +311,10 @@ run_one() { # scenario client
     dl-file/pocket) run_client "$BIN" "${PB_DL[@]}" --body-sink "file:$TMP/out-pocket" ;;
     gzip/curl) run_client "$CURL_BENCH" "${CB_GZ[@]}" --compressed --sink discard ;;
     gzip/pocket) run_client "$BIN" "${PB_GZ[@]}" --body-sink discard ;;
-    upload/curl-cli) run_curl_cli ;;
+    upload/curl-cli) run_curl_upload -T "$UPLOAD_FILE" ;;
     upload/curl) run_client "$CURL_BENCH" "${CB_UP[@]}" ;;
     upload/pocket) run_client "$BIN" "${PB_UP[@]}" ;;
-    form/curl-cli) run_curl_form ;;
+    form/curl-cli) run_curl_upload -F "file=@$UPLOAD_FILE" ;;
     form/pocket) run_client "$BIN" "${PB_FORM[@]}" ;;
   esac
 }
