@@ -399,7 +399,8 @@ m() { median ${1:-}; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "fail" || b == "fail" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" -v d="$2" 'BEGIN { if (v == "fail") print "fail"; else printf "%.*f", d, v }'; }
 
-row() { # label scenario curl-client
+row() { # label scenario curl-client (nothing for a scenario not in SCENARIOS)
+  [[ " ${RUNS[*]} " == *" $2 pocket "* ]] || return 0
   local c="$2/$3" p="$2/pocket"
   local cm pm
   cm="$(m "${MBPS[$c]:-}")"

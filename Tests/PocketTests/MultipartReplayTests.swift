@@ -77,6 +77,31 @@ final class MultipartReplayTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 1)
     }
 
+    func testOneShotFormThatFailedBeforeSendingCanBeSentLater() async throws {
+        let missing = directory.appendingPathComponent("later.txt")
+        var form = MultipartForm()
+        form.addStream("s", AsyncStream<Data> { c in
+            c.yield(Data("kept".utf8))
+            c.finish()
+        }, length: nil)
+        form.addFile("f", at: missing)
+        let client = try makeClient()
+        await assertPocketError(.fileReadFailed) {
+            try await client.send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
+        }
+        XCTAssertEqual(server.requestCount, 0)
+        // Nothing was read from the stream: once the file exists the form goes out whole.
+        XCTAssertTrue(FileManager.default.createFile(atPath: missing.path, contents: Data("file".utf8)))
+        let r = try await client.send(Request(method: .post, url: url(server, "/form"), body: .multipart(form)))
+        XCTAssertEqual(r.status, 200)
+        let body = "--\(form.boundary)\r\nContent-Disposition: form-data; name=\"s\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            + "kept\r\n--\(form.boundary)\r\nContent-Disposition: form-data; name=\"f\"; filename=\"later.txt\"\r\n"
+            + "Content-Type: text/plain\r\n\r\nfile\r\n--\(form.boundary)--\r\n"
+        let hasher = SHA256Hasher()
+        hasher.update(Array(body.utf8))
+        XCTAssertEqual(r.text, "\(body.utf8.count) \(hasher.finalizeHex())")
+    }
+
     func testOneShotFormIsRefusedTheRetryOnAStaleConnection() async throws {
         var form = MultipartForm()
         form.addFile("file", at: try file(100_000, seed: 8))

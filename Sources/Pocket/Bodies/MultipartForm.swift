@@ -180,6 +180,8 @@ final class SendOnce: Sendable, Hashable {
     private let used = Atomic<Bool>(false)
     /// True the first time only.
     func claim() -> Bool { !used.exchange(true, ordering: .acquiringAndReleasing) }
+    /// Gives the send back: it failed before any stream part was touched.
+    func release() { used.store(false, ordering: .releasing) }
     static func == (a: SendOnce, b: SendOnce) -> Bool { a === b }
     func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

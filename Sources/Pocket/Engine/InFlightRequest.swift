@@ -171,6 +171,7 @@ final class InFlightRequest: @unchecked Sendable {
                 body = BodySpec(present: true, kind: Int32(PK_BODY_SEGMENTS.rawValue), length: upload.length,
                                 chunked: upload.chunked)
             } catch {
+                form.sendOnce?.release() // nothing was read from its streams
                 finishEarly(error)
                 return
             }

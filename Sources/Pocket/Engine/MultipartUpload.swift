@@ -40,7 +40,7 @@ final class MultipartUpload {
             layout.memory.withUnsafeBytes { m.copyMemory(from: $0) }
             memory = m
         }
-        var iterators: [ChunkIterator] = []
+        var streams: [StreamSource] = []
         var chunked = false, total = 0
         var fileLength: [Int: Int] = [:]
         do {
@@ -58,8 +58,8 @@ final class MultipartUpload {
                     s.fd = fd
                     s.len = UInt64(size)
                 case let .stream(source, length):
-                    streamOfSegment[i] = iterators.count
-                    iterators.append(source.makeNext())
+                    streamOfSegment[i] = streams.count
+                    streams.append(source)
                     s.kind = Int32(PK_SEG_STREAM.rawValue)
                     s.len = length.map(UInt64.init) ?? UInt64.max // PK_SEG_UNKNOWN_LEN
                     if length == nil { chunked = true }
@@ -76,7 +76,10 @@ final class MultipartUpload {
         }
         for k in spans.indices where spans[k].length == nil { spans[k].length = fileLength[spans[k].segment] }
         segmentCount = layout.segments.count
-        pump = iterators.isEmpty ? nil : BodyPump(iterators)
+        // Iterators only now that nothing can fail: dropping an unused one
+        // can end its sequence (AsyncStream does), and a failed send must
+        // leave the form's streams as they were.
+        pump = streams.isEmpty ? nil : BodyPump(streams.map { $0.makeNext() })
         self.chunked = chunked
         length = total
     }
