@@ -15,14 +15,8 @@ final class MultipartLifecycleTests: XCTestCase {
         server.keepsRequestBodies = false
         server.route("/form") { r in .text("\(r.bodyLength) \(r.bodySHA256)") }
         server.route("/small-only", respondsBeforeBody: true) { _ in .text("too large", status: 413) }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-mpl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock {
-            server.shutdown()
-            try? FileManager.default.removeItem(at: directory)
-        }
         self.server = server
-        self.directory = directory
+        directory = try temporaryDirectory("pocket-mpl", shuttingDown: server)
     }
 
     private func bigForm(_ size: Int) throws -> MultipartForm {

@@ -38,12 +38,7 @@ final class MultipartMemoryTests: XCTestCase {
         let server = try TestServer()
         server.keepsRequestBodies = false // the server hashes the body as it reads it
         server.route("/form") { r in .text("\(r.bodyLength) \(r.bodySHA256)") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-mpm-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer {
-            server.shutdown()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        let directory = try temporaryDirectory("pocket-mpm", shuttingDown: server) // the 1 GiB file is removed after
         // A sparse file: 1 GiB of zeros that takes no disk space.
         let size = 1 << 30
         let file = directory.appendingPathComponent("big.img")

@@ -17,14 +17,8 @@ final class MultipartReplayTests: XCTestCase {
         // with a close, as if the server's idle timer had fired.
         server.route("/stale") { r in r.requestIndexOnConnection == 0 ? .text("\(r.bodyLength) \(r.bodySHA256)") : .close }
         server.route("/form") { r in .text("\(r.bodyLength) \(r.bodySHA256)") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-mpr-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock {
-            server.shutdown()
-            try? FileManager.default.removeItem(at: directory)
-        }
         self.server = server
-        self.directory = directory
+        directory = try temporaryDirectory("pocket-mpr", shuttingDown: server)
     }
 
     private func file(_ size: Int, seed: UInt64) throws -> URL {

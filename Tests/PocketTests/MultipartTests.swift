@@ -14,14 +14,8 @@ final class MultipartTests: XCTestCase {
     override func setUpWithError() throws {
         let server = try TestServer()
         server.route("/form") { r in .text("\(r.bodyLength) \(r.bodySHA256)") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-mp-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock {
-            server.shutdown()
-            try? FileManager.default.removeItem(at: directory)
-        }
         self.server = server
-        self.directory = directory
+        directory = try temporaryDirectory("pocket-mp", shuttingDown: server)
     }
 
     // MARK: helpers
