@@ -50,6 +50,34 @@ final class MultipartReplayTests: XCTestCase {
         XCTAssertEqual(again.text, r.text)
     }
 
+    func testReplayableFormArchivesWithItsRequest() async throws {
+        var form = MultipartForm()
+        form.addField("name", "välue")
+        form.addData("data", Data(BytePattern.bytes(seed: 6, range: 0..<5_000)), fileName: "d.bin", headers: ["X-Part": "1"])
+        form.addFile("file", at: try file(300_000, seed: 7), contentType: "application/x-mine")
+        let request = Request(method: .put, url: url(server, "/form"), body: .multipart(form))
+        let archived = try JSONEncoder().encode(request)
+        let restored = try JSONDecoder().decode(Request.self, from: archived)
+        XCTAssertEqual(restored, request)
+        XCTAssertEqual(restored.body?.multipartForm?.boundary, form.boundary)
+        let client = try makeClient()
+        let original = try await client.send(request)
+        let again = try await client.send(restored)
+        XCTAssertEqual(original.status, 200)
+        XCTAssertEqual(again.text, original.text) // the same bytes
+
+        // A custom boundary stays custom (and checked when sent).
+        var fixed = MultipartForm(boundary: "fixed-b")
+        fixed.addField("k", "v")
+        let fixedBack = try JSONDecoder().decode(MultipartForm.self, from: JSONEncoder().encode(fixed))
+        XCTAssertEqual(fixedBack, fixed)
+
+        // A form with a stream part is one-shot: it cannot be archived.
+        var streamed = MultipartForm()
+        streamed.addStream("s", AsyncStream<Data> { $0.finish() }, length: nil)
+        XCTAssertThrowsError(try JSONEncoder().encode(Request(method: .post, url: url(server, "/form"), body: .multipart(streamed))))
+    }
+
     func testOneShotFormIsRefusedASecondSend() async throws {
         var form = MultipartForm()
         form.addField("a", "b")

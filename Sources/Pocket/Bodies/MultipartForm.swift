@@ -144,6 +144,12 @@ public struct MultipartForm: Sendable, Hashable {
                     headers: headers, content: .stream(StreamSource(chunks), length: length.map { max(0, $0) })))
     }
 
+    /// Parts and boundary as archived (MultipartForm+Codable.swift).
+    mutating func restore(parts: [Part], boundary: String) {
+        self.parts = parts
+        self.boundary = boundary
+    }
+
     private static func defaultType(_ fileName: String?) -> String {
         fileName.map(MIMETypes.type(forFileName:)) ?? MIMETypes.fallback
     }
