@@ -726,6 +726,15 @@ static int setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *
   return 0;
 }
 
+/* Payload bytes of the current piece already written (body_sent counts a
+ * piece once it is all out): a large in-memory part shows progress too. */
+static uint64_t piece_sent(const pk__req *req) {
+  if (!req->chunk || !req->chunk_len) return 0;
+  size_t hdr = req->body_chunked ? req->chunk_hdr_len : 0;
+  size_t n = req->seg_off > hdr ? req->seg_off - hdr : 0;
+  return n < req->chunk_len ? n : req->chunk_len;
+}
+
 /* Progress at most once per interval (and a last time when complete), so a
  * fast transfer does not cost a callback per read. */
 static void report_progress(pk__loop *loop, pk__req *req, bool final) {
@@ -734,7 +743,7 @@ static void report_progress(pk__loop *loop, pk__req *req, bool final) {
   pk_callbacks *cb = &loop->eng->cfg.callbacks;
   if (!cb->on_progress) return;
   pk_progress p = {
-      .body_sent = req->body_sent,
+      .body_sent = req->body_sent + piece_sent(req),
       .body_send_total = req->body_chunked ? -1 : (int64_t)req->body_len,
       .body_received = req->body_wire,
       .body_receive_total = req->content_length,
@@ -742,7 +751,7 @@ static void report_progress(pk__loop *loop, pk__req *req, bool final) {
       .decoding = req->ndec > 0,
       .final = final,
       .segment = req->seg_i,
-      .segment_sent = req->body_kind == PK_BODY_SEGMENTS ? req->body_sent - req->seg_base : 0,
+      .segment_sent = req->body_kind == PK_BODY_SEGMENTS ? req->body_sent + piece_sent(req) - req->seg_base : 0,
   };
   cb->on_progress(req->ctx, &p);
 }
