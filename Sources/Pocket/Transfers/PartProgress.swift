@@ -16,6 +16,8 @@ public struct PartProgress: Sendable, Hashable, CustomStringConvertible {
     /// The part's content size, or nil for a stream without length.
     public var total: Int?
 
+    /// A report as Pocket makes it (public for tests and adapters that
+    /// build progress values of their own).
     public init(index: Int, count: Int, name: String, bytes: Int, total: Int?) {
         self.index = index
         self.count = count
@@ -27,6 +29,7 @@ public struct PartProgress: Sendable, Hashable, CustomStringConvertible {
     /// True once every byte of the part's content is out.
     public var isComplete: Bool { total.map { bytes >= $0 } ?? false }
 
+    /// `part 2/4 "photo": 1048576 of 5242880 bytes`.
     public var description: String {
         "part \(index + 1)/\(count) \"\(name)\": \(bytes)" + (total.map { " of \($0)" } ?? "") + " bytes"
     }
