@@ -6,7 +6,7 @@ import Musl
 
 /// Monotonic clock in nanoseconds (no allocation, one vDSO call).
 @inline(__always)
-func monotonicNanos() -> UInt64 {
+public func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
@@ -14,7 +14,7 @@ func monotonicNanos() -> UInt64 {
 
 /// User + system CPU time of the whole process, in nanoseconds
 /// (getrusage(RUSAGE_SELF)).
-func processCPUNanos() -> UInt64 {
+public func processCPUNanos() -> UInt64 {
     var ru = rusage()
     _ = getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &ru)
     func ns(_ tv: timeval) -> UInt64 {

@@ -1,0 +1,54 @@
+// urlsession-bench: URLSession (FoundationNetworking, libcurl underneath on
+// Linux) under pocket-bench's loop and report (PocketBenchKit): C concurrent
+// tasks, each awaiting `session.data(for:)` back to back on one session whose
+// configuration allows C connections per host. Flags: --url (required)
+// --requests --connections --warmup --max-seconds --json --compressed
+// (plain http only: a custom CA or -k has no portable URLSession API on Linux).
+import Foundation
+import PocketBenchKit
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+struct SessionClient: BenchClient {
+    let session: URLSession
+    let request: URLRequest
+
+    func perform() async throws -> Outcome {
+        let (data, response) = try await session.data(for: request)
+        return Outcome(status: (response as? HTTPURLResponse)?.statusCode ?? 0, bytes: data.count)
+    }
+}
+
+let usage = "usage: urlsession-bench --url URL [--requests N] [--connections C] [--warmup W] [--max-seconds T] [--json] [--compressed]"
+let options: BenchOptions
+do {
+    options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
+} catch {
+    FileHandle.standardError.write(Data("urlsession-bench: \(error)\n\(usage)\n".utf8))
+    exit(2)
+}
+guard let urlString = options.url, let url = URL(string: urlString) else {
+    FileHandle.standardError.write(Data("urlsession-bench: --url URL is required\n\(usage)\n".utf8))
+    exit(2)
+}
+if options.caFile != nil || options.insecure {
+    FileHandle.standardError.write(Data("urlsession-bench: --cacert and -k are not supported (plain http only)\n".utf8))
+    exit(2)
+}
+
+let configuration = URLSessionConfiguration.ephemeral
+configuration.httpMaximumConnectionsPerHost = options.connections
+configuration.urlCache = nil
+configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+let session = URLSession(configuration: configuration)
+var request = URLRequest(url: url)
+// libcurl under URLSession asks for and decodes gzip by default; say so only when asked.
+if options.compressed == true { request.setValue("gzip, deflate", forHTTPHeaderField: "Accept-Encoding") }
+
+let measurement = await measure(SessionClient(session: session, request: request), options: options,
+                                setup: MeasureSetup(clientName: "urlsession", url: urlString))
+session.invalidateAndCancel()
+print(options.json ? measurement.report.json() : measurement.report.text())
+if let e = measurement.firstError { FileHandle.standardError.write(Data("urlsession-bench: first error: \(e)\n".utf8)) }
+if measurement.allFailed { exit(1) }
