@@ -48,6 +48,6 @@ let package = Package(
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
         .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"]),
         // Runs the built `pocket` binary (next to the test bundle) against the test server.
-        .testTarget(name: "PocketCLITests", dependencies: ["PocketTestSupport"]),
+        .testTarget(name: "PocketCLITests", dependencies: ["PocketTestSupport", "CPocketBenchServer"]),
     ]
 )
