@@ -20,7 +20,9 @@ import Musl
 public enum PocketBenchmark {
     /// Why a run could not start; `exitCode` is 2 for bad input, 1 otherwise.
     public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, in a sentence.
         public var description: String
+        /// The process exit status to use.
         public var exitCode: Int32
     }
 

@@ -20,21 +20,28 @@ public struct BenchOptions: Sendable {
     public var maxSeconds: Double?
     /// One JSON object instead of the table.
     public var json = false
+    /// Pin the embedded server's threads from this CPU on (default: not pinned).
     public var serverCPU: Int?
+    /// Embedded server loop threads (default 1).
     public var serverThreads = 1
+    /// Pocket engine loop threads (default 1).
     public var engineThreads = 1
+    /// Run the request tasks on Pocket's loop executor (default: the global one).
     public var onLoop = false
     /// A PEM CA file for https URLs instead of the system store.
     public var caFile: String?
     /// No certificate verification (benchmarks against throwaway certificates).
     public var insecure = false
+    /// `Connection: close` on every request (default false: keep-alive).
     public var closeEach = false
     /// `memory`, `discard` or `file:PATH` (pocket-bench's `--body-sink`).
     public var bodySink = "memory"
+    /// PUT this file as the body (default: GET).
     public var uploadFile: String?
     /// Ask for gzip/deflate and decode: true, false, or nil for the client's default.
     public var compressed: Bool?
 
+    /// pocket-bench's defaults.
     public init() {}
 
     /// Warmup requests when `--warmup` is not given: enough to open every

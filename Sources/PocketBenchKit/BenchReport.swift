@@ -126,6 +126,7 @@ public func fmt(_ v: Double, _ decimals: Int) -> String {
     return (v < 0 && scaled != 0 ? "-" : "") + "\(whole).\(frac)"
 }
 
+/// `s` as a JSON string literal, quotes included.
 public func jsonString(_ s: String) -> String {
     var out = "\""
     for u in s.unicodeScalars {

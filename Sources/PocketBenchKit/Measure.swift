@@ -18,6 +18,7 @@ public struct MeasureSetup: Sendable {
     /// Event-loop threads of the client, for the report.
     public var engineThreads = 1
 
+    /// A setup with no probes, the global executor and one engine thread.
     public init(clientName: String, scenario: String? = nil, url: String) {
         self.clientName = clientName
         self.scenario = scenario
@@ -27,7 +28,9 @@ public struct MeasureSetup: Sendable {
 
 /// A finished run: the report of the measured phase and the warmup's tally.
 public struct Measurement: Sendable {
+    /// The measured phase.
     public var report: Report
+    /// The warmup phase's tally (not measured).
     public var warmup: Tally
 
     /// The first error of the measured phase or, failing that, the warmup's.

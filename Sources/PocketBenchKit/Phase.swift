@@ -65,6 +65,8 @@ public struct Outcome: Sendable {
     /// A new TLS connection resumed an earlier session.
     public var tlsResumed: Bool
 
+    /// An outcome; `reused` defaults to true and `tlsResumed` to false for
+    /// clients that cannot tell (they then count no new connections).
     public init(status: Int, bytes: Int, reused: Bool = true, tlsResumed: Bool = false) {
         self.status = status
         self.bytes = bytes
@@ -81,16 +83,24 @@ public protocol BenchClient: Sendable {
     func perform() async throws -> Outcome
 }
 
-/// One task's tally, or a phase's sum of them.
+/// One task's tally, or a phase's sum of them (all zero to start).
 public struct Tally: Sendable {
+    /// Requests finished (successful or not).
     public var requests = 0
+    /// Requests that threw.
     public var errors = 0
+    /// Responses with a status outside 200...399.
     public var badStatus = 0
+    /// Body bytes (see `Outcome.bytes`).
     public var bytes = 0
+    /// Requests that opened a connection.
     public var newConnections = 0
+    /// New TLS connections that resumed a session.
     public var tlsResumed = 0
+    /// The first error, as text.
     public var firstError: String?
 
+    /// An empty tally.
     public init() {}
 
     mutating func add(_ o: Tally) {

@@ -44,3 +44,16 @@ struct MallocCounter {
     /// Allocation calls so far, or nil without the library.
     func count() -> UInt64? { getter?() }
 }
+
+/// Writes `message` and a newline to stderr (unbuffered, straight to fd 2).
+public func eprint(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { buf in
+        var off = 0
+        while off < buf.count {
+            let n = write(2, buf.baseAddress! + off, buf.count - off)
+            if n <= 0 { break }
+            off += n
+        }
+    }
+}

@@ -27,11 +27,12 @@ struct ExitStatus: Sendable, Equatable {
     static let tooLarge = ExitStatus(code: 63, name: "too large: a response limit was exceeded")
     static let tlsPin = ExitStatus(code: 90, name: "TLS public key does not match --pinnedpubkey")
     static let usage = ExitStatus(code: 64, name: "usage: bad command-line arguments")
+    static let interrupted = ExitStatus(code: 130, name: "interrupted (Ctrl-C); an -o download keeps its partial file for -C -")
 
     /// Every status, for the help text and the README table.
     static let all: [ExitStatus] = [success, other, url, dns, connect, protocolError, httpError, localWrite, localRead,
                                     timeout, range, tls, invalidRequest, connectionLost, tlsCertificate, tooLarge,
-                                    tlsPin, usage]
+                                    tlsPin, usage, interrupted]
 
     /// The one table from error codes to statuses; a code not listed is `other` (1).
     static let table: [PocketError.Code: ExitStatus] = [

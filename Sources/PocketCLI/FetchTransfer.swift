@@ -98,12 +98,17 @@ struct FetchTransfer: Sendable {
             task = client.downloadTask(plan.request, to: destination, progress: progress?.handler)
         }
         let response: DownloadResponse
+        let interrupt = InterruptPause(task)
         do {
+            defer { interrupt.stop() }
             response = try await withTaskCancellationHandler { try await task.response() } onCancel: { [task] in task.cancel() }
         } catch let e as PocketError {
             facts.status = e.response?.status
             if let head = e.response { try? showHead(status: head.status, reason: head.reason, minor: 1, headers: head.headers, &facts) }
             if let data = task.resumeData { partial.keep(data) }
+            if interrupt.fired {
+                throw CLIFailure(.interrupted, "interrupted; \(task.resumeData == nil ? "nothing kept" : "the partial file is kept, continue with -C -")")
+            }
             throw Self.classify(e)
         }
         try showHead(status: response.status, reason: response.reason, minor: 1, headers: response.headers, &facts)

@@ -8,15 +8,20 @@ import Synchronization
 /// engine's progress interval (100 ms); `finish()` ends the line.
 final class ProgressBar: Sendable {
     private struct State {
+        var direction: TransferProgress.Direction?
         var start: ContinuousClock.Instant?
         var drawn = false
         var lastWidth = 0
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let output: Output
 
-    init(output: Output = .stderr) { self.output = output }
+    /// A bar whose clock starts now (the rate counts from the request's start).
+    init(output: Output = .stderr) {
+        self.output = output
+        state = Mutex(State(start: .now))
+    }
 
     /// The handler to give the request: both directions are drawn.
     var handler: ProgressHandler {
@@ -26,6 +31,8 @@ final class ProgressBar: Sendable {
     func draw(_ p: TransferProgress) {
         let now = ContinuousClock.now
         let line: String = state.withLock { s in
+            if s.direction == .upload && p.direction == .download { s.start = nil } // the download's rate starts after the upload
+            s.direction = p.direction
             let start = s.start ?? now
             s.start = start
             let line = ProgressBar.line(p, elapsed: now - start)
@@ -40,7 +47,7 @@ final class ProgressBar: Sendable {
     /// Ends the line if anything was drawn.
     func finish() {
         let drawn = state.withLock { s in
-            defer { s.drawn = false; s.start = nil; s.lastWidth = 0 }
+            defer { s = State(start: .now) }
             return s.drawn
         }
         if drawn { try? output.write("\n") }

@@ -9,18 +9,6 @@ import Glibc
 import Musl
 #endif
 
-func eprint(_ message: String) {
-    var line = message + "\n"
-    line.withUTF8 { buf in
-        var off = 0
-        while off < buf.count {
-            let n = write(2, buf.baseAddress! + off, buf.count - off)
-            if n <= 0 { break }
-            off += n
-        }
-    }
-}
-
 let options: BenchOptions
 do {
     options = try BenchOptions.parse(CommandLine.arguments.dropFirst())

@@ -115,3 +115,50 @@ final class DownloadCommandTests: XCTestCase {
         XCTAssertEqual(run.stderrLines, ["pocket: -C - needs -o FILE or -O"])
     }
 }
+
+/// Ctrl-C during `-o`: the download pauses, the partial body and its
+/// validators stay, exit 130; `-C -` finishes it.
+final class InterruptedDownloadTests: XCTestCase {
+    func testInterruptKeepsThePartialFileForContinue() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let resource = TestServer.Resource(size: 1_000_000, seed: 12, etag: "\"slow\"", delayMillisecondsPerPiece: 200,
+                                           pieceSize: 100_000)
+        server.routeResource("/slow.bin", resource)
+        let dir = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("slow.bin")
+
+        let process = Process()
+        process.executableURL = try PocketBinary.path()
+        process.arguments = ["-s", "-o", out.path, server.url("/slow.bin")]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait (bounded) until some of the body is on disk, then interrupt.
+        var started = false
+        for _ in 0..<600 where !started {
+            usleep(50_000)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+            started = names.contains { name in
+                let path = dir.appendingPathComponent(name).path
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                return name.hasPrefix(".slow.bin.pocket-") && size >= 200_000
+            }
+        }
+        XCTAssertTrue(started, "the download never got going")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 130)
+        let partial = try Data(contentsOf: out)
+        XCTAssertGreaterThanOrEqual(partial.count, 200_000)
+        XCTAssertLessThan(partial.count, 1_000_000)
+        XCTAssertEqual(Array(partial), resource.bytes(0..<partial.count))
+
+        server.updateResource("/slow.bin") { $0.delayMillisecondsPerPiece = 0 }
+        let resumed = try PocketBinary.run(["-C", "-", "-o", out.path, server.url("/slow.bin")])
+        XCTAssertEqual(resumed.status, 0, resumed.stderrText)
+        XCTAssertEqual(try SHA256Digest.hex(fileAtPath: out.path), resource.sha256)
+        XCTAssertEqual(server.receivedRequests.last?.header("Range"), "bytes=\(partial.count)-")
+        XCTAssertEqual(server.receivedRequests.last?.header("If-Range"), "\"slow\"")
+    }
+}

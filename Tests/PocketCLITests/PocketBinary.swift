@@ -18,6 +18,7 @@ struct PocketBinary {
     }
 
     static func path(_ name: String = "pocket", file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        if name.hasPrefix("/") { return URL(fileURLWithPath: name) }
         let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         // The test bundle is .build/<triple>/debug/PocketPackageTests.xctest.
         let candidate = exe.deletingLastPathComponent().appendingPathComponent(name)
@@ -43,14 +44,14 @@ struct PocketBinary {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
         process.standardOutput = outHandle
         process.standardError = errHandle
         if let stdin {
             let input = scratch.appendingPathComponent("in")
-            FileManager.default.createFile(atPath: input.path, contents: stdin)
+            _ = FileManager.default.createFile(atPath: input.path, contents: stdin)
             process.standardInput = try FileHandle(forReadingFrom: input)
         } else {
             process.standardInput = FileHandle(forReadingAtPath: "/dev/null")

@@ -28,11 +28,11 @@ let options: BenchOptions
 do {
     options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
 } catch {
-    fputs("ahc-bench: \(error)\n\(usage)\n", stderr)
+    eprint("ahc-bench: \(error)\n\(usage)")
     exit(2)
 }
 guard let url = options.url else {
-    fputs("ahc-bench: --url is required\n\(usage)\n", stderr)
+    eprint("ahc-bench: --url is required\n\(usage)")
     exit(2)
 }
 
@@ -54,5 +54,5 @@ let measurement = await measure(AHCClient(client: client, request: request), opt
                                 setup: MeasureSetup(clientName: "ahc", url: url))
 try? await client.shutdown()
 print(options.json ? measurement.report.json() : measurement.report.text())
-if let e = measurement.firstError { fputs("ahc-bench: first error: \(e)\n", stderr) }
+if let e = measurement.firstError { eprint("ahc-bench: first error: \(e)") }
 if measurement.allFailed { exit(1) }

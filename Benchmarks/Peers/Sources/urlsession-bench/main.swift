@@ -25,15 +25,15 @@ let options: BenchOptions
 do {
     options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
 } catch {
-    FileHandle.standardError.write(Data("urlsession-bench: \(error)\n\(usage)\n".utf8))
+    eprint("urlsession-bench: \(error)\n\(usage)")
     exit(2)
 }
 guard let urlString = options.url, let url = URL(string: urlString) else {
-    FileHandle.standardError.write(Data("urlsession-bench: --url URL is required\n\(usage)\n".utf8))
+    eprint("urlsession-bench: --url URL is required\n\(usage)")
     exit(2)
 }
 if options.caFile != nil || options.insecure {
-    FileHandle.standardError.write(Data("urlsession-bench: --cacert and -k are not supported (plain http only)\n".utf8))
+    eprint("urlsession-bench: --cacert and -k are not supported (plain http only)")
     exit(2)
 }
 
@@ -50,5 +50,5 @@ let measurement = await measure(SessionClient(session: session, request: request
                                 setup: MeasureSetup(clientName: "urlsession", url: urlString))
 session.invalidateAndCancel()
 print(options.json ? measurement.report.json() : measurement.report.text())
-if let e = measurement.firstError { FileHandle.standardError.write(Data("urlsession-bench: first error: \(e)\n".utf8)) }
+if let e = measurement.firstError { eprint("urlsession-bench: first error: \(e)") }
 if measurement.allFailed { exit(1) }
