@@ -137,7 +137,9 @@ struct FetchCommand: AsyncParsableCommand {
         } catch {
             throw CLIFailure(.other, "cannot start the client: \(error)")
         }
-        let bar = !silent && Output.stderr.isTerminal ? ProgressBar() : nil
+        // As curl: not when the body itself goes to the same terminal (the two would interleave).
+        let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
+        let bar = !silent && Output.stderr.isTerminal && !bodyToTerminal ? ProgressBar() : nil
         let transfer = FetchTransfer(command: self, plan: plan, client: client, progress: bar)
 
         var attempt = 0

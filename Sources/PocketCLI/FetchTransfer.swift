@@ -44,16 +44,24 @@ struct FetchTransfer: Sendable {
     /// One attempt. `canRetry`: a retryable status is thrown as `Retryable`
     /// (else it is an ordinary answer).
     func run(_ facts: inout TransferFacts, canRetry: Bool) async throws {
-        if let destination = plan.destination {
-            try await download(to: destination, &facts, canRetry: canRetry)
-        } else {
-            try await toStdout(&facts, canRetry: canRetry)
+        guard let destination = plan.destination else {
+            return try await stream(into: .stdout, &facts, canRetry: canRetry)
         }
+        let path = destination.path(percentEncoded: false)
+        var st = stat()
+        if stat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG && (st.st_mode & S_IFMT) != S_IFDIR {
+            // /dev/null, a pipe, a terminal: written in place (a download
+            // would rename a temporary file over it).
+            let file = try OutputFile(path: path, truncate: false)
+            defer { file.close() }
+            return try await stream(into: file.output, &facts, canRetry: canRetry)
+        }
+        try await download(to: destination, &facts, canRetry: canRetry)
     }
 
-    // MARK: stdout
+    // MARK: stdout (or a device)
 
-    private func toStdout(_ facts: inout TransferFacts, canRetry: Bool) async throws {
+    private func stream(into output: Output, _ facts: inout TransferFacts, canRetry: Bool) async throws {
         let response: StreamingResponse
         do {
             response = try await client.stream(plan.request, progress: progress?.handler)
@@ -74,7 +82,7 @@ struct FetchTransfer: Sendable {
             minorVersion: response.httpMinorVersion, status: response.status, reason: response.reason, headers: response.headers)) }
         do {
             for try await chunk in response.body {
-                try Output.stdout.write(chunk)
+                try output.write(chunk)
                 facts.bodyBytes += chunk.count
             }
         } catch let e as PocketError {

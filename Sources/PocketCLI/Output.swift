@@ -48,16 +48,17 @@ struct Output: Sendable {
     var isTerminal: Bool { isatty(fd) == 1 }
 }
 
-/// A file opened for writing (created or truncated), for -D.
+/// A file opened for writing (created, and truncated unless told not to),
+/// for -D, an error body with -o, or a device given to -o.
 struct OutputFile {
     let output: Output
 
-    init(path: String) throws(CLIFailure) {
+    init(path: String, truncate: Bool = true) throws(CLIFailure) {
         if path == "-" {
             output = .stdout
             return
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0o644)
         guard fd >= 0 else {
             throw CLIFailure(.localWrite, "cannot create \(path): \(String(cString: strerror(errno)))")
         }

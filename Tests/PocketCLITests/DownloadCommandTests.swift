@@ -19,6 +19,18 @@ final class DownloadCommandTests: XCTestCase {
         XCTAssertEqual(try SHA256Digest.hex(fileAtPath: out.path), resource.sha256)
     }
 
+    func testOutputToADeviceIsWrittenInPlace() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("discarded") }
+        let run = try PocketBinary.run(["-o", "/dev/null", "-w", "%{size_download}", server.url("/x")])
+        XCTAssertEqual(run.status, 0, run.stderrText)
+        XCTAssertEqual(run.stdoutText, "9")
+        var st = stat()
+        XCTAssertEqual(stat("/dev/null", &st), 0)
+        XCTAssertEqual(st.st_mode & S_IFMT, S_IFCHR, "/dev/null is still the device, not a file renamed over it")
+    }
+
     func testRemoteNameUsesTheLastPathSegment() throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -140,3 +140,16 @@ final class Counter: @unchecked Sendable {
         return value - 1
     }
 }
+
+/// `--connect-timeout` against a listener whose accept queue is full.
+final class ConnectTimeoutCommandTests: XCTestCase {
+    func testConnectTimeout() throws {
+        let queue = try FullAcceptQueue()
+        defer { queue.close() }
+        let run = try PocketBinary.run(["--connect-timeout", "0.3", "http://127.0.0.1:\(queue.port)/"])
+        XCTAssertEqual(run.status, 28, run.stderrText)
+        XCTAssertTrue(run.stderrText.contains("connect_timeout"), run.stderrText)
+        let bad = try PocketBinary.run(["--connect-timeout", "0", "http://127.0.0.1:\(queue.port)/"])
+        XCTAssertEqual(bad.status, 64)
+    }
+}

@@ -28,6 +28,9 @@ final class ProgressBarTests: XCTestCase {
         let quiet = try underTerminal(["-s", "-o", dir.appendingPathComponent("g").path, server.url("/f")])
         XCTAssertEqual(quiet.status, 0)
         XCTAssertEqual(quiet.stdoutText, "", "-s: no progress")
+        server.route("/small") { _ in .text("to the terminal") }
+        let onTerminal = try underTerminal([server.url("/small")])
+        XCTAssertEqual(onTerminal.stdoutText, "to the terminal", "no progress while the body goes to the same terminal")
     }
 
     func testUnknownTotalShowsBytesAndRate() throws {
@@ -59,7 +62,7 @@ final class ProgressBarTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("up.bin")
         try Data(count: 3_000_000).write(to: file)
-        let run = try underTerminal(["--data-binary", "@\(file.path)", server.url("/up")])
+        let run = try underTerminal(["--data-binary", "@\(file.path)", "-o", "/dev/null", server.url("/up")])
         XCTAssertEqual(run.status, 0, run.stdoutText)
         XCTAssertTrue(run.stdoutText.contains("up 100% [####################] 3.0 MB of 3.0 MB"), run.stdoutText)
     }
