@@ -25,11 +25,13 @@ struct FetchPlan: Sendable {
 extension FetchCommand {
     /// Checks the flags and builds the client configuration and the request.
     func makePlan() throws(CLIFailure) -> FetchPlan {
+        // As curl: a URL without a scheme is http.
+        let url = self.url.contains("://") ? self.url : "http://" + self.url
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), parsed.host() != nil else {
-            throw CLIFailure(.url, "malformed URL '\(url)'")
+            throw CLIFailure(.url, "malformed URL '\(self.url)'")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw CLIFailure(.url, "unsupported scheme '\(scheme)' in '\(url)' (http and https only)")
+            throw CLIFailure(.url, "unsupported scheme '\(scheme)' in '\(self.url)' (http and https only)")
         }
         if output != nil && remoteName { throw CLIFailure(.usage, "-o and -O both name the output; give one") }
         if let c = continueAt, c != "-" { throw CLIFailure(.usage, "-C takes '-' (resume from the output file's size), got '\(c)'") }
@@ -81,6 +83,11 @@ extension FetchCommand {
                 throw CLIFailure(.localWrite, "-O: the URL has no file name in its path; use -o FILE")
             }
             destination = URL(filePath: FileManager.default.currentDirectoryPath).appending(path: name)
+        }
+        if compressed && destination != nil && !request.headers.contains("Accept-Encoding") {
+            // A download asks for identity (resumable by Range) unless told
+            // otherwise: --compressed says otherwise (decoded, not resumable).
+            request.headers["Accept-Encoding"] = "gzip, deflate"
         }
         return FetchPlan(configuration: configuration, request: request, destination: destination,
                          resume: continueAt != nil, uploadBytes: uploadBytes)

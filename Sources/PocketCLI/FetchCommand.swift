@@ -145,7 +145,10 @@ struct FetchCommand: AsyncParsableCommand {
         var attempt = 0
         while true {
             do {
-                if verbose { Output.diagnostic(HeadFormat.verboseRequest(plan.request, defaults: plan.configuration.defaultHeaders, compressed: compressed)) }
+                if verbose {
+                    Output.diagnostic(HeadFormat.verboseRequest(plan.request, defaults: plan.configuration.defaultHeaders,
+                                                                compressed: compressed, download: plan.destination != nil))
+                }
                 try await transfer.run(&facts, canRetry: attempt < retry)
                 bar?.finish()
                 if verbose, let t = facts.timings { Output.diagnostic(HeadFormat.verboseTimings(t)) }

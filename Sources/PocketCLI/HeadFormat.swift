@@ -21,8 +21,9 @@ enum HeadFormat {
 
     /// The request head as `-v` shows it: the request line, `Host`, the
     /// request's fields, then the client defaults it does not override and
-    /// the framing field of its body (the engine writes the same).
-    static func verboseRequest(_ request: Request, defaults: HTTPHeaders, compressed: Bool) -> String {
+    /// the framing field of its body (the engine writes the same; a
+    /// download asks for `identity` so it can resume).
+    static func verboseRequest(_ request: Request, defaults: HTTPHeaders, compressed: Bool, download: Bool) -> String {
         let url = request.url
         var target = url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
@@ -35,7 +36,9 @@ enum HeadFormat {
         }
         for field in request.headers { s += "> \(field.name): \(field.value)\n" }
         for field in defaults where !request.headers.contains(field.name) { s += "> \(field.name): \(field.value)\n" }
-        if compressed && !request.headers.contains("Accept-Encoding") { s += "> Accept-Encoding: gzip, deflate\n" }
+        if !request.headers.contains("Accept-Encoding") && (compressed || download) {
+            s += "> Accept-Encoding: \(download ? "identity" : "gzip, deflate")\n"
+        }
         if let body = request.body, !request.headers.contains("Content-Length") {
             s += body.length.map { "> Content-Length: \($0)\n" } ?? (body.isReplayable ? "" : "> Transfer-Encoding: chunked\n")
         }

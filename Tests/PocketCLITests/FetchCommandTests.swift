@@ -197,6 +197,36 @@ final class FetchCommandTests: XCTestCase {
         XCTAssertNil(server.receivedRequests.last?.header("Accept-Encoding"), "without --compressed nothing is asked for")
     }
 
+    func testCompressedDownloadIsDecodedIntoTheFile() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let text = String(repeating: "saved decoded ", count: 500)
+        let gzip = Self.gzip(Array(text.utf8))
+        server.route("/z") { r in
+            r.header("Accept-Encoding")?.contains("gzip") == true
+                ? .response(headers: [("Content-Encoding", "gzip")], body: gzip) : .text(text)
+        }
+        let dir = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("z.txt")
+        let run = try PocketBinary.run(["--compressed", "-o", out.path, server.url("/z")])
+        XCTAssertEqual(run.status, 0, run.stderrText)
+        XCTAssertEqual(server.receivedRequests.last?.header("Accept-Encoding"), "gzip, deflate")
+        XCTAssertEqual(try String(contentsOf: out, encoding: .utf8), text)
+        let plain = try PocketBinary.run(["-o", out.path, server.url("/z")])
+        XCTAssertEqual(plain.status, 0, plain.stderrText)
+        XCTAssertEqual(server.receivedRequests.last?.header("Accept-Encoding"), "identity", "a download asks for the resumable form")
+    }
+
+    func testURLWithoutSchemeIsHTTP() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/plain") { _ in .text("no scheme needed") }
+        let run = try PocketBinary.run(["127.0.0.1:\(server.port)/plain"])
+        XCTAssertEqual(run.status, 0, run.stderrText)
+        XCTAssertEqual(run.stdoutText, "no scheme needed")
+    }
+
     func testSilentAndShowError() throws {
         let port = try closedPort()
         let loud = try PocketBinary.run(["http://127.0.0.1:\(port)/"])
