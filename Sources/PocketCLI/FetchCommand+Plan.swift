@@ -34,9 +34,13 @@ extension FetchCommand {
             throw CLIFailure(.url, "unsupported scheme '\(scheme)' in '\(self.url)' (http and https only)")
         }
         if output != nil && remoteName { throw CLIFailure(.usage, "-o and -O both name the output; give one") }
-        if let c = continueAt, c != "-" { throw CLIFailure(.usage, "-C takes '-' (resume from the output file's size), got '\(c)'") }
+        if let c = continueAt, c != "-" {
+            throw CLIFailure(.usage, "-C takes '-' (resume from the output file's size), got '\(c)'")
+        }
         if continueAt != nil && output == nil && !remoteName { throw CLIFailure(.usage, "-C - needs -o FILE or -O") }
-        if include && (output != nil || remoteName) { throw CLIFailure(.usage, "-i writes the head to stdout; with -o/-O use -D FILE") }
+        if include && (output != nil || remoteName) {
+            throw CLIFailure(.usage, "-i writes the head to stdout; with -o/-O use -D FILE")
+        }
         if retry < 0 { throw CLIFailure(.usage, "--retry needs N >= 0") }
         let hasData = !data.isEmpty || !dataBinary.isEmpty || !json.isEmpty
         if head && hasData { throw CLIFailure(.usage, "-I sends HEAD, which has no body; drop -d/--data-binary/--json") }
@@ -51,7 +55,8 @@ extension FetchCommand {
         configuration.tls.privateKeyFile = key
         configuration.tls.insecureSkipVerification = insecure
         if let pins = pinnedPublicKey {
-            configuration.tls.pinnedPublicKeys = pins.split(separator: ";").map { String($0).trimmingCharacters(in: .whitespaces) }
+            configuration.tls.pinnedPublicKeys = pins.split(separator: ";")
+                .map { String($0).trimmingCharacters(in: .whitespaces) }
             guard configuration.tls.pinnedPublicKeys.allSatisfy({ $0.hasPrefix("sha256//") }) else {
                 throw CLIFailure(.usage, "--pinnedpubkey takes sha256//BASE64 pins separated by ';'")
             }

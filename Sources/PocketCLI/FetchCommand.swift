@@ -22,66 +22,96 @@ struct FetchCommand: AsyncParsableCommand {
     @Argument(help: "The http:// or https:// URL.")
     var url: String
 
-    @Option(name: [.customShort("X"), .customLong("request")], help: "The method (default GET; POST with data; HEAD with -I).")
+    @Option(name: [.customShort("X"), .customLong("request")],
+            help: ArgumentHelp("The method (default GET; POST with data; HEAD with -I).",
+                               valueName: "method"))
     var method: String?
 
     @Option(name: [.customShort("H"), .customLong("header")],
-            help: "A header field 'Name: value' (repeatable). 'Name:' removes a default field; 'Name;' sends it empty.")
+            help: ArgumentHelp("A header field 'Name: value' (repeatable). 'Name:' removes a default field; 'Name;' sends it empty.",
+                               valueName: "name: value"))
     var headers: [String] = []
 
     @Option(name: [.customShort("d"), .customLong("data")],
-            help: "Body data, POST, x-www-form-urlencoded (repeatable, joined with &). @FILE reads a file without CR/LF; @- stdin.")
+            help: ArgumentHelp("Body data, POST, x-www-form-urlencoded (repeatable, joined with &). @FILE reads a file without CR/LF; @- stdin.",
+                               valueName: "data"))
     var data: [String] = []
 
-    @Option(name: .customLong("data-binary"), help: "Body data as is. @FILE sends the file (streamed from disk); @- stdin.")
+    @Option(name: .customLong("data-binary"),
+            help: ArgumentHelp("Body data as is. @FILE sends the file (streamed from disk); @- stdin.",
+                               valueName: "data|@file"))
     var dataBinary: [String] = []
 
-    @Option(name: .customLong("json"), help: "JSON body (@FILE, @- too); sets Content-Type and Accept to application/json.")
+    @Option(name: .customLong("json"),
+            help: ArgumentHelp("JSON body (@FILE, @- too); sets Content-Type and Accept to application/json.",
+                               valueName: "json|@file"))
     var json: [String] = []
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write the body to FILE (the engine writes it) instead of stdout.")
+    @Option(name: [.customShort("o"), .customLong("output")],
+            help: ArgumentHelp("Write the body to FILE (the engine writes it) instead of stdout.",
+                               valueName: "file"))
     var output: String?
 
-    @Flag(name: [.customShort("O"), .customLong("remote-name")], help: "Write the body to a file named like the URL's last path segment.")
+    @Flag(name: [.customShort("O"), .customLong("remote-name")],
+          help: "Write the body to a file named like the URL's last path segment.")
     var remoteName = false
 
-    @Option(name: [.customShort("C"), .customLong("continue-at")], help: "'-': resume the -o/-O file from its size (Range, If-Range).")
+    @Option(name: [.customShort("C"), .customLong("continue-at")],
+            help: ArgumentHelp("'-': resume the -o/-O file from its size (Range, If-Range).",
+                               valueName: "-"))
     var continueAt: String?
 
     @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and header fields before the body.")
     var include = false
 
-    @Option(name: [.customShort("D"), .customLong("dump-header")], help: "Write the response head to FILE ('-': stdout).")
+    @Option(name: [.customShort("D"), .customLong("dump-header")],
+            help: ArgumentHelp("Write the response head to FILE ('-': stdout).",
+                               valueName: "file"))
     var dumpHeader: String?
 
     @Flag(name: [.customShort("I"), .customLong("head")], help: "Send HEAD and print the response head.")
     var head = false
 
-    @Option(name: [.customShort("m"), .customLong("max-time")], help: "Give up after SECONDS for the whole request (exit 28).")
+    @Option(name: [.customShort("m"), .customLong("max-time")],
+            help: ArgumentHelp("Give up after SECONDS for the whole request (exit 28).",
+                               valueName: "seconds"))
     var maxTime: Double?
 
-    @Option(name: .customLong("connect-timeout"), help: "Give up connecting after SECONDS (default 10; exit 28).")
+    @Option(name: .customLong("connect-timeout"),
+            help: ArgumentHelp("Give up connecting after SECONDS (default 10; exit 28).",
+                               valueName: "seconds"))
     var connectTimeout: Double?
 
-    @Option(name: .customLong("retry"), help: "Retry transient failures N times (timeouts, connect failures, 408, 429, 500, 502, 503, 504).")
+    @Option(name: .customLong("retry"),
+            help: ArgumentHelp("Retry transient failures N times (timeouts, connect failures, 408, 429, 500, 502, 503, 504).",
+                               valueName: "n"))
     var retry: Int = 0
 
     @Flag(name: .customLong("compressed"), help: "Ask for gzip/deflate and decode the body.")
     var compressed = false
 
-    @Option(name: .customLong("cacert"), help: "Trust the CA certificates in this PEM file instead of the system store.")
+    @Option(name: .customLong("cacert"),
+            help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system store.",
+                               valueName: "file"))
     var cacert: String?
 
-    @Option(name: .customLong("cert"), help: "Client certificate chain (PEM) for mutual TLS.")
+    @Option(name: .customLong("cert"),
+            help: ArgumentHelp("Client certificate chain (PEM) for mutual TLS.",
+                               valueName: "file"))
     var cert: String?
 
-    @Option(name: .customLong("key"), help: "Private key (PEM) of --cert (default: in the --cert file).")
+    @Option(name: .customLong("key"),
+            help: ArgumentHelp("Private key (PEM) of --cert (default: in the --cert file).",
+                               valueName: "file"))
     var key: String?
 
-    @Option(name: .customLong("pinnedpubkey"), help: "sha256//BASE64 pins of the server's public key, ';'-separated (exit 90 on mismatch).")
+    @Option(name: .customLong("pinnedpubkey"),
+            help: ArgumentHelp("sha256//BASE64 pins of the server's public key, ';'-separated (exit 90 on mismatch).",
+                               valueName: "sha256//base64"))
     var pinnedPublicKey: String?
 
-    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Skip certificate verification (throwaway test servers only).")
+    @Flag(name: [.customShort("k"), .customLong("insecure")],
+          help: "Skip certificate verification (throwaway test servers only).")
     var insecure = false
 
     @Flag(name: [.customShort("f"), .customLong("fail")], help: "A status >= 400 is an error: no body output, exit 22.")
@@ -96,7 +126,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Request and response heads and timings on stderr.")
     var verbose = false
 
-    @Option(name: [.customShort("w"), .customLong("write-out")], help: "Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it).")
+    @Option(name: [.customShort("w"), .customLong("write-out")],
+            help: ArgumentHelp("Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it).",
+                               valueName: "format"))
     var writeOut: String?
 
     mutating func run() async throws {
@@ -160,7 +192,9 @@ struct FetchCommand: AsyncParsableCommand {
                 // curl's backoff: 1 s, doubling, at most 10 minutes; a Retry-After in seconds wins.
                 let delay = retryable.retryAfter ?? min(1 << min(attempt - 1, 10), 600)
                 if !silent {
-                    Output.diagnostic("pocket: transient problem: \(retryable.failure.message); retrying in \(delay) s (\(retry - attempt) \(retry - attempt == 1 ? "retry" : "retries") left)\n")
+                    let left = retry - attempt
+                    Output.diagnostic("pocket: transient problem: \(retryable.failure.message); "
+                        + "retrying in \(delay) s (\(left) \(left == 1 ? "retry" : "retries") left)\n")
                 }
                 try? await Task.sleep(for: .seconds(delay))
             } catch let retryable as FetchTransfer.Retryable {

@@ -71,15 +71,17 @@ struct FetchTransfer: Sendable {
         }
         try showHead(status: response.status, reason: response.reason, minor: response.httpMinorVersion,
                      headers: response.headers, &facts)
-        if canRetry, let retry = Self.retryable(status: response.status, reason: response.reason, headers: response.headers) {
+        if canRetry, let retry = Self.retryable(response.status, response.reason, response.headers) {
             try? await response.body.discard()
             throw retry
         }
         if command.fail && response.status >= 400 {
-            throw CLIFailure(.httpError, "the server answered \(response.status)\(response.reason.isEmpty ? "" : " " + response.reason) (-f)")
+            throw CLIFailure(.httpError, "\(Self.answered(response.status, response.reason)) (-f)")
         }
-        if command.include || command.head { try Output.stdout.write(HeadFormat.response(
-            minorVersion: response.httpMinorVersion, status: response.status, reason: response.reason, headers: response.headers)) }
+        if command.include || command.head {
+            try Output.stdout.write(HeadFormat.response(minorVersion: response.httpMinorVersion, status: response.status,
+                                                        reason: response.reason, headers: response.headers))
+        }
         do {
             for try await chunk in response.body {
                 try output.write(chunk)
@@ -99,7 +101,9 @@ struct FetchTransfer: Sendable {
         var task: DownloadTask
         let resuming = plan.resume ? try partial.resumeData(for: plan.request) : nil
         if let data = resuming {
-            if command.verbose { Output.diagnostic("* resuming \(destination.lastPathComponent) from byte \(data.bytesReceived)\n") }
+            if command.verbose {
+                Output.diagnostic("* resuming \(destination.lastPathComponent) from byte \(data.bytesReceived)\n")
+            }
             task = client.downloadTask(resumingWith: data, progress: progress?.handler)
         } else {
             partial.discardSidecar()
@@ -112,10 +116,13 @@ struct FetchTransfer: Sendable {
             response = try await withTaskCancellationHandler { try await task.response() } onCancel: { [task] in task.cancel() }
         } catch let e as PocketError {
             facts.status = e.response?.status
-            if let head = e.response { try? showHead(status: head.status, reason: head.reason, minor: 1, headers: head.headers, &facts) }
+            if let head = e.response {
+                try? showHead(status: head.status, reason: head.reason, minor: 1, headers: head.headers, &facts)
+            }
             if let data = task.resumeData { partial.keep(data) }
             if interrupt.fired {
-                throw CLIFailure(.interrupted, "interrupted; \(task.resumeData == nil ? "nothing kept" : "the partial file is kept, continue with -C -")")
+                let kept = task.resumeData == nil ? "nothing kept" : "the partial file is kept, continue with -C -"
+                throw CLIFailure(.interrupted, "interrupted; \(kept)")
             }
             throw Self.classify(e)
         }
@@ -129,12 +136,12 @@ struct FetchTransfer: Sendable {
         if resuming != nil {
             // The partial file stays as it was; a resume that cannot resume failed.
             partial.restore()
-            if canRetry, let retry = Self.retryable(status: response.status, reason: response.reason, headers: response.headers) { throw retry }
-            throw CLIFailure(.httpError, "cannot resume: the server answered \(response.status)\(response.reason.isEmpty ? "" : " " + response.reason)")
+            if canRetry, let retry = Self.retryable(response.status, response.reason, response.headers) { throw retry }
+            throw CLIFailure(.httpError, "cannot resume: \(Self.answered(response.status, response.reason))")
         }
-        if canRetry, let retry = Self.retryable(status: response.status, reason: response.reason, headers: response.headers) { throw retry }
+        if canRetry, let retry = Self.retryable(response.status, response.reason, response.headers) { throw retry }
         if command.fail && response.status >= 400 {
-            throw CLIFailure(.httpError, "the server answered \(response.status)\(response.reason.isEmpty ? "" : " " + response.reason) (-f)")
+            throw CLIFailure(.httpError, "\(Self.answered(response.status, response.reason)) (-f)")
         }
         // Not 2xx and no -f: the body goes into the file, as curl does.
         let file = try OutputFile(path: destination.path(percentEncoded: false))
@@ -146,13 +153,16 @@ struct FetchTransfer: Sendable {
     // MARK: shared
 
     /// -v, -D and the facts of -w (the head is shown before the body or error).
-    private func showHead(status: Int, reason: String, minor: Int, headers: HTTPHeaders, _ facts: inout TransferFacts) throws(CLIFailure) {
+    private func showHead(status: Int, reason: String, minor: Int, headers: HTTPHeaders,
+                          _ facts: inout TransferFacts) throws(CLIFailure) {
         facts.status = status
         facts.minorVersion = minor
         facts.headers = headers
         let head = HeadFormat.response(minorVersion: minor, status: status, reason: reason, headers: headers)
         facts.headBytes = head.utf8.count
-        if command.verbose { Output.diagnostic(HeadFormat.verboseResponse(minorVersion: minor, status: status, reason: reason, headers: headers)) }
+        if command.verbose {
+            Output.diagnostic(HeadFormat.verboseResponse(minorVersion: minor, status: status, reason: reason, headers: headers))
+        }
         if let path = command.dumpHeader {
             let file = try OutputFile(path: path)
             defer { file.close() }
@@ -160,11 +170,15 @@ struct FetchTransfer: Sendable {
         }
     }
 
-    static func retryable(status: Int, reason: String, headers: HTTPHeaders) -> Retryable? {
+    static func retryable(_ status: Int, _ reason: String, _ headers: HTTPHeaders) -> Retryable? {
         guard retryStatuses.contains(status) else { return nil }
         let after = headers["Retry-After"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { min(max($0, 0), 600) }
-        return Retryable(failure: CLIFailure(.httpError, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason)"),
-                         retryAfter: after)
+        return Retryable(failure: CLIFailure(.httpError, answered(status, reason)), retryAfter: after)
+    }
+
+    /// "the server answered 503 Service Unavailable"
+    static func answered(_ status: Int, _ reason: String) -> String {
+        "the server answered \(status)\(reason.isEmpty ? "" : " " + reason)"
     }
 
     /// A library error before any body byte was written: retryable or final.
