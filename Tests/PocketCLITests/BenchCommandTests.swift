@@ -57,6 +57,24 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 33)
     }
 
+    func testBenchTLSAndCompressionFlagsAgainstAURL() throws {
+        let certs = try TestCertificates.shared
+        let server = try TestServer(tls: .localhost())
+        defer { server.shutdown() }
+        server.route("/") { r in .text(r.header("Accept-Encoding") ?? "none") }
+        let url = server.url(host: "localhost", path: "/")
+        let common = ["bench", "--url", url, "--requests", "4", "--connections", "1", "--warmup", "0", "--json"]
+        let untrusted = try PocketBinary.run(common)
+        XCTAssertEqual(untrusted.status, 1, "every request fails without the CA")
+        XCTAssertTrue(untrusted.stderrText.contains("tls_untrusted_certificate"), untrusted.stderrText)
+        let trusted = try PocketBinary.run(common + ["--cacert", certs.caCert])
+        XCTAssertEqual(trusted.status, 0, trusted.stderrText)
+        XCTAssertEqual(try objects(trusted).first?["bytes"] as? Int, 4 * 4, "'none': no Accept-Encoding without --compressed")
+        let insecure = try PocketBinary.run(common + ["--insecure", "--compressed"])
+        XCTAssertEqual(insecure.status, 0, insecure.stderrText)
+        XCTAssertEqual(try objects(insecure).first?["bytes"] as? Int, 4 * "gzip, deflate".count)
+    }
+
     func testBenchFailsWhenEveryRequestFails() throws {
         let run = try PocketBinary.run(["bench", "--url", "http://127.0.0.1:\(try closedPort())/", "--requests", "5",
                                         "--connections", "1", "--warmup", "0", "--json"])
