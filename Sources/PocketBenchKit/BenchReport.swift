@@ -9,7 +9,8 @@ public struct Report: Sendable {
     public var scenario: String?
     var url: String
     var embedded: Bool
-    var connections: Int
+    /// Concurrent requests (and the pool size).
+    public var connections: Int
     var engineThreads: Int
     var onLoop: Bool
     var warmup: Int
@@ -42,10 +43,12 @@ public struct Report: Sendable {
     private func perRequest(_ v: Double) -> Double {
         tally.requests == 0 ? 0 : v / Double(tally.requests)
     }
-    var cpuMicrosPerRequest: Double { perRequest(Double(cpuNanos) / 1e3) }
+    /// Process CPU (user + system) per measured request, in µs.
+    public var cpuMicrosPerRequest: Double { perRequest(Double(cpuNanos) / 1e3) }
     var clientCPUMicrosPerRequest: Double { perRequest(Double(clientCPUNanos) / 1e3) }
     var engineAllocationsPerRequest: Double? { engineAllocations.map { perRequest(Double($0)) } }
-    var bytesPerSecond: Double { elapsedNanos == 0 ? 0 : Double(tally.bytes) / elapsedSeconds }
+    /// Body bytes per second of the measured phase.
+    public var bytesPerSecond: Double { elapsedNanos == 0 ? 0 : Double(tally.bytes) / elapsedSeconds }
     var heapAllocationsPerRequest: Double? { heapAllocations.map { perRequest(Double($0)) } }
 
     /// One JSON object on one line.

@@ -57,17 +57,20 @@ struct BenchCommand: AsyncParsableCommand {
         options.compressed = compressed
 
         var failed = false
+        var reports: [Report] = []
         do {
             if url != nil {
                 options.connections = connections ?? 64
-                failed = report(try await PocketBenchmark.run(options))
+                failed = report(try await PocketBenchmark.run(options), into: &reports)
             } else {
                 for scenario in BenchScenario.standard {
                     for c in connections.map({ [$0] }) ?? [1, 64] {
                         options.connections = c
-                        failed = report(try await scenario.run(options, requestsGiven: requests != nil)) || failed
+                        let m = try await scenario.run(options, requestsGiven: requests != nil)
+                        failed = report(m, into: &reports) || failed
                     }
                 }
+                if !json { try? Output.stdout.write(Self.summary(reports)) }
             }
         } catch let error as PocketBenchmark.Failure {
             Output.diagnostic("pocket bench: \(error.description)\n")
@@ -76,8 +79,22 @@ struct BenchCommand: AsyncParsableCommand {
         if failed { throw ExitCode(1) }
     }
 
-    /// Prints one run; true when every request of it failed.
-    private func report(_ m: Measurement) -> Bool {
+    /// One line per run: the table at the end of the scenarios' text output.
+    static func summary(_ reports: [Report]) -> String {
+        var s = "| scenario | c | req/s | p50 µs | p99 µs | p99.9 µs | CPU µs/req | MB/s | errors |\n"
+        s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        for r in reports {
+            let cells = [r.scenario ?? "-", String(r.connections), fmt(r.rps, 0), fmt(r.percentileMicros(0.5), 1),
+                         fmt(r.percentileMicros(0.99), 1), fmt(r.percentileMicros(0.999), 1),
+                         fmt(r.cpuMicrosPerRequest, 2), fmt(r.bytesPerSecond / 1e6, 1), String(r.tally.errors)]
+            s += "| " + cells.joined(separator: " | ") + " |\n"
+        }
+        return s
+    }
+
+    /// Prints one run and keeps its report; true when every request of it failed.
+    private func report(_ m: Measurement, into reports: inout [Report]) -> Bool {
+        reports.append(m.report)
         try? Output.stdout.write((json ? m.report.json() : m.report.text() + "\n") + "\n")
         if let e = m.firstError { Output.diagnostic("pocket bench: first error: \(e)\n") }
         return m.allFailed

@@ -40,6 +40,10 @@ final class BenchCommandTests: XCTestCase {
         }
         XCTAssertTrue(run.stdoutText.contains("latency µs  p50 "), run.stdoutText)
         XCTAssertFalse(run.stdoutText.contains("connections 64"), "--connections replaces 1 and 64")
+        let rows = run.stdoutText.split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| scenario") }
+        XCTAssertEqual(rows.map { $0.split(separator: "|").first.map { $0.trimmingCharacters(in: .whitespaces) } },
+                       ["13B", "64KiB", "1MiB", "gzip-text", "tls", "upload-1MiB"], "one summary row per run")
+        XCTAssertTrue(rows.allSatisfy { $0.hasSuffix("| 0 |") }, "no errors: \(rows)")
     }
 
     func testBenchAgainstAURL() throws {
