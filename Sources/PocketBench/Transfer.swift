@@ -44,7 +44,9 @@ struct PocketBenchClient: BenchClient {
             let r = try await client.stream(request)
             var n = 0
             for try await chunk in r.body { n += chunk.count }
-            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : n)
+            let timings = r.body.timings // known once the body has ended
+            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : n,
+                           reused: timings?.reusedConnection, tlsResumed: timings?.tlsResumed ?? false)
         case .file(let path):
             let r = try await client.download(request, to: URL(filePath: path))
             return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.fileSize + r.body.count,

@@ -57,7 +57,7 @@ public struct Report: Sendable {
             ("client", jsonString(client)),
             ("requests", "\(tally.requests)"),
             ("errors", "\(tally.errors)"),
-            ("new_connections", "\(tally.newConnections)"),
+            ("new_connections", tally.connectionUnknown > 0 ? "null" : "\(tally.newConnections)"),
             ("tls_resumed", "\(tally.tlsResumed)"),
             ("bad_status", "\(tally.badStatus)"),
             ("elapsed_s", fmt(elapsedSeconds, 6)),

@@ -60,14 +60,14 @@ public struct Outcome: Sendable {
     public var status: Int
     /// Body bytes received (or sent, for uploads).
     public var bytes: Int
-    /// The request ran on a kept-alive connection.
-    public var reused: Bool
+    /// The request ran on a kept-alive connection; nil: the client cannot tell.
+    public var reused: Bool?
     /// A new TLS connection resumed an earlier session.
     public var tlsResumed: Bool
 
-    /// An outcome; `reused` defaults to true and `tlsResumed` to false for
-    /// clients that cannot tell (they then count no new connections).
-    public init(status: Int, bytes: Int, reused: Bool = true, tlsResumed: Bool = false) {
+    /// An outcome; `reused` nil and `tlsResumed` false by default, for
+    /// clients that cannot tell (their report then has no connection count).
+    public init(status: Int, bytes: Int, reused: Bool? = nil, tlsResumed: Bool = false) {
         self.status = status
         self.bytes = bytes
         self.reused = reused
@@ -95,6 +95,8 @@ public struct Tally: Sendable {
     public var bytes = 0
     /// Requests that opened a connection.
     public var newConnections = 0
+    /// Requests whose client could not tell whether they opened one.
+    public var connectionUnknown = 0
     /// New TLS connections that resumed a session.
     public var tlsResumed = 0
     /// The first error, as text.
@@ -109,6 +111,7 @@ public struct Tally: Sendable {
         badStatus += o.badStatus
         bytes += o.bytes
         newConnections += o.newConnections
+        connectionUnknown += o.connectionUnknown
         tlsResumed += o.tlsResumed
         if firstError == nil { firstError = o.firstError }
     }
@@ -130,7 +133,11 @@ func runTask<C: BenchClient>(_ client: C, phase: Phase) async -> Tally {
             now = monotonicNanos()
             sample = now &- start
             tally.bytes &+= outcome.bytes
-            if !outcome.reused { tally.newConnections += 1 }
+            switch outcome.reused {
+            case false?: tally.newConnections += 1
+            case nil: tally.connectionUnknown += 1
+            case true?: break
+            }
             if outcome.tlsResumed { tally.tlsResumed += 1 }
             if outcome.status < 200 || outcome.status > 399 { tally.badStatus += 1 }
         } catch {

@@ -9,14 +9,7 @@ import Glibc
 import Musl
 #endif
 
-let options: BenchOptions
-do {
-    options = try BenchOptions.parse(CommandLine.arguments.dropFirst())
-} catch {
-    eprint("pocket-bench: \(error)")
-    eprint(BenchOptions.usage)
-    exit(2)
-}
+let options = BenchOptions.parseOrExit("pocket-bench")
 if options.url != nil && options.serverCPU != nil { eprint("pocket-bench: --server-cpu ignored with --url") }
 
 let measurement: Measurement
@@ -29,9 +22,4 @@ do {
     eprint("pocket-bench: \(error)")
     exit(1)
 }
-print(options.json ? measurement.report.json() : measurement.report.text())
-if let e = measurement.firstError { eprint("pocket-bench: first error: \(e)") }
-if measurement.allFailed {
-    eprint("pocket-bench: every request failed")
-    exit(1)
-}
+measurement.finish("pocket-bench", json: options.json)

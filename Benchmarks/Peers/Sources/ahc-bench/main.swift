@@ -24,17 +24,8 @@ struct AHCClient: BenchClient {
 }
 
 let usage = "usage: ahc-bench --url URL [--requests N] [--connections C] [--warmup W] [--max-seconds T] [--json] [--cacert FILE] [-k] [--compressed]"
-let options: BenchOptions
-do {
-    options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
-} catch {
-    eprint("ahc-bench: \(error)\n\(usage)")
-    exit(2)
-}
-guard let url = options.url else {
-    eprint("ahc-bench: --url is required\n\(usage)")
-    exit(2)
-}
+let options = BenchOptions.parseOrExit("ahc-bench", usage: usage, requireURL: true)
+let url = options.url!
 
 var configuration = HTTPClient.Configuration()
 configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = options.connections
@@ -53,6 +44,4 @@ if options.compressed == true { request.headers.add(name: "Accept-Encoding", val
 let measurement = await measure(AHCClient(client: client, request: request), options: options,
                                 setup: MeasureSetup(clientName: "ahc", url: url))
 try? await client.shutdown()
-print(options.json ? measurement.report.json() : measurement.report.text())
-if let e = measurement.firstError { eprint("ahc-bench: first error: \(e)") }
-if measurement.allFailed { exit(1) }
+measurement.finish("ahc-bench", json: options.json)

@@ -21,15 +21,9 @@ struct SessionClient: BenchClient {
 }
 
 let usage = "usage: urlsession-bench --url URL [--requests N] [--connections C] [--warmup W] [--max-seconds T] [--json] [--compressed]"
-let options: BenchOptions
-do {
-    options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
-} catch {
-    eprint("urlsession-bench: \(error)\n\(usage)")
-    exit(2)
-}
+let options = BenchOptions.parseOrExit("urlsession-bench", usage: usage, requireURL: true)
 guard let urlString = options.url, let url = URL(string: urlString) else {
-    eprint("urlsession-bench: --url URL is required\n\(usage)")
+    eprint("urlsession-bench: not a URL: \(options.url ?? "")")
     exit(2)
 }
 if options.caFile != nil || options.insecure {
@@ -49,6 +43,4 @@ if options.compressed == true { request.setValue("gzip, deflate", forHTTPHeaderF
 let measurement = await measure(SessionClient(session: session, request: request), options: options,
                                 setup: MeasureSetup(clientName: "urlsession", url: urlString))
 session.invalidateAndCancel()
-print(options.json ? measurement.report.json() : measurement.report.text())
-if let e = measurement.firstError { eprint("urlsession-bench: first error: \(e)") }
-if measurement.allFailed { exit(1) }
+measurement.finish("urlsession-bench", json: options.json)
