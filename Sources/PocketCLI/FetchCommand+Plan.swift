@@ -37,8 +37,8 @@ extension FetchCommand {
         if let c = continueAt, c != "-" {
             throw CLIFailure(.usage, "-C takes '-' (resume from the output file's size), got '\(c)'")
         }
-        if continueAt != nil && output == nil && !remoteName { throw CLIFailure(.usage, "-C - needs -o FILE or -O") }
-        if include && (output != nil || remoteName) {
+        if continueAt != nil && (output ?? "-") == "-" && !remoteName { throw CLIFailure(.usage, "-C - needs -o FILE or -O") }
+        if include && ((output ?? "-") != "-" || remoteName) {
             throw CLIFailure(.usage, "-i writes the head to stdout; with -o/-O use -D FILE")
         }
         if retry < 0 { throw CLIFailure(.usage, "--retry needs N >= 0") }
@@ -80,7 +80,7 @@ extension FetchCommand {
         for line in headers { try Self.apply(header: line, to: &request.headers, defaults: &configuration.defaultHeaders) }
 
         var destination: URL?
-        if let output {
+        if let output, output != "-" { // -o -: stdout, as with curl
             destination = URL(filePath: output)
         } else if remoteName {
             let name = parsed.lastPathComponent

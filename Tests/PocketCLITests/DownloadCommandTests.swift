@@ -29,6 +29,8 @@ final class DownloadCommandTests: XCTestCase {
         var st = stat()
         XCTAssertEqual(stat("/dev/null", &st), 0)
         XCTAssertEqual(st.st_mode & S_IFMT, S_IFCHR, "/dev/null is still the device, not a file renamed over it")
+        let dash = try PocketBinary.run(["-o", "-", server.url("/x")])
+        XCTAssertEqual(dash.stdoutText, "discarded", "-o - is stdout")
     }
 
     func testRemoteNameUsesTheLastPathSegment() throws {
