@@ -182,11 +182,11 @@ struct FetchCommand: AsyncParsableCommand {
                                                                 compressed: compressed, download: plan.destination != nil))
                 }
                 try await transfer.run(&facts, canRetry: attempt < retry)
-                bar?.finish()
+                await bar?.finish()
                 if verbose, let t = facts.timings { Output.diagnostic(HeadFormat.verboseTimings(t)) }
                 return
             } catch let retryable as FetchTransfer.Retryable where attempt < retry {
-                bar?.finish()
+                await bar?.finish()
                 attempt += 1
                 facts.retries = attempt
                 // curl's backoff: 1 s, doubling, at most 10 minutes; a Retry-After in seconds wins.
@@ -198,13 +198,13 @@ struct FetchCommand: AsyncParsableCommand {
                 }
                 try? await Task.sleep(for: .seconds(delay))
             } catch let retryable as FetchTransfer.Retryable {
-                bar?.finish()
+                await bar?.finish()
                 throw retryable.failure
             } catch let failure as CLIFailure {
-                bar?.finish()
+                await bar?.finish()
                 throw failure
             } catch {
-                bar?.finish()
+                await bar?.finish()
                 throw CLIFailure(.other, "\(error)")
             }
         }

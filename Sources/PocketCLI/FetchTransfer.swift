@@ -64,7 +64,7 @@ struct FetchTransfer: Sendable {
     private func stream(into output: Output, _ facts: inout TransferFacts, canRetry: Bool) async throws {
         let response: StreamingResponse
         do {
-            response = try await client.stream(plan.request, progress: progress?.handler)
+            response = try await client.stream(plan.request, progress: progress?.handler())
         } catch let e as PocketError {
             facts.status = e.response?.status
             throw Self.classify(e)
@@ -104,10 +104,10 @@ struct FetchTransfer: Sendable {
             if command.verbose {
                 Output.diagnostic("* resuming \(destination.lastPathComponent) from byte \(data.bytesReceived)\n")
             }
-            task = client.downloadTask(resumingWith: data, progress: progress?.handler)
+            task = client.downloadTask(resumingWith: data, progress: progress?.handler())
         } else {
             partial.discardSidecar()
-            task = client.downloadTask(plan.request, to: destination, progress: progress?.handler)
+            task = client.downloadTask(plan.request, to: destination, progress: progress?.handler())
         }
         let response: DownloadResponse
         let interrupt = InterruptPause(task)

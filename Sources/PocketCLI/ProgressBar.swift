@@ -5,7 +5,9 @@ import Synchronization
 /// The progress line on stderr (only when stderr is a terminal, and not
 /// with `-s`): percent, bar, rate and time left when the total is known;
 /// bytes and rate when it is not. Redrawn in place with `\r` at the
-/// engine's progress interval (100 ms); `finish()` ends the line.
+/// engine's progress interval (100 ms); `finish()` ends the line. Reports
+/// reach the drawing task through `ProgressHandler.stream()`, so a terminal
+/// that blocks (scroll lock, a slow link) never holds the engine's loop.
 final class ProgressBar: Sendable {
     private struct State {
         var direction: TransferProgress.Direction?
@@ -23,9 +25,16 @@ final class ProgressBar: Sendable {
         state = Mutex(State(start: .now))
     }
 
-    /// The handler to give the request: both directions are drawn.
-    var handler: ProgressHandler {
-        ProgressHandler { [self] progress in self.draw(progress) }
+    private let drawer = Mutex<Task<Void, Never>?>(nil)
+
+    /// A handler for one request (both directions are drawn).
+    func handler() -> ProgressHandler {
+        let (updates, handler) = ProgressHandler.stream()
+        let task = Task { [self] in
+            for await p in updates { self.draw(p) }
+        }
+        drawer.withLock { $0 = task }
+        return handler
     }
 
     func draw(_ p: TransferProgress) {
@@ -44,8 +53,17 @@ final class ProgressBar: Sendable {
         try? output.write(line)
     }
 
-    /// Ends the line if anything was drawn.
-    func finish() {
+    /// Lets the drawing catch up with the request's last report (it has
+    /// ended; at most a second), then ends the line if anything was drawn.
+    func finish() async {
+        if let task = drawer.withLock({ t in defer { t = nil }; return t }) {
+            let limit = Task {
+                try? await Task.sleep(for: .seconds(1))
+                task.cancel()
+            }
+            await task.value
+            limit.cancel()
+        }
         let drawn = state.withLock { s in
             defer { s = State(start: .now) }
             return s.drawn
