@@ -38,11 +38,12 @@ let package = Package(
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")], linkerSettings: [.linkedLibrary("z")]),
         // Benchmark loop, HDR latencies, report: no Pocket in it (the peers use it too).
         .target(name: "PocketBenchKit", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
-        // Pocket as a benchmark client, the embedded servers and the standard scenarios.
-        .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer", "PocketTestSupport"]),
+        // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
+        .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer"]),
         .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"]),
+        // `pocket bench`'s TLS scenario serves from the test support's TLS server.
         .executableTarget(name: "PocketCLI", dependencies: [
-            "Pocket", "PocketBench", "PocketBenchKit",
+            "Pocket", "PocketBench", "PocketBenchKit", "CPocketBenchServer", "PocketTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),

@@ -24,6 +24,11 @@ public enum PocketBenchmark {
         public var description: String
         /// The process exit status to use.
         public var exitCode: Int32
+
+        public init(description: String, exitCode: Int32) {
+            self.description = description
+            self.exitCode = exitCode
+        }
     }
 
     /// One measurement: against `options.url`, or without one against the
@@ -39,8 +44,10 @@ public enum PocketBenchmark {
     }
 
     /// One measurement against `url`. `embedded`: the server is
-    /// `CPocketBenchServer` in this process (its CPU is reported apart).
-    static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
+    /// `CPocketBenchServer` in this process (its CPU is reported apart);
+    /// `inProcessServer`: another server in this process (reported as
+    /// embedded, its CPU not apart); `scenario` names the run in the report.
+    public static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
                     inProcessServer: Bool = false, scenario: String? = nil) async throws -> Measurement {
         guard let url = URL(string: urlString), url.scheme == "http" || url.scheme == "https" else {
             throw Failure(description: "not an http(s) URL: \(urlString)", exitCode: 2)
@@ -82,10 +89,10 @@ public enum PocketBenchmark {
 }
 
 /// The in-process `CPocketBenchServer` (one per process).
-enum EmbeddedServer {
+public enum EmbeddedServer {
     /// Starts it on 127.0.0.1 (a free port) answering every request with
     /// `answer` (nil: the 13-byte default); returns the port.
-    static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1) throws(PocketBenchmark.Failure) -> UInt16 {
+    public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1) throws(PocketBenchmark.Failure) -> UInt16 {
         let set = answer.map { bytes in bytes.withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { pkbs_set_answer($0.baseAddress, $0.count) }
         } } ?? pkbs_set_answer(nil, 0)
@@ -100,5 +107,6 @@ enum EmbeddedServer {
         return port
     }
 
-    static func stop() { pkbs_stop() }
+    /// Stops it (a no-op when none runs).
+    public static func stop() { pkbs_stop() }
 }

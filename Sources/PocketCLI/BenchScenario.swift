@@ -1,4 +1,5 @@
 import CPocketBenchServer
+import PocketBench
 import PocketBenchKit
 import PocketTestSupport
 #if canImport(FoundationEssentials)
@@ -14,7 +15,7 @@ import Musl
 
 /// The standard scenarios `pocket bench` runs with no URL, each against an
 /// in-process loopback server at 1 and 64 connections.
-public struct BenchScenario: Sendable {
+struct BenchScenario: Sendable {
     enum Server: Sendable {
         /// `CPocketBenchServer` answering every request with these bytes (nil: 13 bytes).
         case answer([UInt8]?)
@@ -24,7 +25,7 @@ public struct BenchScenario: Sendable {
     }
 
     /// Short name, e.g. `"64KiB"`: the `scenario` key of the JSON.
-    public let name: String
+    let name: String
     let server: Server
     /// PUT a file of this many bytes instead of a GET.
     let uploadBytes: Int
@@ -34,7 +35,7 @@ public struct BenchScenario: Sendable {
     let compressed: Bool
 
     /// 13 bytes, 64 KiB, 1 MiB, 256 KiB of gzip text, TLS, a 1 MiB upload.
-    public static let standard: [BenchScenario] = [
+    static let standard: [BenchScenario] = [
         BenchScenario(name: "13B", server: .answer(nil), uploadBytes: 0, defaultRequests: 20_000, compressed: false),
         BenchScenario(name: "64KiB", server: .answer(answer(body: pattern(65_536))), uploadBytes: 0,
                       defaultRequests: 5_000, compressed: false),
@@ -50,7 +51,7 @@ public struct BenchScenario: Sendable {
     /// Runs this scenario with `base`'s flags (its `requests`, `warmup` and
     /// `maxSeconds` when given; else the scenario's defaults, warmup
     /// max(2·C, 100), at most 3 s).
-    public func run(_ base: BenchOptions, requestsGiven: Bool) async throws -> Measurement {
+    func run(_ base: BenchOptions, requestsGiven: Bool) async throws -> Measurement {
         var options = base
         if !requestsGiven { options.requests = defaultRequests }
         options.warmup = base.warmup ?? min(max(2 * options.connections, 100), options.requests)
