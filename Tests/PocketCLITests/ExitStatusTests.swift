@@ -116,6 +116,14 @@ final class ExitStatusTests: XCTestCase {
         XCTAssertEqual(failed.status, 22)
     }
 
+    func testRetryAConnectFailureThenGiveUp() throws {
+        let run = try PocketBinary.run(["--retry", "1", "http://127.0.0.1:\(try closedPort())/"])
+        XCTAssertEqual(run.status, 7)
+        XCTAssertEqual(run.stderrLines.count, 2, run.stderrText)
+        XCTAssertTrue(run.stderrLines.first?.contains("retrying in 1 s (0 retries left)") ?? false, run.stderrText)
+        XCTAssertTrue(run.stderrLines.last?.contains("connection_refused") ?? false, run.stderrText)
+    }
+
     func testRetryNotForOtherStatuses() throws {
         let server = try TestServer()
         defer { server.shutdown() }
