@@ -21,8 +21,9 @@
  *    Continue" first (after the answers already queued on the connection).
  *  - Every final answer is the same bytes, so the output of a connection is a
  *    position in an endless repetition of the answer: the pending output is
- *    two integers (stream offset and bytes left), written from a static block
- *    of many copies, plus at most one 100 Continue and the answers queued
+ *    two integers (stream offset and bytes left), written from a block of
+ *    copies of the answer (about 64 KiB, made once by pkbs_start; the answer
+ *    is the 13-byte default or pkbs_set_answer's), plus at most one 100 Continue and the answers queued
  *    behind it. No allocation per request, one send per read however many
  *    requests were pipelined in it.
  *  - When the socket's send buffer is full the connection stops reading
