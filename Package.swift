@@ -7,6 +7,10 @@ let package = Package(
         .library(name: "Pocket", targets: ["Pocket"]),
         .executable(name: "pocket-bench", targets: ["pocket-bench"]),
     ],
+    dependencies: [
+        // Logging middleware (`LoggingMiddleware`): the server ecosystem's logging API.
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+    ],
     targets: [
         // The C engine: sockets, epoll, parser, pool, TLS (OpenSSL), content
         // decoding (zlib; libdeflate for small whole gzip bodies).
@@ -21,7 +25,7 @@ let package = Package(
             ]
         ),
         // What users import.
-        .target(name: "Pocket", dependencies: ["CHTTPEngine"]),
+        .target(name: "Pocket", dependencies: ["CHTTPEngine", .product(name: "Logging", package: "swift-log")]),
         // OpenSSL glue for the TLS side of the test server (test support only).
         .target(name: "CPocketTestTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // In-process loopback servers for tests (not a product).

@@ -50,6 +50,9 @@ public final class PocketClient: Sendable {
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+        /// Middleware, retry policy, transport and clock (see `RequestHandling`).
+        /// Empty by default, which keeps `send` on its direct engine path.
+        public var handling = RequestHandling()
 
         public init() {}
     }
@@ -82,12 +85,15 @@ public final class PocketClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: Configuration
     let engine: Engine
+    /// Middleware, retries and events; bypassed while not engaged.
+    let pipeline: RequestPipeline
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
+        self.pipeline = RequestPipeline(configuration.handling)
     }
 
     /// Sends `request` and returns the complete response.
@@ -99,8 +105,15 @@ public final class PocketClient: Sendable {
     ///
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `ProgressHandler`).
+    ///
+    /// With middleware, a retry policy or a transport configured
+    /// (`Configuration.handling`), or event listeners, the request runs
+    /// through them; otherwise it goes straight to the engine.
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        try await run(request, InFlightRequest(engine: engine, progress: progress))
+        if pipeline.isEngaged {
+            return try await send(request, options: SendOptions(), progress: progress)
+        }
+        return try await run(request, InFlightRequest(engine: engine, progress: progress))
     }
 
     /// Submits `inflight` and waits for its continuation: the complete
@@ -121,6 +134,7 @@ public final class PocketClient: Sendable {
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
         engine.shutdown()
+        pipeline.hub.finishAll()
     }
 
     /// The engine's event loop as a `TaskExecutor`.

@@ -1,0 +1,36 @@
+/// What to do after an attempt: returned by a `RetryPolicy`, its predicate,
+/// or a middleware's `retry` hook.
+public enum RetryDecision: Sendable, Hashable {
+    /// Try again after the policy's backoff delay.
+    case retry
+    /// Try again after exactly this delay (e.g. what `Retry-After` asked for).
+    case retryAfter(Duration)
+    /// Return this outcome to the caller.
+    case stop
+}
+
+/// One finished attempt, as a retry policy's predicate sees it.
+public struct RetryAttempt: Sendable {
+    /// The request as it was sent (after middleware adapted it).
+    public var request: Request
+    /// 1 for the first attempt.
+    public var number: Int
+    /// The response, when the server answered (any status).
+    public var response: Response?
+    /// The error, when no response arrived.
+    public var error: (any Error)?
+    /// Time since the first attempt started.
+    public var elapsed: Duration
+
+    public init(request: Request, number: Int, response: Response? = nil, error: (any Error)? = nil,
+                elapsed: Duration = .zero) {
+        self.request = request
+        self.number = number
+        self.response = response
+        self.error = error
+        self.elapsed = elapsed
+    }
+
+    /// The error as a `PocketError`, if it is one.
+    public var pocketError: PocketError? { error as? PocketError }
+}
