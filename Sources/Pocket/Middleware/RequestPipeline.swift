@@ -25,7 +25,7 @@ final class RequestPipeline: Sendable {
     }
 
     func sink(for request: Request, options: SendOptions, taskID: UInt64? = nil) -> EventSink {
-        EventSink(hub: hub, taskID: taskID ?? hub.newTaskID(), request: request,
+        EventSink(hub: hub, taskID: taskID ?? hub.newTaskID(), method: request.method, url: request.url,
                   endpoint: options.endpoint ?? request.url.path(percentEncoded: false), observers: options.observers)
     }
 

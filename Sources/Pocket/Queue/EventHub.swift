@@ -88,19 +88,24 @@ struct EventSink: Sendable {
     let url: URL
     let endpoint: String
     let observers: [TaskObserver]
+    /// A queued task, whose observers may change while it runs.
+    let task: QueuedTask?
 
-    init(hub: EventHub, taskID: UInt64, request: Request, endpoint: String, observers: [TaskObserver]) {
+    init(hub: EventHub, taskID: UInt64, method: HTTPMethod, url: URL, endpoint: String, observers: [TaskObserver],
+         task: QueuedTask? = nil) {
         self.hub = hub
         self.taskID = taskID
-        self.method = request.method
-        self.url = request.url
+        self.method = method
+        self.url = url
         self.endpoint = endpoint
         self.observers = observers
+        self.task = task
     }
 
     func emit(_ state: TaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
               retryDelay: Duration? = nil) {
         let hubListens = hub.listenerCount.load(ordering: .relaxed) > 0
+        let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
         let event = TaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
                               attempt: attempt, status: status, error: error, retryDelay: retryDelay)
