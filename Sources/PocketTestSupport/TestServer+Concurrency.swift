@@ -12,12 +12,20 @@ import Foundation
 /// XCTAssertLessThanOrEqual(gauge.peak, 3)
 /// ```
 public final class InFlightGauge: Sendable {
-    private struct Counts {
-        var current = 0
-        var peak = 0
-        var completed = 0
-        var currentByHost: [String: Int] = [:]
-        var peakByHost: [String: Int] = [:]
+    /// The counts at one moment.
+    public struct Counts: Sendable {
+        /// Requests in handlers.
+        public var current = 0
+        /// The most at once so far.
+        public var peak = 0
+        /// Handlers returned.
+        public var completed = 0
+        /// `current` per `Host` field value.
+        public var currentByHost: [String: Int] = [:]
+        /// `peak` per `Host` field value.
+        public var peakByHost: [String: Int] = [:]
+        /// `completed` per `Host` field value.
+        public var completedByHost: [String: Int] = [:]
     }
 
     // Invariant: `counts` is only touched while `condition` is locked.
@@ -40,11 +48,17 @@ public final class InFlightGauge: Sendable {
     /// its request open until as many as a test expects have arrived.
     @discardableResult
     public func wait(timeout: Double = 5, until condition: (_ current: Int, _ completed: Int) -> Bool) -> Bool {
+        wait(timeout: timeout) { (counts: Counts) in condition(counts.current, counts.completed) }
+    }
+
+    /// As `wait(timeout:until:)`, looking at all the counts (per host too).
+    @discardableResult
+    public func wait(timeout: Double = 5, until condition: (Counts) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         self.condition.lock()
         defer { self.condition.unlock() }
-        while !condition(counts.current, counts.completed) {
-            if !self.condition.wait(until: deadline) { return condition(counts.current, counts.completed) }
+        while !condition(counts) {
+            if !self.condition.wait(until: deadline) { return condition(counts) }
         }
         return true
     }
@@ -63,6 +77,7 @@ public final class InFlightGauge: Sendable {
             c.current -= 1
             c.completed += 1
             c.currentByHost[host, default: 1] -= 1
+            c.completedByHost[host, default: 0] += 1
         }
     }
 
