@@ -34,6 +34,6 @@ let package = Package(
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")]),
         .executableTarget(name: "pocket-bench", dependencies: ["Pocket", "CPocketBenchServer"]),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
-        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"]),
+        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine", .product(name: "Logging", package: "swift-log")]),
     ]
 )

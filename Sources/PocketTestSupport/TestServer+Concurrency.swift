@@ -45,7 +45,9 @@ public final class InFlightGauge: Sendable {
 
     /// Blocks the calling handler until `condition(current, completed)` holds
     /// or `timeout` seconds pass; returns whether it held. Lets a handler keep
-    /// its request open until as many as a test expects have arrived.
+    /// its request open until as many as a test expects have arrived. For a
+    /// barrier ("all N arrived") test `peak`, not `current`: the first
+    /// handler to wake returns and lowers `current` before the others look.
     @discardableResult
     public func wait(timeout: Double = 5, until condition: (_ current: Int, _ completed: Int) -> Bool) -> Bool {
         wait(timeout: timeout) { (counts: Counts) in condition(counts.current, counts.completed) }
