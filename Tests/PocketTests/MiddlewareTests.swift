@@ -146,6 +146,7 @@ final class MiddlewareTests: XCTestCase {
         }
         let client = try clientWith { $0.middleware = [auth] }
         box.append(client)
+        defer { box.clear() }   // the middleware's closure holds the box: break the cycle
         let error = await assertPocketError(.tokenRefreshFailed) { try await client.send(Request(url: url(server, "/me"))) }
         XCTAssertTrue(error?.message.contains("401") == true)
         XCTAssertEqual(server.receivedRequests.map(\.path), ["/me", "/token"])

@@ -44,6 +44,7 @@ final class Recorder<T: Sendable>: @unchecked Sendable {
     private var items: [T] = []
     func append(_ item: T) { lock.withLock { items.append(item) } }
     var values: [T] { lock.withLock { items } }
+    func clear() { lock.withLock { items = [] } }
 }
 
 /// A one-way gate handlers block on until the test opens it (bounded wait).
