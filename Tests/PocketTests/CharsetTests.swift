@@ -17,6 +17,10 @@ final class CharsetTests: XCTestCase {
     override func tearDown() async throws {
         try await client.shutdown()
         server.shutdown()
+        // XCTest keeps every test case object alive to the end of the run:
+        // drop the client so its engine threads are joined now.
+        client = nil
+        server = nil
     }
 
     /// Serves `body` with `contentType` (none if nil) and returns the response.

@@ -21,6 +21,10 @@ final class DownloadTests: XCTestCase {
     override func tearDown() async throws {
         try await client.shutdown()
         server.shutdown()
+        // XCTest keeps every test case object alive to the end of the run:
+        // drop the client so its engine threads are joined now.
+        client = nil
+        server = nil
         try? FileManager.default.removeItem(at: directory)
     }
 
