@@ -8,6 +8,10 @@
 /// config.handling.retry = RetryPolicy()
 /// let client = try PocketClient(configuration: config)
 /// ```
+///
+/// It applies to `send` (and what is built on it: queues, groups,
+/// endpoints). `stream` and downloads go straight to the engine: a body
+/// consumed as it arrives cannot be replayed by a retry.
 public struct RequestHandling: Sendable {
     /// The client's middleware, in order (see `Middleware` for the order of
     /// hooks). Empty by default. Requests can add their own (`SendOptions`).

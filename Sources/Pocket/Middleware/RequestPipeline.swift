@@ -85,9 +85,14 @@ final class RequestPipeline: Sendable {
             if Self.isCancellation(outcome) { return try outcome.get() }
 
             var decision: RetryDecision?
-            for middleware in chain {
-                decision = try await middleware.retry(outcome, for: sent, context: context)
-                if decision != nil { break }
+            do {
+                for middleware in chain {
+                    decision = try await middleware.retry(outcome, for: sent, context: context)
+                    if decision != nil { break }
+                }
+            } catch {
+                sink.emit(.finished, attempt: attempt, error: error)
+                throw error
             }
             let record = RetryAttempt(request: sent, number: attempt, response: try? outcome.get(),
                                       error: outcome.failure, elapsed: clock.uptime() - started)

@@ -21,6 +21,9 @@ public final class QueuedTask: Sendable {
         var waiters: [CheckedContinuation<Response, any Error>] = []
         var runner: Task<Void, Never>?
         var cancelRequested = false
+        /// `.pending` has been reported: the task may start (so no observer
+        /// sees `.running` before `.pending`).
+        var announced = false
         var observers: [TaskObserver]
     }
 
@@ -115,6 +118,10 @@ public final class QueuedTask: Sendable {
             runner?.cancel()
         }
     }
+
+    var isAnnounced: Bool { state.withLock { $0.announced } }
+
+    func markAnnounced() { state.withLock { $0.announced = true } }
 
     /// Moves a pending task to running; returns its request, or nil if it
     /// was cancelled meanwhile.

@@ -86,6 +86,7 @@ public final class RequestQueue: Sendable {
             return task
         }
         sink(for: task).emit(.pending, attempt: 0)
+        task.markAnnounced()
         pump()
         return task
     }
@@ -185,7 +186,10 @@ public final class RequestQueue: Sendable {
                         line.lines.removeAll { $0.fifo.isEmpty }
                         s.hosts[host] = line.lines.isEmpty && line.running == 0 ? nil : line
                     }
-                    guard let i = line.lines.firstIndex(where: { !$0.fifo.isEmpty }), let head = line.lines[i].fifo.first
+                    // A head not yet announced holds its host's line until
+                    // its `enqueue` reports `.pending` and pumps.
+                    guard let i = line.lines.firstIndex(where: { !$0.fifo.isEmpty }), let head = line.lines[i].fifo.first,
+                          head.isAnnounced
                     else { continue }
                     if best == nil || head.priority > best!.task.priority
                         || (head.priority == best!.task.priority && head.sequence < best!.task.sequence) {
