@@ -54,6 +54,25 @@ public final class PocketClient: Sendable {
         /// Empty by default, which keeps `send` on its direct engine path.
         public var handling = RequestHandling()
 
+        // Building requests from paths (`client.request`, templates, scoped clients)
+
+        /// Base URL of relative paths given to `client.request` and templates
+        /// without their own; nil by default (a relative path then needs a
+        /// template's base URL). Requests made from a URL ignore it.
+        public var baseURL: URL?
+        /// Format of requests built from paths: JSON by default, as MTPocket.
+        public var format: ContentFormat = .json
+        /// Query parameters added to every request built from a path (under
+        /// the template's and the request's own); empty by default.
+        public var defaultQuery: [String: ParameterValue] = [:]
+        /// Query encoding of requests built from paths: brackets for arrays,
+        /// `true`/`false` by default (see `QueryEncoding`).
+        public var queryEncoding = QueryEncoding()
+        /// Validation `send` applies to every response unless the request has
+        /// its own; nil by default: any status is a response (see `Validation`
+        /// for why), and `send` does no work for it.
+        public var validation: Validation?
+
         public init() {}
     }
 
@@ -85,7 +104,9 @@ public final class PocketClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: Configuration
     let engine: Engine
-    /// Middleware, retries and events; bypassed while not engaged.
+    /// Named templates, shared with scoped clients.
+    let templates: TemplateRegistry
+    /// Middleware, retries and events (shared with scoped clients); bypassed while not engaged.
     let pipeline: RequestPipeline
 
     /// Starts the engine's threads. Fails only if threads or descriptors
@@ -93,7 +114,16 @@ public final class PocketClient: Sendable {
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
+        self.templates = TemplateRegistry()
         self.pipeline = RequestPipeline(configuration.handling)
+    }
+
+    /// A client on `engine`'s pool and threads (a scoped client).
+    init(sharing engine: Engine, templates: TemplateRegistry, pipeline: RequestPipeline, configuration: Configuration) {
+        self.configuration = configuration
+        self.engine = engine
+        self.templates = templates
+        self.pipeline = pipeline
     }
 
     /// Sends `request` and returns the complete response.
@@ -106,14 +136,19 @@ public final class PocketClient: Sendable {
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `ProgressHandler`).
     ///
+    /// The response keeps the request (`response.request`). When the request
+    /// or the client has a `Validation`, a response that fails it is thrown
+    /// (`.unacceptableStatus`, `.unacceptableContentType`).
+    ///
     /// With middleware, a retry policy or a transport configured
     /// (`Configuration.handling`), or event listeners, the request runs
-    /// through them; otherwise it goes straight to the engine.
+    /// through them (validation applies to the final response); otherwise
+    /// it goes straight to the engine.
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
         if pipeline.isEngaged {
             return try await send(request, options: SendOptions(), progress: progress)
         }
-        return try await run(request, InFlightRequest(engine: engine, progress: progress))
+        return try completed(try await run(request, InFlightRequest(engine: engine, progress: progress)), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete

@@ -38,6 +38,15 @@ public struct Request: Sendable, Hashable, Codable {
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
     public var tls: TLSConfiguration?
+    /// The format the request was built with (`Request(path:…)`,
+    /// `client.request`, templates), which also wrote its `Accept` and
+    /// `Content-Type`. Here it tells validation and `Response.decode` what to
+    /// expect; nil (a request made from a URL) means JSON to them. Setting it
+    /// does not change the headers.
+    public var format: ContentFormat?
+    /// Validation `client.send` applies to this request's response; nil (the
+    /// default) uses the client's `Configuration.validation`, which is off by default.
+    public var validation: Validation?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
@@ -60,7 +69,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case method, url, headers, body, timeouts, tls, expectContinue
+        case method, url, headers, body, timeouts, tls, expectContinue, format, validation
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,6 +81,8 @@ public struct Request: Sendable, Hashable, Codable {
         expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
         timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
         tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
+        format = try c.decodeIfPresent(ContentFormat.self, forKey: .format)
+        validation = try c.decodeIfPresent(Validation.self, forKey: .validation)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -83,12 +94,15 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encodeIfPresent(timeouts, forKey: .timeouts)
         try c.encodeIfPresent(tls, forKey: .tls)
         try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
+        try c.encodeIfPresent(format, forKey: .format)
+        try c.encodeIfPresent(validation, forKey: .validation)
     }
 
     public static func == (lhs: Request, rhs: Request) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
-            && lhs.expectContinue == rhs.expectContinue
+            && lhs.expectContinue == rhs.expectContinue && lhs.format == rhs.format
+            && lhs.validation == rhs.validation
     }
 
     public func hash(into hasher: inout Hasher) {

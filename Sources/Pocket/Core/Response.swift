@@ -18,15 +18,20 @@ public struct Response: Sendable {
     public var body: Data
     /// Where the time went.
     public var timings: Timings
+    /// The request that was sent (set by `client.send`), for debugging and
+    /// for validation and decoding, which read its format; nil for a
+    /// response made by hand.
+    public var request: Request?
 
     public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: HTTPHeaders = [:],
-                body: Data = Data(), timings: Timings = Timings()) {
+                body: Data = Data(), timings: Timings = Timings(), request: Request? = nil) {
         self.status = status
         self.reason = reason
         self.httpMinorVersion = httpMinorVersion
         self.headers = headers
         self.body = body
         self.timings = timings
+        self.request = request
     }
 
     /// The body as text in the charset its `Content-Type` names (UTF-8 when

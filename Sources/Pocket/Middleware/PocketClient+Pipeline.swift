@@ -3,8 +3,16 @@ extension PocketClient {
     /// `options`: extra middleware, a retry policy, observers, an endpoint key.
     /// Otherwise as `send(_:progress:)`.
     public func send(_ request: Request, options: SendOptions, progress: ProgressHandler? = nil) async throws -> Response {
-        try await pipeline.send(request, options: options, progress: progress, client: self,
-                                sink: pipeline.sink(for: request, options: options))
+        try await sendThroughPipeline(request, options: options, progress: progress,
+                                      sink: pipeline.sink(for: request, options: options))
+    }
+
+    /// The pipeline's final response, validated (as `send` validates) and
+    /// keeping the request as last sent.
+    func sendThroughPipeline(_ request: Request, options: SendOptions, progress: ProgressHandler?,
+                             sink: EventSink) async throws -> Response {
+        let response = try await pipeline.send(request, options: options, progress: progress, client: self, sink: sink)
+        return try completed(response, for: response.request ?? request)
     }
 
     /// The client's task events (every state change of every request sent

@@ -72,11 +72,14 @@ final class RequestPipeline: Sendable {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
+                var response: Response
                 if let transport = handling.transport {
-                    outcome = .success(try await transport.send(sent, progress: progress))
+                    response = try await transport.send(sent, progress: progress)
                 } else {
-                    outcome = .success(try await client.sendDirect(sent, progress: progress))
+                    response = try await client.sendDirect(sent, progress: progress)
                 }
+                response.request = sent
+                outcome = .success(response)
             } catch {
                 outcome = .failure(error)
             }

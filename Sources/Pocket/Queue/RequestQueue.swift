@@ -155,8 +155,8 @@ public final class RequestQueue: Sendable {
                 let sink = self.sink(for: task)
                 let result: Result<Response, any Error>
                 do {
-                    result = .success(try await client.pipeline.send(request, options: task.options, progress: task.progress,
-                                                                     client: client, sink: sink))
+                    result = .success(try await client.sendThroughPipeline(request, options: task.options,
+                                                                           progress: task.progress, sink: sink))
                 } catch {
                     result = .failure(error)
                 }
