@@ -168,6 +168,27 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(seen.values, [.running, .retrying, .running, .finished], "one observer for every post id")
     }
 
+    struct CommentOnPost: Endpoint {
+        typealias Output = Response
+        struct Parameters: Encodable, Sendable { var postId: Int; var text: String; @Unpacked var draft: String? = "x" }
+        let parameters: Parameters
+        var method: HTTPMethod { .put }
+        var path: String { "posts/{post_id}/comments" }
+        var query: [String: ParameterValue] { ["notify": false] }
+    }
+
+    func testBodyMethodFillsThePathFromPackedParametersAndSendsTheRestAsBody() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/api/posts/3/comments") { _ in .text("ok") }
+        let client = try apiClient(server)
+        _ = try await client.send(CommentOnPost(parameters: .init(postId: 3, text: "nice")))
+        let got = try XCTUnwrap(server.receivedRequests.last)
+        XCTAssertEqual(got.method, "PUT")
+        XCTAssertEqual(got.target, "/api/posts/3/comments?notify=false")
+        XCTAssertEqual(String(decoding: got.body, as: UTF8.self), #"{"text":"nice"}"#, "post_id filled the path only")
+    }
+
     func testErrorStatusIsAnErrorForADecodedOutput() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
