@@ -32,6 +32,7 @@ public final class InFlightGauge: Sendable {
     private let condition = NSCondition()
     nonisolated(unsafe) private var counts = Counts()
 
+    /// A gauge at zero.
     public init() {}
 
     /// Requests in handlers now.

@@ -77,7 +77,9 @@ public protocol Endpoint: Sendable {
 
 /// No parameters: packs to nothing.
 public struct NoParameters: Encodable, Sendable, Hashable {
+    /// The empty parameters.
     public init() {}
+    /// Encodes an empty keyed container.
     public func encode(to encoder: any Encoder) throws {
         _ = encoder.container(keyedBy: NoKeys.self)
     }
@@ -85,28 +87,42 @@ public struct NoParameters: Encodable, Sendable, Hashable {
 }
 
 extension Endpoint {
+    /// Default: GET.
     public var method: HTTPMethod { .get }
+    /// Default: none.
     public var pathParameters: [String: ParameterValue] { [:] }
+    /// Default: none.
     public var query: [String: ParameterValue] { [:] }
+    /// Default: none.
     public var headers: HTTPHeaders { [:] }
+    /// Default: snake_case keys, dates as epoch seconds.
     public var packing: ParameterPacking { ParameterPacking() }
+    /// Default: nil (packed parameters for body methods).
     public var body: RequestBody? { nil }
+    /// Default: JSON.
     public var format: ContentFormat { .json }
+    /// Default: nil, the client's policy.
     public var retryPolicy: RetryPolicy? { nil }
+    /// Default: nil, the client's timeouts.
     public var timeout: Duration? { nil }
+    /// Default: none.
     public var middleware: [any Middleware] { [] }
+    /// Default: the `path` template.
     public var observerKey: String { path }
 }
 
 extension Endpoint where Parameters == NoParameters {
+    /// Nothing to pack.
     public var parameters: NoParameters { NoParameters() }
 }
 
 extension Endpoint where Output == Response {
+    /// The response as it is.
     public func process(_ response: Response) throws -> Response { response }
 }
 
 extension Endpoint where Output: Decodable {
+    /// `response.validate().decode(Output.self)`: 2xx only, then decoded per `format`.
     public func process(_ response: Response) throws -> Output {
         try response.validate().decode(Output.self)
     }

@@ -47,6 +47,7 @@ public struct ParameterPacking: Sendable {
     /// depth; none by default. `@Unpacked` marks a property in the type itself.
     public var ignored: Set<String>
 
+    /// A packing; each parameter defaults as its property says.
     public init(keys: KeyStyle = .snakeCase(separator: "_"), dates: DateStyle = .secondsSince1970, ignored: Set<String> = []) {
         self.keys = keys
         self.dates = dates
@@ -134,7 +135,9 @@ public struct ParameterPacking: Sendable {
 /// ```
 @propertyWrapper
 public struct Unpacked<Value: Sendable>: Sendable {
+    /// The value, usable in Swift but never packed.
     public var wrappedValue: Value
+    /// Wraps `wrappedValue`.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
 }
 

@@ -29,6 +29,7 @@ public struct RequestHandling: Sendable {
     /// guard against a middleware that keeps asking for retries (`.tooManyAttempts`).
     public var maxAttempts = 10
 
+    /// Nothing configured: the direct path.
     public init() {}
 
     /// True when `send` must go through the pipeline.
@@ -47,6 +48,7 @@ public struct SendOptions: Sendable {
     /// The key endpoint observers subscribe to; nil (the default) uses the URL's path.
     public var endpoint: String?
 
+    /// Options; each parameter defaults as its property says.
     public init(middleware: [any Middleware] = [], retry: RetryPolicy? = nil, observers: [TaskObserver] = [],
                 endpoint: String? = nil) {
         self.middleware = middleware

@@ -64,6 +64,7 @@ public final class StubTransport: HTTPTransport {
     /// Forgets received requests (stubs stay).
     public func reset() { state.withLock { $0.received = [] } }
 
+    /// The canned answer for `request`, after its delay; `.stubNotFound` when there is none.
     public func send(_ request: Request, progress: ProgressHandler?) async throws -> Response {
         let path = request.url.path(percentEncoded: false)
         let segments = (path.isEmpty ? "/" : path).split(separator: "/", omittingEmptySubsequences: false)
@@ -119,6 +120,7 @@ public struct StubResponse: Sendable {
     /// Thrown instead of answering (after the delay); none by default.
     public var error: PocketError?
 
+    /// A canned answer; each parameter defaults as its property says.
     public init(status: Int = 200, headers: HTTPHeaders = [:], body: Data = Data(), delay: Duration? = nil,
                 error: PocketError? = nil) {
         self.status = status

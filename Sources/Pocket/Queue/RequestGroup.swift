@@ -30,12 +30,14 @@ public struct RequestGroup<Output: Sendable>: Sendable {
         case collectAll
     }
 
+    /// One member: any async throwing work.
     public typealias Member = @Sendable () async throws -> Output
 
     /// The mode given at init.
     public let mode: Mode
     let members: [Member]
 
+    /// A group of `members` run in `mode`.
     public init(mode: Mode, members: [Member]) {
         self.mode = mode
         self.members = members
@@ -125,7 +127,9 @@ public enum GroupMemberResult<Output: Sendable>: Sendable {
 
 /// Finished and total members of a group.
 public struct GroupProgress: Sendable, Hashable {
+    /// Members completed so far.
     public var finished: Int
+    /// Members in the group.
     public var total: Int
     /// `finished / total`; 1 for an empty group.
     public var fraction: Double { total == 0 ? 1 : Double(finished) / Double(total) }

@@ -48,6 +48,7 @@ public struct TaskObserver: Sendable {
     /// never block (hand work to another task).
     public var handler: @Sendable (TaskEvent) -> Void
 
+    /// Observes `states` (all by default) with `handler`.
     public init(states: Set<TaskState> = Set(TaskState.allCases), _ handler: @escaping @Sendable (TaskEvent) -> Void) {
         self.states = states
         self.handler = handler

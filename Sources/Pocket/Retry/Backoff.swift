@@ -28,6 +28,7 @@ public struct Backoff: Sendable, Hashable {
     /// See `Jitter`.
     public var jitter: Jitter
 
+    /// A schedule; negative durations count as zero and a multiplier below 1 as 1.
     public init(initial: Duration, multiplier: Double, cap: Duration, jitter: Jitter) {
         self.initial = max(.zero, initial)
         self.multiplier = max(1, multiplier)

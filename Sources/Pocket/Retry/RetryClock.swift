@@ -22,10 +22,14 @@ public protocol RetryClock: Sendable {
 public struct SystemRetryClock: RetryClock {
     private static let origin = ContinuousClock.now
 
+    /// The system clock.
     public init() {}
 
+    /// Time on `ContinuousClock` since the first use of this type.
     public func uptime() -> Duration { ContinuousClock.now - Self.origin }
+    /// `Date()`.
     public func date() -> Date { Date() }
+    /// `Task.sleep(for:)`: throws `CancellationError` when cancelled.
     public func sleep(for duration: Duration) async throws {
         try await Task.sleep(for: duration)
     }

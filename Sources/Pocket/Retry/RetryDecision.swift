@@ -22,6 +22,7 @@ public struct RetryAttempt: Sendable {
     /// Time since the first attempt started.
     public var elapsed: Duration
 
+    /// An attempt record, e.g. to test a predicate.
     public init(request: Request, number: Int, response: Response? = nil, error: (any Error)? = nil,
                 elapsed: Duration = .zero) {
         self.request = request

@@ -64,6 +64,7 @@ public struct RetryPolicy: Sendable {
     /// `deadline` and the one-shot body rule still apply. Nil by default.
     public var predicate: (@Sendable (RetryAttempt) -> RetryDecision)?
 
+    /// A policy; every parameter defaults as its property says. `maxAttempts` below 1 counts as 1.
     public init(maxAttempts: Int = 3, backoff: Backoff = .exponential(), retryableStatuses: Set<Int> = RetryPolicy.defaultStatuses,
                 retryableErrors: Set<PocketError.Code> = RetryPolicy.defaultErrors,
                 nonIdempotent: NonIdempotentRetry = .withIdempotencyKey, honoursRetryAfter: Bool = true,
