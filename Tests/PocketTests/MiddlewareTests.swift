@@ -138,15 +138,14 @@ final class MiddlewareTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/me") { _ in .text("no", status: 401) }
         server.route("/token") { _ in .text("also no", status: 401) }
-        let box = Recorder<PocketClient>()
+        let box = WeakClient()
         let auth = TokenRefreshMiddleware(token: "old") { _ in
-            let response = try await box.values[0].send(Request(url: url(server, "/token")))
+            let response = try await box.client!.send(Request(url: url(server, "/token")))
             guard response.status == 200 else { throw PocketError(.unknown, "token endpoint said \(response.status)") }
             return response.text
         }
         let client = try clientWith { $0.middleware = [auth] }
-        box.append(client)
-        defer { box.clear() }   // the middleware's closure holds the box: break the cycle
+        box.client = client
         let error = await assertPocketError(.tokenRefreshFailed) { try await client.send(Request(url: url(server, "/me"))) }
         XCTAssertTrue(error?.message.contains("401") == true)
         XCTAssertEqual(server.receivedRequests.map(\.path), ["/me", "/token"])

@@ -37,14 +37,11 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
-/// Collects values from any thread, in order.
-final class Recorder<T: Sendable>: @unchecked Sendable {
-    // Invariant: `items` is only touched under `lock`.
-    private let lock = NSLock()
-    private var items: [T] = []
-    func append(_ item: T) { lock.withLock { items.append(item) } }
-    var values: [T] { lock.withLock { items } }
-    func clear() { lock.withLock { items = [] } }
+/// A client held weakly, for a middleware closure that calls its own client
+/// (a strong reference would keep the client alive through its configuration).
+final class WeakClient: @unchecked Sendable {
+    // Invariant: `client` is set once, before any request reads it.
+    weak var client: PocketClient?
 }
 
 /// A one-way gate handlers block on until the test opens it (bounded wait).

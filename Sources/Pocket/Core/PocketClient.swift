@@ -47,6 +47,10 @@ public final class PocketClient: Sendable {
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = TLSConfiguration()
+        /// How redirects are followed unless a request sets its own
+        /// (`Request.redirects`): up to 10 hops by default, no https → http
+        /// (see `RedirectPolicy` for why and for the rules of each hop).
+        public var redirects: RedirectPolicy = .follow
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
@@ -133,6 +137,12 @@ public final class PocketClient: Sendable {
     /// complete response from arriving. Cancelling the calling Task cancels
     /// the request and closes its connection (`.cancelled`).
     ///
+    /// Redirects are followed as `request.redirects` (or the client's
+    /// `Configuration.redirects`) says; `response.url` and
+    /// `response.redirects` tell where the answer came from (validation
+    /// applies to the final response; `response.request` is the request as
+    /// given, before any redirect).
+    ///
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `ProgressHandler`).
     ///
@@ -148,7 +158,7 @@ public final class PocketClient: Sendable {
         if pipeline.isEngaged {
             return try await send(request, options: SendOptions(), progress: progress)
         }
-        return try completed(try await run(request, InFlightRequest(engine: engine, progress: progress)), for: request)
+        return try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete

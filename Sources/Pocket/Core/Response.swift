@@ -16,6 +16,12 @@ public struct Response: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes, after de-chunking. Empty for HEAD, 204 and 304.
     public var body: Data
+    /// The URL this response came from: the request's, or where its
+    /// redirects led. Nil only for a response built by hand.
+    public var url: URL?
+    /// The redirects followed to get here, in order; empty for none (then
+    /// `timings` are the last hop's).
+    public var redirects: [RedirectHop] = []
     /// Where the time went.
     public var timings: Timings
     /// The request that was sent (set by `client.send`), for debugging and

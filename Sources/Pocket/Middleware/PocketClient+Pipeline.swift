@@ -40,8 +40,8 @@ extension PocketClient {
         pipeline.hub.removeObserver(token)
     }
 
-    /// The engine path of `send`, under the pipeline.
+    /// The engine path of `send` (redirects followed within one attempt), under the pipeline.
     func sendDirect(_ request: Request, progress: ProgressHandler?) async throws -> Response {
-        try await run(request, InFlightRequest(engine: engine, progress: progress))
+        try await sendFollowingRedirects(request, progress: progress)
     }
 }

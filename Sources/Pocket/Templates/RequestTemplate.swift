@@ -41,6 +41,8 @@ public struct RequestTemplate: Sendable, Hashable, Codable {
     public var tls: TLSConfiguration?
     /// `Expect: 100-continue` wait for bodies; nil: none.
     public var expectContinue: Duration?
+    /// How redirects are followed; nil: the client's `Configuration.redirects`.
+    public var redirects: RedirectPolicy?
 
     /// A template; everything unset (nil, empty) by default, falling back to the client.
     public init(baseURL: URL? = nil, format: ContentFormat? = nil, timeouts: Timeouts? = nil,
@@ -75,6 +77,7 @@ public struct RequestTemplate: Sendable, Hashable, Codable {
         request.validation = validation
         request.tls = tls
         request.expectContinue = expectContinue
+        request.redirects = redirects
         return request
     }
 }
