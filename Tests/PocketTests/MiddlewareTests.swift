@@ -208,6 +208,21 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertNil(record.metadata["response.body"])
     }
 
+    func testScopedClientsShareTheirParentsPipeline() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/s") { request in .text(request.header("X-Scope") ?? "-") }
+        let log = Recorder<String>()
+        let client = try clientWith { $0.middleware = [Tracer(name: "A", log: log)] }
+        let scoped = try client.scoped(headers: ["X-Scope": "inner"])
+        let finished = Recorder<Int>()
+        client.addObserver(endpoint: "/s", states: [.finished]) { finished.append($0.status ?? 0) }
+        let text = try await scoped.send(Request(url: url(server, "/s"))).text
+        XCTAssertEqual(text, "inner")
+        XCTAssertEqual(log.values.first, "adapt A #1", "the parent's middleware ran")
+        XCTAssertEqual(finished.values, [200], "the parent's observers heard the scoped request")
+    }
+
     func testClientEventsAndEndpointObservers() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
