@@ -203,6 +203,26 @@ final class RequestQueueTests: XCTestCase {
         _ = try await running.response()
     }
 
+    func testZeroPendingAcceptsOnlyWhatCanStartAtOnce() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let gate = Gate()
+        defer { gate.release() }
+        server.route("/block") { _ in gate.wait(); return .text("ok") }
+        let client = try makeClient()
+        let queue = RequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 1, maxPending: 0)
+        let first = try queue.enqueue(Request(url: url(server, "/block")))
+        await assertPocketError(.queueFull) { try queue.enqueue(Request(url: url(server, "/block"))) }
+        let other = try queue.enqueue(Request(url: URL(string: server.url(host: "localhost", path: "/block"))!))
+        XCTAssertEqual(queue.metrics.running, 2, "another host had a free slot")
+        gate.release()
+        _ = try await first.response()
+        _ = try await other.response()
+        let again = try queue.enqueue(Request(url: url(server, "/block")))
+        let status = try await again.response().status
+        XCTAssertEqual(status, 200, "free again")
+    }
+
     func testMetricsReportDepthAndWait() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -54,7 +54,7 @@ public final class RequestQueue: Sendable {
     }
 
     /// Queues `request`; it starts when a slot is free. Throws `.queueFull`
-    /// when `maxPending` requests are already waiting.
+    /// when it would have to wait and `maxPending` requests already wait.
     @discardableResult
     public func enqueue(_ request: Request, priority: QueuePriority = .normal, options: SendOptions = SendOptions(),
                         progress: ProgressHandler? = nil) throws -> QueuedTask {
@@ -63,7 +63,7 @@ public final class RequestQueue: Sendable {
         let now = pipeline.handling.clock.uptime()
         let id = pipeline.hub.newTaskID()
         let task: QueuedTask = try state.withLock { s in
-            if let maxPending, s.metrics.pending >= maxPending {
+            if let maxPending, s.metrics.pending >= maxPending, !canStartNow(host: host, s) {
                 s.metrics.rejected += 1
                 throw PocketError(.queueFull, "the request queue already holds \(maxPending) pending requests (maxPending)")
             }
@@ -117,6 +117,15 @@ public final class RequestQueue: Sendable {
         }
         for task in pending { task.cancel() }
         for task in running.withLock({ Array($0.values) }) { task.cancel() }
+    }
+
+    /// Whether a request for `host` would start at once (a free slot, and
+    /// nothing of that host waiting before it): such a request never waits,
+    /// so `maxPending` does not refuse it.
+    private func canStartNow(host: String, _ s: State) -> Bool {
+        guard s.running < maxConcurrent else { return false }
+        guard let line = s.hosts[host] else { return true }
+        return line.running < maxConcurrentPerHost && line.lines.allSatisfy { $0.fifo.isEmpty }
     }
 
     /// The queue's counters now.
