@@ -31,25 +31,25 @@ final class RequestPipeline: Sendable {
 
     func send(_ request: Request, options: SendOptions, progress: ProgressHandler?, client: PocketClient,
               sink: EventSink) async throws -> Response {
+        let context = MiddlewareContext(taskID: sink.taskID, endpoint: sink.endpoint)
         do {
-            let response = try await attempts(request, options: options, progress: progress, client: client, sink: sink)
-            return response
+            return try await attempts(request, options: options, progress: progress, client: client, sink: sink,
+                                      context: context)
         } catch let error as PocketError where error.code == .cancelled {
-            sink.emit(.cancelled, attempt: 0, error: error)
+            sink.emit(.cancelled, attempt: context.attempt, error: error)
             throw error
         } catch is CancellationError {
             let error = PocketError(.cancelled, "the request was cancelled")
-            sink.emit(.cancelled, attempt: 0, error: error)
+            sink.emit(.cancelled, attempt: context.attempt, error: error)
             throw error
         }
     }
 
     private func attempts(_ request: Request, options: SendOptions, progress: ProgressHandler?,
-                          client: PocketClient, sink: EventSink) async throws -> Response {
+                          client: PocketClient, sink: EventSink, context: MiddlewareContext) async throws -> Response {
         let chain = options.middleware.isEmpty ? handling.middleware : handling.middleware + options.middleware
         let policy = options.retry ?? handling.retry
         let clock = handling.clock
-        let context = MiddlewareContext(taskID: sink.taskID, endpoint: sink.endpoint)
         let started = clock.uptime()
         var generator = SystemRandomNumberGenerator()
         var attempt = 0

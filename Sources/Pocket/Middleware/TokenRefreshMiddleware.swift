@@ -83,9 +83,10 @@ public final class TokenRefreshMiddleware: Middleware {
     /// A token other than `rejected`: the current one if it already changed,
     /// else the result of the one refresh in flight (started here if none is).
     func refreshed(rejecting rejected: String?) async throws -> String {
-        let task: Task<String, any Error> = state.withLock { s in
-            if let inFlight = s.inFlight { return inFlight }
-            if let token = s.token, token != rejected { return Task { token } }
+        enum Source { case current(String), refresh(Task<String, any Error>) }
+        let source: Source = state.withLock { s in
+            if let inFlight = s.inFlight { return .refresh(inFlight) }
+            if let token = s.token, token != rejected { return .current(token) }
             s.refreshes += 1
             let refresh = refreshToken
             let task = Task<String, any Error> { [state] in
@@ -103,8 +104,11 @@ public final class TokenRefreshMiddleware: Middleware {
                 }
             }
             s.inFlight = task
-            return task
+            return .refresh(task)
         }
-        return try await task.value
+        switch source {
+        case .current(let token): return token
+        case .refresh(let task): return try await task.value
+        }
     }
 }
