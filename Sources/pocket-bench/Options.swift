@@ -21,6 +21,7 @@ struct Options {
     var closeEach = false
     var transfer = Transfer.memory
     var uploadFile: String?
+    var uploadForm: String?
 
     /// Warmup requests when `--warmup` is not given: enough to open every
     /// connection and run each a few times.
@@ -31,6 +32,7 @@ struct Options {
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
+                            [--upload-form PATH]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -53,6 +55,8 @@ struct Options {
                                (client.stream, chunks dropped: like > /dev/null), or
                                file:PATH (client.download: the engine writes the file)
           --upload-file PATH   PUT the file as the body (sendfile on plain connections)
+          --upload-form PATH   POST the file as a multipart/form-data form of one file
+                               part named "file" (like curl -F file=@PATH)
         """
 
     enum ParseError: Error, CustomStringConvertible {
@@ -109,6 +113,7 @@ struct Options {
                 guard let t = Transfer.parse(s) else { throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'") }
                 o.transfer = t
             case "--upload-file": o.uploadFile = try value(arg)
+            case "--upload-form": o.uploadForm = try value(arg)
             case "-h", "--help":
                 print(usage)
                 exit(0)

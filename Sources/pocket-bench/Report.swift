@@ -66,6 +66,7 @@ struct Report {
             ("latency_samples", "\(latencies.count)"),
             ("embedded_server", embedded ? "true" : "false"),
             ("url", jsonString(url)),
+            ("peak_rss_kib", peakRSSKiB().map(String.init) ?? "null"),
         ]
         if let e = tally.firstError { fields.append(("first_error", jsonString(e))) }
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"

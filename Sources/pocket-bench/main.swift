@@ -87,6 +87,14 @@ if let path = options.uploadFile {
     request.method = .put
     request.body = .file(URL(filePath: path))
     uploadBytes = size
+} else if let path = options.uploadForm {
+    var st = stat()
+    guard stat(path, &st) == 0 else { fail("--upload-form: cannot read \(path)", code: 2) }
+    var form = MultipartForm()
+    form.addFile("file", at: URL(filePath: path))
+    request.method = .post
+    request.body = .multipart(form)
+    uploadBytes = Int(st.st_size) // the file's bytes, as curl -F's speed_upload counts the whole body (~200 bytes more)
 }
 
 // Warmup: opens the pool's connections and warms caches; not measured.

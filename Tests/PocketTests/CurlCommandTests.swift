@@ -25,6 +25,35 @@ final class CurlCommandTests: XCTestCase {
                        "curl -X 'POST' 'http://h/x' # body: stream (one-shot, not shown)")
     }
 
+    func testMultipartFormBecomesCurlFormOptions() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/upload") { _ in .text("ok") }
+        let file = FileManager.default.temporaryDirectory.appending(path: "curl-form-\(UUID().uuidString).txt")
+        try Data("file body\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var form = MultipartForm()
+        form.addField("title", "it's here")
+        form.addFile("doc", at: file, fileName: "notes.txt", contentType: "text/plain")
+        form.addData("blob", Data([0, 1, 2]), fileName: "b.bin")
+        var request = Request(method: .post, url: url(server, "/upload"))
+        request.body = .multipart(form)
+        let command = request.curlCommand()
+        XCTAssertEqual(command, "curl -X 'POST' '\(server.url("/upload"))' --form-string 'title=it'\\''s here' "
+                       + "-F 'doc=@\(file.path);filename=\"notes.txt\";type=text/plain' # parts not shown: 'blob' (3 bytes in memory)")
+        let process = Process()
+        process.executableURL = URL(filePath: "/bin/sh")
+        process.arguments = ["-c", command + " -s -o /dev/null"]
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let got = try XCTUnwrap(server.receivedRequests.last)
+        XCTAssertTrue(got.header("Content-Type")?.hasPrefix("multipart/form-data; boundary=") == true)
+        let body = String(decoding: got.body, as: UTF8.self)
+        XCTAssertTrue(body.contains("name=\"title\"\r\n\r\nit's here\r\n"), body)
+        XCTAssertTrue(body.contains("filename=\"notes.txt\"\r\nContent-Type: text/plain\r\n\r\nfile body\n\r\n"), body)
+    }
+
     func testClientCommandAddsDefaultsAndTimeouts() throws {
         let client = try makeClient()
         let request = try Request("http://h/x", headers: ["User-Agent": "mine"])

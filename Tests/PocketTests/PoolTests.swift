@@ -75,10 +75,11 @@ final class PoolTests: XCTestCase {
         XCTAssertTrue(put.timings.retried)
         XCTAssertEqual(server.receivedRequests.last?.bodySHA256, BytePattern.sha256(seed: 2, size: 100_000))
 
-        // A stream is one-shot: the same situation is an error, never a second send.
+        // A stream is one-shot: the same situation is an error of its own
+        // (the connection's error as its cause), never a second send.
         let chunks = AsyncStream<Data> { c in c.yield(Data("abc".utf8)); c.finish() }
         let before = server.requestCount
-        await assertPocketError(.closedBeforeResponse) {
+        await assertPocketError(.requestBodyNotReplayable) {
             try await client.send(Request(method: .put, url: url(server, "/"), body: .stream(chunks, length: 3)))
         }
         XCTAssertEqual(server.requestCount, before + 1, "sent once")

@@ -70,6 +70,7 @@ extension Request {
     private static func formatDescribes(_ body: RequestBody) -> Bool {
         switch body.source {
         case .bytes, .file, .stream: return true
+        case .multipart: return false // its Content-Type carries the boundary
         }
     }
 }

@@ -15,7 +15,9 @@ extension Request {
     ///
     /// A text body is inlined; a binary one is written as `printf` octal
     /// escapes piped into `--data-binary @-`; a file body is `@path`; a
-    /// stream cannot be shown, so it appears as a `# body: stream` comment.
+    /// stream cannot be shown, so it appears as a `# body: stream` comment;
+    /// a multipart form becomes curl's `-F` options (text fields and file
+    /// parts; others are listed in a trailing comment).
     /// Fields named in `redacting` (any case) show `<redacted>` instead of
     /// their value; none are redacted by default, so the command replays as is.
     public func curlCommand(redacting: Set<String> = []) -> String {
@@ -41,6 +43,9 @@ extension Request {
         var fields = defaults
         for field in headers.fields where fields.contains(field.name) { fields.remove(field.name) }
         for field in headers.fields { fields.add(name: field.name, value: field.value) }
+        if case .multipart(let form)? = body?.source, fields["Content-Type"] == form.contentType {
+            fields.remove("Content-Type")   // curl's -F writes its own boundary
+        }
         for field in fields.fields {
             let value = redacted.contains(field.name.lowercased()) ? "<redacted>" : field.value
             words += ["-H", Self.quote("\(field.name): \(value)")]
@@ -66,11 +71,40 @@ extension Request {
             }
         case .stream?:
             trailer = "# body: stream (one-shot, not shown)"
+        case .multipart(let form)?:
+            var hidden: [String] = []
+            for part in form.parts {
+                words += Self.curlFormArguments(part, hidden: &hidden)
+            }
+            if !hidden.isEmpty { trailer = "# parts not shown: " + hidden.joined(separator: ", ") }
         }
         var command = words.joined(separator: " ")
         if let pipeFrom { command = pipeFrom + " | " + command }
         if let trailer { command += " " + trailer }
         return command
+    }
+
+    /// curl's `-F`/`--form-string` for one part. A text field is inlined,
+    /// a file part is `@path` with its file name and type; parts held in
+    /// memory with a file name, binary data and streams cannot be written
+    /// on a command line and are listed in `hidden`.
+    static func curlFormArguments(_ part: MultipartForm.Part, hidden: inout [String]) -> [String] {
+        var options = ""
+        if let fileName = part.fileName { options += ";filename=\"\(fileName)\"" }
+        if let type = part.contentType { options += ";type=\(type)" }
+        switch part.content {
+        case .bytes(let data):
+            if part.fileName == nil, let text = String(validating: data, as: UTF8.self), !text.utf8.contains(0) {
+                return ["--form-string", quote("\(part.name)=\(text)")]
+            }
+            hidden.append("'\(part.name)' (\(data.count) bytes in memory)")
+            return []
+        case .file(let path):
+            return ["-F", quote("\(part.name)=@\(path)\(options)")]
+        case .stream:
+            hidden.append("'\(part.name)' (a stream)")
+            return []
+        }
     }
 
     /// `text` in single quotes, each `'` written as `'\''`.

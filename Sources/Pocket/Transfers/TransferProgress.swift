@@ -20,14 +20,20 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
     public var wireTotal: Int?
     /// True on the last report of a direction that completed.
     public var isFinal: Bool
+    /// For the upload of a multipart form (`RequestBody.multipart`): the
+    /// part being sent, with its own figures; nil for other bodies and for
+    /// downloads.
+    public var part: PartProgress?
 
-    public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false) {
+    public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false,
+                part: PartProgress? = nil) {
         self.direction = direction
         self.bytes = bytes
         self.total = total
         self.wireBytes = wireBytes
         self.wireTotal = wireTotal
         self.isFinal = isFinal
+        self.part = part
     }
 
     /// `bytes / total` in 0...1, or nil when the total is unknown (no
