@@ -41,12 +41,7 @@ final class CurlCommandTests: XCTestCase {
         let command = request.curlCommand()
         XCTAssertEqual(command, "curl -X 'POST' '\(server.url("/upload"))' --form-string 'title=it'\\''s here' "
                        + "-F 'doc=@\(file.path);filename=\"notes.txt\";type=text/plain' # parts not shown: 'blob' (3 bytes in memory)")
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/sh")
-        process.arguments = ["-c", command + " -s -o /dev/null"]
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(try shell(command + " -s -o /dev/null"), 0)
         let got = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertTrue(got.header("Content-Type")?.hasPrefix("multipart/form-data; boundary=") == true)
         let body = String(decoding: got.body, as: UTF8.self)
@@ -71,12 +66,7 @@ final class CurlCommandTests: XCTestCase {
         request.body = .bytes(Data([0x41, 0x00, 0x42, 0x27, 0x0A]))
         _ = try await client.send(request)
         let fromPocket = try XCTUnwrap(server.receivedRequests.last)
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/sh")
-        process.arguments = ["-c", client.curlCommand(for: request) + " -s -o /dev/null"]
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(try shell(client.curlCommand(for: request) + " -s -o /dev/null"), 0)
         let fromCurl = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(server.requestCount, 2)
         XCTAssertEqual(fromCurl.method, fromPocket.method)
@@ -85,4 +75,14 @@ final class CurlCommandTests: XCTestCase {
         XCTAssertEqual(fromCurl.header("X-Quote"), fromPocket.header("X-Quote"))
         XCTAssertEqual(fromCurl.header("User-Agent"), "Pocket/0.1")
     }
+}
+
+/// Runs `command` with `/bin/sh -c`; returns its exit status.
+private func shell(_ command: String) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(filePath: "/bin/sh")
+    process.arguments = ["-c", command]
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
 }
