@@ -189,6 +189,7 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertEqual(record.metadata["response.body"], "\(String(repeating: "r", count: 16))… (4984 more bytes)")
         XCTAssertEqual(record.metadata["status"], "200")
         XCTAssertNotNil(record.metadata["ms"])
+        XCTAssertTrue(record.metadata["timings"]?.contains("first byte") == true)
     }
 
     func testLoggingAtInfoOmitsHeadersAndBodiesAndLogsFailures() async throws {
@@ -206,6 +207,13 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertFalse(record.message.contains("PASSWORD"), record.message)
         XCTAssertNil(record.metadata["request.headers"])
         XCTAssertNil(record.metadata["response.body"])
+        // Below the logger's level nothing is logged.
+        var quiet = Logger(label: "quiet") { _ in CapturingLogHandler(records: records) }
+        quiet.logLevel = .error
+        let before = records.values.count
+        let silent = try clientWith { $0.middleware = [LoggingMiddleware(logger: quiet)] }
+        _ = try? await silent.send(Request(url: url(server, "/reset")))
+        XCTAssertEqual(records.values.count, before)
     }
 
     func testScopedClientsShareTheirParentsPipeline() async throws {

@@ -7,7 +7,8 @@ import Logging
 
 /// Logs every attempt on a swift-log `Logger` (TyphoonRestClient's
 /// connection logger): method, URL, status or error, time in ms, attempt;
-/// at `.debug` and below also the header fields and the bodies, truncated.
+/// at `.debug` and below also the header fields, the bodies (truncated) and
+/// the engine's timings (DNS, connect, TLS, first byte, total, reuse).
 /// Credentials are never logged: `Authorization`, `Proxy-Authorization`,
 /// `Cookie` and `Set-Cookie` values (and any field in `redactedHeaders`)
 /// are replaced by `<redacted>`, and a URL's password is dropped.
@@ -42,9 +43,9 @@ public struct LoggingMiddleware: Middleware {
     }
 
     public func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async {
-        let ms = Double(context.attemptElapsed.components.seconds) * 1000
-            + Double(context.attemptElapsed.components.attoseconds) / 1e15
-        let rounded = (ms * 10).rounded() / 10
+        let failed = if case .failure = outcome { true } else { false }
+        guard logger.logLevel <= (failed ? failureLevel : level) else { return }
+        let rounded = Self.milliseconds(context.attemptElapsed)
         let timing = "\(rounded) ms"
         let target = Self.loggableURL(request.url)
         var metadata: Logger.Metadata = [
@@ -60,6 +61,10 @@ public struct LoggingMiddleware: Middleware {
         case .success(let response):
             metadata["status"] = "\(response.status)"
             if verbose {
+                let t = response.timings
+                metadata["timings"] = .string("dns \(Self.milliseconds(t.dns)) ms, connect \(Self.milliseconds(t.connect)) ms, "
+                    + "tls \(Self.milliseconds(t.tls)) ms, first byte \(Self.milliseconds(t.firstByte)) ms, "
+                    + "total \(Self.milliseconds(t.total)) ms, reused \(t.reusedConnection)")
                 metadata["response.headers"] = .string(headerText(response.headers))
                 metadata["response.body"] = .string(bodyText(response.body))
             }
@@ -68,6 +73,12 @@ public struct LoggingMiddleware: Middleware {
             metadata["error"] = "\(error)"
             logger.log(level: failureLevel, "\(request.method) \(target) failed: \(error) (\(timing))", metadata: metadata)
         }
+    }
+
+    /// `d` in milliseconds, one decimal.
+    static func milliseconds(_ d: Duration) -> Double {
+        let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+        return (ms * 10).rounded() / 10
     }
 
     /// The fields as `Name: value` lines, credentials redacted.
