@@ -93,7 +93,7 @@ final class EndpointTests: XCTestCase {
         let parameters: Parameters
         var method: HTTPMethod { .post }
         var path: String { "posts" }
-        var format: ContentFormat
+        var format: ContentFormat?
         var timeout: Duration? { .seconds(7) }
     }
 
@@ -147,7 +147,7 @@ final class EndpointTests: XCTestCase {
         got = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(String(decoding: got.body, as: UTF8.self), "author_id=3&title=a+b")
         XCTAssertEqual(got.header("Content-Type"), "application/x-www-form-urlencoded")
-        let request = try CreatePost(parameters: .init(title: "t", authorId: 1), format: .json).request(baseURL: client.configuration.baseURL)
+        let request = try CreatePost(parameters: .init(title: "t", authorId: 1), format: .json).request(on: client)
         XCTAssertEqual(request.timeouts?.total, .seconds(7), "the endpoint's timeout")
     }
 
@@ -187,6 +187,30 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(got.method, "PUT")
         XCTAssertEqual(got.target, "/api/posts/3/comments?notify=false")
         XCTAssertEqual(String(decoding: got.body, as: UTF8.self), #"{"text":"nice"}"#, "post_id filled the path only")
+    }
+
+    struct TemplatedPing: Endpoint {
+        typealias Output = Response
+        var path: String { "ping" }
+        var template: String? { "internal" }
+    }
+
+    func testDefaultQueryAndTemplatesOfTheAPILayerApply() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/api/users/1/posts") { _ in .text("[]", headers: [("Content-Type", "application/json")]) }
+        server.route("/internal/ping") { _ in .text("pong") }
+        let client = try apiClient(server) { $0.defaultQuery = ["api_key": "k"] }
+        _ = try await client.send(ListPosts(parameters: .init(userId: 1, sinceDate: Date(timeIntervalSince1970: 5))))
+        let query = Set((server.receivedRequests.last?.query ?? "").split(separator: "&").map(String.init))
+        XCTAssertEqual(query, ["api_key=k", "page=2", "since_date=5"])
+        var template = RequestTemplate()
+        template.baseURL = URL(string: server.url("/internal/"))
+        template.headers = ["X-Internal": "1"]
+        client.register(template, as: "internal")
+        let pong = try await client.send(TemplatedPing())
+        XCTAssertEqual(pong.text, "pong")
+        XCTAssertEqual(server.receivedRequests.last?.header("X-Internal"), "1")
     }
 
     func testErrorStatusIsAnErrorForADecodedOutput() async throws {

@@ -32,7 +32,7 @@ import Foundation
 /// Parameters are packed from an `Encodable` value (`ParameterPacking`:
 /// snake_case keys, ignored fields, date transforms). GET, HEAD and DELETE
 /// put them in the query; other methods in the body, in the endpoint's
-/// `format` (JSON by default, `.form` for a form body). A packed parameter
+/// `format` (the client's, JSON by default; `.form` for a form body). A packed parameter
 /// named like a `{placeholder}` fills it and is not sent again.
 public protocol Endpoint: Sendable {
     /// What `process` makes of the response.
@@ -58,12 +58,17 @@ public protocol Endpoint: Sendable {
     /// An explicit body; nil (the default) sends the packed parameters as
     /// the body for methods other than GET, HEAD and DELETE.
     var body: RequestBody? { get }
-    /// The body and response format; JSON by default.
-    var format: ContentFormat { get }
+    /// The body and response format; nil (the default) uses the client's
+    /// `Configuration.format` (JSON unless changed).
+    var format: ContentFormat? { get }
     /// This endpoint's retry policy; nil (the default) uses the client's.
     var retryPolicy: RetryPolicy? { get }
     /// A total deadline for each attempt; nil (the default) uses the client's timeouts.
     var timeout: Duration? { get }
+    /// A request template registered on the client (`client.register(_:as:)`)
+    /// to build from: its base URL, headers, query and timeouts; nil (the
+    /// default) builds from the client's configuration.
+    var template: String? { get }
     /// Middleware for this endpoint's requests, after the client's; none by default.
     var middleware: [any Middleware] { get }
     /// The key endpoint observers subscribe to; the `path` template by default,
@@ -99,12 +104,14 @@ extension Endpoint {
     public var packing: ParameterPacking { ParameterPacking() }
     /// Default: nil (packed parameters for body methods).
     public var body: RequestBody? { nil }
-    /// Default: JSON.
-    public var format: ContentFormat { .json }
+    /// Default: nil, the client's format.
+    public var format: ContentFormat? { nil }
     /// Default: nil, the client's policy.
     public var retryPolicy: RetryPolicy? { nil }
     /// Default: nil, the client's timeouts.
     public var timeout: Duration? { nil }
+    /// Default: none (the client's configuration).
+    public var template: String? { nil }
     /// Default: none.
     public var middleware: [any Middleware] { [] }
     /// Default: the `path` template.
@@ -132,9 +139,14 @@ extension Endpoint {
     /// Whether packed parameters go to the query (GET, HEAD, DELETE) rather than the body.
     public var packsIntoQuery: Bool { method == .get || method == .head || method == .delete }
 
-    /// The request this endpoint describes, against `baseURL`, built with the
-    /// API layer's path templates and query encoding (`Request(_:path:…)`).
-    public func request(baseURL: URL?, queryEncoding: QueryEncoding = QueryEncoding()) throws -> Request {
+    /// The request this endpoint describes, built by `client.request` (the
+    /// API layer: base URL, default query, query encoding, `{placeholder}`
+    /// filling, the endpoint's template). Nothing is sent.
+    public func request(on client: PocketClient) throws -> Request {
+        // The same precedence as `client.request`: the endpoint's, then its template's, then the client's.
+        let registered = template.flatMap { client.template(named: $0) }
+        let queryEncoding = registered?.queryEncoding ?? client.configuration.queryEncoding
+        let format = self.format ?? registered?.format ?? client.configuration.format
         let packed = try packing.pack(parameters)
         var placeholders = pathParameters
         var rest: [String: ParameterValue] = [:]
@@ -148,10 +160,10 @@ extension Endpoint {
         } else if requestBody == nil, !rest.isEmpty {
             requestBody = try Self.encodeBody(rest, format: format, queryEncoding: queryEncoding)
         }
-        var request = try Request(method, path: path, baseURL: baseURL, parameters: urlParameters, headers: headers,
-                                  body: requestBody, format: format, queryEncoding: queryEncoding)
+        var request = try client.request(method, path, template: template, parameters: urlParameters, headers: headers,
+                                         body: requestBody, format: self.format)
         if let timeout {
-            var timeouts = request.timeouts ?? Timeouts()
+            var timeouts = request.timeouts ?? client.configuration.timeouts
             timeouts.total = timeout
             request.timeouts = timeouts
         }
