@@ -411,7 +411,10 @@ final class InFlightRequest: @unchecked Sendable {
             lastDownloadReport = Int(p.body_decoded)
             let wireTotal = p.body_receive_total >= 0 ? Int(p.body_receive_total) : nil
             // A decoded body's size is known only at its end; an identity body's from Content-Length.
-            let total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            var total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            if !final, let name = progress.contentLengthHeader, let declared = headers[name].flatMap({ Int($0) }), declared >= 0 {
+                total = declared
+            }
             progress.report(TransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,
                                              wireBytes: Int(p.body_received), wireTotal: wireTotal, isFinal: final))
         }
