@@ -231,6 +231,20 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertEqual(finished.values, [200], "the parent's observers heard the scoped request")
     }
 
+    func testThePlainPathReturnsWhenListenersLeave() async throws {
+        let client = try makeClient()
+        XCTAssertFalse(client.pipeline.isEngaged)
+        var events: AsyncStream<TaskEvent>? = client.events()
+        let token = client.addObserver(endpoint: "/x") { _ in }
+        XCTAssertTrue(client.pipeline.isEngaged)
+        client.removeObserver(token)
+        XCTAssertNotNil(events)
+        events = nil
+        XCTAssertFalse(client.pipeline.isEngaged, "a dropped subscription no longer engages the pipeline")
+        let clientWithRetry = try clientWith { $0.retry = RetryPolicy() }
+        XCTAssertTrue(clientWithRetry.pipeline.isEngaged)
+    }
+
     func testClientEventsAndEndpointObservers() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
