@@ -14,6 +14,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Logging middleware (`LoggingMiddleware`): the server ecosystem's logging API.
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
     ],
     targets: [
         // The C engine: sockets, epoll, parser, pool, TLS (OpenSSL), content
@@ -29,7 +31,7 @@ let package = Package(
             ]
         ),
         // What users import.
-        .target(name: "Pocket", dependencies: ["CHTTPEngine"]),
+        .target(name: "Pocket", dependencies: ["CHTTPEngine", .product(name: "Logging", package: "swift-log")]),
         // OpenSSL glue for the TLS side of the test server (test support only).
         .target(name: "CPocketTestTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // In-process loopback servers for tests (not a product).
@@ -47,7 +49,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
-        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine"]),
+        .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTestSupport", "CHTTPEngine", .product(name: "Logging", package: "swift-log")]),
         // Runs the built `pocket` binary (next to the test bundle) against the test server.
         .testTarget(name: "PocketCLITests", dependencies: ["PocketTestSupport", "CPocketBenchServer"]),
     ]

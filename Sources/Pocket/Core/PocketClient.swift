@@ -54,6 +54,9 @@ public final class PocketClient: Sendable {
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+        /// Middleware, retry policy, transport and clock (see `RequestHandling`).
+        /// Empty by default, which keeps `send` on its direct engine path.
+        public var handling = RequestHandling()
 
         // Building requests from paths (`client.request`, templates, scoped clients)
 
@@ -107,6 +110,8 @@ public final class PocketClient: Sendable {
     let engine: Engine
     /// Named templates, shared with scoped clients.
     let templates: TemplateRegistry
+    /// Middleware, retries and events (shared with scoped clients); bypassed while not engaged.
+    let pipeline: RequestPipeline
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -114,13 +119,15 @@ public final class PocketClient: Sendable {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
         self.templates = TemplateRegistry()
+        self.pipeline = RequestPipeline(configuration.handling)
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
-    init(sharing engine: Engine, templates: TemplateRegistry, configuration: Configuration) {
+    init(sharing engine: Engine, templates: TemplateRegistry, pipeline: RequestPipeline, configuration: Configuration) {
         self.configuration = configuration
         self.engine = engine
         self.templates = templates
+        self.pipeline = pipeline
     }
 
     /// Sends `request` and returns the complete response.
@@ -142,8 +149,16 @@ public final class PocketClient: Sendable {
     /// The response keeps the request (`response.request`). When the request
     /// or the client has a `Validation`, a response that fails it is thrown
     /// (`.unacceptableStatus`, `.unacceptableContentType`).
+    ///
+    /// With middleware, a retry policy or a transport configured
+    /// (`Configuration.handling`), or event listeners, the request runs
+    /// through them (validation applies to the final response); otherwise
+    /// it goes straight to the engine.
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
+        if pipeline.isEngaged {
+            return try await send(request, options: SendOptions(), progress: progress)
+        }
+        return try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete
@@ -164,6 +179,7 @@ public final class PocketClient: Sendable {
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
         engine.shutdown()
+        pipeline.hub.finishAll()
     }
 
     /// The engine's event loop as a `TaskExecutor`.
