@@ -140,8 +140,14 @@ public struct MultipartForm: Sendable, Hashable {
     public mutating func addStream<S: AsyncSequence & Sendable>(_ name: String, _ chunks: S, length: Int?,
                                                                fileName: String? = nil, contentType: String? = nil,
                                                                headers: HTTPHeaders = [:]) where S.Element == Data {
+        addStream(name, StreamSource(chunks), length: length, fileName: fileName, contentType: contentType, headers: headers)
+    }
+
+    /// `addStream` for an already type-erased sequence.
+    mutating func addStream(_ name: String, _ source: StreamSource, length: Int?, fileName: String?, contentType: String?,
+                            headers: HTTPHeaders = [:]) {
         append(Part(name: name, fileName: fileName, contentType: contentType ?? Self.defaultType(fileName),
-                    headers: headers, content: .stream(StreamSource(chunks), length: length.map { max(0, $0) })))
+                    headers: headers, content: .stream(source, length: length.map { max(0, $0) })))
     }
 
     /// Parts and boundary as archived (MultipartForm+Codable.swift).

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 extension PocketClient {
     /// A call for `request`, not started: attach handlers, then `start()`.
     /// Handlers run on `queue` (`.task` by default: see `CallbackQueue`).
@@ -23,5 +29,34 @@ extension PocketClient {
         if let uploadProgress { call.onUploadProgress(uploadProgress) }
         if let downloadProgress { call.onDownloadProgress(downloadProgress) }
         return call.start()
+    }
+}
+
+extension PocketClient {
+    /// Uploads `data` as the file part `formField` of a multipart form sent
+    /// with `request` (its method, or POST when it is GET or HEAD), and calls
+    /// `success` or `failure` on `queue`: MTPocket's
+    /// `sendFileData:filename:formField:MIMEType:success:failure:`.
+    ///
+    /// ```swift
+    /// client.sendFileData(jpeg, fileName: "test.jpg", formField: "files[]", mimeType: "image/jpeg",
+    ///                     with: try client.request(.post, "photos"),
+    ///                     success: { _ in print("Uploaded") }, failure: { error, _ in print(error) })
+    /// ```
+    ///
+    /// `mimeType` nil infers it from the file name's extension. Returns the
+    /// started `Call`.
+    @discardableResult
+    public func sendFileData(_ data: Data, fileName: String, formField: String, mimeType: String?,
+                             with request: Request, on queue: CallbackQueue = .task,
+                             success: @escaping Call.SuccessHandler, failure: @escaping Call.FailureHandler,
+                             uploadProgress: Call.ProgressReport? = nil) -> Call {
+        var form = MultipartForm()
+        form.addData(formField, data, fileName: fileName, contentType: mimeType)
+        var upload = request
+        if upload.method == .get || upload.method == .head { upload.method = .post }
+        upload.headers.remove("Content-Type")
+        upload.body = .multipart(form)
+        return send(upload, on: queue, success: success, failure: failure, uploadProgress: uploadProgress)
     }
 }

@@ -58,6 +58,9 @@ public final class PocketClient: Sendable {
         /// `send(_:schema:)`: the built-in transformers, no files, no parser
         /// by default (see `SchemaRegistry`).
         public var schemas = SchemaRegistry()
+        /// Middleware, retry policy, transport and clock (see `RequestHandling`).
+        /// Empty by default, which keeps `send` on its direct engine path.
+        public var handling = RequestHandling()
 
         // Building requests from paths (`client.request`, templates, scoped clients)
 
@@ -111,6 +114,8 @@ public final class PocketClient: Sendable {
     let engine: Engine
     /// Named templates, shared with scoped clients.
     let templates: TemplateRegistry
+    /// Middleware, retries and events (shared with scoped clients); bypassed while not engaged.
+    let pipeline: RequestPipeline
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -118,13 +123,15 @@ public final class PocketClient: Sendable {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
         self.templates = TemplateRegistry()
+        self.pipeline = RequestPipeline(configuration.handling)
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
-    init(sharing engine: Engine, templates: TemplateRegistry, configuration: Configuration) {
+    init(sharing engine: Engine, templates: TemplateRegistry, pipeline: RequestPipeline, configuration: Configuration) {
         self.configuration = configuration
         self.engine = engine
         self.templates = templates
+        self.pipeline = pipeline
     }
 
     /// Sends `request` and returns the complete response.
@@ -146,8 +153,16 @@ public final class PocketClient: Sendable {
     /// The response keeps the request (`response.request`). When the request
     /// or the client has a `Validation`, a response that fails it is thrown
     /// (`.unacceptableStatus`, `.unacceptableContentType`).
+    ///
+    /// With middleware, a retry policy or a transport configured
+    /// (`Configuration.handling`), or event listeners, the request runs
+    /// through them (validation applies to the final response); otherwise
+    /// it goes straight to the engine.
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
+        if pipeline.isEngaged {
+            return try await send(request, options: SendOptions(), progress: progress)
+        }
+        return try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete
@@ -168,6 +183,7 @@ public final class PocketClient: Sendable {
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
         engine.shutdown()
+        pipeline.hub.finishAll()
     }
 
     /// The engine's event loop as a `TaskExecutor`.

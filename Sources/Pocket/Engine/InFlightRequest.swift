@@ -411,7 +411,10 @@ final class InFlightRequest: @unchecked Sendable {
             lastDownloadReport = Int(p.body_decoded)
             let wireTotal = p.body_receive_total >= 0 ? Int(p.body_receive_total) : nil
             // A decoded body's size is known only at its end; an identity body's from Content-Length.
-            let total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            var total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            if !final, let name = progress.contentLengthHeader, let declared = headers[name].flatMap({ Int($0) }), declared >= 0 {
+                total = declared
+            }
             progress.report(TransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,
                                              wireBytes: Int(p.body_received), wireTotal: wireTotal, isFinal: final))
         }
@@ -441,27 +444,14 @@ final class InFlightRequest: @unchecked Sendable {
         if headDelivered, case .stream(let stream) = delivery {
             // The caller already has the head; the stream ends here (its
             // reader is woken at the end of this pass, after any chunks).
-            if stream.finish(failure) { engine.executor.wakeAtPassEnd(stream) }
+            if stream.finish(failure, timings: Timings(t)) { engine.executor.wakeAtPassEnd(stream) }
             return
         }
         if let failure {
             outcome = .failure(failure)
         } else {
-            var timings = Timings()
-            timings.dns = .nanoseconds(Int64(t.dns_ns))
-            timings.connect = .nanoseconds(Int64(t.connect_ns))
-            timings.tls = .nanoseconds(Int64(t.tls_ns))
-            timings.firstByte = .nanoseconds(Int64(t.first_byte_ns))
-            timings.total = .nanoseconds(Int64(t.total_ns))
-            timings.bytesSent = Int(t.bytes_sent)
-            timings.bytesReceived = Int(t.bytes_received)
-            timings.wireBytesSent = Int(t.wire_bytes_sent)
-            timings.wireBytesReceived = Int(t.wire_bytes_received)
-            timings.reusedConnection = t.reused != 0
-            timings.retried = t.retried != 0
-            timings.tlsResumed = t.tls_resumed != 0
             outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion,
-                                        headers: headers, body: body, timings: timings))
+                                        headers: headers, body: body, timings: Timings(t)))
         }
         engine.executor.complete(self)
     }

@@ -51,8 +51,8 @@ public struct PipeConfiguration: Sendable {
 }
 
 /// A record that chooses its own request body for `Pipe.save` instead of
-/// JSON: the hook for records that carry files. The multipart issue builds
-/// a multipart/form-data body here (with upload progress through
+/// JSON. `MultipartRecord` adopts it for records that carry files (sent as
+/// multipart/form-data, with upload progress through
 /// `PipeConfiguration.uploadProgress`).
 public protocol PipeBodyProviding: Sendable {
     /// The body `save` sends for this record, and its `Content-Type`.

@@ -93,7 +93,9 @@ final class ProgressFinishGate: Sendable {
     static func wrap(_ progress: ProgressHandler?) -> (handler: ProgressHandler, gate: ProgressFinishGate)? {
         guard let progress, let finish = progress.finish else { return nil }
         let gate = ProgressFinishGate(finish: finish)
-        return (ProgressHandler(interval: progress.interval, report: progress.report, finish: { gate.hopFinished() }), gate)
+        var handler = progress // every setting kept; only the end is gated
+        handler.finish = { gate.hopFinished() }
+        return (handler, gate)
     }
 
     /// The hop's request ended.

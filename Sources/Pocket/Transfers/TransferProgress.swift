@@ -72,8 +72,14 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
 public struct ProgressHandler: Sendable {
     /// Minimum time between two reports of one request.
     public var interval: Duration
+    /// A response header that gives the body's size when `Content-Length`
+    /// cannot (MTPocket's `contentLengthHeader`): e.g. `X-Stream-Length` on a
+    /// chunked or compressed body. When the response carries it as a whole
+    /// number, download reports use it as `total`; nil (the default) uses
+    /// `Content-Length` alone.
+    public var contentLengthHeader: String?
     let report: @Sendable (TransferProgress) -> Void
-    let finish: (@Sendable () -> Void)?
+    var finish: (@Sendable () -> Void)?
 
     /// Calls `report` (on the engine's loop thread: keep it short) with
     /// upload and download progress.

@@ -6,7 +6,7 @@ import Musl
 
 /// Monotonic clock in nanoseconds (no allocation, one vDSO call).
 @inline(__always)
-func monotonicNanos() -> UInt64 {
+public func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
@@ -14,7 +14,7 @@ func monotonicNanos() -> UInt64 {
 
 /// User + system CPU time of the whole process, in nanoseconds
 /// (getrusage(RUSAGE_SELF)).
-func processCPUNanos() -> UInt64 {
+public func processCPUNanos() -> UInt64 {
     var ru = rusage()
     _ = getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &ru)
     func ns(_ tv: timeval) -> UInt64 {
@@ -43,4 +43,17 @@ struct MallocCounter {
 
     /// Allocation calls so far, or nil without the library.
     func count() -> UInt64? { getter?() }
+}
+
+/// Writes `message` and a newline to stderr (unbuffered, straight to fd 2).
+public func eprint(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { buf in
+        var off = 0
+        while off < buf.count {
+            let n = write(2, buf.baseAddress! + off, buf.count - off)
+            if n <= 0 { break }
+            off += n
+        }
+    }
 }

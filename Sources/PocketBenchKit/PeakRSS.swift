@@ -8,7 +8,7 @@ import Musl
 /// /proc/self/status), or nil where there is no /proc. Read from inside the
 /// process because a parent's `ru_maxrss` for a child started with
 /// posix_spawn (vfork) also counts the parent's size at the spawn.
-func peakRSSKiB() -> Int? {
+public func peakRSSKiB() -> Int? {
     guard let f = fopen("/proc/self/status", "r") else { return nil }
     defer { fclose(f) }
     var line = [CChar](repeating: 0, count: 256)

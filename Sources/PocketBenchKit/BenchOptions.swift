@@ -4,35 +4,60 @@ import Glibc
 import Musl
 #endif
 
-/// Command-line options, parsed by hand (the package has no dependencies).
-struct Options {
-    var url: String?
-    var requests = 100_000
-    var connections = 64
-    var warmup: Int?
-    var maxSeconds: Double?
-    var json = false
-    var serverCPU: Int?
-    var serverThreads = 1
-    var engineThreads = 1
-    var onLoop = false
-    var caFile: String?
-    var insecure = false
-    var closeEach = false
-    var transfer = Transfer.memory
-    var uploadFile: String?
-    var uploadForm: String?
+/// The benchmark clients' options (`pocket-bench`, and the peers in
+/// `Benchmarks/Peers`), parsed by hand so every client takes the same flags
+/// the same way (`--name value` or `--name=value`). Defaults are pocket-bench's.
+public struct BenchOptions: Sendable {
+    /// The server to load; nil: pocket-bench starts its embedded server.
+    public var url: String?
+    /// Measured requests in total (default 100000).
+    public var requests = 100_000
+    /// Concurrent tasks, and the pool size (default 64).
+    public var connections = 64
+    /// Unmeasured requests first; nil: `effectiveWarmup`.
+    public var warmup: Int?
+    /// Ends the measured phase after this many seconds (default: none).
+    public var maxSeconds: Double?
+    /// One JSON object instead of the table.
+    public var json = false
+    /// Pin the embedded server's threads from this CPU on (default: not pinned).
+    public var serverCPU: Int?
+    /// Embedded server loop threads (default 1).
+    public var serverThreads = 1
+    /// Pocket engine loop threads (default 1).
+    public var engineThreads = 1
+    /// Run the request tasks on Pocket's loop executor (default: the global one).
+    public var onLoop = false
+    /// A PEM CA file for https URLs instead of the system store.
+    public var caFile: String?
+    /// No certificate verification (benchmarks against throwaway certificates).
+    public var insecure = false
+    /// `Connection: close` on every request (default false: keep-alive).
+    public var closeEach = false
+    /// `memory`, `discard` or `file:PATH` (pocket-bench's `--body-sink`).
+    public var bodySink = "memory"
+    /// PUT this file as the body (default: GET).
+    public var uploadFile: String?
+    /// POST this file as a multipart/form-data form of one file part named
+    /// `file` (like `curl -F file=@PATH`).
+    public var uploadForm: String?
+    /// Ask for gzip/deflate and decode: true, false, or nil for the client's default.
+    public var compressed: Bool?
+
+    /// pocket-bench's defaults.
+    public init() {}
 
     /// Warmup requests when `--warmup` is not given: enough to open every
     /// connection and run each a few times.
-    var effectiveWarmup: Int { warmup ?? max(1_000, 16 * connections) }
+    public var effectiveWarmup: Int { warmup ?? max(1_000, 16 * connections) }
 
-    static let usage = """
+    /// pocket-bench's usage text.
+    public static let usage = """
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
-                            [--upload-form PATH]
+                            [--upload-form PATH] [--compressed]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -57,17 +82,21 @@ struct Options {
           --upload-file PATH   PUT the file as the body (sendfile on plain connections)
           --upload-form PATH   POST the file as a multipart/form-data form of one file
                                part named "file" (like curl -F file=@PATH)
+          --compressed         ask for gzip/deflate and decode (Pocket does by default)
         """
 
-    enum ParseError: Error, CustomStringConvertible {
+    /// A flag that is unknown or lacks a valid value.
+    public enum ParseError: Error, CustomStringConvertible {
         case message(String)
-        var description: String {
+        public var description: String {
             switch self { case .message(let m): return m }
         }
     }
 
-    static func parse(_ args: ArraySlice<String>) throws(ParseError) -> Options {
-        var o = Options()
+    /// Parses arguments (without the program name). `-h`/`--help` prints
+    /// `usage` and exits.
+    public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage) throws(ParseError) -> BenchOptions {
+        var o = BenchOptions()
         // Accept --name=value too: split it before parsing.
         var expanded: [String] = []
         for a in args {
@@ -110,10 +139,13 @@ struct Options {
             case "--close": o.closeEach = true
             case "--body-sink":
                 let s = try value(arg)
-                guard let t = Transfer.parse(s) else { throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'") }
-                o.transfer = t
+                guard s == "memory" || s == "discard" || (s.hasPrefix("file:") && s.count > 5) else {
+                    throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'")
+                }
+                o.bodySink = s
             case "--upload-file": o.uploadFile = try value(arg)
             case "--upload-form": o.uploadForm = try value(arg)
+            case "--compressed": o.compressed = true
             case "-h", "--help":
                 print(usage)
                 exit(0)
