@@ -4,7 +4,7 @@ import XCTest
 import PocketTestSupport
 
 /// The endpoint type whose name finds `RequestToGetIssues.response.json`.
-struct RequestToGetIssues {}
+struct RequestToGetIssues: Sendable {}
 
 /// TyphoonRestClient's quick-start model.
 struct Issue: Codable, Sendable, Equatable {

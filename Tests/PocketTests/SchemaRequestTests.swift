@@ -4,7 +4,7 @@ import XCTest
 import PocketTestSupport
 
 /// The endpoint type whose name finds `RequestToGetIssue.path.json`.
-struct RequestToGetIssue {}
+struct RequestToGetIssue: Sendable { var issueID: ParameterValue = 42 }
 
 struct RedmineError: Error, Sendable, Equatable {
     var messages: [String]

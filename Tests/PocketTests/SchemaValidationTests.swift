@@ -339,7 +339,7 @@ final class SchemaValidationTests: XCTestCase {
 }
 
 /// The endpoint type whose name finds `Nested/RequestToCreateIssue.request.json`.
-struct RequestToCreateIssue {}
+struct RequestToCreateIssue: Sendable { var subject: String? = "Add schemas" }
 
 /// A small deterministic generator for test inputs.
 struct SplitMix {

@@ -74,6 +74,17 @@ public protocol Endpoint: Sendable {
     /// The key endpoint observers subscribe to; the `path` template by default,
     /// so one observer hears every `GetIssue` whatever its id.
     var observerKey: String { get }
+    /// The schema the response is held to in `send`, before `process`
+    /// (`Request.schema`). Default: `TypeName.response.json` in the client's
+    /// `Configuration.schemas.resources` when that file exists, else none.
+    var responseSchema: Schema? { get }
+    /// The schema the URL parameters (path placeholders, query, packed
+    /// parameters that go to the URL) are held to before anything is sent.
+    /// Default: `TypeName.path.json` when that file exists, else none.
+    var pathParametersSchema: Schema? { get }
+    /// The schema packed parameters sent as the body are held to before
+    /// anything is sent. Default: `TypeName.request.json` when that file exists, else none.
+    var requestSchema: Schema? { get }
     /// Turns the response into `Output`. Defaults: the response itself for
     /// `Response`; for a `Decodable` output, validated (2xx, else
     /// `.unacceptableStatus`) then decoded (`.decodingFailed`).
@@ -116,6 +127,12 @@ extension Endpoint {
     public var middleware: [any Middleware] { [] }
     /// Default: the `path` template.
     public var observerKey: String { path }
+    /// Default: `TypeName.response.json`, if the client's schema resources have it.
+    public var responseSchema: Schema? { .response(for: Self.self, optional: true) }
+    /// Default: `TypeName.path.json`, if the client's schema resources have it.
+    public var pathParametersSchema: Schema? { .pathParameters(for: Self.self, optional: true) }
+    /// Default: `TypeName.request.json`, if the client's schema resources have it.
+    public var requestSchema: Schema? { .request(for: Self.self, optional: true) }
 }
 
 extension Endpoint where Parameters == NoParameters {
@@ -158,8 +175,10 @@ extension Endpoint {
         if packsIntoQuery {
             urlParameters.merge(rest) { explicit, _ in explicit }
         } else if requestBody == nil, !rest.isEmpty {
+            try checkSchema(requestSchema, rest, client)
             requestBody = try Self.encodeBody(rest, format: format, queryEncoding: queryEncoding)
         }
+        try checkSchema(pathParametersSchema, urlParameters, client)
         var request = try client.request(method, path, template: template, parameters: urlParameters, headers: headers,
                                          body: requestBody, format: self.format)
         if let timeout {
@@ -167,6 +186,7 @@ extension Endpoint {
             timeouts.total = timeout
             request.timeouts = timeouts
         }
+        request.schema = responseSchema
         return request
     }
 

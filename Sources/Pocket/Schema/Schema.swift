@@ -116,11 +116,17 @@ public struct Schema: Sendable {
         .resource("\(type).response.json", optional: optional)
     }
 
-    /// `TypeName.request.json`: the request body schema of an endpoint type.
-    public static func request(for type: Any.Type) -> Schema { .resource("\(type).request.json") }
+    /// `TypeName.request.json`: the request body schema of an endpoint type;
+    /// `optional` as for `resource(_:optional:)`.
+    public static func request(for type: Any.Type, optional: Bool = false) -> Schema {
+        .resource("\(type).request.json", optional: optional)
+    }
 
-    /// `TypeName.path.json`: the schema of an endpoint type's path parameters.
-    public static func pathParameters(for type: Any.Type) -> Schema { .resource("\(type).path.json") }
+    /// `TypeName.path.json`: the schema of an endpoint type's path
+    /// parameters; `optional` as for `resource(_:optional:)`.
+    public static func pathParameters(for type: Any.Type, optional: Bool = false) -> Schema {
+        .resource("\(type).path.json", optional: optional)
+    }
 
     private init(storage: Storage) { self.storage = storage }
 

@@ -1,0 +1,130 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+struct IssuesPage: Decodable, Sendable {
+    let issues: [Issue]
+    let total_count: Int
+}
+
+/// TyphoonRestClient's `RequestToGetIssues` as an endpoint type: its
+/// response schema is `RequestToGetIssues.response.json`, by its name.
+extension RequestToGetIssues: Endpoint {
+    typealias Output = IssuesPage
+    var path: String { "issues.json" }
+}
+
+/// Its pasted-response variant, where every key is required.
+struct RequestToGetIssuesRaw: Endpoint {
+    typealias Output = IssuesPage
+    var path: String { "issues.json" }
+}
+
+/// One issue: path parameters held to `RequestToGetIssue.path.json`; the
+/// response schema given explicitly (no file for it).
+extension RequestToGetIssue: Endpoint {
+    typealias Output = Issue
+    var path: String { "issues/{issue_id}.json" }
+    var pathParameters: [String: ParameterValue] { ["issue_id": issueID] }
+    var responseSchema: Schema? { Schema(tag: "{issue}") }
+}
+
+/// A POST whose packed parameters are held to `RequestToCreateIssue.request.json`.
+extension RequestToCreateIssue: Endpoint {
+    typealias Output = Response
+    struct Fields: Encodable, Sendable {
+        var projectId: Int
+        var subject: String?
+    }
+    struct Parameters: Encodable, Sendable {
+        var issue: Fields
+    }
+    var method: HTTPMethod { .post }
+    var path: String { "echo" }
+    var parameters: Parameters { Parameters(issue: Fields(projectId: 3, subject: subject)) }
+}
+
+/// An endpoint with no schema file: decoded as before, by JSONDecoder.
+struct RequestWithoutSchema: Endpoint {
+    struct Output: Decodable, Sendable { let total_count: Int }
+    var path: String { "issues.json" }
+}
+
+/// Endpoint types find their schemas by name (`TypeName.response.json`,
+/// `.path.json`, `.request.json`) in the client's schema resources.
+final class SchemaEndpointTests: XCTestCase {
+    var server: TestServer!
+    var client: PocketClient!
+
+    override func setUp() async throws {
+        server = try TestServer()
+        server.route("/api/issues.json") { _ in jsonReply(Redmine.body) }
+        server.route("/api/issues/42.json") { _ in jsonReply(Redmine.issue(42)) }
+        server.route("/api/echo") { request in jsonReply(String(decoding: request.body, as: UTF8.self)) }
+        let base = URL(string: server.url("/api/"))
+        client = try makeClient {
+            $0.baseURL = base
+            $0.schemas = quickStartSchemas()
+        }
+    }
+
+    override func tearDown() async throws {
+        try await client.shutdown()
+        server.shutdown()
+        client = nil
+        server = nil
+    }
+
+    func testResponseSchemaByConvention() async throws {
+        let page = try await client.send(RequestToGetIssues())
+        XCTAssertEqual(page.issues.map(\.identifier), [19448, 19447, 19446])
+        XCTAssertNil(page.issues[2].authorName)
+        XCTAssertEqual(page.issues[0].created, Redmine.created)
+        XCTAssertEqual(page.total_count, 4479)
+    }
+
+    func testFailingResponseSchemaByConvention() async throws {
+        let error = await assertPocketError(.schemaValidationFailed) { try await self.client.send(RequestToGetIssuesRaw()) }
+        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+                       "Can't find value for key 'category' in 'root.issues[1]' dictionary")
+    }
+
+    func testEndpointWithoutSchemaFileDecodesAsBefore() async throws {
+        let output = try await client.send(RequestWithoutSchema())
+        XCTAssertEqual(output.total_count, 4479)
+    }
+
+    func testPathParametersSchemaByConvention() async throws {
+        let issue = try await client.send(RequestToGetIssue())
+        XCTAssertEqual(issue.identifier, 42)
+        XCTAssertEqual(issue.created, Redmine.created)
+        let sent = server.requestCount
+        let error = await assertPocketError(.schemaValidationFailed) {
+            try await self.client.send(RequestToGetIssue(issueID: "forty-two"))
+        }
+        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+                       #"Type mismatch for key 'issue_id' in 'root' dictionary: expected number, got string "forty-two""#)
+        XCTAssertEqual(server.requestCount, sent, "nothing is sent")
+    }
+
+    func testRequestSchemaByConvention() async throws {
+        let response = try await client.send(RequestToCreateIssue())
+        XCTAssertEqual(try JSONValue(parsing: response.body), ["issue": ["project_id": 3, "subject": "Add schemas"]])
+        let sent = server.requestCount
+        let error = await assertPocketError(.schemaValidationFailed) {
+            try await self.client.send(RequestToCreateIssue(subject: nil))
+        }
+        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+                       "Can't find value for key 'subject' in 'root.issue' dictionary")
+        XCTAssertEqual(server.requestCount, sent, "nothing is sent")
+    }
+
+    /// A queue sends endpoints the same way.
+    func testQueuedEndpointUsesItsSchema() async throws {
+        let queue = RequestQueue(client: client)
+        let page = try await queue.send(RequestToGetIssues())
+        XCTAssertEqual(page.issues.count, 3)
+        await assertPocketError(.schemaValidationFailed) { try await queue.send(RequestToGetIssuesRaw()) }
+    }
+}
