@@ -38,13 +38,14 @@ public struct JSONObject: Sendable, Equatable {
     /// The keys in order.
     public var keys: [String] { members.map(\.key) }
 
-    /// The position of the (last) member named `key`.
+    /// The position of the member named `key` (keys are unique: the parser
+    /// rejects a repeated key, and setting one replaces its value).
     func position(of key: String) -> Int? {
         if let index { return index[key] }
-        var i = members.count - 1
-        while i >= 0 {
+        var i = 0
+        while i < members.count {
             if members[i].key == key { return i }
-            i -= 1
+            i += 1
         }
         return nil
     }
