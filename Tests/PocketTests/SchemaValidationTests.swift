@@ -304,6 +304,12 @@ final class SchemaValidationTests: XCTestCase {
         }
         XCTAssertEqual(try t.json(from: Date(timeIntervalSince1970: 1427021604)), "2015-03-22T10:53:24Z")
         XCTAssertEqual(try t.json(from: Date(timeIntervalSince1970: -0.75)), "1969-12-31T23:59:59.250Z")
+        XCTAssertEqual(try t.json(from: Date(timeIntervalSince1970: -62_167_219_200)), "0000-01-01T00:00:00Z")
+        XCTAssertEqual(try t.json(from: Date(timeIntervalSince1970: 253_402_300_799)), "9999-12-31T23:59:59Z")
+        for outside in [Date(timeIntervalSince1970: 1e20), Date(timeIntervalSince1970: -1e20), Date(timeIntervalSince1970: .infinity),
+                        Date(timeIntervalSince1970: 253_402_300_800)] {
+            XCTAssertThrowsError(try t.json(from: outside))
+        }
         for seconds in stride(from: -5_000_000_000.0, to: 5_000_000_000, by: 123_456_789.125) {
             let date = Date(timeIntervalSince1970: seconds)
             XCTAssertEqual(try t.value(from: t.json(from: date)), date)

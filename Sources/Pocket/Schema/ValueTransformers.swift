@@ -21,7 +21,12 @@ public enum ValueTransformers {
             return date
         }
         /// Request direction.
-        public func json(from value: Date) throws -> JSONValue { .string(ISO8601.format(value)) }
+        public func json(from value: Date) throws -> JSONValue {
+            guard let text = ISO8601.format(value) else {
+                throw TransformError("Can't write Date \(value.timeIntervalSince1970) s after 1970 as an RFC 3339 date-time")
+            }
+            return .string(text)
+        }
     }
 
     /// `{url}` ⇄ `URL`: an absolute or relative URL string.
@@ -151,8 +156,10 @@ enum ISO8601 {
         return Date(timeIntervalSince1970: Double(seconds) + fraction)
     }
 
-    static func format(_ date: Date) -> String {
+    /// Years 0000–9999 only (RFC 3339's four digits); nil outside them.
+    static func format(_ date: Date) -> String? {
         let t = date.timeIntervalSince1970
+        guard t.isFinite, t >= -62_167_219_200, t < 253_402_300_800 else { return nil }
         var whole = t.rounded(.down)
         var millis = Int(((t - whole) * 1000).rounded())
         if millis == 1000 { whole += 1; millis = 0 }
