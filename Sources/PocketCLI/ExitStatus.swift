@@ -25,14 +25,15 @@ struct ExitStatus: Sendable, Equatable {
     static let connectionLost = ExitStatus(code: 56, name: "connection lost (reset, read or write failed)")
     static let tlsCertificate = ExitStatus(code: 60, name: "TLS certificate not trusted, expired or for another host")
     static let tooLarge = ExitStatus(code: 63, name: "too large: a response limit was exceeded")
+    static let redirects = ExitStatus(code: 47, name: "redirects: too many, a loop, an https->http downgrade or a bad Location (-L)")
     static let tlsPin = ExitStatus(code: 90, name: "TLS public key does not match --pinnedpubkey")
     static let usage = ExitStatus(code: 64, name: "usage: bad command-line arguments")
     static let interrupted = ExitStatus(code: 130, name: "interrupted (Ctrl-C); an -o download keeps its partial file for -C -")
 
     /// Every status, for the help text and the README table.
     static let all: [ExitStatus] = [success, other, url, dns, connect, protocolError, httpError, localWrite, localRead,
-                                    timeout, range, tls, invalidRequest, connectionLost, tlsCertificate, tooLarge,
-                                    tlsPin, usage, interrupted]
+                                    timeout, range, tls, invalidRequest, redirects, connectionLost, tlsCertificate,
+                                    tooLarge, tlsPin, usage, interrupted]
 
     /// The one table from error codes to statuses; a code not listed is `other` (1).
     static let table: [PocketError.Code: ExitStatus] = [
@@ -61,6 +62,9 @@ struct ExitStatus: Sendable, Equatable {
         .fileWriteFailed: localWrite, .fileSystem: localWrite,
         .fileReadFailed: localRead,
         .rangeNotSatisfiable: range, .resumeValidatorMismatch: range, .badContentRange: range,
+        .tooManyRedirects: redirects, .redirectLoop: redirects, .insecureRedirect: redirects,
+        .badRedirectLocation: redirects, .redirectBodyNotReplayable: invalidRequest,
+        .requestBodyNotReplayable: invalidRequest, .invalidMultipartForm: invalidRequest,
     ]
 
     static func `for`(_ code: PocketError.Code) -> ExitStatus { table[code] ?? other }

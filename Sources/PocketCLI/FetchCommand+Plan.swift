@@ -43,10 +43,16 @@ extension FetchCommand {
         }
         if retry < 0 { throw CLIFailure(.usage, "--retry needs N >= 0") }
         let hasData = !data.isEmpty || !dataBinary.isEmpty || !json.isEmpty
-        if head && hasData { throw CLIFailure(.usage, "-I sends HEAD, which has no body; drop -d/--data-binary/--json") }
+        if head && (hasData || !form.isEmpty) {
+            throw CLIFailure(.usage, "-I sends HEAD, which has no body; drop -d/--data-binary/--json/-F")
+        }
+        if hasData && !form.isEmpty { throw CLIFailure(.usage, "-F builds a multipart body; it cannot be mixed with -d/--data-binary/--json") }
+        if maxRedirs < -1 { throw CLIFailure(.usage, "--max-redirs needs N >= -1") }
 
         var configuration = PocketClient.Configuration()
         configuration.maxConnectionsPerOrigin = 1
+        // As curl: a 3xx is the answer unless -L; loops are caught whatever the limit.
+        configuration.redirects = location ? RedirectPolicy(maxHops: maxRedirs == -1 ? Int.max : maxRedirs) : .disabled
         configuration.decompression = compressed
         configuration.timeouts.total = try maxTime.map { s throws(CLIFailure) in try Self.duration(s, "-m") }
         if let s = connectTimeout { configuration.timeouts.connect = try Self.duration(s, "--connect-timeout") }
@@ -74,6 +80,16 @@ extension FetchCommand {
             uploadBytes = length
             request.headers["Content-Type"] = contentType
             if !json.isEmpty { request.headers["Accept"] = "application/json" }
+        }
+        if !form.isEmpty {
+            let multipart = try makeForm()
+            request.method = .post
+            request.body = .multipart(multipart)
+            do {
+                uploadBytes = try multipart.encodedLength() ?? 0
+            } catch {
+                throw CLIFailure(error)
+            }
         }
         if head { request.method = .head }
         if let m = method { request.method = HTTPMethod(m) }
@@ -124,6 +140,53 @@ extension FetchCommand {
         var bytes = Array(parts.joined(separator: [0x26])) // '&', as curl joins -d parts
         for d in json { bytes += d.hasPrefix("@") ? try Self.loadBytes(String(d.dropFirst())) : Array(d.utf8) }
         return (.bytes(Data(bytes)), bytes.count, json.isEmpty ? formType : "application/json")
+    }
+
+    /// The -F parts, curl's way: `name=value` a field, `name=@FILE` a file
+    /// part (name and type from the file unless `;filename=`/`;type=` say),
+    /// `name=<FILE` a field with the file's content; `;type=` and
+    /// `;filename=` may follow any of them.
+    private func makeForm() throws(CLIFailure) -> MultipartForm {
+        var multipart = MultipartForm()
+        for spec in form {
+            guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex else {
+                throw CLIFailure(.usage, "-F '\(spec)': expected name=content")
+            }
+            let name = String(spec[..<eq])
+            var pieces = spec[spec.index(after: eq)...].split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+            var content = pieces.removeFirst()
+            var type: String?, fileName: String?
+            // A ';' is part of the content unless what follows is a known modifier.
+            while let next = pieces.first {
+                let trimmed = next.trimmingCharacters(in: .whitespaces)
+                if trimmed.hasPrefix("type=") {
+                    type = String(trimmed.dropFirst(5))
+                } else if trimmed.hasPrefix("filename=") {
+                    var quoted = Substring(trimmed.dropFirst(9))
+                    if quoted.count >= 2, quoted.hasPrefix("\""), quoted.hasSuffix("\"") { quoted = quoted.dropFirst().dropLast() }
+                    fileName = String(quoted)
+                } else {
+                    content += ";" + next
+                }
+                pieces.removeFirst()
+            }
+            if content.hasPrefix("@") {
+                let path = String(content.dropFirst())
+                var st = stat()
+                guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, access(path, R_OK) == 0 else {
+                    throw CLIFailure(.localRead, "-F \(name): cannot read \(path): \(String(cString: strerror(errno == 0 ? EINVAL : errno)))")
+                }
+                multipart.addFile(name, at: URL(filePath: path), fileName: fileName, contentType: type)
+            } else {
+                let value = content.hasPrefix("<") ? try Self.loadBytes(String(content.dropFirst())) : Array(content.utf8)
+                if type != nil || fileName != nil {
+                    multipart.addData(name, Data(value), fileName: fileName, contentType: type)
+                } else {
+                    multipart.addField(name, String(decoding: value, as: UTF8.self))
+                }
+            }
+        }
+        return multipart
     }
 
     /// `Name: value` adds (replacing the body's Content-Type), `Name:` removes a

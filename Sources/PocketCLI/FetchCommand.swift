@@ -47,6 +47,20 @@ struct FetchCommand: AsyncParsableCommand {
                                valueName: "json|@file"))
     var json: [String] = []
 
+    @Option(name: [.customShort("F"), .customLong("form")],
+            help: ArgumentHelp("A multipart/form-data part (repeatable; POST): name=value, name=@FILE (a file part, streamed), name=<FILE (a field read from a file); ;type=MIME and ;filename=NAME after the value.",
+                               valueName: "name=content"))
+    var form: [String] = []
+
+    @Flag(name: [.customShort("L"), .customLong("location")],
+          help: "Follow redirects (301/302/303 turn POST into GET; 307/308 keep it), up to --max-redirs.")
+    var location = false
+
+    @Option(name: .customLong("max-redirs"), parsing: .unconditional,
+            help: ArgumentHelp("With -L, follow at most N redirects (default 50, as curl; -1: no limit but loops).",
+                               valueName: "N"))
+    var maxRedirs: Int = 50
+
     @Option(name: [.customShort("o"), .customLong("output")],
             help: ArgumentHelp("Write the body to FILE (the engine writes it) instead of stdout.",
                                valueName: "file"))

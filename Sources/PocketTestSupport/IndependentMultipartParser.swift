@@ -1,34 +1,33 @@
 import Foundation
-import XCTest
 
 /// Parses a `multipart/form-data` body with Python 3's `email` package in a
 /// subprocess: an implementation that shares nothing with Pocket's encoder,
 /// so a test checks the bytes the way a real server would read them.
 /// (`python3` comes from `scripts/setup.sh`.)
-enum IndependentMultipartParser {
-    struct Part: Decodable {
+public enum IndependentMultipartParser {
+    public struct Part: Decodable, Sendable {
         /// Header fields as received (names as sent, values UTF-8).
-        var headers: [[String]]
+        public var headers: [[String]]
         /// `name` and `filename` of Content-Disposition, unquoted.
-        var name: String
-        var filename: String?
-        var length: Int
-        var sha256: String
+        public var name: String
+        public var filename: String?
+        public var length: Int
+        public var sha256: String
         /// The content, base64, for parts up to 64 KiB.
-        var content: String?
-        var defects: [String]
+        public var content: String?
+        public var defects: [String]
 
-        func header(_ name: String) -> String? {
+        public func header(_ name: String) -> String? {
             headers.first { $0[0].lowercased() == name.lowercased() }?[1]
         }
 
-        var data: Data? { content.flatMap { Data(base64Encoded: $0) } }
+        public var data: Data? { content.flatMap { Data(base64Encoded: $0) } }
     }
 
-    struct Form: Decodable {
-        var multipart: Bool
-        var defects: [String]
-        var parts: [Part]
+    public struct Form: Decodable, Sendable {
+        public var multipart: Bool
+        public var defects: [String]
+        public var parts: [Part]
     }
 
     private static let script = #"""
@@ -53,7 +52,7 @@ print(json.dumps(out))
 """#
 
     /// Parses `body` sent with `contentType`.
-    static func parse(_ body: [UInt8], contentType: String) throws -> Form {
+    public static func parse(_ body: [UInt8], contentType: String) throws -> Form {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-mp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
