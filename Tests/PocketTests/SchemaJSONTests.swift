@@ -114,6 +114,43 @@ final class SchemaJSONTests: XCTestCase {
         XCTAssertThrowsError(try (["u8": 256] as JSONValue).decode([String: UInt8].self))
     }
 
+    /// The deepest document the parser accepts, mapped recursively inside a
+    /// task (whose stack is smaller than the main thread's), does not
+    /// exhaust the stack; one level deeper is `.jsonNestingTooDeep`.
+    func testDeepestDocumentMapsInsideATask() async throws {
+        struct Chain: ObjectMapper {
+            var schema: Schema { try! Schema(json: #"{"next{?}": "{chain}"}"#) }
+            func model(from json: JSONValue) throws -> Int? { (json["next"].mapped(as: Int.self) ?? 0) + 1 }
+        }
+        var registry = SchemaRegistry()
+        registry.register(Chain(), for: "{chain}")
+        func document(_ depth: Int) -> Data {
+            Data((String(repeating: #"{"next": "#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)).utf8)
+        }
+        let registryCopy = registry
+        let depth = try await Task.detached {
+            try registryCopy.decode(document(JSONParser.defaultMaxDepth), schema: Schema(tag: "{chain}")).mapped(as: Int.self)
+        }.value
+        XCTAssertEqual(depth, JSONParser.defaultMaxDepth)
+        XCTAssertThrowsError(try registry.decode(document(JSONParser.defaultMaxDepth + 1), schema: Schema(tag: "{chain}"))) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .jsonNestingTooDeep)
+        }
+        // A tree built in code is held to the same bound when validated or written.
+        var tree: JSONValue = [:]
+        for _ in 0..<(JSONParser.defaultMaxDepth + 10) { tree = ["next": tree] }
+        let deepTree = tree
+        let encodeError = await Task.detached { () -> PocketError? in
+            do { _ = try registryCopy.encode(deepTree, schema: Schema(tag: "{chain}")); return nil } catch { return error as? PocketError }
+        }.value
+        XCTAssertEqual(encodeError?.code, .jsonNestingTooDeep)
+        XCTAssertTrue(encodeError?.message.hasPrefix("JSON nests deeper than 128 arrays and dictionaries at root.next.next") ?? false,
+                      encodeError?.message ?? "")
+        XCTAssertThrowsError(try deepTree.jsonData()) { error in
+            XCTAssertEqual((error as? PocketError)?.code, .jsonNestingTooDeep)
+        }
+        XCTAssertTrue(deepTree.description.contains("…"))
+    }
+
     /// A mapper whose schema uses its own tag maps a tree of any depth.
     func testRecursiveMapper() throws {
         final class Node: Sendable {

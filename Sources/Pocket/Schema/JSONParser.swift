@@ -12,8 +12,9 @@ extension JSONValue {
     /// UTF-8 only. Throws
     /// `.malformedJSON` with the line and column of the first error, and
     /// `.jsonNestingTooDeep` past `maxDepth` nested arrays and dictionaries
-    /// (512 by default: deeper than any real API, shallow enough that the
-    /// recursive parser never runs out of stack).
+    /// (128 by default, as serde_json: deeper than any real API, shallow
+    /// enough that the recursive parser, validator and mappers stay well
+    /// inside a task's stack, even in a debug build).
     public init(parsing data: Data, maxDepth: Int = JSONParser.defaultMaxDepth) throws {
         self = try data.withUnsafeBytes { try JSONParser.parse($0, maxDepth: maxDepth) }
     }
@@ -28,8 +29,10 @@ extension JSONValue {
 /// A strict, allocation-lean JSON parser over a byte buffer: a pure function
 /// of its input, so a fuzz harness can drive it directly.
 public struct JSONParser {
-    /// Nesting depth allowed by default, 512.
-    public static let defaultMaxDepth = 512
+    /// Nesting depth of arrays and dictionaries allowed by default, 128:
+    /// the parser, the schema validator and the writer all recurse per
+    /// level, and a task's stack is far smaller than a main thread's.
+    public static let defaultMaxDepth = 128
 
     private let bytes: UnsafeRawBufferPointer
     private var i = 0

@@ -80,6 +80,7 @@ enum JSONWriter {
         let pretty: Bool
         var out: [UInt8] = []
         var indent = 0
+        var depth = 0
         var excerpt: Excerpt?
 
         init(pretty: Bool) {
@@ -110,6 +111,22 @@ enum JSONWriter {
 
         mutating func write(_ value: JSONValue, strict: Bool) throws {
             try beginValue()
+            switch value {
+            case .array, .object:
+                // Trees built in code may nest without bound; the recursion must not.
+                guard depth < JSONParser.defaultMaxDepth else {
+                    if strict {
+                        throw PocketError(.jsonNestingTooDeep,
+                                          "can't write JSON nested deeper than \(JSONParser.defaultMaxDepth) arrays and dictionaries")
+                    }
+                    append("\"…\"")
+                    return
+                }
+            default:
+                break
+            }
+            depth += 1
+            defer { depth -= 1 }
             switch value {
             case .null: append("null")
             case let .bool(b): append(b ? "true" : "false")

@@ -3,7 +3,8 @@ extension PocketError.Code {
 
     /// A body is not JSON; the message gives line and column.
     public static let malformedJSON = PocketError.Code("malformed_json")
-    /// JSON nests deeper than the parser's limit (512 by default).
+    /// JSON nests deeper than the limit (`JSONParser.defaultMaxDepth`, 128):
+    /// a body when parsed, a tree built in code when validated or written.
     public static let jsonNestingTooDeep = PocketError.Code("json_nesting_too_deep")
     /// A JSON value does not match its schema: a required key is missing or
     /// a value has the wrong type. `underlying` is the `SchemaViolation`.

@@ -23,6 +23,9 @@ struct SchemaValidator {
             case transform(tag: String, message: String)
             case unknownTag(String)
             case mapping(tag: String, mapper: String, error: any Error)
+            /// Arrays and dictionaries nest past `JSONParser.defaultMaxDepth`
+            /// (a tree built in code; parsed bodies never get here).
+            case tooDeep
             /// A schema file that could not be loaded: reported as it is.
             case schema(PocketError)
         }
@@ -42,6 +45,9 @@ struct SchemaValidator {
     /// Tags resolved so far. A schema uses a handful, so a linear scan
     /// (short strings compare in two words) beats hashing the tag per value.
     private var resolved: [(tag: String, resolved: Resolved)] = []
+    /// Arrays and dictionaries entered and not yet left: the recursion is
+    /// bounded by it, so a deep tree built in code cannot exhaust the stack.
+    private var depth = 0
 
     init(registry: SchemaRegistry, options: SchemaOptions? = nil, direction: Direction) {
         self.registry = registry
@@ -88,12 +94,24 @@ struct SchemaValidator {
         case let .array(element):
             guard case let .array(elements) = value else { return try mismatch(value, node) }
             guard let element else { return .unchanged }
+            try enter()
+            defer { depth -= 1 }
             return try validateArray(elements, element)
         case let .object(fields):
             guard case let .object(object) = value else { return try mismatch(value, node) }
+            try enter()
+            defer { depth -= 1 }
             return try validateObject(object, fields)
         case let .tag(tag):
             return try validateTagged(value, tag)
+        }
+    }
+
+    private mutating func enter() throws(Failure) {
+        depth += 1
+        if depth > JSONParser.defaultMaxDepth {
+            depth -= 1
+            throw Failure(kind: .tooDeep)
         }
     }
 
@@ -292,6 +310,9 @@ extension SchemaValidator.Failure {
         switch kind {
         case let .schema(error):
             return error
+        case .tooDeep:
+            return PocketError(.jsonNestingTooDeep,
+                               "JSON nests deeper than \(JSONParser.defaultMaxDepth) arrays and dictionaries at \(path)")
         case .missingKey:
             code = .schemaValidationFailed
             excerptPath = SchemaPath(Array(path.components.dropLast()))
