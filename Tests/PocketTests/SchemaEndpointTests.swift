@@ -51,6 +51,19 @@ struct RequestWithoutSchema: Endpoint {
     var path: String { "issues.json" }
 }
 
+struct QuotaError: Error, Sendable, Equatable { var message: String }
+
+/// An endpoint whose API answers `200 {"success": false}` for errors.
+struct RequestToCheckQuota: Endpoint {
+    struct Output: Decodable, Sendable { let success: Bool; let remaining: Int }
+    var path: String { "quota" }
+    var errorParser: (any ErrorParser)? {
+        ClosureErrorParser(schema: try? Schema(json: #"{"success": true, "message{?}": ""}"#)) { _, json in
+            json?["success"].bool == false ? QuotaError(message: json?["message"].string ?? "") : nil
+        }
+    }
+}
+
 /// Endpoint types find their schemas by name (`TypeName.response.json`,
 /// `.path.json`, `.request.json`) in the client's schema resources.
 final class SchemaEndpointTests: XCTestCase {
@@ -118,6 +131,18 @@ final class SchemaEndpointTests: XCTestCase {
         XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
                        "Can't find value for key 'subject' in 'root.issue' dictionary")
         XCTAssertEqual(server.requestCount, sent, "nothing is sent")
+    }
+
+    /// The endpoint's error parser declares a 200 an error; with no schema
+    /// file it runs alone, and a good answer decodes as before.
+    func testEndpointErrorParser() async throws {
+        let answer = Lock(#"{"success": false, "message": "quota exceeded"}"#)
+        server.route("/api/quota") { _ in jsonReply(answer.withLock { $0 }) }
+        let error = await assertPocketError(.errorResponse) { try await self.client.send(RequestToCheckQuota()) }
+        XCTAssertEqual(error?.underlying as? QuotaError, QuotaError(message: "quota exceeded"))
+        answer.withLock { $0 = #"{"success": true, "remaining": 7}"# }
+        let output = try await client.send(RequestToCheckQuota())
+        XCTAssertEqual(output.remaining, 7)
     }
 
     /// A queue sends endpoints the same way.

@@ -56,6 +56,12 @@ public struct Request: Sendable, Hashable, Codable {
     /// `response.schemaResult`, which `response.decode` reads. nil (the
     /// default): no schema, no work. Not compared, hashed or archived.
     public var schema: Schema?
+    /// This request's error parser (TyphoonRestClient's per-request one):
+    /// `client.send` asks it about the response (and throws `.errorResponse`
+    /// with its typed error) before the schema applies, in place of
+    /// `Configuration.schemas.errorParser`; with no `schema`, it runs alone.
+    /// nil by default. Not compared, hashed or archived.
+    public var errorParser: (any ErrorParser)?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.

@@ -85,6 +85,9 @@ public protocol Endpoint: Sendable {
     /// The schema packed parameters sent as the body are held to before
     /// anything is sent. Default: `TypeName.request.json` when that file exists, else none.
     var requestSchema: Schema? { get }
+    /// This endpoint's error parser (`Request.errorParser`), in place of the
+    /// client's `Configuration.schemas.errorParser`; nil by default.
+    var errorParser: (any ErrorParser)? { get }
     /// Turns the response into `Output`. Defaults: the response itself for
     /// `Response`; for a `Decodable` output, validated (2xx, else
     /// `.unacceptableStatus`) then decoded (`.decodingFailed`).
@@ -133,6 +136,8 @@ extension Endpoint {
     public var pathParametersSchema: Schema? { .pathParameters(for: Self.self, optional: true) }
     /// Default: `TypeName.request.json`, if the client's schema resources have it.
     public var requestSchema: Schema? { .request(for: Self.self, optional: true) }
+    /// Default: nil, the client's.
+    public var errorParser: (any ErrorParser)? { nil }
 }
 
 extension Endpoint where Parameters == NoParameters {
@@ -187,6 +192,7 @@ extension Endpoint {
             request.timeouts = timeouts
         }
         request.schema = responseSchema
+        request.errorParser = errorParser
         return request
     }
 

@@ -57,16 +57,19 @@ extension SchemaRegistry {
     /// `.errorResponse` — then the status (`.unacceptableStatus` outside
     /// `acceptedStatus`).
     func checkError(_ response: Response, parser: (any ErrorParser)?, acceptedStatus: [Range<Int>]) throws {
-        if let parser = parser ?? errorParser {
-            var json = try? JSONValue(parsing: response.body)
-            if let value = json, let schema = parser.schema {
-                json = try? validate(value, schema: schema)
-            }
-            if let typed = parser.error(from: response, json: json) {
-                throw PocketError(.errorResponse, "HTTP \(response.httpStatus): \(typed)", underlying: typed,
-                                  response: response.head, body: response.body)
-            }
-        }
+        if let parser = parser ?? errorParser { try Self.check(response, with: parser, registry: self) }
         try response.validate(.status(acceptedStatus))
+    }
+
+    /// Throws `.errorResponse` when `parser` finds a typed error in `response`.
+    static func check(_ response: Response, with parser: any ErrorParser, registry: SchemaRegistry) throws {
+        var json = try? JSONValue(parsing: response.body)
+        if let value = json, let schema = parser.schema {
+            json = try? registry.validate(value, schema: schema)
+        }
+        if let typed = parser.error(from: response, json: json) {
+            throw PocketError(.errorResponse, "HTTP \(response.httpStatus): \(typed)", underlying: typed,
+                              response: response.head, body: response.body)
+        }
     }
 }

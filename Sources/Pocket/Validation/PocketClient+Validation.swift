@@ -13,7 +13,10 @@ extension PocketClient {
         }
         if let schema = request.schema, !configuration.schemas.isAbsent(schema) {
             response.schemaResult = try response.validated(schema: schema, registry: configuration.schemas,
+                                                           errorParser: request.errorParser,
                                                            acceptedStatus: validation?.statusCodes)
+        } else if let parser = request.errorParser {
+            try SchemaRegistry.check(response, with: parser, registry: configuration.schemas)
         }
         return response
     }
