@@ -87,11 +87,7 @@ public struct Schema: Sendable {
 
     /// A schema from a sample already parsed.
     public init(sample: JSONValue) {
-        if case let .object(o) = sample, o.count == 1, let root = o["{root}"] {
-            self.init(node: Schema.node(root))
-        } else {
-            self.init(node: Schema.node(sample))
-        }
+        self.init(node: Schema.node(sample).rooted)
     }
 
     /// A schema that is just one tag: the whole document goes through that
