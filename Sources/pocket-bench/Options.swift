@@ -21,6 +21,7 @@ struct Options {
     var closeEach = false
     var transfer = Transfer.memory
     var uploadFile: String?
+    var soakRounds: Int?
 
     /// Warmup requests when `--warmup` is not given: enough to open every
     /// connection and run each a few times.
@@ -31,6 +32,7 @@ struct Options {
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
+                            [--soak K]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -53,6 +55,9 @@ struct Options {
                                (client.stream, chunks dropped: like > /dev/null), or
                                file:PATH (client.download: the engine writes the file)
           --upload-file PATH   PUT the file as the body (sendfile on plain connections)
+          --soak K             soak test: the N requests in K rounds, printing resident
+                               memory and open file descriptors before and after each
+                               (no latency report); with --close, new connections
         """
 
     enum ParseError: Error, CustomStringConvertible {
@@ -109,6 +114,7 @@ struct Options {
                 guard let t = Transfer.parse(s) else { throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'") }
                 o.transfer = t
             case "--upload-file": o.uploadFile = try value(arg)
+            case "--soak": o.soakRounds = try int(arg, min: 1)
             case "-h", "--help":
                 print(usage)
                 exit(0)

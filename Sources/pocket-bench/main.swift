@@ -95,6 +95,15 @@ let warmTally = await runPhase(client: client, request: request, phase: warmup,
                                connections: options.connections, onLoop: options.onLoop,
                                transfer: options.transfer, uploadBytes: uploadBytes)
 
+if let rounds = options.soakRounds {
+    let soak = await runSoak(client: client, request: request, rounds: rounds, total: options.requests,
+                             options: options, uploadBytes: uploadBytes)
+    do { try await client.shutdown() } catch { eprint("pocket-bench: shutdown: \(error)") }
+    if embedded { pkbs_stop() }
+    if let e = soak.firstError { eprint("pocket-bench: first error: \(e)") }
+    exit(soak.errors == 0 ? 0 : 1)
+}
+
 // Measured phase. The latency buffer is allocated and touched first.
 let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
 let measured = Phase(limit: options.requests, deadline: .max,
