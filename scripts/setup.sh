@@ -14,6 +14,8 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # fixtures with curl.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# `make check` (scripts/ci-extra.sh) builds the engine's C tests with make.
+command -v make >/dev/null 2>&1 || need+=(make)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""
