@@ -19,11 +19,18 @@
  *           bit 5    cancel the request from its first on_body
  *           bit 6    a second GET follows on the same client (a pooled or
  *                    new connection; the server answers it correctly)
- *   limits bit 0     max_body_bytes 16 for this request
+ *   byte 2 bit 0     max_body_bytes 16 for this request
+ *          bit 1     the body goes to a sink file (a memfd) ...
+ *          bit 2     ... unless on_head diverts it to on_body
+ *          bit 3     on_head answers PK_HEAD_ABORT (the request is cancelled)
+ *          bit 4     progress reports every millisecond (checked monotonic)
+ *          bit 5     a POST body is streamed (on_send_more), in two pieces ...
+ *          bit 6     ... chunked (length unknown) instead of with its length
  * Checks: every request ends (on_done exactly once, within a bound), with
  * an error code from the table; on_head at most once, before any body byte;
- * no body byte after a response to HEAD; bodies within max_body_bytes; and
- * ASan/UBSan/LSan watch the rest.
+ * no body byte after a response to HEAD; bodies within max_body_bytes; an
+ * aborted head ends in PK_E_CANCELLED; progress never goes backwards and
+ * its final report comes once, last; and ASan/UBSan/LSan watch the rest.
  */
 #include "CHTTPEngine.h"
 
@@ -35,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -167,8 +175,8 @@ typedef struct {
   pk_request_handle handle;
   int have_handle;
   int done, error, heads, head_request, pause, cancel, cancelled;
-  int status;
-  uint64_t body, max_body;
+  int status, divert, abort_head, finals, pieces_sent;
+  uint64_t body, max_body, progress_received, progress_decoded;
 } call;
 
 typedef struct {
@@ -194,7 +202,25 @@ static int on_head(void *ctx, const pk_response_head *h, const char *raw, size_t
   CHECK(h->status >= 200 && h->status <= 999);
   c->heads++;
   c->status = h->status;
-  return PK_HEAD_CONTINUE;
+  if (c->abort_head) return PK_HEAD_ABORT;
+  return c->divert ? PK_HEAD_DIVERT : PK_HEAD_CONTINUE;
+}
+
+static void on_send_more(void *ctx, pk_request_handle h) {
+  call *c = ctx;
+  static const char body[] = "0123456789";
+  int first = c->pieces_sent++ == 0;
+  int rc = pk_request_send_body(c->eng, h, first ? body : body + 5, 5, !first);
+  CHECK(rc == 0 || rc == -PK_E_CANCELLED);
+}
+
+static void on_progress(void *ctx, const pk_progress *p) {
+  call *c = ctx;
+  CHECK(!c->finals && !c->done);
+  CHECK(p->body_received >= c->progress_received && p->body_decoded >= c->progress_decoded);
+  c->progress_received = p->body_received;
+  c->progress_decoded = p->body_decoded;
+  if (p->final) c->finals++;
 }
 
 static int on_body(void *ctx, const char *data, size_t n) {
@@ -228,6 +254,7 @@ static void on_done(void *ctx, int error, int sys_errno, const pk_timings *t) {
   (void)t;
   CHECK(error >= 0 && error < PK__ERROR_COUNT);
   if (error == 0) CHECK(c->heads == 1);
+  if (c->abort_head && c->heads) CHECK(error == PK_E_CANCELLED);
   if (c->max_body && error == 0) CHECK(c->body <= c->max_body);
   pthread_mutex_lock(&c->lock);
   CHECK(!c->done);
@@ -257,6 +284,8 @@ static void start(void) {
     cfg.callbacks.on_head = on_head;
     cfg.callbacks.on_body = on_body;
     cfg.callbacks.on_done = on_done;
+    cfg.callbacks.on_send_more = on_send_more;
+    cfg.callbacks.on_progress = on_progress;
     cfg.max_conns_per_origin = 4;
     cfg.decode_content = i == 0;
     if (i == 1) {
@@ -270,8 +299,11 @@ static void start(void) {
   }
 }
 
+static int sink_fd = -1;
+
 static void run(pk_engine *eng, const char *method, int post, int expect, int pause, int cancel,
-                uint64_t max_body) {
+                int extra) {
+  uint64_t max_body = extra & 1 ? 16 : 0;
   call c;
   memset(&c, 0, sizeof c);
   pthread_mutex_init(&c.lock, NULL);
@@ -281,6 +313,8 @@ static void run(pk_engine *eng, const char *method, int post, int expect, int pa
   c.pause = pause;
   c.cancel = cancel;
   c.max_body = max_body;
+  c.divert = (extra >> 2) & 1;
+  c.abort_head = (extra >> 3) & 1;
   pk_request_spec s;
   memset(&s, 0, sizeof s);
   s.method = method;
@@ -294,7 +328,21 @@ static void run(pk_engine *eng, const char *method, int post, int expect, int pa
     s.body = "0123456789";
     s.body_len = 10;
     s.expect_continue_ms = expect ? 50 : 0;
+    if ((extra >> 5) & 1) {
+      s.body_kind = PK_BODY_STREAM;
+      s.body = NULL;
+      s.body_chunked = (extra >> 6) & 1;
+      if (s.body_chunked) s.body_len = 0;
+    }
   }
+  if ((extra >> 1) & 1) {
+    if (sink_fd < 0) sink_fd = memfd_create("fuzz_engine_sink", MFD_CLOEXEC);
+    CHECK(sink_fd >= 0);
+    CHECK(ftruncate(sink_fd, 0) == 0 && lseek(sink_fd, 0, SEEK_SET) == 0);
+    s.use_sink = 1;
+    s.sink_fd = sink_fd;
+  }
+  if ((extra >> 4) & 1) s.progress_interval_ms = 1;
   s.max_body_bytes = max_body;
   s.connect_timeout_ms = 2000;
   s.read_timeout_ms = 100;
@@ -317,6 +365,7 @@ static void run(pk_engine *eng, const char *method, int post, int expect, int pa
     }
   }
   pthread_mutex_unlock(&c.lock);
+  if (c.error == 0 && s.progress_interval_ms) CHECK(c.finals == 1);
   pthread_mutex_destroy(&c.lock);
   pthread_cond_destroy(&c.cond);
 }
@@ -340,7 +389,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const methods[] = {"GET", "HEAD", "POST", "POST"};
   int m = opt & 3;
   pk_engine *eng = engines[(opt >> 2) & 1];
-  run(eng, methods[m], m >= 2, m == 3, (opt >> 4) & 1, (opt >> 5) & 1, data[2] & 1 ? 16 : 0);
+  run(eng, methods[m], m >= 2, m == 3, (opt >> 4) & 1, (opt >> 5) & 1, data[2]);
   if (opt & 64) run(eng, "GET", 0, 0, 0, 0, 0);
 
   /* The input's bytes are gone after return: no server thread may use them. */
