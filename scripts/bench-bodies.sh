@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Streaming bodies: downloads (to /dev/null, to a file), gzip decoding and
-# uploads, Pocket (pocket-bench) against libcurl (Benchmarks/curl-bench, a
+# Streaming bodies: downloads (to /dev/null, to a file), gzip decoding,
+# uploads and a multipart form upload (one 1 GiB file part), Pocket (pocket-bench) against libcurl (Benchmarks/curl-bench, a
 # libcurl multi-interface client, and the curl CLI for the upload) in the same
 # run. nginx from Debian serves the downloads (one worker pinned to core 0),
 # Benchmarks/bench-server (Sources/CPocketBenchServer) sinks the uploads on
@@ -9,13 +9,15 @@
 #   scripts/bench-bodies.sh            # REPS=5
 #   scripts/bench-bodies.sh --quick    # REPS=1 (smoke test)
 #   REPS=9 PORT=18090 scripts/bench-bodies.sh
+#   SCENARIOS="upload form" REPS=3 scripts/bench-bodies.sh   # some scenarios only
 #
 # Environment: REPS (5), PORT (nginx, 18090), UPLOAD_PORT (bench-server,
 # PORT+1), SERVER_CPU (0), CLIENT_CPU (1), SCRATCH (a swift build
 # --scratch-path; default: SwiftPM's own .build), POCKET_BENCH (a pocket-bench
 # binary to use instead of building one), RUN_TIMEOUT (seconds a run may
 # take before it is killed and marked fail, 60), STATIC (1: pocket-bench with
-# --static-swift-stdlib in .build-static; 0: the shared runtime).
+# --static-swift-stdlib in .build-static; 0: the shared runtime), SCENARIOS
+# (dl-null dl-file gzip upload form: all).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ QUICK=0
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench-bodies: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
@@ -276,9 +278,12 @@ run_client() { # command...
   parse_json
 }
 
-# The curl CLI: one 1 GiB PUT per run (speed_upload = bytes / total time).
-run_curl_cli() {
-  timed "$CURL" -sS --noproxy '*' -T "$UPLOAD_FILE" "$UPLOAD_URL" -o /dev/null \
+# The curl CLI: one 1 GiB upload per run, `-T FILE` (a PUT of the file) or
+# `-F file=@FILE` (a multipart POST with the file as a part named "file");
+# speed_upload = body bytes (for -F the part's head and delimiters too) /
+# total time.
+run_curl_upload() { # curl arguments...
+  timed "$CURL" -sS --noproxy '*' "$@" "$UPLOAD_URL" -o /dev/null \
     -w '%{http_code} %{speed_upload} %{size_upload} %{time_total}\n' || {
     cat "$OUT" "$ERR" | head -n 8 >&2
     return 1
@@ -296,6 +301,7 @@ CB_GZ=(--url "$BASE/text.txt" --connections 1 --requests "$GZIP_REQUESTS" --warm
 PB_GZ=(--url "$BASE/text.txt" --connections 1 --requests "$GZIP_REQUESTS" --warmup "$GZIP_WARMUP" --json)
 CB_UP=(--url "$UPLOAD_URL" --connections 1 --requests "$UPLOAD_REQUESTS" --warmup 0 --upload-file "$UPLOAD_FILE")
 PB_UP=(--url "$UPLOAD_URL" --connections 1 --requests "$UPLOAD_REQUESTS" --warmup 0 --json --upload-file "$UPLOAD_FILE")
+PB_FORM=(--url "$UPLOAD_URL" --connections 1 --requests "$UPLOAD_REQUESTS" --warmup 0 --json --upload-form "$UPLOAD_FILE")
 
 run_one() { # scenario client
   case "$1/$2" in
@@ -305,9 +311,11 @@ run_one() { # scenario client
     dl-file/pocket) run_client "$BIN" "${PB_DL[@]}" --body-sink "file:$TMP/out-pocket" ;;
     gzip/curl) run_client "$CURL_BENCH" "${CB_GZ[@]}" --compressed --sink discard ;;
     gzip/pocket) run_client "$BIN" "${PB_GZ[@]}" --body-sink discard ;;
-    upload/curl-cli) run_curl_cli ;;
+    upload/curl-cli) run_curl_upload -T "$UPLOAD_FILE" ;;
     upload/curl) run_client "$CURL_BENCH" "${CB_UP[@]}" ;;
     upload/pocket) run_client "$BIN" "${PB_UP[@]}" ;;
+    form/curl-cli) run_curl_upload -F "file=@$UPLOAD_FILE" ;;
+    form/pocket) run_client "$BIN" "${PB_FORM[@]}" ;;
   esac
 }
 
@@ -316,13 +324,16 @@ expected_bytes() {
   case "$1" in
     dl-null | dl-file) echo "$BIG_BYTES" ;;
     gzip) echo "$TEXT_BYTES" ;;
-    upload) echo "$UPLOAD_BYTES" ;;
+    upload | form) echo "$UPLOAD_BYTES" ;;
   esac
 }
 
 # Checks a run's bytes (and the file a file sink wrote): "ok" or what is wrong.
 check_run() { # scenario client bytes requests errors
   local want=$(($(expected_bytes "$1") * ($4 - $5)))
+  if [ "$1" = form ] && [ "$3" -ge "$want" ] && [ "$3" -le $((want + 1024 * $4)) ]; then
+    want="$3" # curl -F counts the whole form: the part's head and the delimiters too
+  fi
   if [ "$3" != "$want" ]; then echo "bytes!=$want"; return; fi
   if [ "$1" = dl-file ]; then
     local f="$TMP/out-$2" size
@@ -340,8 +351,13 @@ median() { # numbers...
 }
 
 # ------------------------------------------------------------------ the run
-RUNS=("dl-null curl" "dl-null pocket" "dl-file curl" "dl-file pocket" "gzip curl" "gzip pocket"
-  "upload curl-cli" "upload curl" "upload pocket")
+ALL_RUNS=("dl-null curl" "dl-null pocket" "dl-file curl" "dl-file pocket" "gzip curl" "gzip pocket"
+  "upload curl-cli" "upload curl" "upload pocket" "form curl-cli" "form pocket")
+RUNS=()
+for run in "${ALL_RUNS[@]}"; do
+  case " ${SCENARIOS:-dl-null dl-file gzip upload form} " in *" ${run%% *} "*) RUNS+=("$run") ;; esac
+done
+((${#RUNS[@]})) || { log "SCENARIOS='$SCENARIOS' names none of: dl-null dl-file gzip upload form"; exit 2; }
 declare -A MBPS=() RPS=() RSSK=() FAILS=()
 
 MACHINE="$NCPU CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); kernel $(uname -r)"
@@ -383,7 +399,8 @@ m() { median ${1:-}; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "fail" || b == "fail" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" -v d="$2" 'BEGIN { if (v == "fail") print "fail"; else printf "%.*f", d, v }'; }
 
-row() { # label scenario curl-client
+row() { # label scenario curl-client (nothing for a scenario not in SCENARIOS)
+  [[ " ${RUNS[*]} " == *" $2 pocket "* ]] || return 0
   local c="$2/$3" p="$2/pocket"
   local cm pm
   cm="$(m "${MBPS[$c]:-}")"
@@ -403,6 +420,7 @@ row "download 100 MiB to a file (curl-bench)" dl-file curl
 row "gzip 1 MiB text, decoded (curl-bench --compressed)" gzip curl
 row "upload 1 GiB (curl -T)" upload curl-cli
 row "upload 1 GiB (curl-bench --upload-file)" upload curl
+row "multipart form, one 1 GiB file part (curl -F)" form curl-cli
 if ((${#FAILS[@]})); then
   echo
   echo "failed or rejected runs (not in the medians):"
@@ -426,5 +444,8 @@ echo "                $BIN ${PB_GZ[*]} --body-sink discard"
 echo "  upload:       $CURL -sS --noproxy '*' -T $UPLOAD_FILE $UPLOAD_URL -o /dev/null -w '%{http_code} %{speed_upload} %{size_upload} %{time_total}'"
 echo "                $CURL_BENCH ${CB_UP[*]}"
 echo "                $BIN ${PB_UP[*]}"
+echo "  form:         $CURL -sS --noproxy '*' -F file=@$UPLOAD_FILE $UPLOAD_URL -o /dev/null -w '%{http_code} %{speed_upload} %{size_upload} %{time_total}'"
+echo "                $BIN ${PB_FORM[*]}"
 echo "MB/s = body bytes / elapsed of the measured requests (downloads and gzip: decoded bytes received;" \
-  "uploads: bytes sent); curl -T: its speed_upload (whole transfer incl. connect)"
+  "uploads: bytes sent); curl -T, curl -F: its speed_upload (whole transfer incl. connect; -F: the" \
+  "whole form body, pocket --upload-form: the file's bytes, ~200 bytes of 1 GiB fewer)"

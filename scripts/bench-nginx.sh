@@ -15,6 +15,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
+. scripts/lib/bench-common.sh
 ROOT="$PWD"
 
 QUICK=0
@@ -43,97 +44,39 @@ POCKET_REQUESTS=1000000000
 log() { echo "bench-nginx: $*" >&2; }
 
 # ------------------------------------------------------------------ packages
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 need=()
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 [ -x /usr/bin/time ] || need+=(time)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
-if ((${#need[@]})); then
-  log "installing ${need[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+bench_install "${need[@]}"
 NGINX="$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)"
 WRK="$(command -v wrk)"
 
-NCPU="$(nproc)"
-if [ "$NCPU" -lt 2 ]; then
-  log "warning: $NCPU CPU: server and client share it"
-  SERVER_CPU=0
-  CLIENT_CPU=0
-fi
+bench_check_cpus
 
 # ------------------------------------------------------------------ temp dir, cleanup
 TMP="$(mktemp -d /tmp/pocket-bench-nginx.XXXXXX)"
-NGINX_PID=""
 cleanup() {
-  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-    kill -TERM "$NGINX_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$NGINX_PID" 2>/dev/null || true
-  fi
+  bench_stop_nginx
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------------ build
-SCRATCH_ARGS=()
-[ -n "${SCRATCH:-}" ] && SCRATCH_ARGS=(--scratch-path "$SCRATCH")
-log "building pocket-bench (release)"
-swift build -c release --product pocket-bench "${SCRATCH_ARGS[@]}" >"$TMP/build.log" 2>&1 || {
-  cat "$TMP/build.log" >&2
-  exit 1
-}
-BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)/pocket-bench"
-[ -x "$BIN" ] || { log "no binary at $BIN"; exit 1; }
+BIN="$(bench_build_pocket_bench)" || exit 1
 MALLOC_LIB=""
 if [ "$ALLOCS" = 1 ]; then
   MALLOC_LIB="$(scripts/malloc-count/build.sh "$TMP/libmalloccount.so")"
 fi
 
 # ------------------------------------------------------------------ nginx
-{
-  nginx_conf_prelude "$NGINX" "$TMP" "$SERVER_CPU"
-  cat <<EOF
-    server {
-        listen 127.0.0.1:$PORT;
-        location / {
-            default_type text/plain;
-            return 200 "Hello, World!";
-        }
-    }
-}
-EOF
-} >"$TMP/nginx.conf"
-NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log")
-log "starting nginx on 127.0.0.1:$PORT (core $SERVER_CPU)"
-"${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
-NGINX_PID=$!
-ready=0
-for _ in $(seq 100); do
-  if ! kill -0 "$NGINX_PID" 2>/dev/null; then break; fi
-  if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then ready=1; break; fi
-  sleep 0.1
-done
-if [ "$ready" != 1 ]; then
-  log "nginx did not start (port $PORT busy?)"
-  cat "$TMP/nginx.out" "$TMP/error.log" >&2 2>/dev/null || true
-  exit 1
-fi
+bench_hello_conf "$NGINX" "$PORT" "$SERVER_CPU"
+bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" "$SERVER_CPU" || exit 1
 
 # ------------------------------------------------------------------ runners
 # Prints "rps p50_us p99_us cpu_us_per_req requests errors" for one run.
-
-# wrk latency like "123.45us", "1.23ms", "2.00s" -> microseconds.
-to_us() {
-  awk -v v="$1" 'BEGIN {
-    n = v + 0
-    if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000;
-    else if (v ~ /m$/) print n * 60e6; else if (v ~ /s$/) print n * 1e6; else print n }'
-}
 
 run_wrk() { # connections
   local c="$1" out="$TMP/wrk.out" tf="$TMP/wrk.time"
@@ -142,19 +85,7 @@ run_wrk() { # connections
     cat "$out" >&2
     return 1
   }
-  local rps p50 p99 reqs errs cpu
-  rps="$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
-  p50="$(to_us "$(awk '$1 == "50%" { print $2 }' "$out")")"
-  p99="$(to_us "$(awk '$1 == "99%" { print $2 }' "$out")")"
-  reqs="$(awk '/ requests in / { print $1 }' "$out")"
-  errs="$(awk '/Non-2xx or 3xx responses:/ { n += $NF } /Socket errors:/ {
-      for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) { sub(",", "", $i); n += $i } } END { print n + 0 }' "$out")"
-  cpu="$(awk -v r="$reqs" '{ printf "%.3f", ($1 + $2) * 1e6 / (r > 0 ? r : 1) }' "$tf")"
-  echo "$rps $p50 $p99 $cpu $reqs $errs"
-}
-
-jget() { # key file
-  grep -o "\"$1\":[^,}]*" "$2" | head -1 | cut -d: -f2
+  wrk_stats "$out" "$tf"
 }
 
 run_pocket() { # connections [extra args...]
@@ -168,12 +99,6 @@ run_pocket() { # connections [extra args...]
   }
   echo "$(jget rps "$out") $(jget p50_us "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" \
     "$(jget requests "$out") $(($(jget errors "$out") + $(jget bad_status "$out")))"
-}
-
-median() { # numbers...
-  printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END {
-    if (NR == 0) { print "-"; exit }
-    if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 # ------------------------------------------------------------------ the run

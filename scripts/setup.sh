@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages Pocket builds and tests with, if missing:
 # OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
-# (integration tests and benchmarks), wrk (benchmark peer), and the openssl
-# and curl command-line tools (TLS test certificates and fixture checks).
+# (integration tests and benchmarks), wrk (benchmark peer), the openssl and
+# curl command-line tools (TLS test certificates and fixture checks), python3
+# (multipart tests).
 set -euo pipefail
 need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
@@ -16,6 +17,9 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 # `make check` (scripts/ci-extra.sh) builds the engine's C tests with make.
 command -v make >/dev/null 2>&1 || need+=(make)
+# Multipart tests parse uploaded forms with Python's email package (an
+# independent parser).
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""

@@ -84,8 +84,11 @@ void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
     err = req->write_error;
     sys_errno = req->write_errno;
   }
-  if (retryable(err) && req->conn_reused && req->timings.bytes_received == 0 && req->idempotent &&
-      req->body_kind != PK_BODY_STREAM && !req->retried) {
+  bool may_retry = retryable(err) && req->conn_reused && req->timings.bytes_received == 0 &&
+                   req->idempotent && !req->retried;
+  /* A one-shot body cannot be sent again: say so, so the caller can report why. */
+  if (may_retry && req->one_shot) req->timings.retry_refused = 1;
+  if (may_retry && !req->one_shot) {
     req->retried = 1;
     req->conn_reused = 0;
     req->timings.reused = 0;
@@ -170,13 +173,13 @@ static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n)
 
 static void report_progress(pk__loop *loop, pk__req *req, bool final);
 
-/* Plain file body: sendfile(2) from the file's page cache to the socket. */
-static ssize_t put_file_plain(pk__loop *loop, pk__conn *conn) {
+/* Plain file body (or file segment): sendfile(2) of `left` bytes of `fd`
+ * from `at`, from the file's page cache to the socket. */
+static ssize_t put_file_plain(pk__loop *loop, pk__conn *conn, int fd, uint64_t at, uint64_t left) {
   pk__req *req = conn->req;
   for (;;) {
-    off_t off = (off_t)(req->body_offset + req->body_sent);
-    size_t left = req->body_len - req->body_sent;
-    ssize_t w = sendfile(conn->fd, req->body_fd, &off, left > (1u << 30) ? (1u << 30) : left);
+    off_t off = (off_t)at;
+    ssize_t w = sendfile(conn->fd, fd, &off, left > (1u << 30) ? (1u << 30) : (size_t)left);
     if (w > 0) {
       req->timings.bytes_sent += (uint64_t)w;
       req->t_last_activity = loop->now;
@@ -195,18 +198,17 @@ static ssize_t put_file_plain(pk__loop *loop, pk__conn *conn) {
   }
 }
 
-/* TLS file body: pread into a staging buffer, then write it as one record. */
-static ssize_t put_file_tls(pk__loop *loop, pk__conn *conn) {
+/* TLS file body (or file segment): pread into a staging buffer, then write
+ * it as one record. The caller counts the bytes once the buffer is out. */
+static ssize_t put_file_tls(pk__loop *loop, pk__conn *conn, int fd, uint64_t at, uint64_t left) {
   pk__req *req = conn->req;
   if (req->wbuf_off == req->wbuf_len) {
     if (!req->wbuf && !(req->wbuf = pk__rbuf_get(loop))) {
       pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
       return PK_W_FAILED;
     }
-    size_t left = req->body_len - req->body_sent;
     ssize_t r;
-    do r = pread(req->body_fd, req->wbuf, left < PK_RBUF_SIZE ? left : PK_RBUF_SIZE,
-                 (off_t)(req->body_offset + req->body_sent));
+    do r = pread(fd, req->wbuf, left < PK_RBUF_SIZE ? (size_t)left : PK_RBUF_SIZE, (off_t)at);
     while (r < 0 && errno == EINTR);
     if (r <= 0) {
       pk__conn_fail(loop, conn, PK_E_FILE_READ, r < 0 ? errno : 0);
@@ -232,7 +234,9 @@ static int stream_iov(pk__req *req, struct iovec *iov) {
     all[n++] = (struct iovec){(void *)req->chunk, req->chunk_len};
     if (req->body_chunked) all[n++] = (struct iovec){crlf, 2};
   }
-  if (req->chunk_last && req->body_chunked) all[n++] = (struct iovec){last_chunk, 5};
+  /* The last chunk ends a stream body, or segments once all are out. */
+  if (req->chunk_last && req->body_chunked && (req->body_kind == PK_BODY_STREAM || req->seg_i == req->nsegs))
+    all[n++] = (struct iovec){last_chunk, 5};
   size_t off = req->seg_off;
   int m = 0;
   for (int i = 0; i < n; i++) {
@@ -245,6 +249,57 @@ static int stream_iov(pk__req *req, struct iovec *iov) {
     off = 0;
   }
   return m;
+}
+
+/* The current piece: data[0..len), the last of its stream (or segment) when
+ * `last`; with chunked framing its chunk header is made here. */
+static void set_piece(pk__req *req, const void *data, size_t len, bool last) {
+  req->chunk = data ? data : "";
+  req->chunk_len = len;
+  req->chunk_last = last;
+  req->seg_off = 0;
+  if (len && req->body_chunked) {
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    size_t v = len;
+    while (v) {
+      tmp[n++] = hex[v & 15];
+      v >>= 4;
+    }
+    int k = 0;
+    while (n) req->chunk_hdr[k++] = tmp[--n];
+    req->chunk_hdr[k++] = '\r';
+    req->chunk_hdr[k++] = '\n';
+    req->chunk_hdr_len = (uint8_t)k;
+  }
+}
+
+/* Segments: makes segments[seg_i] (or the next one that is not empty: a
+ * zero-size chunk would end the body) the current one. A memory segment is
+ * one piece, already there; a stream waits for on_send_more's answers; a
+ * file is written by put_file_segment. Past the last one, chunked framing
+ * still owes the last chunk: an empty last piece. */
+static void load_segment(pk__req *req) {
+  req->chunk = NULL;
+  req->chunk_len = req->seg_off = 0;
+  req->chunk_last = req->chunk_asked = 0;
+  req->body_provided = 0;
+  req->seg_base = req->body_sent;
+  while (req->seg_i < req->nsegs && req->segs[req->seg_i].kind != PK_SEG_STREAM && req->segs[req->seg_i].len == 0)
+    req->seg_i++;
+  if (req->seg_i == req->nsegs) {
+    if (req->body_chunked) set_piece(req, NULL, 0, true);
+    return;
+  }
+  const pk_body_segment *s = &req->segs[req->seg_i];
+  if (s->kind == PK_SEG_MEMORY) set_piece(req, s->data, (size_t)s->len, true);
+  if (s->kind == PK_SEG_FILE) {
+    req->seg_phase = req->body_chunked ? 0 : 1;
+    if (req->body_chunked) set_piece(req, NULL, (size_t)s->len, false); /* for its chunk header */
+    req->chunk = NULL;
+    req->chunk_len = 0;
+  }
 }
 
 static void ask_for_body(pk__loop *loop, pk__req *req) {
@@ -269,12 +324,73 @@ static ssize_t put_stream(pk__loop *loop, pk__conn *conn) {
   req->chunk = NULL;
   req->chunk_len = 0;
   req->seg_off = 0;
+  if (req->chunk_last && req->body_kind == PK_BODY_SEGMENTS && req->seg_i < req->nsegs) {
+    req->seg_i++;
+    load_segment(req);
+    return 0;
+  }
   if (req->chunk_last) {
     req->body_done = 1;
     return 0;
   }
-  ask_for_body(loop, req);
+  if (req->body_kind == PK_BODY_STREAM) ask_for_body(loop, req); /* segments ask in put_segments */
   return 0;
+}
+
+#define PK_W_IDLE (-3) /* waiting for the caller's next stream piece */
+
+/* A file segment: its chunk header, its bytes (as a PK_BODY_FILE body is
+ * written), its CRLF. Returns bytes, 0 when it moved on, or PK_W_xxx. */
+static ssize_t put_file_segment(pk__loop *loop, pk__conn *conn, const pk_body_segment *s) {
+  pk__req *req = conn->req;
+  if (req->seg_phase != 1) {
+    static char crlf[] = "\r\n";
+    char *frame = req->seg_phase == 0 ? req->chunk_hdr : crlf;
+    size_t n = req->seg_phase == 0 ? req->chunk_hdr_len : 2;
+    struct iovec iov = {frame + req->seg_off, n - req->seg_off};
+    ssize_t w = put_out(loop, conn, &iov, 1);
+    if (w > 0 && (req->seg_off += (size_t)w) == n) {
+      req->seg_off = 0;
+      if (req->seg_phase++ == 2) {
+        req->seg_i++;
+        load_segment(req);
+      }
+    }
+    return w;
+  }
+  uint64_t sent = req->body_sent - req->seg_base;
+  if (sent == s->len) {
+    if (req->body_chunked) {
+      req->seg_phase = 2;
+    } else {
+      req->seg_i++;
+      load_segment(req);
+    }
+    return 0;
+  }
+  ssize_t w = conn->tls ? put_file_tls(loop, conn, s->fd, s->offset + sent, s->len - sent)
+                        : put_file_plain(loop, conn, s->fd, s->offset + sent, s->len - sent);
+  if (w > 0 && !conn->tls) req->body_sent += (uint64_t)w;
+  else if (w > 0 && req->wbuf_off == req->wbuf_len) req->body_sent += req->wbuf_len;
+  return w;
+}
+
+/* Segments: the current one. Returns bytes, 0 when it moved on (or asked
+ * for a stream piece), or PK_W_xxx. */
+static ssize_t put_segments(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  if (req->seg_i == req->nsegs && !req->chunk_last) {
+    req->body_done = 1;
+    return 0;
+  }
+  const pk_body_segment *s = req->seg_i < req->nsegs ? &req->segs[req->seg_i] : NULL;
+  if (s && s->kind == PK_SEG_FILE) return put_file_segment(loop, conn, s);
+  if (s && s->kind == PK_SEG_STREAM && !req->chunk && !req->chunk_last) {
+    if (req->chunk_asked) return PK_W_IDLE;
+    ask_for_body(loop, req);
+    return 0;
+  }
+  return put_stream(loop, conn);
 }
 
 static void conn_write_loop(pk__loop *loop, pk__conn *conn);
@@ -320,11 +436,17 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
       w = put_stream(loop, conn);
       if (w == 0 && conn->req != req) return;
       if (w == 0) continue;
+    } else if (req->body_kind == PK_BODY_SEGMENTS) {
+      w = put_segments(loop, conn);
+      if (w == 0 && conn->req != req) return;
+      if (w == PK_W_IDLE) break;
+      if (w == 0) continue;
     } else if (req->body_sent == req->body_len) {
       req->body_done = 1;
       continue;
     } else if (req->body_kind == PK_BODY_FILE) {
-      w = conn->tls ? put_file_tls(loop, conn) : put_file_plain(loop, conn);
+      uint64_t left = req->body_len - req->body_sent, at = req->body_offset + req->body_sent;
+      w = conn->tls ? put_file_tls(loop, conn, req->body_fd, at, left) : put_file_plain(loop, conn, req->body_fd, at, left);
       if (w > 0 && !conn->tls) req->body_sent += (uint64_t)w;
       else if (w > 0 && req->wbuf_off == req->wbuf_len) req->body_sent += req->wbuf_len;
     } else {
@@ -348,34 +470,20 @@ int pk_request_send_body(pk_engine *eng, pk_request_handle h, const void *data, 
   if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
   if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || req->state != PK_REQ_ACTIVE)
     return -PK_E_CANCELLED;
-  if (req->body_kind != PK_BODY_STREAM || !req->chunk_asked || (len && !data)) return -PK_E_INVALID_ARGUMENT;
+  bool segment = req->body_kind == PK_BODY_SEGMENTS && req->seg_i < req->nsegs &&
+                 req->segs[req->seg_i].kind == PK_SEG_STREAM;
+  if ((req->body_kind != PK_BODY_STREAM && !segment) || !req->chunk_asked || (len && !data))
+    return -PK_E_INVALID_ARGUMENT;
   pk__conn *conn = req->conn;
   if (!conn) return -PK_E_INVALID_ARGUMENT;
   req->chunk_asked = 0;
   req->body_provided += len;
-  if (!req->body_chunked && (req->body_provided > req->body_len || (last && req->body_provided != req->body_len))) {
+  uint64_t declared = segment ? req->segs[req->seg_i].len : req->body_chunked ? PK_SEG_UNKNOWN_LEN : req->body_len;
+  if (declared != PK_SEG_UNKNOWN_LEN && (req->body_provided > declared || (last && req->body_provided != declared))) {
     pk__conn_fail(req->loop, conn, PK_E_BODY_LENGTH, 0);
     return 0;
   }
-  req->chunk = data ? data : "";
-  req->chunk_len = len;
-  req->chunk_last = last != 0;
-  req->seg_off = 0;
-  if (len && req->body_chunked) {
-    static const char hex[] = "0123456789abcdef";
-    char tmp[16];
-    int n = 0;
-    size_t v = len;
-    while (v) {
-      tmp[n++] = hex[v & 15];
-      v >>= 4;
-    }
-    int k = 0;
-    while (n) req->chunk_hdr[k++] = tmp[--n];
-    req->chunk_hdr[k++] = '\r';
-    req->chunk_hdr[k++] = '\n';
-    req->chunk_hdr_len = (uint8_t)k;
-  }
+  set_piece(req, data, len, last != 0);
   /* Inside conn_write (on_send_more answered at once) its loop goes on by itself. */
   if (conn->state == PK_CONN_ACTIVE && !req->body_stopped && !conn->want_write && !conn->writing) {
     conn_write(req->loop, conn);
@@ -407,6 +515,8 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
   req->chunk = NULL;
   req->chunk_len = req->seg_off = 0;
   req->wbuf_len = req->wbuf_off = 0;
+  req->seg_i = 0;
+  if (req->body_kind == PK_BODY_SEGMENTS) load_segment(req); /* again from the start on a retry */
   req->write_error = req->write_errno = 0;
   req->divert = req->paused = 0;
   req->sink_errno = 0;
@@ -616,6 +726,15 @@ static int setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *
   return 0;
 }
 
+/* Payload bytes of the current piece already written (body_sent counts a
+ * piece once it is all out): a large in-memory part shows progress too. */
+static uint64_t piece_sent(const pk__req *req) {
+  if (!req->chunk || !req->chunk_len) return 0;
+  size_t hdr = req->body_chunked ? req->chunk_hdr_len : 0;
+  size_t n = req->seg_off > hdr ? req->seg_off - hdr : 0;
+  return n < req->chunk_len ? n : req->chunk_len;
+}
+
 /* Progress at most once per interval (and a last time when complete), so a
  * fast transfer does not cost a callback per read. */
 static void report_progress(pk__loop *loop, pk__req *req, bool final) {
@@ -624,13 +743,15 @@ static void report_progress(pk__loop *loop, pk__req *req, bool final) {
   pk_callbacks *cb = &loop->eng->cfg.callbacks;
   if (!cb->on_progress) return;
   pk_progress p = {
-      .body_sent = req->body_sent,
-      .body_send_total = req->body_kind == PK_BODY_STREAM && req->body_chunked ? -1 : (int64_t)req->body_len,
+      .body_sent = req->body_sent + piece_sent(req),
+      .body_send_total = req->body_chunked ? -1 : (int64_t)req->body_len,
       .body_received = req->body_wire,
       .body_receive_total = req->content_length,
       .body_decoded = req->body_bytes,
       .decoding = req->ndec > 0,
       .final = final,
+      .segment = req->seg_i,
+      .segment_sent = req->body_kind == PK_BODY_SEGMENTS ? req->body_sent + piece_sent(req) - req->seg_base : 0,
   };
   cb->on_progress(req->ctx, &p);
 }

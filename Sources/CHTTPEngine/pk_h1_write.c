@@ -95,6 +95,22 @@ static char *put_u64(char *p, uint64_t v) {
   return p;
 }
 
+/* Segments: each well-formed, and (with Content-Length) body_len their exact
+ * sum, so the length sent is the length written. */
+static bool segments_valid(const pk_request_spec *spec) {
+  if (spec->num_segments && !spec->segments) return false;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < spec->num_segments; i++) {
+    const pk_body_segment *s = &spec->segments[i];
+    if (s->kind == PK_SEG_MEMORY && s->len && !s->data) return false;
+    if (s->kind == PK_SEG_FILE && s->fd < 0) return false;
+    if (s->kind < PK_SEG_MEMORY || s->kind > PK_SEG_STREAM) return false;
+    if (s->len == PK_SEG_UNKNOWN_LEN && (s->kind != PK_SEG_STREAM || !spec->body_chunked)) return false;
+    if (!spec->body_chunked && (sum += s->len) < s->len) return false;
+  }
+  return spec->body_chunked || sum == spec->body_len;
+}
+
 int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (!spec->method || !is_token(spec->method, spec->method_len)) return -PK_E_INVALID_METHOD;
   if (!spec->target || !is_target(spec->target, spec->target_len)) return -PK_E_INVALID_TARGET;
@@ -104,9 +120,10 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (spec->num_headers && !spec->headers) return -PK_E_INVALID_ARGUMENT;
   if (spec->body_kind == PK_BODY_MEMORY && spec->body_len && !spec->body) return -PK_E_INVALID_ARGUMENT;
   if (spec->body_kind == PK_BODY_FILE && spec->body_fd < 0) return -PK_E_INVALID_ARGUMENT;
-  if (spec->body_kind < PK_BODY_MEMORY || spec->body_kind > PK_BODY_STREAM) return -PK_E_INVALID_ARGUMENT;
+  if (spec->body_kind < PK_BODY_MEMORY || spec->body_kind > PK_BODY_SEGMENTS) return -PK_E_INVALID_ARGUMENT;
+  if (spec->body_kind == PK_BODY_SEGMENTS && !segments_valid(spec)) return -PK_E_INVALID_ARGUMENT;
   if (spec->use_sink && spec->sink_fd < 0) return -PK_E_INVALID_ARGUMENT;
-  bool chunked = spec->body_kind == PK_BODY_STREAM && spec->body_chunked;
+  bool chunked = (spec->body_kind == PK_BODY_STREAM || spec->body_kind == PK_BODY_SEGMENTS) && spec->body_chunked;
   bool has_body = spec->has_body || spec->body_len || spec->body_kind != PK_BODY_MEMORY;
   bool expect = (spec->body_len || spec->body_kind != PK_BODY_MEMORY) && spec->expect_continue_ms > 0;
 

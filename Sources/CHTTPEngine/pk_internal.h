@@ -168,6 +168,12 @@ typedef struct pk__req {
   size_t chunk_len;
   size_t seg_off;             /* stream: bytes of the current piece's framing+data written */
   char chunk_hdr[20];         /* "<hex>\r\n" */
+  const pk_body_segment *segs; /* PK_BODY_SEGMENTS, borrowed */
+  size_t nsegs;
+  size_t seg_i;               /* the segment being written (nsegs: all are out) */
+  uint64_t seg_base;          /* body_sent when it began */
+  uint8_t seg_phase;          /* file segment: 0 chunk header, 1 data, 2 CRLF */
+  uint8_t one_shot;           /* a stream body or segment: never re-sent */
   char *wbuf;                 /* TLS file bodies: staging buffer (PK_RBUF_SIZE) */
   size_t wbuf_len, wbuf_off;
   uint32_t expect_ms;

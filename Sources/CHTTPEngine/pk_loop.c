@@ -690,7 +690,12 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   req->body = spec->body;
   req->body_len = spec->body_len;
   req->body_kind = (uint8_t)spec->body_kind;
-  req->body_chunked = spec->body_kind == PK_BODY_STREAM && spec->body_chunked;
+  req->body_chunked = (spec->body_kind == PK_BODY_STREAM || spec->body_kind == PK_BODY_SEGMENTS) && spec->body_chunked;
+  req->segs = spec->body_kind == PK_BODY_SEGMENTS ? spec->segments : NULL;
+  req->nsegs = spec->body_kind == PK_BODY_SEGMENTS ? spec->num_segments : 0;
+  req->one_shot = spec->body_kind == PK_BODY_STREAM;
+  for (size_t i = 0; i < req->nsegs; i++)
+    if (req->segs[i].kind == PK_SEG_STREAM) req->one_shot = 1;
   req->body_fd = spec->body_fd;
   req->body_offset = spec->body_offset;
   req->expect_ms = spec->body_len || spec->body_kind != PK_BODY_MEMORY ? spec->expect_continue_ms : 0;

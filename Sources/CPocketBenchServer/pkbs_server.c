@@ -21,8 +21,9 @@
  *    Continue" first (after the answers already queued on the connection).
  *  - Every final answer is the same bytes, so the output of a connection is a
  *    position in an endless repetition of the answer: the pending output is
- *    two integers (stream offset and bytes left), written from a static block
- *    of many copies, plus at most one 100 Continue and the answers queued
+ *    two integers (stream offset and bytes left), written from a block of
+ *    copies of the answer (about 64 KiB, made once by pkbs_start; the answer
+ *    is the 13-byte default or pkbs_set_answer's), plus at most one 100 Continue and the answers queued
  *    behind it. No allocation per request, one send per read however many
  *    requests were pipelined in it.
  *  - When the socket's send buffer is full the connection stops reading
@@ -59,13 +60,20 @@ static const char k_answer[] =
     "Content-Type: text/plain\r\n"
     "\r\n"
     "Hello, World!";
-#define ANSWER_LEN (sizeof(k_answer) - 1)
+#define DEFAULT_ANSWER_LEN (sizeof(k_answer) - 1)
+#define PKBS_BLOCK_TARGET (64 * 1024) /* bytes of answers in the output block (at least one answer) */
 
 static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 #define CONTINUE_LEN ((uint32_t)(sizeof(k_continue) - 1))
 
-/* PKBS_COPIES answers back to back; written once before the threads start. */
-static char g_block[ANSWER_LEN * PKBS_COPIES];
+/* The answer (k_answer unless pkbs_set_answer replaced it) and copies of it
+ * back to back (at most PKBS_COPIES, about PKBS_BLOCK_TARGET bytes, at least
+ * one), written by pkbs_start before the threads start. */
+static char *g_answer;      /* NULL: k_answer */
+static size_t g_answer_len = DEFAULT_ANSWER_LEN;
+static char *g_block;
+static size_t g_block_len;
+#define ANSWER_LEN g_answer_len
 
 /* The body of the request being read (answered once it is all in). */
 enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
@@ -128,6 +136,30 @@ int pkbs_set_cpu(int cpu) {
     if (cpu >= 0 && n > 0 && cpu >= n) return -1;
     pthread_mutex_lock(&g_lock);
     g_cpu = cpu < 0 ? -1 : cpu;
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+}
+
+int pkbs_set_answer(const char *bytes, size_t len) {
+    pthread_mutex_lock(&g_lock);
+    if (g_running) {
+        pthread_mutex_unlock(&g_lock);
+        errno = EBUSY;
+        return -1;
+    }
+    char *copy = NULL;
+    if (bytes && len) {
+        copy = malloc(len);
+        if (!copy) {
+            pthread_mutex_unlock(&g_lock);
+            errno = ENOMEM;
+            return -1;
+        }
+        memcpy(copy, bytes, len);
+    }
+    free(g_answer);
+    g_answer = copy;
+    g_answer_len = copy ? len : DEFAULT_ANSWER_LEN;
     pthread_mutex_unlock(&g_lock);
     return 0;
 }
@@ -339,7 +371,7 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
         bool answers = c->out_left != 0;
         if (answers) {
             size_t start = (size_t)(c->out_off % ANSWER_LEN);
-            size_t avail = sizeof(g_block) - start;
+            size_t avail = g_block_len - start;
             src = g_block + start;
             n = c->out_left < avail ? (size_t)c->out_left : avail;
         } else if (c->cont_left) {
@@ -658,7 +690,21 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
     }
     if (threads < 1) threads = 1;
     if (threads > PKBS_MAX_THREADS) threads = PKBS_MAX_THREADS;
-    for (size_t i = 0; i < PKBS_COPIES; i++) memcpy(g_block + i * ANSWER_LEN, k_answer, ANSWER_LEN);
+    {
+        const char *answer = g_answer ? g_answer : k_answer;
+        size_t copies = PKBS_BLOCK_TARGET / g_answer_len;
+        if (copies < 1) copies = 1;
+        if (copies > PKBS_COPIES) copies = PKBS_COPIES;
+        char *block = realloc(g_block, copies * g_answer_len);
+        if (!block) {
+            pthread_mutex_unlock(&g_lock);
+            errno = ENOMEM;
+            return -1;
+        }
+        g_block = block;
+        g_block_len = copies * g_answer_len;
+        for (size_t i = 0; i < copies; i++) memcpy(g_block + i * g_answer_len, answer, g_answer_len);
+    }
 
     uint16_t bound = 0;
     int lfd = make_listener(host, port, &bound);

@@ -15,6 +15,8 @@ import Foundation
 /// - `/chunked.shtml`: a server-side include page (`ssi on`), which nginx
 ///   sends with `Transfer-Encoding: chunked` in three chunks (text before the
 ///   include, the included `/small`, text after); decoded: `chunkedBody`.
+/// - `/text.txt`: `textBody`, about 400 KB of log-like text, gzip-compressed
+///   by nginx on the fly (`gzip on`) when the client asks for it;
 /// - any other path: nginx's 404.
 ///
 /// nginx runs in the foreground as a single process (`daemon off;
@@ -73,6 +75,12 @@ public final class NginxFixture: @unchecked Sendable {
     /// The body of `/large`: 4 MiB, byte i = (i * 31 + i / 65536) & 0xff
     /// (not periodic at any power of two, so misplaced chunks are caught).
     public static let largeBody: [UInt8] = (0..<(4 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 16) }
+
+    /// The body of `/text.txt`: 8,000 numbered lines of text (compressible,
+    /// about 5× with gzip -1).
+    public static let textBody: [UInt8] = Array((0..<8000).map { i in
+        "\(i): GET /api/v1/items/\(i &* 7919 % 10007) 200 \(i % 97) ms from 10.0.\(i % 256).\(i / 256) ok\n"
+    }.joined().utf8)
 
     /// The decoded body of `/chunked.shtml`.
     public static let chunkedBody: [UInt8] = Array("<p>before</p>\nHello, World!\n<p>after</p>\n".utf8)
@@ -134,6 +142,7 @@ public final class NginxFixture: @unchecked Sendable {
         try Data(smallBody).write(to: www.appendingPathComponent("small"))
         try Data(largeBody).write(to: www.appendingPathComponent("large"))
         try Data(chunkedPage.utf8).write(to: www.appendingPathComponent("chunked.shtml"))
+        try Data(textBody).write(to: www.appendingPathComponent("text.txt"))
     }
 
     private static func config(directory: URL, port: Int, tls: TLSOptions?) -> String {
@@ -161,6 +170,7 @@ public final class NginxFixture: @unchecked Sendable {
                 \(tls.map(tlsDirectives) ?? "")
                 root \(d)/www;
                 location ~ \\.shtml$ { ssi on; }
+                location = /text.txt { gzip on; gzip_types text/plain; gzip_min_length 1; gzip_comp_level 1; }
             }
         }
 

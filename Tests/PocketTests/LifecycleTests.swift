@@ -21,12 +21,15 @@ final class LifecycleTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
+        // Engine threads of clients other test cases still hold (XCTest keeps
+        // test case objects alive until the end of the run).
+        let others = engineThreadCount()
         // Warm up the process (test server threads, cooperative pool).
         do {
             let c = try makeClient()
             _ = try await c.send(Request(url: url(server, "/")))
         }
-        await assertEventually("engine threads left: \(engineThreadCount())") { engineThreadCount() == 0 }
+        await assertEventually("engine threads left: \(engineThreadCount()), others \(others)") { engineThreadCount() <= others }
         let fdsBefore = openFileDescriptorCount()
         for _ in 0..<5 {
             let client = try makeClient()
@@ -34,7 +37,7 @@ final class LifecycleTests: XCTestCase {
             _ = try await client.send(Request(url: URL(string: "http://localhost:\(server.port)/")!))
             // dropped here without shutdown
         }
-        await assertEventually("engine threads: \(engineThreadCount())") { engineThreadCount() == 0 }
+        await assertEventually("engine threads: \(engineThreadCount()), others \(others)") { engineThreadCount() <= others }
         await assertEventually("fds: \(openFileDescriptorCount()) vs \(fdsBefore)") { openFileDescriptorCount() <= fdsBefore }
     }
 

@@ -5,19 +5,8 @@ import PocketTestSupport
 
 /// Against a real nginx from Debian (installed by scripts/setup.sh).
 final class NginxIntegrationTests: XCTestCase {
-    private static let nginx: NginxFixture? = try? NginxFixture()
-
-    private func fixture() throws -> NginxFixture {
-        guard let nginx = Self.nginx else {
-            // Not a skip: CI installs nginx, so its absence is a failure.
-            XCTFail("nginx is not available: apt-get install nginx-light")
-            throw PocketError(.unknown, "nginx missing")
-        }
-        return nginx
-    }
-
     func testSmallLargeAndChunkedResponsesOverOneConnection() async throws {
-        let nginx = try fixture()
+        let nginx = try requireNginx()
         let client = try makeClient()
         let small = try await client.send(try Request(nginx.url("/small")))
         XCTAssertEqual(small.status, 200)
@@ -42,7 +31,7 @@ final class NginxIntegrationTests: XCTestCase {
     }
 
     func testKeepAliveReuseUnderConcurrency() async throws {
-        let nginx = try fixture()
+        let nginx = try requireNginx()
         let client = try makeClient { $0.maxConnectionsPerOrigin = 8 }
         let request = try Request(nginx.url("/small"))
         let reused = try await withThrowingTaskGroup(of: Bool.self) { group in

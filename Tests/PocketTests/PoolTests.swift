@@ -59,6 +59,32 @@ final class PoolTests: XCTestCase {
         }
     }
 
+    func testOnlyReplayableBodiesAreReSentOnANewConnection() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { req in req.requestIndexOnConnection == 0 ? .text("ok") : .close }
+        let client = try makeClient()
+        let file = FileManager.default.temporaryDirectory.appending(path: "pocket-replay-\(UUID().uuidString)")
+        try Data(BytePattern.bytes(seed: 2, range: 0..<100_000)).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        // A file body is replayable: the PUT meets the close and goes again, whole.
+        _ = try await client.send(Request(url: url(server, "/")))
+        let put = try await client.send(Request(method: .put, url: url(server, "/"), body: .file(file)))
+        XCTAssertEqual(put.status, 200)
+        XCTAssertTrue(put.timings.retried)
+        XCTAssertEqual(server.receivedRequests.last?.bodySHA256, BytePattern.sha256(seed: 2, size: 100_000))
+
+        // A stream is one-shot: the same situation is an error of its own
+        // (the connection's error as its cause), never a second send.
+        let chunks = AsyncStream<Data> { c in c.yield(Data("abc".utf8)); c.finish() }
+        let before = server.requestCount
+        await assertPocketError(.requestBodyNotReplayable) {
+            try await client.send(Request(method: .put, url: url(server, "/"), body: .stream(chunks, length: 3)))
+        }
+        XCTAssertEqual(server.requestCount, before + 1, "sent once")
+    }
+
     func testConnectionCloseIsHonoured() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -172,11 +172,3 @@ final class StreamingResponseTests: XCTestCase {
         XCTAssertTrue(reports.dropLast().allSatisfy { $0.total == nil }, "no decoded total before the end")
     }
 }
-
-/// This process's resident set size (VmRSS).
-func residentBytes() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-          let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return 0 }
-    return kb * 1024
-}

@@ -79,3 +79,44 @@ func requireTool(_ present: Bool, _ message: String, file: StaticString = #fileP
         throw PocketError(.unknown, message)
     }
 }
+
+/// Resident and peak resident memory of this process, from /proc/self/status.
+enum MemoryStatus {
+    struct Reading { var residentKiB: Int; var peakKiB: Int }
+
+    static func read() throws -> Reading {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        func field(_ name: String) -> Int? {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                .flatMap { Int($0.dropFirst(name.count + 1).filter(\.isNumber)) }
+        }
+        guard let rss = field("VmRSS"), let hwm = field("VmHWM") else {
+            throw PocketError(.unknown, "no VmRSS/VmHWM in /proc/self/status")
+        }
+        return Reading(residentKiB: rss, peakKiB: hwm)
+    }
+
+    /// Resets VmHWM to the current RSS (`echo 5 > /proc/self/clear_refs`,
+    /// Linux 4.0+) and returns the reading just after.
+    static func resetPeak() throws -> Reading {
+        try Data("5".utf8).write(to: URL(filePath: "/proc/self/clear_refs"))
+        return try read()
+    }
+}
+
+/// This process's resident set size (VmRSS) in bytes, 0 if unreadable.
+func residentBytes() -> Int {
+    ((try? MemoryStatus.read())?.residentKiB ?? 0) * 1024
+}
+
+/// One plain nginx for the test process (started on first use).
+private let sharedNginx: NginxFixture? = try? NginxFixture()
+
+/// The shared nginx; its absence is a failure, not a skip (CI installs it).
+func requireNginx(file: StaticString = #filePath, line: UInt = #line) throws -> NginxFixture {
+    guard let nginx = sharedNginx else {
+        XCTFail("nginx is not available: apt-get install nginx-light", file: file, line: line)
+        throw PocketError(.unknown, "nginx missing")
+    }
+    return nginx
+}

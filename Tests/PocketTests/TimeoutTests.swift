@@ -61,28 +61,9 @@ final class TimeoutTests: XCTestCase {
     func testConnectTimeoutWhenTheAcceptQueueIsFull() async throws {
         // A listener with backlog 0 that never accepts: once its queue is full
         // the kernel drops further SYNs, so connect hangs until our deadline.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        XCTAssertEqual(listen(fd, 0), 0)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
-        // Fill the queue with plain blocking-less connects.
-        var fillers: [Int32] = []
-        defer { fillers.forEach { close($0) } }
-        for _ in 0..<4 {
-            let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            var a = addr
-            _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, len) } }
-            fillers.append(c)
-        }
-        try await Task.sleep(for: .milliseconds(50))
+        let queue = try FullAcceptQueue()
+        defer { queue.close() }
+        let port = queue.port
         let client = try makeClient { $0.timeouts = Timeouts(connect: .milliseconds(300), read: .seconds(5), total: .seconds(10)) }
         let start = ContinuousClock.now
         await assertPocketError(.connectTimeout) {

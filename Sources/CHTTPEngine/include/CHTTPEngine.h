@@ -267,6 +267,8 @@ typedef struct pk_timings {
   int reused;             /* 1 if the request ran on a pooled connection */
   int tls_resumed;        /* 1 if its new TLS connection resumed a session */
   int retried;            /* 1 if it was retried once on a new connection */
+  int retry_refused;      /* 1 if it failed where the retry-once rule would have sent it
+                             again, but its body is one-shot (a stream, or segments with one) */
 } pk_timings;
 
 /* Names a submitted request (pk_engine_submit fills it). */
@@ -285,6 +287,9 @@ typedef struct pk_progress {
   uint64_t body_decoded;       /* response body bytes after content decoding */
   int decoding;                /* 1 when the response is being content-decoded */
   int final;                   /* 1 on the last report, right before a successful on_done */
+  size_t segment;              /* PK_BODY_SEGMENTS: index of the segment being written
+                                  (num_segments once all are out); 0 otherwise */
+  uint64_t segment_sent;       /* PK_BODY_SEGMENTS: payload bytes of that segment written */
 } pk_progress;
 
 /* on_head's answer: where the body goes. */
@@ -407,7 +412,32 @@ typedef enum pk_body_kind {
   PK_BODY_STREAM = 2, /* pieces handed over with pk_request_send_body after each
                          on_send_more; body_len bytes in all, or chunked when
                          body_chunked. One-shot: never re-sent (no retry). */
+  PK_BODY_SEGMENTS = 3, /* segments[0..num_segments) in order (pk_body_segment): memory,
+                           file ranges (sendfile(2) on plain connections, as PK_BODY_FILE)
+                           and stream pieces (as PK_BODY_STREAM, one segment at a time).
+                           body_len is the sum of the segment lengths, sent as
+                           Content-Length; with body_chunked every segment's bytes go out
+                           as chunks instead. Replayable unless a segment is a stream. */
 } pk_body_kind;
+
+/* One segment of a PK_BODY_SEGMENTS body. Borrowed (array, data, fd) until on_done. */
+typedef enum pk_segment_kind {
+  PK_SEG_MEMORY = 0, /* data[0..len) */
+  PK_SEG_FILE = 1,   /* len bytes of fd from offset; the fd's own offset is never moved */
+  PK_SEG_STREAM = 2, /* pieces from pk_request_send_body after each on_send_more; the
+                        piece with last = 1 ends the segment (not the body) */
+} pk_segment_kind;
+
+#define PK_SEG_UNKNOWN_LEN UINT64_MAX /* a stream segment's len when unknown (body_chunked only) */
+
+typedef struct pk_body_segment {
+  int kind;          /* pk_segment_kind */
+  const void *data;  /* PK_SEG_MEMORY */
+  int fd;            /* PK_SEG_FILE */
+  uint64_t offset;   /* PK_SEG_FILE */
+  uint64_t len;      /* bytes; a stream segment must send exactly len (PK_E_BODY_LENGTH)
+                        unless it is PK_SEG_UNKNOWN_LEN */
+} pk_body_segment;
 
 typedef struct pk_request_spec {
   const char *method;   size_t method_len;
@@ -421,7 +451,7 @@ typedef struct pk_request_spec {
   int body_kind;        /* pk_body_kind; PK_BODY_MEMORY (0) by default */
   int body_fd;          /* PK_BODY_FILE */
   uint64_t body_offset; /* PK_BODY_FILE: where the body starts in the file */
-  int body_chunked;     /* PK_BODY_STREAM: length unknown, Transfer-Encoding: chunked */
+  int body_chunked;     /* PK_BODY_STREAM, PK_BODY_SEGMENTS: Transfer-Encoding: chunked */
   uint32_t expect_continue_ms; /* > 0: send Expect: 100-continue and wait this long for
                                   100 Continue (or a final response) before the body */
   int use_sink;         /* 1: response body bytes are written to sink_fd by the engine
@@ -435,6 +465,7 @@ typedef struct pk_request_spec {
   int idempotent;       /* -1: from the method; 0/1 override */
   uint32_t tls_id;      /* https: 0 = the engine's TLS settings, else an id from pk_engine_add_tls */
   void *ctx;
+  const pk_body_segment *segments; size_t num_segments; /* PK_BODY_SEGMENTS, borrowed until on_done */
 } pk_request_spec;
 
 
@@ -468,10 +499,11 @@ int pk_engine_post(pk_engine *eng, uint32_t loop_index, void (*fn)(void *ctx, vo
  * -PK_E_CANCELLED (finished) or -PK_E_INVALID_ARGUMENT (not on its loop). */
 int pk_request_resume_read(pk_engine *eng, pk_request_handle handle);
 
-/* The next piece of a PK_BODY_STREAM body, answering on_send_more. `data` is
- * borrowed until the next on_send_more or on_done. `last` = 1 ends the body
- * (with or without data). Pieces past the declared length, or a last piece
- * short of it, fail the request with PK_E_BODY_LENGTH. Returns 0,
+/* The next piece of a PK_BODY_STREAM body (or of the current PK_SEG_STREAM
+ * segment), answering on_send_more. `data` is borrowed until the next
+ * on_send_more or on_done. `last` = 1 ends the body (the segment), with or
+ * without data. Pieces past the declared length, or a last piece short of it,
+ * fail the request with PK_E_BODY_LENGTH. Returns 0,
  * -PK_E_CANCELLED (finished) or -PK_E_INVALID_ARGUMENT (not asked for). */
 int pk_request_send_body(pk_engine *eng, pk_request_handle handle, const void *data, size_t len, int last);
 

@@ -5,7 +5,8 @@
  *
  *   HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!
  *
- * whatever its method (GET, PUT, POST...). Keep-alive, pipelining (answers
+ * whatever its method (GET, PUT, POST...), unless pkbs_set_answer gave
+ * another answer. Keep-alive, pipelining (answers
  * to all complete requests in one read go out in one send). A request body
  * is read to its end and discarded before the request is answered, never
  * buffered: a Content-Length body of any size, or a chunked body
@@ -21,6 +22,7 @@
 #ifndef CPOCKETBENCHSERVER_H
 #define CPOCKETBENCHSERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -31,6 +33,17 @@ extern "C" {
  * Must be called before pkbs_start; a negative cpu means no pinning (the
  * default). Returns 0, or -1 if cpu is out of range. */
 int pkbs_set_cpu(int cpu);
+
+/* Replaces the answer of servers started from now on with `len` bytes
+ * (copied): one complete response, head and body, e.g. a 1 MiB body or a
+ * gzip-coded one. NULL or 0 restores the default 13-byte answer. Returns 0,
+ * or -1 with errno EBUSY while a server runs, ENOMEM. */
+int pkbs_set_answer(const char *bytes, size_t len);
+
+/* Compresses [in, in+n) into a gzip stream (RFC 1952, zlib level 6) at
+ * out, at most cap bytes. Returns the stream's length, or 0 if it does not
+ * fit or zlib fails. (pkbs_gzip.c; links zlib.) */
+size_t pkbs_gzip(const void *in, size_t n, void *out, size_t cap);
 
 /* Starts listening on host:port (host is a numeric IPv4 or IPv6 address, or
  * NULL for 127.0.0.1; port 0 picks a free one) with `threads` event-loop

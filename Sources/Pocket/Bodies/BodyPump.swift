@@ -4,19 +4,24 @@ import FoundationEssentials
 import Foundation
 #endif
 internal import CHTTPEngine
+import Synchronization
 
 /// Feeds a stream request body to the engine, one piece at a time.
 ///
 /// The engine asks (`on_send_more`, loop thread) → the pump's task pulls the
 /// next chunk from the sequence → the piece is posted back to the loop and
 /// handed over (`pk_request_send_body`). One piece is in flight at a time, so
-/// a slow socket slows the producer and memory stays at one chunk.
+/// a slow socket slows the producer and memory stays at one chunk. A
+/// multipart form's stream parts are one pump with several iterators, in
+/// order: each one's end is the last piece of its segment.
 final class BodyPump: @unchecked Sendable {
     // Invariant: `wants`'s continuation is thread-safe; `piece` is touched on
     // the loop thread only; `failure` is written by the pump task before it
     // aborts the request and read on the loop thread in on_done (ordered by
     // the engine's queue lock).
-    private let iterator: ChunkIterator
+    private let iterators: [ChunkIterator]
+    /// Bytes each iterator produced so far (read by progress reports).
+    let produced: Mutex<[Int]>
     private struct Want: Sendable {
         let request: InFlightRequest
         let handle: RequestHandle
@@ -30,8 +35,11 @@ final class BodyPump: @unchecked Sendable {
     private var piece: UnsafeMutableRawBufferPointer?
     private(set) var failure: PocketError?
 
-    init(_ iterator: ChunkIterator) {
-        self.iterator = iterator
+    convenience init(_ iterator: ChunkIterator) { self.init([iterator]) }
+
+    init(_ iterators: [ChunkIterator]) {
+        self.iterators = iterators
+        produced = Mutex(Array(repeating: 0, count: iterators.count))
         (requests, wants) = AsyncStream<Want>.makeStream(bufferingPolicy: .unbounded)
     }
 
@@ -41,13 +49,15 @@ final class BodyPump: @unchecked Sendable {
         piece = nil
         if !started {
             started = true
-            let requests = self.requests, iterator = self.iterator
+            let requests = self.requests, iterators = self.iterators
             task = Task { [self] in
+                var index = 0
                 for await want in requests {
                     let request = want.request
                     do {
                         var chunk: Data?
-                        repeat { chunk = try await iterator.next() } while chunk?.isEmpty == true
+                        repeat { chunk = try await iterators[index].next() } while chunk?.isEmpty == true
+                        if let n = chunk?.count { produced.withLock { $0[index] += n } }
                         let copy = chunk.map { data -> UnsafeMutableRawBufferPointer in
                             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 1)
                             data.withUnsafeBytes { b.copyMemory(from: $0) }
@@ -55,7 +65,10 @@ final class BodyPump: @unchecked Sendable {
                         }
                         let box = PieceBox(copy)
                         request.onLoop(want.handle.value) { r, h in self.hand(box.take(), to: r, handle: h) }
-                        if chunk == nil { return }
+                        if chunk == nil {
+                            index += 1
+                            if index == iterators.count { return }
+                        }
                     } catch {
                         failure = PocketError(.requestBodyStreamFailed, "the request body stream threw: \(error)",
                                               underlying: error)

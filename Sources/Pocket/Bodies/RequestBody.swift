@@ -21,6 +21,7 @@ public struct RequestBody: Sendable, Hashable, Codable {
         case bytes(Data)
         case file(path: String, offset: Int, length: Int?)
         case stream(StreamSource, length: Int?)
+        case multipart(MultipartForm) // RequestBody+Multipart.swift
     }
 
     let source: Source
@@ -59,12 +60,14 @@ public struct RequestBody: Sendable, Hashable, Codable {
         case .bytes(let d): return d.count
         case .file(_, _, let length): return length
         case .stream(_, let length): return length
+        case .multipart: return nil // files are measured when sent
         }
     }
 
-    /// False for streams: they can be sent once only.
+    /// False for streams (and forms with a stream part): they can be sent once only.
     public var isReplayable: Bool {
         if case .stream = source { return false }
+        if case .multipart(let form) = source { return form.isReplayable }
         return true
     }
 
@@ -74,14 +77,16 @@ public struct RequestBody: Sendable, Hashable, Codable {
         return nil
     }
 
-    // MARK: Codable (bytes and files; a stream cannot be archived)
+    // MARK: Codable (bytes, files, replayable forms; a stream cannot be archived)
 
-    private enum CodingKeys: String, CodingKey { case bytes, file, offset, length }
+    private enum CodingKeys: String, CodingKey { case bytes, file, offset, length, multipart }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         if let d = try c.decodeIfPresent(Data.self, forKey: .bytes) {
             source = .bytes(d)
+        } else if let form = try c.decodeIfPresent(MultipartForm.self, forKey: .multipart) {
+            source = .multipart(form)
         } else {
             source = .file(path: try c.decode(String.self, forKey: .file),
                            offset: try c.decodeIfPresent(Int.self, forKey: .offset) ?? 0,
@@ -101,6 +106,8 @@ public struct RequestBody: Sendable, Hashable, Codable {
         case .stream:
             throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath,
                                                          debugDescription: "a stream body is one-shot and cannot be encoded"))
+        case .multipart(let form):
+            try c.encode(form, forKey: .multipart)
         }
     }
 

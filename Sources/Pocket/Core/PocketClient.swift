@@ -47,9 +47,35 @@ public final class PocketClient: Sendable {
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = TLSConfiguration()
+        /// How redirects are followed unless a request sets its own
+        /// (`Request.redirects`): up to 10 hops by default, no https → http
+        /// (see `RedirectPolicy` for why and for the rules of each hop).
+        public var redirects: RedirectPolicy = .follow
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
         public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+        /// Middleware, retry policy, transport and clock (see `RequestHandling`).
+        /// Empty by default, which keeps `send` on its direct engine path.
+        public var handling = RequestHandling()
+
+        // Building requests from paths (`client.request`, templates, scoped clients)
+
+        /// Base URL of relative paths given to `client.request` and templates
+        /// without their own; nil by default (a relative path then needs a
+        /// template's base URL). Requests made from a URL ignore it.
+        public var baseURL: URL?
+        /// Format of requests built from paths: JSON by default, as MTPocket.
+        public var format: ContentFormat = .json
+        /// Query parameters added to every request built from a path (under
+        /// the template's and the request's own); empty by default.
+        public var defaultQuery: [String: ParameterValue] = [:]
+        /// Query encoding of requests built from paths: brackets for arrays,
+        /// `true`/`false` by default (see `QueryEncoding`).
+        public var queryEncoding = QueryEncoding()
+        /// Validation `send` applies to every response unless the request has
+        /// its own; nil by default: any status is a response (see `Validation`
+        /// for why), and `send` does no work for it.
+        public var validation: Validation?
 
         public init() {}
     }
@@ -82,12 +108,26 @@ public final class PocketClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: Configuration
     let engine: Engine
+    /// Named templates, shared with scoped clients.
+    let templates: TemplateRegistry
+    /// Middleware, retries and events (shared with scoped clients); bypassed while not engaged.
+    let pipeline: RequestPipeline
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
+        self.templates = TemplateRegistry()
+        self.pipeline = RequestPipeline(configuration.handling)
+    }
+
+    /// A client on `engine`'s pool and threads (a scoped client).
+    init(sharing engine: Engine, templates: TemplateRegistry, pipeline: RequestPipeline, configuration: Configuration) {
+        self.configuration = configuration
+        self.engine = engine
+        self.templates = templates
+        self.pipeline = pipeline
     }
 
     /// Sends `request` and returns the complete response.
@@ -97,10 +137,28 @@ public final class PocketClient: Sendable {
     /// complete response from arriving. Cancelling the calling Task cancels
     /// the request and closes its connection (`.cancelled`).
     ///
+    /// Redirects are followed as `request.redirects` (or the client's
+    /// `Configuration.redirects`) says; `response.url` and
+    /// `response.redirects` tell where the answer came from (validation
+    /// applies to the final response; `response.request` is the request as
+    /// given, before any redirect).
+    ///
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `ProgressHandler`).
+    ///
+    /// The response keeps the request (`response.request`). When the request
+    /// or the client has a `Validation`, a response that fails it is thrown
+    /// (`.unacceptableStatus`, `.unacceptableContentType`).
+    ///
+    /// With middleware, a retry policy or a transport configured
+    /// (`Configuration.handling`), or event listeners, the request runs
+    /// through them (validation applies to the final response); otherwise
+    /// it goes straight to the engine.
     public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
-        try await run(request, InFlightRequest(engine: engine, progress: progress))
+        if pipeline.isEngaged {
+            return try await send(request, options: SendOptions(), progress: progress)
+        }
+        return try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete
@@ -121,6 +179,7 @@ public final class PocketClient: Sendable {
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
         engine.shutdown()
+        pipeline.hub.finishAll()
     }
 
     /// The engine's event loop as a `TaskExecutor`.

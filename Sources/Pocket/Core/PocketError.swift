@@ -1,8 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The one error type Pocket throws.
 ///
 /// `code` says what went wrong; `message` says it in a sentence; `underlying`
 /// keeps the cause (an `errno`, a decoding error); `response` is the head the
-/// server sent when the failure came after it.
+/// server sent when the failure came after it, and `body` its body when the
+/// failure is about a complete response (validation, decoding).
 ///
 /// ```swift
 /// do { _ = try await client.send(request) }
@@ -107,14 +114,19 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     public var systemError: Int32?
     /// The response head, when the server answered before the failure.
     public var response: ResponseHead?
+    /// The response body, for errors raised on a complete response
+    /// (`.unacceptableStatus`, `.unacceptableContentType`, `.decodingFailed`);
+    /// nil otherwise.
+    public var body: Data?
 
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
-                systemError: Int32? = nil, response: ResponseHead? = nil) {
+                systemError: Int32? = nil, response: ResponseHead? = nil, body: Data? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
         self.systemError = systemError
         self.response = response
+        self.body = body
     }
 
     public var description: String {

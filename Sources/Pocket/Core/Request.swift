@@ -32,12 +32,24 @@ public struct Request: Sendable, Hashable, Codable {
     /// 413): the refusal arrives before the bytes are sent. Past the wait the
     /// body goes anyway, as RFC 9110 §10.1.1 advises for servers that never answer 100.
     public var expectContinue: Duration?
+    /// How this request follows redirects; nil (the default) uses the
+    /// client's `Configuration.redirects`.
+    public var redirects: RedirectPolicy?
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
     public var timeouts: Timeouts?
     /// TLS settings for this request only; nil uses the client's
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
     public var tls: TLSConfiguration?
+    /// The format the request was built with (`Request(path:…)`,
+    /// `client.request`, templates), which also wrote its `Accept` and
+    /// `Content-Type`. Here it tells validation and `Response.decode` what to
+    /// expect; nil (a request made from a URL) means JSON to them. Setting it
+    /// does not change the headers.
+    public var format: ContentFormat?
+    /// Validation `client.send` applies to this request's response; nil (the
+    /// default) uses the client's `Configuration.validation`, which is off by default.
+    public var validation: Validation?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
@@ -60,7 +72,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case method, url, headers, body, timeouts, tls, expectContinue
+        case method, url, headers, body, timeouts, tls, expectContinue, format, validation, redirects
     }
 
     public init(from decoder: any Decoder) throws {
@@ -70,8 +82,11 @@ public struct Request: Sendable, Hashable, Codable {
                   headers: try c.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:],
                   body: try c.decodeIfPresent(RequestBody.self, forKey: .body))
         expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
+        redirects = try c.decodeIfPresent(RedirectPolicy.self, forKey: .redirects)
         timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
         tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
+        format = try c.decodeIfPresent(ContentFormat.self, forKey: .format)
+        validation = try c.decodeIfPresent(Validation.self, forKey: .validation)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -80,15 +95,19 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encode(url, forKey: .url)
         try c.encode(headers, forKey: .headers)
         try c.encodeIfPresent(body, forKey: .body)
+        try c.encodeIfPresent(redirects, forKey: .redirects)
         try c.encodeIfPresent(timeouts, forKey: .timeouts)
         try c.encodeIfPresent(tls, forKey: .tls)
         try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
+        try c.encodeIfPresent(format, forKey: .format)
+        try c.encodeIfPresent(validation, forKey: .validation)
     }
 
     public static func == (lhs: Request, rhs: Request) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
-            && lhs.expectContinue == rhs.expectContinue
+            && lhs.expectContinue == rhs.expectContinue && lhs.format == rhs.format
+            && lhs.validation == rhs.validation && lhs.redirects == rhs.redirects
     }
 
     public func hash(into hasher: inout Hasher) {

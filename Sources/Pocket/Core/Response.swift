@@ -16,17 +16,28 @@ public struct Response: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes, after de-chunking. Empty for HEAD, 204 and 304.
     public var body: Data
+    /// The URL this response came from: the request's, or where its
+    /// redirects led. Nil only for a response built by hand.
+    public var url: URL?
+    /// The redirects followed to get here, in order; empty for none (then
+    /// `timings` are the last hop's).
+    public var redirects: [RedirectHop] = []
     /// Where the time went.
     public var timings: Timings
+    /// The request that was sent (set by `client.send`), for debugging and
+    /// for validation and decoding, which read its format; nil for a
+    /// response made by hand.
+    public var request: Request?
 
     public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: HTTPHeaders = [:],
-                body: Data = Data(), timings: Timings = Timings()) {
+                body: Data = Data(), timings: Timings = Timings(), request: Request? = nil) {
         self.status = status
         self.reason = reason
         self.httpMinorVersion = httpMinorVersion
         self.headers = headers
         self.body = body
         self.timings = timings
+        self.request = request
     }
 
     /// The body as text in the charset its `Content-Type` names (UTF-8 when

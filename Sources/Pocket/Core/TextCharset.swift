@@ -19,7 +19,8 @@ enum TextCharset {
         return nil
     }
 
-    private static func trimmed(_ s: Substring) -> String {
+    /// `s` without leading and trailing spaces and tabs (HTTP's OWS).
+    static func trimmed(_ s: Substring) -> String {
         String(s.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 

@@ -41,6 +41,8 @@ final class InFlightRequest: @unchecked Sendable {
     private var uploadFD: Int32 = -1
     /// A stream request body's feeder.
     private var pump: BodyPump?
+    /// A multipart body's segments, files and pump (MultipartUpload.swift).
+    private var multipart: MultipartUpload?
 
     /// Where the response body goes.
     enum Delivery {
@@ -120,6 +122,9 @@ final class InFlightRequest: @unchecked Sendable {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
             extra.add(name: "Authorization", value: "Basic \(token)")
         }
+        if let form = request.body?.multipartForm, !request.headers.contains("Content-Type") {
+            extra.add(name: "Content-Type", value: form.contentType)
+        }
         let acceptEncoding = configuration.decompression && !request.headers.contains("Accept-Encoding")
             && !configuration.defaultHeaders.contains("Accept-Encoding")
         let headers = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers,
@@ -153,6 +158,23 @@ final class InFlightRequest: @unchecked Sendable {
             let pump = BodyPump(source.makeNext())
             self.pump = pump
             body = BodySpec(present: true, kind: Int32(PK_BODY_STREAM.rawValue), length: length ?? 0, chunked: length == nil)
+        case .multipart(let form)?:
+            if let once = form.sendOnce, !once.claim() {
+                finishEarly(PocketError(.requestBodyNotReplayable,
+                                        "this multipart form has a stream part and was already sent once"))
+                return
+            }
+            do {
+                let upload = try MultipartUpload(form)
+                multipart = upload
+                pump = upload.pump
+                body = BodySpec(present: true, kind: Int32(PK_BODY_SEGMENTS.rawValue), length: upload.length,
+                                chunked: upload.chunked)
+            } catch {
+                form.sendOnce?.release() // nothing was read from its streams
+                finishEarly(error)
+                return
+            }
         }
 
         let rc = submit(request, target, headers, timeouts, tlsID, body)
@@ -214,6 +236,8 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.body_fd = body.fd
                 spec.body_offset = body.offset
                 spec.body_chunked = body.chunked ? 1 : 0
+                spec.segments = multipart?.segmentArray
+                spec.num_segments = multipart?.segmentCount ?? 0
                 if let wait = request.expectContinue { spec.expect_continue_ms = max(1, Timeouts.milliseconds(wait)) }
                 switch delivery {
                 case .collect: break
@@ -286,6 +310,8 @@ final class InFlightRequest: @unchecked Sendable {
             uploadFD = -1
         }
         pump?.stop()
+        multipart?.close()
+        multipart = nil
     }
 
     /// The engine handle, for the loop-thread calls (valid once running).
@@ -378,13 +404,17 @@ final class InFlightRequest: @unchecked Sendable {
             lastUploadReport = Int(p.body_sent)
             let total = p.body_send_total >= 0 ? Int(p.body_send_total) : nil
             progress.report(TransferProgress(direction: .upload, bytes: Int(p.body_sent), total: total,
-                                             wireBytes: Int(p.body_sent), wireTotal: total, isFinal: final))
+                                             wireBytes: Int(p.body_sent), wireTotal: total, isFinal: final,
+                                             part: multipart?.part(segment: Int(p.segment), sent: Int(p.segment_sent))))
         }
         if p.body_received > 0 || final, Int(p.body_decoded) != lastDownloadReport || final {
             lastDownloadReport = Int(p.body_decoded)
             let wireTotal = p.body_receive_total >= 0 ? Int(p.body_receive_total) : nil
             // A decoded body's size is known only at its end; an identity body's from Content-Length.
-            let total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            var total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
+            if !final, let name = progress.contentLengthHeader, let declared = headers[name].flatMap({ Int($0) }), declared >= 0 {
+                total = declared
+            }
             progress.report(TransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,
                                              wireBytes: Int(p.body_received), wireTotal: wireTotal, isFinal: final))
         }
@@ -401,6 +431,12 @@ final class InFlightRequest: @unchecked Sendable {
             if error == Int32(PK_E_CANCELLED.rawValue), var mine = abortError ?? pumpError {
                 if mine.response == nil { mine.response = head }
                 failure = mine
+            } else if t.retry_refused != 0 {
+                let cause = PocketError.engine(error, errno: sysErrno, response: head)
+                failure = PocketError(.requestBodyNotReplayable,
+                                      "the pooled connection failed before any response (\(cause.code.name)) and the request would be "
+                                      + "sent again on a new one, but its body is one-shot (a stream)", underlying: cause,
+                                      systemError: cause.systemError)
             } else {
                 failure = PocketError.engine(error, errno: sysErrno, response: head)
             }
@@ -408,27 +444,14 @@ final class InFlightRequest: @unchecked Sendable {
         if headDelivered, case .stream(let stream) = delivery {
             // The caller already has the head; the stream ends here (its
             // reader is woken at the end of this pass, after any chunks).
-            if stream.finish(failure) { engine.executor.wakeAtPassEnd(stream) }
+            if stream.finish(failure, timings: Timings(t)) { engine.executor.wakeAtPassEnd(stream) }
             return
         }
         if let failure {
             outcome = .failure(failure)
         } else {
-            var timings = Timings()
-            timings.dns = .nanoseconds(Int64(t.dns_ns))
-            timings.connect = .nanoseconds(Int64(t.connect_ns))
-            timings.tls = .nanoseconds(Int64(t.tls_ns))
-            timings.firstByte = .nanoseconds(Int64(t.first_byte_ns))
-            timings.total = .nanoseconds(Int64(t.total_ns))
-            timings.bytesSent = Int(t.bytes_sent)
-            timings.bytesReceived = Int(t.bytes_received)
-            timings.wireBytesSent = Int(t.wire_bytes_sent)
-            timings.wireBytesReceived = Int(t.wire_bytes_received)
-            timings.reusedConnection = t.reused != 0
-            timings.retried = t.retried != 0
-            timings.tlsResumed = t.tls_resumed != 0
             outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion,
-                                        headers: headers, body: body, timings: timings))
+                                        headers: headers, body: body, timings: Timings(t)))
         }
         engine.executor.complete(self)
     }

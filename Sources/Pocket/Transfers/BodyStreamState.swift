@@ -18,6 +18,7 @@ final class BodyStreamState: @unchecked Sendable {
         var paused = false
         var finished = false
         var failure: PocketError?
+        var timings: Timings?
         var waiter: UnsafeContinuation<Data?, any Error>?
         var wakeQueued = false
     }
@@ -49,10 +50,11 @@ final class BodyStreamState: @unchecked Sendable {
 
     /// Loop thread: the body ended (nil) or failed. Returns whether the
     /// reader must be woken at the end of the pass.
-    func finish(_ failure: PocketError?) -> Bool {
+    func finish(_ failure: PocketError?, timings: Timings? = nil) -> Bool {
         state.withLock { s in
             s.finished = true
             s.failure = failure
+            s.timings = failure == nil ? timings : nil
             return notifyIfWaiting(&s)
         }
     }
@@ -145,4 +147,7 @@ final class BodyStreamState: @unchecked Sendable {
 
     /// Bytes buffered now (tests assert the bound).
     var bufferedBytes: Int { state.withLock { $0.buffered } }
+
+    /// The request's timings once the body ended without error; nil before.
+    var timings: Timings? { state.withLock { $0.timings } }
 }

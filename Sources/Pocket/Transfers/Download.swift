@@ -25,6 +25,10 @@ public struct DownloadResponse: Sendable {
     /// True when the download continued a partial file (206).
     public var resumed: Bool
     public var timings: Timings
+    /// The URL the body came from (the request's, or where its redirects led).
+    public var url: URL?
+    /// The redirects followed to get here, in order; empty for none.
+    public var redirects: [RedirectHop] = []
 
     /// True for 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }
@@ -218,8 +222,12 @@ private struct Downloader {
 
         let response: Response
         do {
-            response = try await client.run(sent, InFlightRequest(engine: client.engine, delivery: .file(fd: fd, decide: decide),
-                                                                  progress: progress))
+            // A redirect's body is collected in memory (`decide` keeps
+            // non-2xx out of the file), so the file only sees the final one.
+            response = try await client.followingRedirects(sent, progress: progress) { request, progress in
+                try await client.run(request, InFlightRequest(engine: client.engine, delivery: .file(fd: fd, decide: decide),
+                                                              progress: progress))
+            }
         } catch let error as PocketError {
             let size = Self.size(fd)
             close(fd)
@@ -250,7 +258,8 @@ private struct Downloader {
                                   response: ResponseHead(status: response.status, reason: response.reason, headers: response.headers))
             }
             return .done(DownloadResponse(status: response.status, reason: response.reason, headers: response.headers, fileURL: nil,
-                                          body: response.body, fileSize: 0, resumed: false, timings: response.timings))
+                                          body: response.body, fileSize: 0, resumed: false, timings: response.timings,
+                                          url: response.url, redirects: response.redirects))
         }
         guard rename(tempPath, destination.path(percentEncoded: false)) == 0 else {
             let error = Self.fileError("cannot move the download into \(destination.path(percentEncoded: false))")
@@ -259,7 +268,7 @@ private struct Downloader {
         }
         return .done(DownloadResponse(status: response.status, reason: response.reason, headers: response.headers,
                                       fileURL: destination, body: Data(), fileSize: size, resumed: response.status == 206,
-                                      timings: response.timings))
+                                      timings: response.timings, url: response.url, redirects: response.redirects))
     }
 
     static func size(_ fd: Int32) -> Int {

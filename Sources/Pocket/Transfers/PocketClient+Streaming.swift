@@ -7,15 +7,19 @@ extension PocketClient {
     /// catches up (real backpressure: memory stays bounded however fast the
     /// server sends). `Configuration.limits.maxBodyBytes` does not apply —
     /// bound what you keep with `collect(upTo:)`. Errors before the head are
-    /// thrown here; errors in the body end the body's iteration.
+    /// thrown here; errors in the body end the body's iteration. Redirects
+    /// are followed as for `send` (a 3xx body of up to 64 KiB is read and
+    /// dropped so its connection is reused).
     public func stream(_ request: Request, bufferSize: Int = 256 << 10,
                        progress: ProgressHandler? = nil) async throws -> StreamingResponse {
-        let state = BodyStreamState(highWater: bufferSize)
-        let inflight = InFlightRequest(engine: engine, delivery: .stream(state), progress: progress)
-        state.request = inflight
-        let body = ResponseBodyStream(state)
-        let head = try await run(request, inflight)
-        return StreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
-                                 headers: head.headers, body: body)
+        try await followingRedirects(request, progress: progress) { request, progress in
+            let state = BodyStreamState(highWater: bufferSize)
+            let inflight = InFlightRequest(engine: engine, delivery: .stream(state), progress: progress)
+            state.request = inflight
+            let body = ResponseBodyStream(state)
+            let head = try await run(request, inflight)
+            return StreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
+                                     headers: head.headers, body: body)
+        }
     }
 }

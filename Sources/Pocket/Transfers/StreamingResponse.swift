@@ -24,6 +24,10 @@ public struct StreamingResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body, once (it is a stream, not a buffer).
     public let body: ResponseBodyStream
+    /// The URL this response came from (the request's, or where its redirects led).
+    public var url: URL?
+    /// The redirects followed to get here, in order; empty for none.
+    public var redirects: [RedirectHop] = []
 
     /// The head as kept with errors.
     public var head: ResponseHead { ResponseHead(status: status, reason: reason, headers: headers) }

@@ -20,14 +20,20 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
     public var wireTotal: Int?
     /// True on the last report of a direction that completed.
     public var isFinal: Bool
+    /// For the upload of a multipart form (`RequestBody.multipart`): the
+    /// part being sent, with its own figures; nil for other bodies and for
+    /// downloads.
+    public var part: PartProgress?
 
-    public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false) {
+    public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false,
+                part: PartProgress? = nil) {
         self.direction = direction
         self.bytes = bytes
         self.total = total
         self.wireBytes = wireBytes
         self.wireTotal = wireTotal
         self.isFinal = isFinal
+        self.part = part
     }
 
     /// `bytes / total` in 0...1, or nil when the total is unknown (no
@@ -66,8 +72,14 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
 public struct ProgressHandler: Sendable {
     /// Minimum time between two reports of one request.
     public var interval: Duration
+    /// A response header that gives the body's size when `Content-Length`
+    /// cannot (MTPocket's `contentLengthHeader`): e.g. `X-Stream-Length` on a
+    /// chunked or compressed body. When the response carries it as a whole
+    /// number, download reports use it as `total`; nil (the default) uses
+    /// `Content-Length` alone.
+    public var contentLengthHeader: String?
     let report: @Sendable (TransferProgress) -> Void
-    let finish: (@Sendable () -> Void)?
+    var finish: (@Sendable () -> Void)?
 
     /// Calls `report` (on the engine's loop thread: keep it short) with
     /// upload and download progress.

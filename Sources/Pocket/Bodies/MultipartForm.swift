@@ -1,0 +1,199 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Synchronization
+
+/// A `multipart/form-data` request body (RFC 7578), streamed as it is sent.
+///
+/// ```swift
+/// var form = MultipartForm()
+/// form.addField("title", "Holiday")
+/// form.addFile("photo", at: URL(filePath: "/data/beach.jpg"))            // image/jpeg, sendfile(2)
+/// form.addData("notes", Data("...".utf8), fileName: "notes.txt")        // text/plain
+/// form.addStream("log", chunks, length: nil, fileName: "app.log")       // chunked, one-shot
+/// var request = Request(method: .post, url: URL(string: "http://127.0.0.1:8080/upload")!)
+/// request.body = .multipart(form)   // Content-Type: multipart/form-data; boundary=...
+/// ```
+///
+/// Nothing is encoded ahead: file parts are read as they are sent
+/// (`sendfile(2)` on plain connections, 16 KiB records on TLS), stream parts
+/// are pulled one chunk at a time, so memory does not grow with the form.
+/// When every part's size is known (fields, data, files, streams with a
+/// length) the body has a `Content-Length` and progress has a total;
+/// otherwise it is sent chunked.
+///
+/// Names and file names are sent as UTF-8 in quoted strings, with `"`, CR
+/// and LF percent-encoded (`%22`, `%0D`, `%0A`: the HTML rule RFC 7578 §4.2
+/// refers to), and also `\` (`%5C`) and the other control bytes: a parser
+/// that reads quoted strings the RFC 2045 way takes a backslash as an escape,
+/// so `a\` would swallow the closing quote. No `filename*` parameter: RFC
+/// 7578 §4.2 says it must not be used.
+///
+/// A form is a value; copies share their stream parts. It is replayable
+/// (`isReplayable`) unless it has a stream part: then it can be sent once,
+/// and a second send — or the engine's retry-once on a stale pooled
+/// connection — fails with `.requestBodyNotReplayable`.
+public struct MultipartForm: Sendable, Hashable {
+    /// One part: its name, optional file name and type, extra headers and content.
+    public struct Part: Sendable, Hashable {
+        /// The form field name (`Content-Disposition: form-data; name=...`).
+        public let name: String
+        /// The file name, if the part is a file (`filename=...`).
+        public let fileName: String?
+        /// The part's `Content-Type`; nil for a text field (RFC 7578 §4.4:
+        /// `text/plain` is implied).
+        public let contentType: String?
+        /// Extra header fields of the part, after the two above. A
+        /// `Content-Disposition` or `Content-Type` here replaces Pocket's.
+        public let headers: HTTPHeaders
+        let content: Content
+
+        /// The content's size when known without reading it: the bytes of a
+        /// field or data part, a stream's declared length; nil for a file
+        /// (its size is read when it is sent) and a stream without length.
+        public var length: Int? {
+            switch content {
+            case .bytes(let d): return d.count
+            case .file: return nil
+            case .stream(_, let length): return length
+            }
+        }
+    }
+
+    enum Content: Sendable, Hashable {
+        case bytes(Data)
+        case file(path: String)
+        case stream(StreamSource, length: Int?)
+    }
+
+    /// The parts, in the order they are sent.
+    public private(set) var parts: [Part] = []
+    /// The boundary between parts. Random (`pocket-` and 32 hex digits, 128
+    /// bits) unless given to `init(boundary:)`; a random one is replaced
+    /// when a field or data part added later contains it.
+    public private(set) var boundary: String
+    let boundaryIsCustom: Bool
+    /// Shared by the copies of a form with a stream part: the one send it allows.
+    private(set) var sendOnce: SendOnce?
+
+    /// An empty form with a random boundary.
+    public init() {
+        boundary = Self.randomBoundary()
+        boundaryIsCustom = false
+        sendOnce = nil
+    }
+
+    /// An empty form with this boundary (for servers or tests that need a
+    /// known one). It must be 1–70 characters of RFC 2046 §5.1.1 `bchars`,
+    /// not ending in a space, and must not occur in a field or data part;
+    /// otherwise sending fails with `.invalidMultipartForm`.
+    public init(boundary: String) {
+        self.boundary = boundary
+        boundaryIsCustom = true
+        sendOnce = nil
+    }
+
+    /// The request's `Content-Type` for this form (set by `.multipart`
+    /// unless the request has its own).
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// False when a part is a stream: the form can then be sent once only.
+    public var isReplayable: Bool {
+        !parts.contains { if case .stream = $0.content { return true } else { return false } }
+    }
+
+    /// A text field, sent as its UTF-8 bytes without a `Content-Type`.
+    public mutating func addField(_ name: String, _ value: String, headers: HTTPHeaders = [:]) {
+        append(Part(name: name, fileName: nil, contentType: nil, headers: headers, content: .bytes(Data(value.utf8))))
+    }
+
+    /// A file part read from `url` when the form is sent (its size then,
+    /// with `sendfile(2)` on plain connections: never loaded into memory).
+    /// `fileName` defaults to the path's last component, `contentType` to
+    /// the type of its extension (`application/octet-stream` if unknown). A
+    /// file that cannot be opened, or shrinks while it is sent, fails the
+    /// request with `.fileReadFailed`.
+    public mutating func addFile(_ name: String, at url: URL, fileName: String? = nil, contentType: String? = nil,
+                                 headers: HTTPHeaders = [:]) {
+        let file = fileName ?? url.lastPathComponent
+        append(Part(name: name, fileName: file, contentType: contentType ?? MIMETypes.type(forFileName: file),
+                    headers: headers, content: .file(path: url.path(percentEncoded: false))))
+    }
+
+    /// A part with these bytes. With a `fileName` it is a file part whose
+    /// `contentType` defaults to the type of the name's extension; without,
+    /// `contentType` defaults to `application/octet-stream`.
+    public mutating func addData(_ name: String, _ data: Data, fileName: String? = nil, contentType: String? = nil,
+                                 headers: HTTPHeaders = [:]) {
+        append(Part(name: name, fileName: fileName, contentType: contentType ?? Self.defaultType(fileName),
+                    headers: headers, content: .bytes(data)))
+    }
+
+    /// A part whose bytes come from an `AsyncSequence`, pulled as the socket
+    /// takes them (one chunk in flight). With `length` it must produce
+    /// exactly that many bytes (`.requestBodyLengthMismatch`); without, the
+    /// whole form is sent chunked. Makes the form one-shot. If the sequence
+    /// throws, the request fails with `.requestBodyStreamFailed`.
+    /// `contentType` defaults as for `addData`.
+    public mutating func addStream<S: AsyncSequence & Sendable>(_ name: String, _ chunks: S, length: Int?,
+                                                               fileName: String? = nil, contentType: String? = nil,
+                                                               headers: HTTPHeaders = [:]) where S.Element == Data {
+        addStream(name, StreamSource(chunks), length: length, fileName: fileName, contentType: contentType, headers: headers)
+    }
+
+    /// `addStream` for an already type-erased sequence.
+    mutating func addStream(_ name: String, _ source: StreamSource, length: Int?, fileName: String?, contentType: String?,
+                            headers: HTTPHeaders = [:]) {
+        append(Part(name: name, fileName: fileName, contentType: contentType ?? Self.defaultType(fileName),
+                    headers: headers, content: .stream(source, length: length.map { max(0, $0) })))
+    }
+
+    /// Parts and boundary as archived (MultipartForm+Codable.swift).
+    mutating func restore(parts: [Part], boundary: String) {
+        self.parts = parts
+        self.boundary = boundary
+    }
+
+    private static func defaultType(_ fileName: String?) -> String {
+        fileName.map(MIMETypes.type(forFileName:)) ?? MIMETypes.fallback
+    }
+
+    private mutating func append(_ part: Part) {
+        parts.append(part)
+        if case .stream = part.content, sendOnce == nil { sendOnce = SendOnce() }
+        guard !boundaryIsCustom, case .bytes(let data) = part.content, MultipartEncoding.contains(data, boundary) else { return }
+        // Regenerate until no in-memory part contains it (128 random bits:
+        // a second draw practically never collides again).
+        repeat { boundary = Self.randomBoundary() } while parts.contains {
+            if case .bytes(let d) = $0.content { return MultipartEncoding.contains(d, boundary) }
+            return false
+        }
+    }
+
+    static func randomBoundary() -> String {
+        var rng = SystemRandomNumberGenerator()
+        let hex = Array("0123456789abcdef".utf8)
+        var out = Array("pocket-".utf8)
+        for _ in 0..<2 {
+            var v = rng.next() as UInt64
+            for _ in 0..<16 {
+                out.append(hex[Int(v & 15)])
+                v >>= 4
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// The single send a one-shot form allows; equal only to itself.
+final class SendOnce: Sendable, Hashable {
+    private let used = Atomic<Bool>(false)
+    /// True the first time only.
+    func claim() -> Bool { !used.exchange(true, ordering: .acquiringAndReleasing) }
+    /// Gives the send back: it failed before any stream part was touched.
+    func release() { used.store(false, ordering: .releasing) }
+    static func == (a: SendOnce, b: SendOnce) -> Bool { a === b }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

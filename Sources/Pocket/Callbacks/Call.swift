@@ -1,0 +1,235 @@
+import Synchronization
+
+/// A request with handlers attached, sent when `start()` is called: the
+/// callback style of MTPocket and AFNetworking, as a thin layer over
+/// `PocketClient.send`.
+///
+/// Any number of handlers of each kind can be attached, so a library can
+/// build a call, attach the handlers that build its objects and return it,
+/// and the app attaches its own before starting it:
+///
+/// ```swift
+/// let call = client.call(request, on: .dispatch(uiQueue))
+///     .onSuccess { response in cache.store(response.body) }       // the library's
+/// call.onSuccess { response in show(response.text) }              // the app's
+///     .onFailure { error, response in report(error) }
+///     .onDownloadProgress { p in bar.progress = p.fraction ?? 0 }
+///     .start()
+/// ```
+///
+/// When the call ends, its completion handlers run first, then its success
+/// handlers (2xx) or its failure handlers (anything else: a transport error,
+/// `.cancelled`, or another status, with the response when there is one),
+/// each kind in the order attached, all on the call's `CallbackQueue`, after
+/// every progress report. A handler attached after the end runs at once with
+/// the outcome. Progress handlers must be attached before `start()`.
+public final class Call: Sendable {
+    /// Gets a 2xx response.
+    public typealias SuccessHandler = @Sendable (Response) -> Void
+    /// Gets the error, and the response when the server answered.
+    public typealias FailureHandler = @Sendable (PocketError, Response?) -> Void
+    /// Gets every outcome, before success and failure handlers.
+    public typealias CompletionHandler = @Sendable (CallOutcome) -> Void
+    /// Gets upload or download progress.
+    public typealias ProgressReport = @Sendable (TransferProgress) -> Void
+
+    /// The request this call sends.
+    public let request: Request
+    /// Where the handlers run.
+    public let queue: CallbackQueue
+    private let client: PocketClient
+
+    private struct Handlers {
+        var completion: [CompletionHandler] = []
+        var success: [SuccessHandler] = []
+        var failure: [FailureHandler] = []
+        var upload: [ProgressReport] = []
+        var download: [ProgressReport] = []
+    }
+
+    private enum Phase {
+        case idle
+        case running(Task<Void, Never>?)
+        case done(CallOutcome)
+    }
+
+    private struct State {
+        var handlers = Handlers()
+        var phase = Phase.idle
+        var cancelRequested = false
+        var waiters: [CheckedContinuation<CallOutcome, Never>] = []
+    }
+
+    private enum Event: Sendable {
+        case progress(TransferProgress)
+        case done(CallOutcome)
+    }
+
+    private let state = Mutex(State())
+
+    init(client: PocketClient, request: Request, queue: CallbackQueue) {
+        self.client = client
+        self.request = request
+        self.queue = queue
+    }
+
+    // MARK: Handlers
+
+    /// Runs `handler` with every outcome, before the success and failure handlers.
+    @discardableResult
+    public func onComplete(_ handler: @escaping CompletionHandler) -> Call {
+        attach({ $0.completion.append(handler) }, late: handler)
+    }
+
+    /// Runs `handler` with a 2xx response.
+    @discardableResult
+    public func onSuccess(_ handler: @escaping SuccessHandler) -> Call {
+        attach({ $0.success.append(handler) }, late: { o in
+            if o.isSuccess, let r = o.response { handler(r) }
+        })
+    }
+
+    /// Runs `handler` with the error, and the response when the server
+    /// answered (a status outside 2xx).
+    @discardableResult
+    public func onFailure(_ handler: @escaping FailureHandler) -> Call {
+        attach({ $0.failure.append(handler) }, late: { o in
+            if let e = o.error { handler(e, o.response) }
+        })
+    }
+
+    /// Runs `handler` with upload progress (rate-limited, see `ProgressHandler`).
+    @discardableResult
+    public func onUploadProgress(_ handler: @escaping ProgressReport) -> Call {
+        attach({ $0.upload.append(handler) }, late: { _ in })
+    }
+
+    /// Runs `handler` with download progress (rate-limited, see `ProgressHandler`).
+    @discardableResult
+    public func onDownloadProgress(_ handler: @escaping ProgressReport) -> Call {
+        attach({ $0.download.append(handler) }, late: { _ in })
+    }
+
+    private func attach(_ register: (inout Handlers) -> Void, late: @escaping CompletionHandler) -> Call {
+        let ended = state.withLock { s -> CallOutcome? in
+            if case .done(let outcome) = s.phase { return outcome }
+            register(&s.handlers)
+            return nil
+        }
+        if let ended {
+            let delivery = CallbackDelivery<CallOutcome>(queue, handle: late)
+            delivery.send(ended)
+            delivery.finish()
+        }
+        return self
+    }
+
+    // MARK: Running
+
+    /// Sends the request. A second call does nothing.
+    @discardableResult
+    public func start() -> Call {
+        let progressWanted = state.withLock { s -> Bool? in
+            guard case .idle = s.phase else { return nil }
+            s.phase = .running(nil)
+            return !s.handlers.upload.isEmpty || !s.handlers.download.isEmpty
+        }
+        guard let progressWanted else { return self }
+        let delivery = CallbackDelivery<Event>(queue) { [self] event in handle(event) }
+        let progress = progressWanted ? ProgressHandler { delivery.send(.progress($0)) } : nil
+        let (client, request) = (self.client, self.request)
+        let task = Task {
+            let outcome: CallOutcome
+            do {
+                if self.state.withLock({ $0.cancelRequested }) {
+                    throw PocketError(.cancelled, "the call was cancelled before it started")
+                }
+                let response = try await client.send(request, progress: progress)
+                do {
+                    try response.validate(.status()) // success is 2xx, as in MTPocket
+                    outcome = CallOutcome(response: response, error: nil)
+                } catch let error as PocketError {
+                    outcome = CallOutcome(response: response, error: error)
+                }
+            } catch let error as PocketError {
+                outcome = CallOutcome(response: nil, error: error)
+            } catch {
+                // Only a redirect hook throws anything else.
+                outcome = CallOutcome(response: nil, error: PocketError(.unknown, "\(error)"))
+            }
+            self.end(outcome, delivery)
+        }
+        let cancel = state.withLock { s -> Bool in
+            if case .running = s.phase { s.phase = .running(task) }
+            return s.cancelRequested
+        }
+        if cancel { task.cancel() }
+        return self
+    }
+
+    /// Cancels the request: the failure handlers get `.cancelled` (a call
+    /// cancelled before `start()` fails that way once started). Nothing
+    /// happens after the call ended.
+    public func cancel() {
+        let task = state.withLock { s -> Task<Void, Never>? in
+            s.cancelRequested = true
+            if case .running(let t) = s.phase { return t }
+            return nil
+        }
+        task?.cancel()
+    }
+
+    /// Starts the call if needed and waits for its outcome: the 2xx
+    /// response, or the error the failure handlers get. Returns as soon as
+    /// the outcome is known (handlers may still be running). Cancelling
+    /// the waiting task cancels the call.
+    public func response() async throws -> Response {
+        start()
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<CallOutcome, Never>) in
+                let ended = state.withLock { s -> CallOutcome? in
+                    if case .done(let o) = s.phase { return o }
+                    s.waiters.append(c)
+                    return nil
+                }
+                if let ended { c.resume(returning: ended) }
+            }
+        } onCancel: {
+            cancel()
+        }
+        if let error = outcome.error { throw error }
+        return outcome.response!
+    }
+
+    private func end(_ outcome: CallOutcome, _ delivery: CallbackDelivery<Event>) {
+        let waiters = state.withLock { s -> [CheckedContinuation<CallOutcome, Never>] in
+            s.phase = .done(outcome)
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        delivery.send(.done(outcome))
+        delivery.finish()
+        for w in waiters { w.resume(returning: outcome) }
+    }
+
+    /// On the call's queue, one event at a time.
+    private func handle(_ event: Event) {
+        switch event {
+        case .progress(let p):
+            let handlers = state.withLock { p.direction == .upload ? $0.handlers.upload : $0.handlers.download }
+            for h in handlers { h(p) }
+        case .done(let outcome):
+            // Handlers attached from now on run by themselves (`attach`).
+            let handlers = state.withLock { s -> Handlers in
+                defer { s.handlers = Handlers() }
+                return s.handlers
+            }
+            for h in handlers.completion { h(outcome) }
+            if let error = outcome.error {
+                for h in handlers.failure { h(error, outcome.response) }
+            } else if let response = outcome.response {
+                for h in handlers.success { h(response) }
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+/// A response status with a name, as MTPocket's `MTPocketStatus`: compare
+/// with the constants (`response.httpStatus == .notFound`), read the code
+/// (`.code`) and the class (`.kind`). Any code from 100 to 999 is
+/// representable; `name` is the RFC 9110 reason phrase, or "" for a code
+/// it does not define.
+public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByIntegerLiteral,
+    CustomStringConvertible {
+    /// The numeric code, e.g. 404.
+    public let code: Int
+    /// The code, for `RawRepresentable`.
+    public var rawValue: Int { code }
+
+    /// The status of `rawValue`.
+    public init(rawValue: Int) { code = rawValue }
+    /// The status of `code`.
+    public init(_ code: Int) { self.code = code }
+    /// A status literal: `let s: HTTPStatus = 404`.
+    public init(integerLiteral value: Int) { code = value }
+
+    /// The class of a status (RFC 9110 §15).
+    public enum Kind: Sendable, Hashable {
+        case informational, success, redirection, clientError, serverError, invalid
+    }
+
+    /// The class of the code (`.invalid` outside 100–599).
+    public var kind: Kind {
+        switch code {
+        case 100..<200: return .informational
+        case 200..<300: return .success
+        case 300..<400: return .redirection
+        case 400..<500: return .clientError
+        case 500..<600: return .serverError
+        default: return .invalid
+        }
+    }
+
+    /// 100 Continue.
+    public static let `continue`: HTTPStatus = 100
+    /// 101 Switching Protocols.
+    public static let switchingProtocols: HTTPStatus = 101
+    /// 200 OK.
+    public static let ok: HTTPStatus = 200
+    /// 201 Created.
+    public static let created: HTTPStatus = 201
+    /// 202 Accepted.
+    public static let accepted: HTTPStatus = 202
+    /// 203 Non-Authoritative Information.
+    public static let nonAuthoritativeInformation: HTTPStatus = 203
+    /// 204 No Content.
+    public static let noContent: HTTPStatus = 204
+    /// 205 Reset Content.
+    public static let resetContent: HTTPStatus = 205
+    /// 206 Partial Content.
+    public static let partialContent: HTTPStatus = 206
+    /// 300 Multiple Choices.
+    public static let multipleChoices: HTTPStatus = 300
+    /// 301 Moved Permanently.
+    public static let movedPermanently: HTTPStatus = 301
+    /// 302 Found.
+    public static let found: HTTPStatus = 302
+    /// 303 See Other.
+    public static let seeOther: HTTPStatus = 303
+    /// 304 Not Modified.
+    public static let notModified: HTTPStatus = 304
+    /// 307 Temporary Redirect.
+    public static let temporaryRedirect: HTTPStatus = 307
+    /// 308 Permanent Redirect.
+    public static let permanentRedirect: HTTPStatus = 308
+    /// 400 Bad Request.
+    public static let badRequest: HTTPStatus = 400
+    /// 401 Unauthorized.
+    public static let unauthorized: HTTPStatus = 401
+    /// 402 Payment Required.
+    public static let paymentRequired: HTTPStatus = 402
+    /// 403 Forbidden.
+    public static let forbidden: HTTPStatus = 403
+    /// 404 Not Found.
+    public static let notFound: HTTPStatus = 404
+    /// 405 Method Not Allowed.
+    public static let methodNotAllowed: HTTPStatus = 405
+    /// 406 Not Acceptable.
+    public static let notAcceptable: HTTPStatus = 406
+    /// 407 Proxy Authentication Required.
+    public static let proxyAuthenticationRequired: HTTPStatus = 407
+    /// 408 Request Timeout.
+    public static let requestTimeout: HTTPStatus = 408
+    /// 409 Conflict.
+    public static let conflict: HTTPStatus = 409
+    /// 410 Gone.
+    public static let gone: HTTPStatus = 410
+    /// 411 Length Required.
+    public static let lengthRequired: HTTPStatus = 411
+    /// 412 Precondition Failed.
+    public static let preconditionFailed: HTTPStatus = 412
+    /// 413 Content Too Large.
+    public static let contentTooLarge: HTTPStatus = 413
+    /// 414 URI Too Long.
+    public static let uriTooLong: HTTPStatus = 414
+    /// 415 Unsupported Media Type.
+    public static let unsupportedMediaType: HTTPStatus = 415
+    /// 416 Range Not Satisfiable.
+    public static let rangeNotSatisfiable: HTTPStatus = 416
+    /// 417 Expectation Failed.
+    public static let expectationFailed: HTTPStatus = 417
+    /// 421 Misdirected Request.
+    public static let misdirectedRequest: HTTPStatus = 421
+    /// 422 Unprocessable Content.
+    public static let unprocessableContent: HTTPStatus = 422
+    /// 426 Upgrade Required.
+    public static let upgradeRequired: HTTPStatus = 426
+    /// 429 Too Many Requests.
+    public static let tooManyRequests: HTTPStatus = 429
+    /// 500 Internal Server Error.
+    public static let internalServerError: HTTPStatus = 500
+    /// 501 Not Implemented.
+    public static let notImplemented: HTTPStatus = 501
+    /// 502 Bad Gateway.
+    public static let badGateway: HTTPStatus = 502
+    /// 503 Service Unavailable.
+    public static let serviceUnavailable: HTTPStatus = 503
+    /// 504 Gateway Timeout.
+    public static let gatewayTimeout: HTTPStatus = 504
+    /// 505 HTTP Version Not Supported.
+    public static let httpVersionNotSupported: HTTPStatus = 505
+
+    /// The RFC 9110 reason phrase ("Not Found"), or "" for other codes.
+    public var name: String {
+        switch code {
+        case 100: return "Continue"
+        case 101: return "Switching Protocols"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 203: return "Non-Authoritative Information"
+        case 204: return "No Content"
+        case 205: return "Reset Content"
+        case 206: return "Partial Content"
+        case 300: return "Multiple Choices"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 303: return "See Other"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 402: return "Payment Required"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
+        case 407: return "Proxy Authentication Required"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 411: return "Length Required"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 416: return "Range Not Satisfiable"
+        case 417: return "Expectation Failed"
+        case 421: return "Misdirected Request"
+        case 422: return "Unprocessable Content"
+        case 426: return "Upgrade Required"
+        case 429: return "Too Many Requests"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default: return ""
+        }
+    }
+
+    /// `"404 Not Found"`, or the bare code for an unnamed one.
+    public var description: String { name.isEmpty ? String(code) : "\(code) \(name)" }
+}

@@ -1,0 +1,20 @@
+internal import CHTTPEngine
+
+extension Timings {
+    /// The engine's timings of a finished request.
+    init(_ t: pk_timings) {
+        self.init()
+        dns = .nanoseconds(Int64(t.dns_ns))
+        connect = .nanoseconds(Int64(t.connect_ns))
+        tls = .nanoseconds(Int64(t.tls_ns))
+        firstByte = .nanoseconds(Int64(t.first_byte_ns))
+        total = .nanoseconds(Int64(t.total_ns))
+        bytesSent = Int(t.bytes_sent)
+        bytesReceived = Int(t.bytes_received)
+        wireBytesSent = Int(t.wire_bytes_sent)
+        wireBytesReceived = Int(t.wire_bytes_received)
+        reusedConnection = t.reused != 0
+        retried = t.retried != 0
+        tlsResumed = t.tls_resumed != 0
+    }
+}

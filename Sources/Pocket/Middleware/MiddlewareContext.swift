@@ -1,0 +1,45 @@
+/// What a middleware knows about the request it is handling: which task,
+/// which attempt, how long the attempt took, plus a small per-request
+/// store that lives across attempts (e.g. how often a token was refreshed
+/// for this request).
+public final class MiddlewareContext: Sendable {
+    /// The task's id, as in its `TaskEvent`s.
+    public let taskID: UInt64
+    /// The endpoint key observers subscribe to (the URL path unless the
+    /// caller or an `Endpoint` named one).
+    public let endpoint: String
+    private let state: Lock<State>
+
+    struct State {
+        var attempt = 0
+        var attemptElapsed: Duration = .zero
+        var values: [String: any Sendable] = [:]
+    }
+
+    init(taskID: UInt64, endpoint: String) {
+        self.taskID = taskID
+        self.endpoint = endpoint
+        self.state = Lock(State())
+    }
+
+    /// The current attempt, 1 for the first.
+    public var attempt: Int { state.withLock { $0.attempt } }
+
+    /// How long the current attempt took, from `adapt` to its outcome
+    /// (valid in `observe` and `retry`).
+    public var attemptElapsed: Duration { state.withLock { $0.attemptElapsed } }
+
+    /// A value stored for this request under `key`, or nil.
+    public subscript(key: String) -> (any Sendable)? {
+        get { state.withLock { $0.values[key] } }
+        set { state.withLock { $0.values[key] = newValue } }
+    }
+
+    func begin(attempt: Int) {
+        state.withLock { $0.attempt = attempt; $0.attemptElapsed = .zero }
+    }
+
+    func end(elapsed: Duration) {
+        state.withLock { $0.attemptElapsed = elapsed }
+    }
+}

@@ -1,0 +1,108 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A file inside a record that a pipe saves as `multipart/form-data`
+/// (AGPipe's `AGFilePart`, `AGFileDataPart` and `AGStreamPart`).
+///
+/// ```swift
+/// struct Project: Codable, MultipartRecord {
+///     var id: Int?
+///     var title: String
+///     var logo: URL?                       // a local file
+///     var fileParts: [String: FilePart] { logo.map { ["logo": .file($0)] } ?? [:] }
+/// }
+/// let saved = try await projects.save(project)   // multipart: title, logo
+/// ```
+public struct FilePart: Sendable, Hashable {
+    enum Content: Sendable, Hashable {
+        case file(URL)
+        case data(Data)
+        case stream(StreamSource, length: Int?)
+    }
+
+    let content: Content
+    /// The part's file name; nil takes the file's own name for `.file`.
+    public var fileName: String?
+    /// The part's `Content-Type`; nil infers it from the file name's
+    /// extension (`application/octet-stream` when unknown).
+    public var contentType: String?
+
+    /// A file read when the record is sent (sendfile(2), never loaded).
+    public static func file(_ url: URL, fileName: String? = nil, contentType: String? = nil) -> FilePart {
+        FilePart(content: .file(url), fileName: fileName, contentType: contentType)
+    }
+
+    /// Bytes in memory, sent as a file called `fileName`.
+    public static func data(_ data: Data, fileName: String, contentType: String? = nil) -> FilePart {
+        FilePart(content: .data(data), fileName: fileName, contentType: contentType)
+    }
+
+    /// Bytes from an `AsyncSequence` (one-shot: the save cannot be re-sent);
+    /// without `length` the form goes out chunked.
+    public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int?, fileName: String,
+                                                           contentType: String? = nil) -> FilePart where S.Element == Data {
+        FilePart(content: .stream(StreamSource(chunks), length: length), fileName: fileName, contentType: contentType)
+    }
+
+    /// Appends this file as the part `name` of `form`.
+    func add(to form: inout MultipartForm, name: String) {
+        switch content {
+        case .file(let url):
+            form.addFile(name, at: url, fileName: fileName, contentType: contentType)
+        case .data(let data):
+            form.addData(name, data, fileName: fileName ?? name, contentType: contentType)
+        case .stream(let source, let length):
+            form.addStream(name, source, length: length, fileName: fileName ?? name, contentType: contentType)
+        }
+    }
+}
+
+/// A record that carries files: `Pipe.save` sends it as
+/// `multipart/form-data` instead of JSON, as AGPipe does for a payload with
+/// file parts. Every top-level property of the record's JSON encoding that
+/// is not a key of `fileParts` becomes a text field (strings as they are,
+/// numbers and booleans as their JSON text, arrays and objects as JSON,
+/// nulls left out); then each file part follows, in key order. Upload
+/// progress comes through `PipeConfiguration.uploadProgress`, per part and
+/// in total (`TransferProgress.part`).
+public protocol MultipartRecord: PipeBodyProviding, Encodable {
+    /// The files to upload, by form field name.
+    var fileParts: [String: FilePart] { get }
+}
+
+extension MultipartRecord {
+    public func pipeRequestBody() throws -> (body: RequestBody, contentType: String) {
+        let form = try multipartForm()
+        return (.multipart(form), form.contentType)
+    }
+
+    /// The form `Pipe.save` sends for this record.
+    public func multipartForm() throws -> MultipartForm {
+        let files = fileParts
+        guard let encoded = try RequestBody.json(self).data,
+              case .dictionary(let fields)? = try? JSONDecoder().decode(ParameterValue.self, from: encoded) else {
+            throw PocketError(.encodingFailed, "\(Self.self) does not encode as a JSON object")
+        }
+        var form = MultipartForm()
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) where files[name] == nil {
+            guard let text = try Self.fieldText(value) else { continue }
+            form.addField(name, text)
+        }
+        for (name, part) in files.sorted(by: { $0.key < $1.key }) {
+            part.add(to: &form, name: name)
+        }
+        return form
+    }
+
+    private static func fieldText(_ value: ParameterValue) throws -> String? {
+        switch value {
+        case .null: return nil
+        case .string(let s): return s
+        default:
+            return try RequestBody.json(value).data.map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+}

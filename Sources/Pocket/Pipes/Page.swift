@@ -1,0 +1,96 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One page of a pipe's list, with the way to its neighbours.
+///
+/// ```swift
+/// var page = try await projects.firstPage(params: ["limit": 20])
+/// while let next = try await page.next() { page = next }
+/// // or
+/// for try await page in projects.pages(params: ["limit": 20]) { show(page.items) }
+/// ```
+public struct Page<Model: Codable & Sendable>: Sendable {
+    /// The records on this page.
+    public var items: [Model]
+    /// The next page's URL, or nil on the last page.
+    public var nextURL: URL?
+    /// The previous page's URL, or nil on the first page.
+    public var previousURL: URL?
+    /// The response the page came in (status, headers, raw body).
+    public var response: Response
+    let pipe: Pipe<Model>
+
+    init(items: [Model], next: URL?, previous: URL?, response: Response, pipe: Pipe<Model>) {
+        self.items = items
+        self.nextURL = next
+        self.previousURL = previous
+        self.response = response
+        self.pipe = pipe
+    }
+
+    /// Reads the next page; nil when this is the last.
+    public func next() async throws -> Page? {
+        guard let nextURL else { return nil }
+        return try await pipe.readPage(at: nextURL)
+    }
+
+    /// Reads the previous page; nil when this is the first.
+    public func previous() async throws -> Page? {
+        guard let previousURL else { return nil }
+        return try await pipe.readPage(at: previousURL)
+    }
+}
+
+/// A pipe's pages as an `AsyncSequence`, from the first page forward along
+/// the next links; each page is read when the iteration asks for it.
+/// A next link back to a page already read ends it with `.pagingLoop`.
+public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
+    /// One page of records.
+    public typealias Element = Page<Model>
+    let pipe: Pipe<Model>
+    let params: [String: ParameterValue]
+
+    /// Reads one page per `next()`, along the next links.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let pipe: Pipe<Model>
+        var params: [String: ParameterValue]?
+        var upcoming: URL?
+        var seen: Set<String> = []
+
+        /// The next page; nil after the last (a page without a next link).
+        public mutating func next() async throws -> Page<Model>? {
+            if let first = params {
+                params = nil
+                upcoming = try pipe.collectionURL(adding: first)
+            }
+            guard let url = upcoming else { return nil }
+            upcoming = nil
+            guard seen.insert(url.absoluteString).inserted else {
+                throw PocketError(.pagingLoop, "the next link leads back to \(url.absoluteString), a page already read")
+            }
+            let page = try await pipe.readPage(at: url)
+            upcoming = page.nextURL
+            return page
+        }
+    }
+
+    /// Starts at the first page.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipe: pipe, params: params) }
+}
+
+extension Pipe {
+    /// The first page of the list, with `params` (nil: the configuration's
+    /// `pageParameters`).
+    public func firstPage(params: [String: ParameterValue]? = nil) async throws -> Page<Model> {
+        try await readPage(at: collectionURL(adding: params ?? configuration.pageParameters))
+    }
+
+    /// Every page, from the first (with `params`, nil: the configuration's
+    /// `pageParameters`) along the next links.
+    public func pages(params: [String: ParameterValue]? = nil) -> PageSequence<Model> {
+        PageSequence(pipe: self, params: params ?? configuration.pageParameters)
+    }
+}

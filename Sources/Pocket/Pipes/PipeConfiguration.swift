@@ -1,0 +1,60 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// How a `Pipe` talks to its resource (AeroGear's `AGPipeConfig`).
+///
+/// ```swift
+/// let projects = pipeline.pipe(Project.self, name: "projects") { config in
+///     config.timeout = .seconds(20)
+///     config.headers["X-Client"] = "todo"
+/// }
+/// ```
+public struct PipeConfiguration: Sendable {
+    /// The pipe's name and its key in the pipeline.
+    public var name: String
+    /// The resource's path under the pipeline's base URL; nil (the default)
+    /// uses `name`, as AGPipe does.
+    public var endpoint: String?
+    /// The JSON key of a record's id, `"id"` by default (AGPipe's `recordId`).
+    /// `save` PUTs a record that has one and POSTs one that has none.
+    public var recordIDKey = "id"
+    /// Longest time one operation may take, 60 s by default (AGPipe's):
+    /// past it the operation fails with `.deadlineExceeded` (`isTimeout`).
+    /// The client's connect and read timeouts still apply within it.
+    public var timeout: Duration = .seconds(60)
+    /// Header fields sent with every operation of the pipe. Default none
+    /// (the client's default headers still go).
+    public var headers: HTTPHeaders = [:]
+    /// The `Authorization` sent with every operation (`try .bearer(token)`,
+    /// `.basic(username:password:)`, `.token(_:)`); nil (the default) sends none.
+    public var authorization: Authorization?
+    /// Where next/previous page links are found: `Link` headers by default.
+    public var paging: PipePaging = .default
+    /// Query parameters of the first page when `pages()` is given none
+    /// (AeroGear's `parameterProvider`), e.g. `["limit": 20]`. Default none.
+    public var pageParameters: [String: ParameterValue] = [:]
+    /// Upload progress of every `save` (AGPipe's `setUploadProgressBlock`);
+    /// nil by default. Use a closure handler: a `ProgressHandler.stream()`
+    /// ends with the first operation.
+    public var uploadProgress: ProgressHandler?
+
+    /// A configuration named `name`, every other setting at its default.
+    public init(name: String) {
+        self.name = name
+    }
+
+    /// The path the pipe's requests go to.
+    var resolvedEndpoint: String { endpoint ?? name }
+}
+
+/// A record that chooses its own request body for `Pipe.save` instead of
+/// JSON. `MultipartRecord` adopts it for records that carry files (sent as
+/// multipart/form-data, with upload progress through
+/// `PipeConfiguration.uploadProgress`).
+public protocol PipeBodyProviding: Sendable {
+    /// The body `save` sends for this record, and its `Content-Type`.
+    func pipeRequestBody() throws -> (body: RequestBody, contentType: String)
+}

@@ -1,0 +1,115 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Synchronization
+
+/// A client's listeners: `events()` subscribers and observers by endpoint.
+/// One per client, made at init. `listenerCount` lets `send` skip the
+/// pipeline entirely when nobody listens and no middleware is installed.
+final class EventHub: Sendable {
+    private struct State {
+        var nextID: UInt64 = 1
+        var streams: [UInt64: AsyncStream<TaskEvent>.Continuation] = [:]
+        var endpointObservers: [String: [(id: UInt64, observer: TaskObserver)]] = [:]
+    }
+
+    private let state = Lock(State())
+    /// Subscribers plus endpoint observers; read on every `send`.
+    let listenerCount = Atomic<Int>(0)
+    private let nextTask = Atomic<UInt64>(1)
+
+    func newTaskID() -> UInt64 { nextTask.add(1, ordering: .relaxed).oldValue }
+
+    func subscribe(bufferingNewest limit: Int) -> AsyncStream<TaskEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TaskEvent.self,
+                                                            bufferingPolicy: .bufferingNewest(max(1, limit)))
+        let id = state.withLock { s -> UInt64 in
+            let id = s.nextID
+            s.nextID += 1
+            s.streams[id] = continuation
+            return id
+        }
+        listenerCount.add(1, ordering: .relaxed)
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            let removed = self.state.withLock { $0.streams.removeValue(forKey: id) != nil }
+            if removed { self.listenerCount.subtract(1, ordering: .relaxed) }
+        }
+        return stream
+    }
+
+    func addObserver(endpoint: String, _ observer: TaskObserver) -> ObserverToken {
+        let id = state.withLock { s -> UInt64 in
+            let id = s.nextID
+            s.nextID += 1
+            s.endpointObservers[endpoint, default: []].append((id, observer))
+            return id
+        }
+        listenerCount.add(1, ordering: .relaxed)
+        return ObserverToken(id: id)
+    }
+
+    func removeObserver(_ token: ObserverToken) {
+        let removed = state.withLock { s -> Bool in
+            for (key, list) in s.endpointObservers {
+                guard let i = list.firstIndex(where: { $0.id == token.id }) else { continue }
+                s.endpointObservers[key]!.remove(at: i)
+                if s.endpointObservers[key]!.isEmpty { s.endpointObservers[key] = nil }
+                return true
+            }
+            return false
+        }
+        if removed { listenerCount.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Delivers `event` to the endpoint's observers and every subscriber
+    /// (outside the lock).
+    func publish(_ event: TaskEvent) {
+        let (streams, observers) = state.withLock { s in
+            (Array(s.streams.values), s.endpointObservers[event.endpoint] ?? [])
+        }
+        for entry in observers where entry.observer.states.contains(event.state) { entry.observer.handler(event) }
+        for continuation in streams { continuation.yield(event) }
+    }
+
+    func finishAll() {
+        let streams = state.withLock { s in Array(s.streams.values) }
+        for continuation in streams { continuation.finish() }
+    }
+}
+
+/// Where one task's events go: its own observers and the client's hub.
+struct EventSink: Sendable {
+    let hub: EventHub
+    let taskID: UInt64
+    let method: HTTPMethod
+    let url: URL
+    let endpoint: String
+    let observers: [TaskObserver]
+    /// A queued task, whose observers may change while it runs.
+    let task: QueuedTask?
+
+    init(hub: EventHub, taskID: UInt64, method: HTTPMethod, url: URL, endpoint: String, observers: [TaskObserver],
+         task: QueuedTask? = nil) {
+        self.hub = hub
+        self.taskID = taskID
+        self.method = method
+        self.url = url
+        self.endpoint = endpoint
+        self.observers = observers
+        self.task = task
+    }
+
+    func emit(_ state: TaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
+              retryDelay: Duration? = nil) {
+        let hubListens = hub.listenerCount.load(ordering: .relaxed) > 0
+        let observers = task.map { self.observers + $0.observers } ?? self.observers
+        guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
+        let event = TaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
+                              attempt: attempt, status: status, error: error, retryDelay: retryDelay)
+        for observer in observers where observer.states.contains(state) { observer.handler(event) }
+        if hubListens { hub.publish(event) }
+    }
+}

@@ -1,0 +1,104 @@
+/// Several operations run as one unit (STNetTaskQueue's `STNetTaskGroup`,
+/// AFNetworking's batches): serially or concurrently, with progress as
+/// finished/total. The group completes only after every member has
+/// completed; an empty group completes at once.
+///
+/// ```swift
+/// let group = RequestGroup(mode: .concurrent(onError: .cancelRest), requests: requests, client: client)
+/// let outcome = await group.run { progress in print("\(progress.finished)/\(progress.total)") }
+/// if let error = outcome.firstError { ... }
+/// ```
+///
+/// Members are closures, so a group can hold endpoint calls, queued
+/// requests (`{ try await queue.send(r) }`) or anything else that can fail.
+public struct RequestGroup<Output: Sendable>: Sendable {
+    /// How members run.
+    public enum Mode: Sendable, Hashable {
+        /// One after another, in order; the first error stops the group
+        /// (later members are `.notStarted`).
+        case serial
+        /// All at once; on the first error, either cancel the others or let
+        /// them finish (`ErrorPolicy`).
+        case concurrent(onError: ErrorPolicy)
+    }
+
+    /// What a concurrent group does when a member fails.
+    public enum ErrorPolicy: Sendable, Hashable {
+        /// Cancel the members still running (they end `.cancelled`).
+        case cancelRest
+        /// Let every member run to its own outcome.
+        case collectAll
+    }
+
+    /// One member: any async throwing work.
+    public typealias Member = @Sendable () async throws -> Output
+
+    /// The mode given at init.
+    public let mode: Mode
+    let members: [Member]
+
+    /// A group of `members` run in `mode`.
+    public init(mode: Mode, members: [Member]) {
+        self.mode = mode
+        self.members = members
+    }
+
+    /// Runs the members. `progress` is called after each member completes
+    /// (in completion order, never concurrently). Cancelling the calling
+    /// task cancels the members.
+    public func run(progress: (@Sendable (GroupProgress) -> Void)? = nil) async -> GroupOutcome<Output> {
+        var outcome = GroupOutcome<Output>(results: Array(repeating: .notStarted, count: members.count))
+        guard !members.isEmpty else { return outcome }
+        switch mode {
+        case .serial:
+            for (index, member) in members.enumerated() {
+                let result = await Self.result(of: member)
+                outcome.record(result, at: index)
+                progress?(GroupProgress(finished: outcome.completionOrder.count, total: members.count))
+                if case .success = result { continue }
+                break
+            }
+        case .concurrent(let policy):
+            await withTaskGroup(of: (Int, GroupMemberResult<Output>).self) { group in
+                for (index, member) in members.enumerated() {
+                    group.addTask { (index, await Self.result(of: member)) }
+                }
+                var cancelled = false
+                for await (index, result) in group {
+                    outcome.record(result, at: index)
+                    progress?(GroupProgress(finished: outcome.completionOrder.count, total: members.count))
+                    if policy == .cancelRest, !cancelled, result.isFailure {
+                        cancelled = true
+                        group.cancelAll()
+                    }
+                }
+            }
+        }
+        return outcome
+    }
+
+    private static func result(of member: Member) async -> GroupMemberResult<Output> {
+        if Task.isCancelled { return .cancelled }
+        do {
+            return .success(try await member())
+        } catch let error as PocketError where error.code == .cancelled {
+            return .cancelled
+        } catch is CancellationError {
+            return .cancelled
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+extension RequestGroup where Output == Response {
+    /// A group sending `requests` with `client` (through its pipeline).
+    public init(mode: Mode, requests: [Request], client: PocketClient) {
+        self.init(mode: mode, members: requests.map { request in { try await client.send(request) } })
+    }
+
+    /// A group sending `requests` through `queue` (its caps apply).
+    public init(mode: Mode, requests: [Request], queue: RequestQueue) {
+        self.init(mode: mode, members: requests.map { request in { try await queue.send(request) } })
+    }
+}

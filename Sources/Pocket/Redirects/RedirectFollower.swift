@@ -1,0 +1,132 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One request's redirect chain: turns each 3xx into the next request (RFC
+/// 9110 §15.4) and enforces the policy. Created only once a redirect arrives,
+/// so a request without one pays nothing for it.
+struct RedirectFollower {
+    let policy: RedirectPolicy
+    /// The request sent last (the one the current response answers).
+    private(set) var request: Request
+    /// The hops followed so far.
+    private(set) var hops: [RedirectHop] = []
+    /// Method and URL of every request sent in the chain.
+    private var sent: [String]
+    /// What the chain's hops took so far, against a total deadline.
+    private var elapsed: Duration = .zero
+
+    /// The client's timeouts, for a request that has none of its own.
+    private let clientTimeouts: Timeouts
+    /// The first request's total deadline, shared by the whole chain.
+    private let chainTotal: Duration?
+
+    init(policy: RedirectPolicy, request: Request, clientTimeouts: Timeouts) {
+        self.policy = policy
+        self.clientTimeouts = clientTimeouts
+        self.chainTotal = (request.timeouts ?? clientTimeouts).total
+        self.request = request
+        self.sent = [Self.key(request)]
+    }
+
+    /// Whether `status` is one Pocket follows.
+    static func isRedirect(_ status: Int) -> Bool {
+        status == 301 || status == 302 || status == 303 || status == 307 || status == 308
+    }
+
+    /// After `head` answered `request` (taking `took`): the request to send
+    /// next, or nil when `head` is the response (not a redirect, no
+    /// `Location`, or the hook stopped). Throws when the policy forbids the hop.
+    mutating func next(after head: ResponseHead, took: Duration) async throws -> Request? {
+        guard policy.follows, Self.isRedirect(head.status), let location = head.headers["Location"] else { return nil }
+        let proposed = try prepare(location: location, head: head)
+        var chosen = proposed
+        if let hook = policy.onRedirect {
+            switch try await hook(Redirect(response: head, from: request.url, request: proposed, hop: hops.count + 1)) {
+            case .follow: break
+            case .modify(let r): chosen = r
+            case .stop: return nil
+            }
+        }
+        try check(chosen, head: head)
+        elapsed += took
+        if let total = chainTotal {
+            // The total deadline covers the whole chain, not each hop.
+            guard elapsed < total else {
+                throw PocketError(.deadlineExceeded, "the \(total) deadline passed during redirect \(hops.count + 1)", response: head)
+            }
+            var t = chosen.timeouts ?? clientTimeouts
+            t.total = total - elapsed
+            chosen.timeouts = t
+        }
+        hops.append(RedirectHop(status: head.status, from: request.url, to: chosen.url, method: chosen.method))
+        sent.append(Self.key(chosen))
+        request = chosen
+        return chosen
+    }
+
+    /// The request a redirect asks for, before the hook and the checks.
+    private func prepare(location: String, head: ResponseHead) throws -> Request {
+        let trimmed = String(location.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        guard !trimmed.isEmpty, let resolved = URL(string: trimmed, relativeTo: request.url)?.absoluteURL else {
+            throw PocketError(.badRedirectLocation, "the \(head.status) redirect's Location is not a URL: \(location)", response: head)
+        }
+        if let problem = Target(resolved).problem {
+            throw PocketError(.badRedirectLocation, "the \(head.status) redirect leads nowhere Pocket can go: \(problem)", response: head)
+        }
+        var next = request
+        next.url = resolved
+        switch head.status {
+        case 301 where next.method == .post, 302 where next.method == .post, 303 where next.method != .head:
+            Self.dropBody(&next)
+        default:
+            break
+        }
+        if !Self.sameOrigin(request.url, resolved) {
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] { next.headers.remove(name) }
+        }
+        return next
+    }
+
+    /// The policy's limits, applied to the request that will really go.
+    private func check(_ next: Request, head: ResponseHead) throws {
+        if hops.count >= policy.maxHops {
+            throw PocketError(.tooManyRedirects, "more than \(policy.maxHops) redirects: \(chain(then: next.url))", response: head)
+        }
+        if request.url.scheme?.lowercased() == "https", next.url.scheme?.lowercased() == "http", !policy.allowsInsecureDowngrade {
+            throw PocketError(.insecureRedirect, "refusing the \(head.status) redirect from https to http (\(next.url.absoluteString)); RedirectPolicy.allowsInsecureDowngrade allows it", response: head)
+        }
+        if sent.contains(Self.key(next)) {
+            throw PocketError(.redirectLoop, "redirect loop: \(chain(then: next.url))", response: head)
+        }
+        if let body = next.body, !body.isReplayable, body == request.body {
+            throw PocketError(.redirectBodyNotReplayable, "the \(head.status) redirect keeps the method and body, but the stream body was already sent; use bytes or a file to let it be sent again", response: head)
+        }
+    }
+
+    private func chain(then url: URL) -> String {
+        ([hops.first?.from ?? request.url] + hops.map(\.to) + [url]).map(\.absoluteString).joined(separator: " → ")
+    }
+
+    private static func key(_ r: Request) -> String { "\(r.method.rawValue) \(r.url.absoluteString)" }
+
+    /// A GET after POST (or after 303) has no content: the body and the
+    /// fields that describe it go (RFC 9110 §15.4).
+    private static func dropBody(_ r: inout Request) {
+        r.method = .get
+        r.body = nil
+        r.expectContinue = nil
+        for name in ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location",
+                     "Transfer-Encoding", "Digest", "Content-Digest"] {
+            r.headers.remove(name)
+        }
+    }
+
+    /// Scheme, host and port equal (RFC 6454), default ports filled in.
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        let x = Target(a), y = Target(b)
+        return x.https == y.https && x.host.lowercased() == y.host.lowercased() && x.port == y.port
+    }
+}

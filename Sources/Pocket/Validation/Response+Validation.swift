@@ -1,0 +1,49 @@
+extension Response {
+    /// Throws unless the response passes `validation`: `.unacceptableStatus`
+    /// for a status outside `statusCodes`, `.unacceptableContentType` for a
+    /// non-empty body whose media type is missing or not accepted (when
+    /// `contentTypes` is nil: the request's format's types, JSON's when it has
+    /// none). The error carries the head (`response`) and the body (`body`),
+    /// so an API's error document is at hand. Returns the response, to chain:
+    ///
+    /// ```swift
+    /// let issue = try await client.send(request).validate().decode(Issue.self)
+    /// ```
+    @discardableResult
+    public func validate(_ validation: Validation = Validation()) throws -> Response {
+        guard validation.statusCodes.contains(where: { $0.contains(status) }) else {
+            throw PocketError(.unacceptableStatus, "HTTP \(httpStatus) is not acceptable"
+                              + " (expected \(Self.describe(validation.statusCodes)))\(bodyExcerpt)",
+                              response: head, body: body)
+        }
+        guard !body.isEmpty else { return self }
+        let accepted = validation.contentTypes ?? format.acceptableContentTypes
+        guard let type = mimeType else {
+            guard ContentFormat.matches("", accepted) else {
+                throw PocketError(.unacceptableContentType,
+                                  "the response has no Content-Type (expected \(accepted.joined(separator: ", ")))",
+                                  response: head, body: body)
+            }
+            return self
+        }
+        guard ContentFormat.matches(type, accepted) else {
+            throw PocketError(.unacceptableContentType,
+                              "Content-Type \(type) is not acceptable (expected \(accepted.joined(separator: ", ")))",
+                              response: head, body: body)
+        }
+        return self
+    }
+
+    private static func describe(_ ranges: [Range<Int>]) -> String {
+        ranges.map { $0.count == 1 ? String($0.lowerBound) : "\($0.lowerBound)-\($0.upperBound - 1)" }
+            .joined(separator: ", ")
+    }
+
+    /// The start of a text body, for error messages.
+    var bodyExcerpt: String {
+        guard !body.isEmpty else { return "" }
+        let limit = 200
+        let text = String(decoding: body.prefix(limit), as: UTF8.self)
+        return ": " + text + (body.count > limit ? "…" : "")
+    }
+}

@@ -1,0 +1,121 @@
+import CPocketBenchServer
+import Pocket
+import PocketBenchKit
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Pocket's benchmark: `pocket-bench` and `pocket bench` both run it.
+///
+/// C connections = C concurrent tasks, each sending requests back to back
+/// through one `PocketClient` whose pool allows C connections per origin.
+/// Warmup requests first (not measured), then N requests or `--max-seconds`.
+public enum PocketBenchmark {
+    /// Why a run could not start; `exitCode` is 2 for bad input, 1 otherwise.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, in a sentence.
+        public var description: String
+        /// The process exit status to use.
+        public var exitCode: Int32
+
+        public init(description: String, exitCode: Int32) {
+            self.description = description
+            self.exitCode = exitCode
+        }
+    }
+
+    /// One measurement: against `options.url`, or without one against the
+    /// embedded epoll server (`CPocketBenchServer`, 13-byte answers) on
+    /// 127.0.0.1.
+    public static func run(_ options: BenchOptions) async throws -> Measurement {
+        if let url = options.url {
+            return try await run(options, url: url)
+        }
+        let port = try EmbeddedServer.start(answer: nil, cpu: options.serverCPU, threads: options.serverThreads)
+        defer { EmbeddedServer.stop() }
+        return try await run(options, url: "http://127.0.0.1:\(port)/", embedded: true)
+    }
+
+    /// One measurement against `url`. `embedded`: the server is
+    /// `CPocketBenchServer` in this process (its CPU is reported apart);
+    /// `inProcessServer`: another server in this process (reported as
+    /// embedded, its CPU not apart); `scenario` names the run in the report.
+    public static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
+                    inProcessServer: Bool = false, scenario: String? = nil) async throws -> Measurement {
+        guard let url = URL(string: urlString), url.scheme == "http" || url.scheme == "https" else {
+            throw Failure(description: "not an http(s) URL: \(urlString)", exitCode: 2)
+        }
+        var config = PocketClient.Configuration()
+        config.maxConnectionsPerOrigin = options.connections
+        config.engineThreads = options.engineThreads
+        config.tls.caFile = options.caFile
+        config.tls.insecureSkipVerification = options.insecure
+        if let compressed = options.compressed { config.decompression = compressed }
+        let client: PocketClient
+        do {
+            client = try PocketClient(configuration: config)
+        } catch {
+            throw Failure(description: "cannot start the client: \(error)", exitCode: 1)
+        }
+        var request = Request(method: .get, url: url)
+        if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
+        var uploadBytes = 0
+        if let path = options.uploadFile {
+            var st = stat()
+            guard stat(path, &st) == 0 else { throw Failure(description: "--upload-file: cannot read \(path)", exitCode: 2) }
+            request.method = .put
+            request.body = .file(URL(filePath: path))
+            uploadBytes = Int(st.st_size)
+        } else if let path = options.uploadForm {
+            var st = stat()
+            guard stat(path, &st) == 0 else { throw Failure(description: "--upload-form: cannot read \(path)", exitCode: 2) }
+            var form = MultipartForm()
+            form.addFile("file", at: URL(filePath: path))
+            request.method = .post
+            request.body = .multipart(form)
+            // The file's bytes, as curl -F's speed_upload counts the whole body (about 200 bytes more).
+            uploadBytes = Int(st.st_size)
+        }
+        var setup = MeasureSetup(clientName: "pocket", scenario: scenario, url: urlString)
+        setup.embedded = embedded || inProcessServer
+        if embedded { setup.serverCPUNanos = { pkbs_cpu_time_ns() } }
+        setup.engineAllocations = { PocketClient.engineAllocationCount }
+        setup.executor = options.onLoop ? client.executor : nil
+        setup.engineThreads = options.engineThreads
+        let bench = PocketBenchClient(client: client, request: request, transfer: Transfer(options.bodySink),
+                                      uploadBytes: uploadBytes)
+        let measurement = await measure(bench, options: options, setup: setup)
+        try? await client.shutdown()
+        return measurement
+    }
+}
+
+/// The in-process `CPocketBenchServer` (one per process).
+public enum EmbeddedServer {
+    /// Starts it on 127.0.0.1 (a free port) answering every request with
+    /// `answer` (nil: the 13-byte default); returns the port.
+    public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1) throws(PocketBenchmark.Failure) -> UInt16 {
+        let set = answer.map { bytes in bytes.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { pkbs_set_answer($0.baseAddress, $0.count) }
+        } } ?? pkbs_set_answer(nil, 0)
+        guard set == 0 else { throw .init(description: "embedded server: \(String(cString: strerror(errno)))", exitCode: 1) }
+        if let cpu, pkbs_set_cpu(Int32(clamping: cpu)) != 0 {
+            throw .init(description: "--server-cpu \(cpu): no such CPU", exitCode: 2)
+        }
+        var port: UInt16 = 0
+        guard pkbs_start("127.0.0.1", 0, Int32(clamping: threads), &port) == 0 else {
+            throw .init(description: "embedded server: \(String(cString: strerror(errno)))", exitCode: 1)
+        }
+        return port
+    }
+
+    /// Stops it (a no-op when none runs).
+    public static func stop() { pkbs_stop() }
+}

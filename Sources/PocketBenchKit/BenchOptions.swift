@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The benchmark clients' options (`pocket-bench`, and the peers in
+/// `Benchmarks/Peers`), parsed by hand so every client takes the same flags
+/// the same way (`--name value` or `--name=value`). Defaults are pocket-bench's.
+public struct BenchOptions: Sendable {
+    /// The server to load; nil: pocket-bench starts its embedded server.
+    public var url: String?
+    /// Measured requests in total (default 100000).
+    public var requests = 100_000
+    /// Concurrent tasks, and the pool size (default 64).
+    public var connections = 64
+    /// Unmeasured requests first; nil: `effectiveWarmup`.
+    public var warmup: Int?
+    /// Ends the measured phase after this many seconds (default: none).
+    public var maxSeconds: Double?
+    /// One JSON object instead of the table.
+    public var json = false
+    /// Pin the embedded server's threads from this CPU on (default: not pinned).
+    public var serverCPU: Int?
+    /// Embedded server loop threads (default 1).
+    public var serverThreads = 1
+    /// Pocket engine loop threads (default 1).
+    public var engineThreads = 1
+    /// Run the request tasks on Pocket's loop executor (default: the global one).
+    public var onLoop = false
+    /// A PEM CA file for https URLs instead of the system store.
+    public var caFile: String?
+    /// No certificate verification (benchmarks against throwaway certificates).
+    public var insecure = false
+    /// `Connection: close` on every request (default false: keep-alive).
+    public var closeEach = false
+    /// `memory`, `discard` or `file:PATH` (pocket-bench's `--body-sink`).
+    public var bodySink = "memory"
+    /// PUT this file as the body (default: GET).
+    public var uploadFile: String?
+    /// POST this file as a multipart/form-data form of one file part named
+    /// `file` (like `curl -F file=@PATH`).
+    public var uploadForm: String?
+    /// Ask for gzip/deflate and decode: true, false, or nil for the client's default.
+    public var compressed: Bool?
+    /// Soak test (`--soak K`): the measured requests in K rounds with resident
+    /// memory and open descriptors printed after each; nil (default): one phase.
+    public var soakRounds: Int?
+
+    /// pocket-bench's defaults.
+    public init() {}
+
+    /// Warmup requests when `--warmup` is not given: enough to open every
+    /// connection and run each a few times.
+    public var effectiveWarmup: Int { warmup ?? max(1_000, 16 * connections) }
+
+    /// pocket-bench's usage text.
+    public static let usage = """
+        usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
+                            [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
+                            [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
+                            [--body-sink memory|discard|file:PATH] [--upload-file PATH]
+                            [--upload-form PATH] [--compressed] [--soak K]
+
+          --url URL            server to load (http://...); without it an embedded epoll
+                               server is started on 127.0.0.1 (random port)
+          --requests N         measured requests in total (default 100000)
+          --connections C      concurrent tasks, each sending back to back over the
+                               client's keep-alive pool (default 64; also the pool size)
+          --warmup W           unmeasured requests first (default max(1000, 16*C))
+          --max-seconds T      end the measured phase after T seconds even if N is not reached
+          --json               print one JSON object instead of the table
+          --server-cpu K       pin the embedded server's thread(s) to CPU K (K, K+1, ...)
+          --server-threads S   embedded server loop threads (default 1)
+          --engine-threads T   Pocket engine event-loop threads (default 1)
+          --on-loop            run the request tasks on the client's loop executor
+                               (withTaskExecutorPreference) instead of the global pool
+          --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
+          -k, --insecure       no certificate verification for https URLs (benchmarks only)
+          --close              send Connection: close: every request opens a new
+                               connection (measures connect + TLS handshake cost)
+          --body-sink S        memory (default: client.send collects the body), discard
+                               (client.stream, chunks dropped: like > /dev/null), or
+                               file:PATH (client.download: the engine writes the file)
+          --upload-file PATH   PUT the file as the body (sendfile on plain connections)
+          --upload-form PATH   POST the file as a multipart/form-data form of one file
+                               part named "file" (like curl -F file=@PATH)
+          --compressed         ask for gzip/deflate and decode (Pocket does by default)
+          --soak K             soak test: the N requests in K rounds, printing resident
+                               memory and open file descriptors (stderr) before and after
+                               each; no latencies (docs/FUZZING.md)
+        """
+
+    /// A flag that is unknown or lacks a valid value.
+    public enum ParseError: Error, CustomStringConvertible {
+        case message(String)
+        public var description: String {
+            switch self { case .message(let m): return m }
+        }
+    }
+
+    /// Parses arguments (without the program name). `-h`/`--help` prints
+    /// `usage` and exits.
+    public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage) throws(ParseError) -> BenchOptions {
+        var o = BenchOptions()
+        // Accept --name=value too: split it before parsing.
+        var expanded: [String] = []
+        for a in args {
+            if a.hasPrefix("--"), let eq = a.firstIndex(of: "=") {
+                expanded.append(String(a[..<eq]))
+                expanded.append(String(a[a.index(after: eq)...]))
+            } else {
+                expanded.append(a)
+            }
+        }
+        var it = expanded.makeIterator()
+        func value(_ name: String) throws(ParseError) -> String {
+            guard let v = it.next() else { throw .message("\(name) needs a value") }
+            return v
+        }
+        func int(_ name: String, min: Int) throws(ParseError) -> Int {
+            let s = try value(name)
+            guard let v = Int(s.filter { $0 != "_" }), v >= min else {
+                throw .message("\(name): expected an integer >= \(min), got '\(s)'")
+            }
+            return v
+        }
+        while let arg = it.next() {
+            switch arg {
+            case "--url": o.url = try value(arg)
+            case "--requests", "-n": o.requests = try int(arg, min: 1)
+            case "--connections", "-c": o.connections = try int(arg, min: 1)
+            case "--warmup": o.warmup = try int(arg, min: 0)
+            case "--max-seconds", "-d":
+                let s = try value(arg)
+                guard let v = Double(s), v > 0 else { throw .message("\(arg): expected seconds > 0, got '\(s)'") }
+                o.maxSeconds = v
+            case "--json": o.json = true
+            case "--server-cpu": o.serverCPU = try int(arg, min: 0)
+            case "--server-threads": o.serverThreads = try int(arg, min: 1)
+            case "--engine-threads": o.engineThreads = try int(arg, min: 1)
+            case "--on-loop": o.onLoop = true
+            case "--cacert": o.caFile = try value(arg)
+            case "-k", "--insecure": o.insecure = true
+            case "--close": o.closeEach = true
+            case "--body-sink":
+                let s = try value(arg)
+                guard s == "memory" || s == "discard" || (s.hasPrefix("file:") && s.count > 5) else {
+                    throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'")
+                }
+                o.bodySink = s
+            case "--upload-file": o.uploadFile = try value(arg)
+            case "--upload-form": o.uploadForm = try value(arg)
+            case "--compressed": o.compressed = true
+            case "--soak": o.soakRounds = try int(arg, min: 1)
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            default:
+                throw .message("unknown argument '\(arg)'")
+            }
+        }
+        return o
+    }
+}

@@ -1,0 +1,153 @@
+import Histogram
+
+/// The results of the measured phase, as a table (`text()`) or one JSON
+/// object (`json()`); every benchmark client prints it the same way.
+public struct Report: Sendable {
+    /// What ran: `"pocket"`, `"ahc"`, `"urlsession"`.
+    public var client: String
+    /// The scenario's name (`pocket bench`'s embedded scenarios), or nil.
+    public var scenario: String?
+    var url: String
+    var embedded: Bool
+    /// Concurrent requests (and the pool size).
+    public var connections: Int
+    var engineThreads: Int
+    var onLoop: Bool
+    var warmup: Int
+    /// The measured requests and their outcome.
+    public var tally: Tally
+    var elapsedNanos: UInt64
+    var latencies: Histogram<UInt64> // ns, successful requests only
+    var cpuNanos: UInt64             // whole process (getrusage RUSAGE_SELF)
+    var serverCPUNanos: UInt64       // embedded server threads (0 with --url)
+    var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
+    var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
+
+    /// Seconds of the measured phase.
+    public var elapsedSeconds: Double { Double(elapsedNanos) / 1e9 }
+    var successes: Int { tally.requests - tally.errors }
+    /// Successful responses per second.
+    public var rps: Double { elapsedNanos == 0 ? 0 : Double(successes) / elapsedSeconds }
+
+    /// Latency percentile `p` (0...1) in microseconds from the HDR histogram
+    /// (0 without samples).
+    public func percentileMicros(_ p: Double) -> Double {
+        guard latencies.totalCount > 0 else { return 0 }
+        return Double(latencies.valueAtPercentile(p * 100)) / 1e3
+    }
+
+    var maxMicros: Double { latencies.totalCount > 0 ? Double(latencies.max) / 1e3 : 0 }
+    var cpuSeconds: Double { Double(cpuNanos) / 1e9 }
+    var clientCPUNanos: UInt64 { cpuNanos > serverCPUNanos ? cpuNanos - serverCPUNanos : 0 }
+
+    private func perRequest(_ v: Double) -> Double {
+        tally.requests == 0 ? 0 : v / Double(tally.requests)
+    }
+    /// Process CPU (user + system) per measured request, in µs.
+    public var cpuMicrosPerRequest: Double { perRequest(Double(cpuNanos) / 1e3) }
+    var clientCPUMicrosPerRequest: Double { perRequest(Double(clientCPUNanos) / 1e3) }
+    var engineAllocationsPerRequest: Double? { engineAllocations.map { perRequest(Double($0)) } }
+    /// Body bytes per second of the measured phase.
+    public var bytesPerSecond: Double { elapsedNanos == 0 ? 0 : Double(tally.bytes) / elapsedSeconds }
+    var heapAllocationsPerRequest: Double? { heapAllocations.map { perRequest(Double($0)) } }
+
+    /// One JSON object on one line.
+    public func json() -> String {
+        var fields: [(String, String)] = [
+            ("client", jsonString(client)),
+            ("requests", "\(tally.requests)"),
+            ("errors", "\(tally.errors)"),
+            ("new_connections", tally.connectionUnknown > 0 ? "null" : "\(tally.newConnections)"),
+            ("tls_resumed", "\(tally.tlsResumed)"),
+            ("bad_status", "\(tally.badStatus)"),
+            ("elapsed_s", fmt(elapsedSeconds, 6)),
+            ("rps", fmt(rps, 1)),
+            ("p50_us", fmt(percentileMicros(0.50), 1)),
+            ("p90_us", fmt(percentileMicros(0.90), 1)),
+            ("p99_us", fmt(percentileMicros(0.99), 1)),
+            ("p999_us", fmt(percentileMicros(0.999), 1)),
+            ("max_us", fmt(maxMicros, 1)),
+            ("cpu_s", fmt(cpuSeconds, 6)),
+            ("cpu_us_per_req", fmt(cpuMicrosPerRequest, 3)),
+            ("client_cpu_us_per_req", fmt(clientCPUMicrosPerRequest, 3)),
+            ("server_cpu_s", fmt(Double(serverCPUNanos) / 1e9, 6)),
+            ("engine_allocs_per_req", engineAllocationsPerRequest.map { fmt($0, 3) } ?? "null"),
+            ("heap_allocs_per_req", heapAllocationsPerRequest.map { fmt($0, 3) } ?? "null"),
+            ("bytes", "\(tally.bytes)"),
+            ("bytes_per_s", fmt(bytesPerSecond, 0)),
+            ("connections", "\(connections)"),
+            ("engine_threads", "\(engineThreads)"),
+            ("on_loop", onLoop ? "true" : "false"),
+            ("warmup", "\(warmup)"),
+            ("latency_samples", "\(latencies.totalCount)"),
+            ("embedded_server", embedded ? "true" : "false"),
+            ("url", jsonString(url)),
+            ("peak_rss_kib", peakRSSKiB().map(String.init) ?? "null"),
+        ]
+        if let scenario { fields.insert(("scenario", jsonString(scenario)), at: 1) }
+        if let e = tally.firstError { fields.append(("first_error", jsonString(e))) }
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// A few lines for people.
+    public func text() -> String {
+        var lines: [String] = []
+        lines.append("\(scenario.map { "[\($0)] " } ?? "")\(client)  \(url)\(embedded ? "  (embedded server)" : "")")
+        lines.append("  connections \(connections), engine threads \(engineThreads), "
+            + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests")
+        lines.append("  requests    \(tally.requests) in \(fmt(elapsedSeconds, 3)) s"
+            + "  (errors \(tally.errors), non-2xx/3xx \(tally.badStatus))")
+        lines.append("  requests/s  \(fmt(rps, 0))")
+        lines.append("  latency µs  p50 \(fmt(percentileMicros(0.50), 1))  p90 \(fmt(percentileMicros(0.90), 1))"
+            + "  p99 \(fmt(percentileMicros(0.99), 1))  p99.9 \(fmt(percentileMicros(0.999), 1))  max \(fmt(maxMicros, 1))")
+        var cpu = "  cpu         \(fmt(cpuSeconds, 3)) s, \(fmt(cpuMicrosPerRequest, 2)) µs/request (process)"
+        if embedded {
+            cpu += "; client only \(fmt(clientCPUMicrosPerRequest, 2)) µs/request"
+        }
+        lines.append(cpu)
+        var allocs = "  allocs      engine \(engineAllocationsPerRequest.map { fmt($0, 2) } ?? "-")/request"
+        if let h = heapAllocationsPerRequest {
+            allocs += ", process heap \(fmt(h, 2))/request (malloc-count)"
+        } else {
+            allocs += " (preload scripts/malloc-count for the process heap count)"
+        }
+        lines.append(allocs)
+        lines.append("  bytes       \(tally.bytes) (bodies), \(fmt(bytesPerSecond / 1e6, 1)) MB/s")
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Fixed-point formatting without Foundation's String(format:).
+public func fmt(_ v: Double, _ decimals: Int) -> String {
+    guard v.isFinite else { return "0" }
+    if decimals == 0 { return String(Int64(v.rounded())) }
+    var scale: UInt64 = 1
+    for _ in 0..<decimals { scale *= 10 }
+    let scaled = UInt64((abs(v) * Double(scale)).rounded())
+    let whole = scaled / scale
+    var frac = String(scaled % scale)
+    while frac.count < decimals { frac = "0" + frac }
+    return (v < 0 && scaled != 0 ? "-" : "") + "\(whole).\(frac)"
+}
+
+/// `s` as a JSON string literal, quotes included.
+public func jsonString(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if u.value < 0x20 {
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+    }
+    return out + "\""
+}

@@ -1,0 +1,95 @@
+/// What a measured run needs besides the client: where it goes and the
+/// optional probes a client can offer.
+public struct MeasureSetup: Sendable {
+    /// The client's name in the report (`"pocket"`, `"ahc"`, `"urlsession"`).
+    public var clientName: String
+    /// The scenario's name, or nil.
+    public var scenario: String?
+    /// The URL loaded.
+    public var url: String
+    /// The server runs in this process (its CPU is then subtracted for `client_cpu_us_per_req`).
+    public var embedded = false
+    /// CPU time of the in-process server's threads (ns), when `embedded`.
+    public var serverCPUNanos: (@Sendable () -> UInt64)?
+    /// An allocation counter of the client's own (Pocket's engine), or nil.
+    public var engineAllocations: (@Sendable () -> UInt64)?
+    /// Executor for the request tasks (Pocket's `--on-loop`), nil: the global one.
+    public var executor: (any TaskExecutor)?
+    /// Event-loop threads of the client, for the report.
+    public var engineThreads = 1
+
+    /// A setup with no probes, the global executor and one engine thread.
+    public init(clientName: String, scenario: String? = nil, url: String) {
+        self.clientName = clientName
+        self.scenario = scenario
+        self.url = url
+    }
+}
+
+/// A finished run: the report of the measured phase and the warmup's tally.
+public struct Measurement: Sendable {
+    /// The measured phase.
+    public var report: Report
+    /// The warmup phase's tally (not measured).
+    public var warmup: Tally
+
+    /// The first error of the measured phase or, failing that, the warmup's.
+    public var firstError: String? { report.tally.firstError ?? warmup.firstError }
+
+    /// True when requests ran and every one of them failed (the run measured nothing).
+    public var allFailed: Bool {
+        let t = report.tally
+        if t.requests > 0 { return t.errors == t.requests }
+        return warmup.requests > 0 && warmup.errors == warmup.requests
+    }
+}
+
+/// Runs `options.effectiveWarmup` unmeasured requests, then the measured
+/// phase (`options.requests`, or until `options.maxSeconds`), each with
+/// `options.connections` concurrent tasks, and reports the measured phase:
+/// CPU from getrusage, latencies in an HDR histogram.
+public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> Measurement {
+    let warmup = Phase(limit: options.effectiveWarmup, sampleCapacity: 0)
+    let warmTally = await runPhase(client, phase: warmup, connections: options.connections, executor: setup.executor)
+
+    // The latency buffer is allocated and touched before the clock starts.
+    let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
+    let measured = Phase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
+    let mallocCounter = MallocCounter()
+
+    let heap0 = mallocCounter.count()
+    let engine0 = setup.engineAllocations?()
+    let server0 = setup.serverCPUNanos?() ?? 0
+    let cpu0 = processCPUNanos()
+    let t0 = monotonicNanos()
+    if let s = options.maxSeconds { measured.deadline = t0 &+ UInt64(s * 1e9) }
+    let tally = if let rounds = options.soakRounds {
+        await soak(client, rounds: rounds, options: options, setup: setup)
+    } else {
+        await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
+    }
+    let t1 = monotonicNanos()
+    let cpu1 = processCPUNanos()
+    let server1 = setup.serverCPUNanos?() ?? 0
+    let engine1 = setup.engineAllocations?()
+    let heap1 = mallocCounter.count()
+
+    let report = Report(
+        client: setup.clientName,
+        scenario: setup.scenario,
+        url: setup.url,
+        embedded: setup.embedded,
+        connections: options.connections,
+        engineThreads: setup.engineThreads,
+        onLoop: setup.executor != nil,
+        warmup: options.effectiveWarmup,
+        tally: tally,
+        elapsedNanos: t1 &- t0,
+        latencies: measured.histogram(count: tally.requests),
+        cpuNanos: cpu1 &- cpu0,
+        serverCPUNanos: server1 &- server0,
+        engineAllocations: engine0.flatMap { e0 in engine1.map { $0 &- e0 } },
+        heapAllocations: heap0.flatMap { h0 in heap1.map { $0 &- h0 } }
+    )
+    return Measurement(report: report, warmup: warmTally)
+}

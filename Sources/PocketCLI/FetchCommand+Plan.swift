@@ -1,0 +1,160 @@
+import Pocket
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What the flags ask for, checked and built once before the first attempt.
+struct FetchPlan: Sendable {
+    var configuration: PocketClient.Configuration
+    var request: Request
+    /// `-o`/`-O`: the file the engine writes.
+    var destination: URL?
+    /// `-C -`.
+    var resume: Bool
+    /// Request body bytes (for -w's size_upload).
+    var uploadBytes: Int
+}
+
+extension FetchCommand {
+    /// Checks the flags and builds the client configuration and the request.
+    func makePlan() throws(CLIFailure) -> FetchPlan {
+        // As curl: a URL without a scheme is http.
+        let url = self.url.contains("://") ? self.url : "http://" + self.url
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), parsed.host() != nil else {
+            throw CLIFailure(.url, "malformed URL '\(self.url)'")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw CLIFailure(.url, "unsupported scheme '\(scheme)' in '\(self.url)' (http and https only)")
+        }
+        if output != nil && remoteName { throw CLIFailure(.usage, "-o and -O both name the output; give one") }
+        if let c = continueAt, c != "-" {
+            throw CLIFailure(.usage, "-C takes '-' (resume from the output file's size), got '\(c)'")
+        }
+        if continueAt != nil && (output ?? "-") == "-" && !remoteName { throw CLIFailure(.usage, "-C - needs -o FILE or -O") }
+        if include && ((output ?? "-") != "-" || remoteName) {
+            throw CLIFailure(.usage, "-i writes the head to stdout; with -o/-O use -D FILE")
+        }
+        if retry < 0 { throw CLIFailure(.usage, "--retry needs N >= 0") }
+        let hasData = !data.isEmpty || !dataBinary.isEmpty || !json.isEmpty
+        if head && hasData { throw CLIFailure(.usage, "-I sends HEAD, which has no body; drop -d/--data-binary/--json") }
+
+        var configuration = PocketClient.Configuration()
+        configuration.maxConnectionsPerOrigin = 1
+        configuration.decompression = compressed
+        configuration.timeouts.total = try maxTime.map { s throws(CLIFailure) in try Self.duration(s, "-m") }
+        if let s = connectTimeout { configuration.timeouts.connect = try Self.duration(s, "--connect-timeout") }
+        configuration.tls.caFile = cacert
+        configuration.tls.certificateChainFile = cert
+        configuration.tls.privateKeyFile = key
+        configuration.tls.insecureSkipVerification = insecure
+        if let pins = pinnedPublicKey {
+            configuration.tls.pinnedPublicKeys = pins.split(separator: ";")
+                .map { String($0).trimmingCharacters(in: .whitespaces) }
+            guard configuration.tls.pinnedPublicKeys.allSatisfy({ $0.hasPrefix("sha256//") }) else {
+                throw CLIFailure(.usage, "--pinnedpubkey takes sha256//BASE64 pins separated by ';'")
+            }
+        }
+        for path in [cacert, cert, key].compactMap({ $0 }) where access(path, R_OK) != 0 {
+            throw CLIFailure(.localRead, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+
+        var request = Request(method: .get, url: parsed)
+        var uploadBytes = 0
+        if hasData {
+            request.method = .post
+            let (body, length, contentType) = try makeBody()
+            request.body = body
+            uploadBytes = length
+            request.headers["Content-Type"] = contentType
+            if !json.isEmpty { request.headers["Accept"] = "application/json" }
+        }
+        if head { request.method = .head }
+        if let m = method { request.method = HTTPMethod(m) }
+        for line in headers { try Self.apply(header: line, to: &request.headers, defaults: &configuration.defaultHeaders) }
+
+        var destination: URL?
+        if let output, output != "-" { // -o -: stdout, as with curl
+            destination = URL(filePath: output)
+        } else if remoteName {
+            let name = parsed.lastPathComponent
+            guard !name.isEmpty, name != "/" else {
+                throw CLIFailure(.localWrite, "-O: the URL has no file name in its path; use -o FILE")
+            }
+            destination = URL(filePath: FileManager.default.currentDirectoryPath).appending(path: name)
+        }
+        if compressed && destination != nil && !request.headers.contains("Accept-Encoding") {
+            // A download asks for identity (resumable by Range) unless told
+            // otherwise: --compressed says otherwise (decoded, not resumable).
+            request.headers["Accept-Encoding"] = "gzip, deflate"
+        }
+        return FetchPlan(configuration: configuration, request: request, destination: destination,
+                         resume: continueAt != nil, uploadBytes: uploadBytes)
+    }
+
+    /// The request body of -d, --data-binary and --json: a file body for a
+    /// lone `--data-binary @FILE` / `--json @FILE` (streamed from disk, never
+    /// in memory), else the bytes joined as curl joins them.
+    private func makeBody() throws(CLIFailure) -> (RequestBody, Int, String) {
+        let formType = "application/x-www-form-urlencoded"
+        if data.isEmpty, dataBinary.count + json.count == 1, let only = (dataBinary + json).first,
+           only.hasPrefix("@"), only != "@-" {
+            let path = String(only.dropFirst())
+            var st = stat()
+            guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, access(path, R_OK) == 0 else {
+                throw CLIFailure(.localRead, "cannot read \(path): \(String(cString: strerror(errno == 0 ? EINVAL : errno)))")
+            }
+            return (.file(URL(filePath: path)), Int(st.st_size), json.isEmpty ? formType : "application/json")
+        }
+        var parts: [[UInt8]] = []
+        for d in data {
+            if d.hasPrefix("@") {
+                parts.append(try Self.loadBytes(String(d.dropFirst())).filter { $0 != 0x0A && $0 != 0x0D })
+            } else {
+                parts.append(Array(d.utf8))
+            }
+        }
+        for d in dataBinary { parts.append(d.hasPrefix("@") ? try Self.loadBytes(String(d.dropFirst())) : Array(d.utf8)) }
+        var bytes = Array(parts.joined(separator: [0x26])) // '&', as curl joins -d parts
+        for d in json { bytes += d.hasPrefix("@") ? try Self.loadBytes(String(d.dropFirst())) : Array(d.utf8) }
+        return (.bytes(Data(bytes)), bytes.count, json.isEmpty ? formType : "application/json")
+    }
+
+    /// `Name: value` adds (replacing the body's Content-Type), `Name:` removes a
+    /// field the client would send by default, `Name;` sends it with an empty value.
+    static func apply(header line: String, to headers: inout HTTPHeaders, defaults: inout HTTPHeaders) throws(CLIFailure) {
+        let colon = line.firstIndex(of: ":")
+        let semicolon = line.firstIndex(of: ";")
+        if let semicolon, colon == nil || semicolon < colon!, line[line.index(after: semicolon)...].allSatisfy({ $0 == " " }) {
+            let name = String(line[..<semicolon])
+            guard !name.isEmpty else { throw CLIFailure(.usage, "-H '\(line)': no field name") }
+            headers.remove(name)
+            headers.add(name: name, value: "")
+            return
+        }
+        guard let colon else { throw CLIFailure(.usage, "-H '\(line)': expected 'Name: value'") }
+        let name = String(line[..<colon])
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, !name.contains(" ") else { throw CLIFailure(.usage, "-H '\(line)': expected 'Name: value'") }
+        if value.isEmpty {
+            headers.remove(name)
+            defaults.remove(name)
+            return
+        }
+        if name.lowercased() == "content-type" || name.lowercased() == "accept" { headers.remove(name) }
+        headers.add(name: name, value: value)
+    }
+
+    static func duration(_ seconds: Double, _ flag: String) throws(CLIFailure) -> Duration {
+        guard seconds.isFinite, seconds > 0, seconds < 1e9 else {
+            throw CLIFailure(.usage, "\(flag) needs a number of seconds > 0, got \(seconds)")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
+    }
+}

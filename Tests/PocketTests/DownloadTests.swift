@@ -1,0 +1,207 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// Downloads to a file through the in-process server's range-capable
+/// resources: bounded memory, pause and resume (also across a simulated
+/// process restart), servers that ignore ranges, and the error cases.
+final class DownloadTests: XCTestCase {
+    var server: TestServer!
+    var client: PocketClient!
+    var directory: URL!
+
+    override func setUp() async throws {
+        server = try TestServer()
+        client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(5), read: .seconds(20), total: .seconds(120)) }
+        directory = FileManager.default.temporaryDirectory.appending(path: "pocket-download-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() async throws {
+        try await client.shutdown()
+        server.shutdown()
+        // XCTest keeps every test case object alive to the end of the run:
+        // drop the client so its engine threads are joined now.
+        client = nil
+        server = nil
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Names in `directory` other than `except` (temporary files left behind).
+    func leftovers(except: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != except }
+    }
+
+    func testOneGiBDownloadToAFileKeepsPeakRSSUnder32MiB() async throws {
+        let size = 1 << 30
+        server.routeResource("/big", .init(size: size, seed: 11, etag: "\"big\""))
+        let destination = directory.appending(path: "big.bin")
+        let baseline = try MemoryStatus.resetPeak()
+        let response = try await client.download(Request(url: url(server, "/big")), to: destination)
+        let peak = try MemoryStatus.read().peakKiB
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.fileSize, size)
+        XCTAssertEqual(response.fileURL, destination)
+        XCTAssertEqual(try SHA256Digest.hex(fileAtPath: destination.path), BytePattern.sha256(seed: 11, size: size))
+        XCTAssertEqual(try leftovers(except: "big.bin"), [], "the temporary file was renamed into place")
+        // The process (XCTest, the test server, the client) was at `baseline`
+        // when the peak was reset; the whole 1 GiB download added less than 32 MiB.
+        XCTAssertLessThan(peak - baseline.residentKiB, 32 * 1024,
+                          "peak RSS \(peak) KiB during the download, \(baseline.residentKiB) KiB before it")
+        XCTAssertEqual(server.receivedRequests.last?.header("Accept-Encoding"), "identity",
+                       "a download asks for the bytes as stored, so Range offsets stay valid")
+    }
+
+    func testPauseNearFortyPercentThenResumeInANewProcessMatchesTheDigest() async throws {
+        let size = 8 << 20
+        server.routeResource("/f", .init(size: size, seed: 5, etag: "\"v1\"", delayMillisecondsPerPiece: 5,
+                                         pieceSize: 64 * 1024))
+        let destination = directory.appending(path: "f.bin")
+        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let task = client.downloadTask(Request(url: url(server, "/f")), to: destination, progress: progress)
+        var sawTotal: Int?
+        for await update in updates where update.direction == .download {
+            sawTotal = update.total
+            if update.bytes >= size * 4 / 10 { break }
+        }
+        XCTAssertEqual(sawTotal, size, "the total is the Content-Length")
+        let resume = try await task.pause()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing at the destination until complete")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: resume.temporaryFile.path), "the partial file is kept")
+        let partial = try FileManager.default.attributesOfItem(atPath: resume.temporaryFile.path)[.size] as? Int
+        XCTAssertEqual(partial, resume.bytesReceived)
+        XCTAssertGreaterThanOrEqual(resume.bytesReceived, size * 4 / 10)
+        XCTAssertLessThan(resume.bytesReceived, size, "paused before the end")
+        XCTAssertEqual(resume.etag, "\"v1\"")
+        XCTAssertEqual(resume.totalBytes, size)
+        await assertPocketError(.cancelled) { try await task.response() }
+
+        // A process restart: the resume data goes through JSON and a new client continues it.
+        let archived = try JSONEncoder().encode(resume)
+        try await client.shutdown()
+        client = try makeClient()
+        let decoded = try JSONDecoder().decode(ResumeData.self, from: archived)
+        XCTAssertEqual(decoded, resume)
+        let done = try await client.downloadTask(resumingWith: decoded).response()
+        XCTAssertEqual(done.status, 206)
+        XCTAssertTrue(done.resumed)
+        XCTAssertEqual(done.fileSize, size)
+        XCTAssertEqual(try SHA256Digest.hex(fileAtPath: destination.path), BytePattern.sha256(seed: 5, size: size))
+        XCTAssertEqual(try leftovers(except: "f.bin"), [])
+        let last = try XCTUnwrap(server.receivedRequests.last)
+        XCTAssertEqual(last.header("Range"), "bytes=\(resume.bytesReceived)-")
+        XCTAssertEqual(last.header("If-Range"), "\"v1\"")
+    }
+
+    func testAFailureMidBodyKeepsResumeDataAndAServerThatIgnoresRangeRestartsTheFile() async throws {
+        let size = 3 << 20
+        server.routeResource("/f", .init(size: size, seed: 8, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT",
+                                         stopAfter: 1_000_000, pieceSize: 64 * 1024))
+        let destination = directory.appending(path: "f.bin")
+        let task = client.downloadTask(Request(url: url(server, "/f")), to: destination)
+        await assertPocketError(.truncatedBody) { try await task.response() }
+        let resume = try XCTUnwrap(task.resumeData, "a failure with a partial file leaves resume data")
+        XCTAssertEqual(resume.bytesReceived, 1_000_000)
+        XCTAssertEqual(resume.lastModified, "Sun, 06 Nov 1994 08:49:37 GMT")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+
+        server.updateResource("/f") { $0.honorsRange = false }
+        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let done = try await client.downloadTask(resumingWith: resume, progress: progress).response()
+        XCTAssertEqual(done.status, 200, "the server sent the whole body")
+        XCTAssertFalse(done.resumed)
+        XCTAssertEqual(done.fileSize, size, "restarted from zero, not appended")
+        XCTAssertEqual(try SHA256Digest.hex(fileAtPath: destination.path), BytePattern.sha256(seed: 8, size: size))
+        XCTAssertEqual(server.receivedRequests.last?.header("If-Range"), "Sun, 06 Nov 1994 08:49:37 GMT")
+
+        var seen: [Int] = []
+        for await update in updates where update.direction == .download { seen.append(update.bytes) }
+        XCTAssertEqual(seen, seen.sorted(), "download progress never goes back")
+        XCTAssertEqual(seen.last, size, "and ends exactly at the total")
+    }
+
+    func testAChangedResourceIsSentWholeAndReplacesThePartialFile() async throws {
+        let size = 2 << 20
+        server.routeResource("/f", .init(size: size, seed: 1, etag: "\"v1\"", stopAfter: 500_000))
+        let destination = directory.appending(path: "f.bin")
+        let first = client.downloadTask(Request(url: url(server, "/f")), to: destination)
+        await assertPocketError(.truncatedBody) { try await first.response() }
+        let resume = try XCTUnwrap(first.resumeData)
+        server.updateResource("/f") { $0.etag = "\"v2\""; $0.seed = 2 }
+        let done = try await client.downloadTask(resumingWith: resume).response()
+        XCTAssertEqual(done.status, 200, "If-Range did not match: the server sent the new version whole")
+        XCTAssertEqual(try SHA256Digest.hex(fileAtPath: destination.path), BytePattern.sha256(seed: 2, size: size),
+                       "no splice of two versions")
+    }
+
+    func testA206ForAnotherVersionIsAValidatorMismatch() async throws {
+        // A server that ignores If-Range and answers the range from a new version.
+        server.route("/v") { request in
+            guard let range = request.header("Range") else {
+                return .response(headers: [("ETag", "\"v1\"")], body: [UInt8](repeating: 1, count: 100))
+            }
+            XCTAssertEqual(range, "bytes=40-")
+            return .response(status: 206, headers: [("ETag", "\"v2\""), ("Content-Range", "bytes 40-99/100")],
+                             body: [UInt8](repeating: 2, count: 60))
+        }
+        let destination = directory.appending(path: "v.bin")
+        let partial = directory.appending(path: ".v.partial")
+        try Data(repeating: 1, count: 40).write(to: partial)
+        let resume = ResumeData(request: Request(url: url(server, "/v")), destination: destination,
+                                temporaryFile: partial, bytesReceived: 40, etag: "\"v1\"", totalBytes: 100)
+        let error = await assertPocketError(.resumeValidatorMismatch) {
+            try await client.downloadTask(resumingWith: resume).response()
+        }
+        XCTAssertEqual(error?.response?.status, 206)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing spliced into place")
+    }
+
+    func testA206AtTheWrongOffsetIsABadContentRange() async throws {
+        server.route("/r") { _ in
+            .response(status: 206, headers: [("Content-Range", "bytes 0-99/100")], body: [UInt8](repeating: 3, count: 100))
+        }
+        let partial = directory.appending(path: ".r.partial")
+        try Data(repeating: 3, count: 10).write(to: partial)
+        let resume = ResumeData(request: Request(url: url(server, "/r")), destination: directory.appending(path: "r"),
+                                temporaryFile: partial, bytesReceived: 10)
+        await assertPocketError(.badContentRange) { try await client.downloadTask(resumingWith: resume).response() }
+    }
+
+    func testResumingPastTheEndIsRangeNotSatisfiable() async throws {
+        server.routeResource("/f", .init(size: 1000, seed: 4, etag: "\"v1\""))
+        let partial = directory.appending(path: ".f.partial")
+        try Data(BytePattern.bytes(seed: 4, range: 0..<1000)).write(to: partial)
+        let resume = ResumeData(request: Request(url: url(server, "/f")), destination: directory.appending(path: "f"),
+                                temporaryFile: partial, bytesReceived: 1000, etag: "\"v1\"", totalBytes: 1000)
+        let error = await assertPocketError(.rangeNotSatisfiable) {
+            try await client.downloadTask(resumingWith: resume).response()
+        }
+        XCTAssertEqual(error?.response?.status, 416)
+        XCTAssertEqual(server.receivedRequests.last?.header("Range"), "bytes=1000-")
+    }
+
+    func testAnErrorStatusLeavesTheDestinationAloneAndKeepsTheBodyInMemory() async throws {
+        let destination = directory.appending(path: "kept.txt")
+        try Data("old".utf8).write(to: destination)
+        server.route("/missing") { _ in .text("no such file", status: 404) }
+        let response = try await client.download(Request(url: url(server, "/missing")), to: destination)
+        XCTAssertEqual(response.status, 404)
+        XCTAssertNil(response.fileURL)
+        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), "no such file")
+        XCTAssertEqual(try String(contentsOf: destination, encoding: .utf8), "old")
+        XCTAssertEqual(try leftovers(except: "kept.txt"), [], "no temporary file left")
+    }
+
+    func testCancellingADownloadRemovesThePartialFile() async throws {
+        server.routeResource("/slow", .init(size: 4 << 20, seed: 9, delayMillisecondsPerPiece: 20, pieceSize: 64 * 1024))
+        let destination = directory.appending(path: "slow.bin")
+        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let task = client.downloadTask(Request(url: url(server, "/slow")), to: destination, progress: progress)
+        for await update in updates where update.bytes > 0 { break }
+        task.cancel()
+        await assertPocketError(.cancelled) { try await task.response() }
+        XCTAssertNil(task.resumeData)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), [])
+    }
+}

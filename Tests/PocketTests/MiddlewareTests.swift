@@ -1,0 +1,301 @@
+import Foundation
+import Logging
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// The middleware chain, token refresh and logging against the in-process server.
+final class MiddlewareTests: XCTestCase {
+    private struct Tracer: Middleware {
+        let name: String
+        let log: Recorder<String>
+        var retryAnswer: RetryDecision?
+
+        func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request {
+            log.append("adapt \(name) #\(context.attempt)")
+            var request = request
+            request.headers.add(name: "X-Chain", value: name)
+            return request
+        }
+        func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async {
+            log.append("observe \(name) \((try? outcome.get())?.status ?? 0)")
+        }
+        func retry(_ outcome: Result<Response, any Error>, for request: Request,
+                   context: MiddlewareContext) async throws -> RetryDecision? {
+            log.append("retry \(name)")
+            return context.attempt == 1 ? retryAnswer : nil
+        }
+    }
+
+    func testHooksRunInOrderAdaptForwardObserveBackward() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("ok") }
+        let log = Recorder<String>()
+        let client = try clientWith {
+            $0.middleware = [Tracer(name: "A", log: log), Tracer(name: "B", log: log)]
+        }
+        _ = try await client.send(Request(url: url(server, "/x")), options: SendOptions(middleware: [Tracer(name: "C", log: log)]))
+        XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "adapt C #1", "observe C 200", "observe B 200", "observe A 200",
+                                    "retry A", "retry B", "retry C"])
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B", "C"], "each adaptation reached the wire")
+    }
+
+    func testFirstRetryOpinionWinsAndHooksRunPerAttempt() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("ok") }
+        let log = Recorder<String>()
+        let client = try clientWith {
+            $0.middleware = [Tracer(name: "A", log: log), Tracer(name: "B", log: log, retryAnswer: .retryAfter(.zero))]
+        }
+        _ = try await client.send(Request(url: url(server, "/x")))
+        XCTAssertEqual(server.requestCount, 2)
+        XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "observe B 200", "observe A 200", "retry A", "retry B",
+                                    "adapt A #2", "adapt B #2", "observe B 200", "observe A 200", "retry A", "retry B"])
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B"], "each attempt adapts the original request")
+    }
+
+    func testMiddlewareThatKeepsRetryingIsStopped() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("ok") }
+        let client = try clientWith {
+            $0.maxAttempts = 4
+            $0.middleware = [ClosureMiddleware(retry: { _, _, _ in .retryAfter(.zero) })]
+        }
+        await assertPocketError(.tooManyAttempts) { try await client.send(Request(url: url(server, "/x"))) }
+        XCTAssertEqual(server.requestCount, 4)
+    }
+
+    func testAdaptErrorsFailTheRequestWithTheirOwnError() async throws {
+        struct NoKey: Error {}
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let client = try clientWith { $0.middleware = [ClosureMiddleware(adapt: { _, _ in throw NoKey() })] }
+        do {
+            _ = try await client.send(Request(url: url(server, "/x")))
+            XCTFail("expected NoKey")
+        } catch is NoKey {}
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    func testSingleFlightRefreshUnder50Concurrent401s() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let gauge = InFlightGauge()
+        server.routeCountingInFlight("/me", gauge: gauge) { request in
+            if request.header("Authorization") == "Bearer fresh" { return .text("hello") }
+            // Hold the stale-token requests until all 50 are here, so they all see 401 together.
+            // (`peak`, not `current`: the first to wake leaves at once.)
+            gauge.wait(timeout: 5) { (c: InFlightGauge.Counts) in c.peak >= 50 }
+            return .text("expired", status: 401)
+        }
+        let refreshes = Recorder<String?>()
+        let auth = TokenRefreshMiddleware(token: "stale") { rejected in
+            refreshes.append(rejected)
+            try await Task.sleep(for: .milliseconds(20))
+            return "fresh"
+        }
+        let client = try clientWith { $0.middleware = [auth] }
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 { group.addTask { try await client.send(Request(url: url(server, "/me"))).text } }
+            for try await text in group { XCTAssertEqual(text, "hello") }
+        }
+        XCTAssertEqual(refreshes.values, ["stale"], "one refresh for all 50 waiters")
+        XCTAssertEqual(auth.refreshCount, 1)
+        XCTAssertEqual(gauge.peak, 50)
+        XCTAssertEqual(server.requestCount, 100, "each request: one 401, one retry")
+    }
+
+    func testRefreshLoopGuardReturnsTheSecond401() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/me") { _ in .text("no", status: 401) }
+        let counter = Recorder<Int>()
+        let auth = TokenRefreshMiddleware(token: "t0") { _ in
+            counter.append(1)
+            return "t\(counter.values.count)"
+        }
+        let client = try clientWith { $0.middleware = [auth] }
+        let response = try await client.send(Request(url: url(server, "/me")))
+        XCTAssertEqual(response.status, 401)
+        XCTAssertEqual(server.requestCount, 2, "one refresh-and-retry per request")
+        XCTAssertEqual(server.receivedRequests.map { $0.header("Authorization") }, ["Bearer t0", "Bearer t1"])
+        XCTAssertEqual(auth.refreshCount, 1)
+    }
+
+    func testRefreshThatReturnsTheRejectedTokenIsALoop() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/me") { _ in .text("no", status: 401) }
+        let client = try clientWith { $0.middleware = [TokenRefreshMiddleware(token: "same") { _ in "same" }] }
+        await assertPocketError(.tokenRefreshLoop) { try await client.send(Request(url: url(server, "/me"))) }
+    }
+
+    func testRefreshRequestThroughTheSameClientDoesNotRecurse() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/me") { _ in .text("no", status: 401) }
+        server.route("/token") { _ in .text("also no", status: 401) }
+        let box = WeakClient()
+        let auth = TokenRefreshMiddleware(token: "old") { _ in
+            let response = try await box.client!.send(Request(url: url(server, "/token")))
+            guard response.status == 200 else { throw PocketError(.unknown, "token endpoint said \(response.status)") }
+            return response.text
+        }
+        let client = try clientWith { $0.middleware = [auth] }
+        box.client = client
+        let error = await assertPocketError(.tokenRefreshFailed) { try await client.send(Request(url: url(server, "/me"))) }
+        XCTAssertTrue(error?.message.contains("401") == true)
+        XCTAssertEqual(server.receivedRequests.map(\.path), ["/me", "/token"])
+        XCTAssertNil(server.receivedRequests[1].header("Authorization"), "the refresh call is not given the stale token")
+    }
+
+    func testTokenIsFetchedBeforeTheFirstRequest() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/me") { request in .text(request.header("Authorization") ?? "none") }
+        let client = try clientWith { $0.middleware = [TokenRefreshMiddleware { rejected in rejected == nil ? "first" : "again" }] }
+        let text = try await client.send(Request(url: url(server, "/me"))).text
+        XCTAssertEqual(text, "Bearer first")
+    }
+
+    func testLoggingMiddlewareRedactsCredentialsAndTruncatesBodies() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/login") { _ in .text(String(repeating: "r", count: 5000), headers: [("Set-Cookie", "session=SECRET3")]) }
+        let records = Recorder<CapturedLog>()
+        var logger = Logger(label: "test") { _ in CapturingLogHandler(records: records) }
+        logger.logLevel = .debug
+        let client = try clientWith { $0.middleware = [LoggingMiddleware(logger: logger, maxBodyBytes: 16)] }
+        var request = Request(method: .post, url: URL(string: server.url("/login"))!)
+        request.headers["Authorization"] = "Bearer SECRET1"
+        request.headers["Cookie"] = "id=SECRET2"
+        request.headers["X-Visible"] = "shown"
+        request.body = .text(String(repeating: "q", count: 100))
+        _ = try await client.send(request)
+        let record = try XCTUnwrap(records.values.first)
+        XCTAssertEqual(records.values.count, 1)
+        XCTAssertEqual(record.level, .info)
+        XCTAssertTrue(record.message.hasPrefix("POST \(server.url("/login")) -> 200 ("), record.message)
+        XCTAssertTrue(record.message.hasSuffix(" ms)"), record.message)
+        let all = record.message + " " + record.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        for secret in ["SECRET1", "SECRET2", "SECRET3"] { XCTAssertFalse(all.contains(secret), "\(secret) leaked: \(all)") }
+        XCTAssertTrue(all.contains("Authorization: <redacted>"))
+        XCTAssertTrue(all.contains("Set-Cookie: <redacted>"))
+        XCTAssertTrue(all.contains("X-Visible: shown"))
+        XCTAssertEqual(record.metadata["request.body"], "\(String(repeating: "q", count: 16))… (84 more bytes)")
+        XCTAssertEqual(record.metadata["response.body"], "\(String(repeating: "r", count: 16))… (4984 more bytes)")
+        XCTAssertEqual(record.metadata["status"], "200")
+        XCTAssertNotNil(record.metadata["ms"])
+        XCTAssertTrue(record.metadata["timings"]?.contains("first byte") == true)
+    }
+
+    func testLoggingAtInfoOmitsHeadersAndBodiesAndLogsFailures() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/reset") { _ in .reset }
+        let records = Recorder<CapturedLog>()
+        var logger = Logger(label: "test") { _ in CapturingLogHandler(records: records) }
+        logger.logLevel = .info
+        let client = try clientWith { $0.middleware = [LoggingMiddleware(logger: logger)] }
+        _ = try? await client.send(Request(url: URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/reset")!))
+        let record = try XCTUnwrap(records.values.last)
+        XCTAssertEqual(record.level, .warning)
+        XCTAssertTrue(record.message.contains("failed: connection_reset"), record.message)
+        XCTAssertFalse(record.message.contains("PASSWORD"), record.message)
+        XCTAssertNil(record.metadata["request.headers"])
+        XCTAssertNil(record.metadata["response.body"])
+        // Below the logger's level nothing is logged.
+        var quiet = Logger(label: "quiet") { _ in CapturingLogHandler(records: records) }
+        quiet.logLevel = .error
+        let before = records.values.count
+        let silent = try clientWith { $0.middleware = [LoggingMiddleware(logger: quiet)] }
+        _ = try? await silent.send(Request(url: url(server, "/reset")))
+        XCTAssertEqual(records.values.count, before)
+    }
+
+    func testScopedClientsShareTheirParentsPipeline() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/s") { request in .text(request.header("X-Scope") ?? "-") }
+        let log = Recorder<String>()
+        let client = try clientWith { $0.middleware = [Tracer(name: "A", log: log)] }
+        let scoped = try client.scoped(headers: ["X-Scope": "inner"])
+        let finished = Recorder<Int>()
+        client.addObserver(endpoint: "/s", states: [.finished]) { finished.append($0.status ?? 0) }
+        let text = try await scoped.send(Request(url: url(server, "/s"))).text
+        XCTAssertEqual(text, "inner")
+        XCTAssertEqual(log.values.first, "adapt A #1", "the parent's middleware ran")
+        XCTAssertEqual(finished.values, [200], "the parent's observers heard the scoped request")
+    }
+
+    func testThePlainPathReturnsWhenListenersLeave() async throws {
+        let client = try makeClient()
+        XCTAssertFalse(client.pipeline.isEngaged)
+        var events: AsyncStream<TaskEvent>? = client.events()
+        let token = client.addObserver(endpoint: "/x") { _ in }
+        XCTAssertTrue(client.pipeline.isEngaged)
+        client.removeObserver(token)
+        XCTAssertNotNil(events)
+        events = nil
+        XCTAssertFalse(client.pipeline.isEngaged, "a dropped subscription no longer engages the pipeline")
+        let clientWithRetry = try clientWith { $0.retry = RetryPolicy() }
+        XCTAssertTrue(clientWithRetry.pipeline.isEngaged)
+    }
+
+    func testClientEventsAndEndpointObservers() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/a") { _ in .text("a") }
+        server.route("/b") { _ in .text("b") }
+        let client = try makeClient()
+        XCTAssertFalse(client.pipeline.isEngaged, "a plain client takes the direct path")
+        let first = Recorder<TaskEvent>(), second = Recorder<TaskEvent>(), finishedOnly = Recorder<TaskEvent>()
+        let t1 = client.addObserver(endpoint: "/a") { first.append($0) }
+        client.addObserver(endpoint: "/a") { second.append($0) }
+        client.addObserver(endpoint: "/a", states: [.finished]) { finishedOnly.append($0) }
+        XCTAssertTrue(client.pipeline.isEngaged)
+        let events = client.events()
+        _ = try await client.send(Request(url: url(server, "/a")))
+        _ = try await client.send(Request(url: url(server, "/b")))
+        XCTAssertEqual(first.values.map(\.state), [.running, .finished])
+        XCTAssertEqual(second.values.map(\.state), [.running, .finished])
+        XCTAssertEqual(finishedOnly.values.map(\.status), [200])
+        var seen: [String] = []
+        for await event in events {
+            seen.append("\(event.endpoint) \(event.state)")
+            if seen.count == 4 { break }
+        }
+        XCTAssertEqual(seen, ["/a running", "/a finished", "/b running", "/b finished"])
+        client.removeObserver(t1)
+        _ = try await client.send(Request(url: url(server, "/a")))
+        XCTAssertEqual(first.values.count, 2, "a removed observer hears nothing more")
+        XCTAssertEqual(second.values.count, 4)
+    }
+}
+
+struct CapturedLog: Sendable {
+    var level: Logger.Level
+    var message: String
+    var metadata: [String: String]
+}
+
+/// A swift-log handler that keeps every record.
+struct CapturingLogHandler: LogHandler {
+    let records: Recorder<CapturedLog>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var flat: [String: String] = [:]
+        for (k, v) in event.metadata ?? [:] { flat[k] = "\(v)" }
+        records.append(CapturedLog(level: event.level, message: "\(event.message)", metadata: flat))
+    }
+}

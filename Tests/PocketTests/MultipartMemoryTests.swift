@@ -1,0 +1,118 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// A 1 GiB multipart form goes out in constant memory: the file part is
+/// sent with sendfile(2), never read into the process. Measured twice: in
+/// this process (whose XCTest + Foundation baseline alone is above 32 MiB,
+/// so the bound is on the growth of its peak), and as the whole peak RSS of
+/// a separate client process (pocket-bench --upload-form, which
+/// `swift build --build-tests` builds next to this test bundle).
+final class MultipartMemoryTests: XCTestCase {
+    private struct Missing: Error, CustomStringConvertible { var description: String }
+
+    /// A `kB` figure of /proc/self/status, in bytes.
+    private func status(_ field: String) throws -> Int {
+        let text = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix(field + ":") })
+        let kb = try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        return kb * 1024
+    }
+
+    /// "<length> <sha256>" of a one-file-part form of `size` zero bytes,
+    /// written out here by hand (not by Pocket's encoder).
+    private func expected(boundary: String, name: String, fileName: String, size: Int) -> String {
+        let head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(fileName)\"\r\n"
+            + "Content-Type: application/octet-stream\r\n\r\n"
+        let tail = "\r\n--\(boundary)--\r\n"
+        let hasher = SHA256Hasher()
+        hasher.update(Array(head.utf8))
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        for _ in 0..<(size >> 20) { hasher.update(zeros) }
+        hasher.update(Array(tail.utf8))
+        return "\(head.utf8.count + size + tail.utf8.count) \(hasher.finalizeHex())"
+    }
+
+    func testOneGiBFormUploadsWithPeakRSSUnder32MiB() async throws {
+        let server = try TestServer()
+        server.keepsRequestBodies = false // the server hashes the body as it reads it
+        server.route("/form") { r in .text("\(r.bodyLength) \(r.bodySHA256)") }
+        let directory = try temporaryDirectory("pocket-mpm", shuttingDown: server) // the 1 GiB file is removed after
+        // A sparse file: 1 GiB of zeros that takes no disk space.
+        let size = 1 << 30
+        let file = directory.appendingPathComponent("big.img")
+        XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.truncate(atOffset: UInt64(size))
+        try handle.close()
+
+        var form = MultipartForm(boundary: "pocket-memory-test")
+        form.addFile("big", at: file)
+        let want = expected(boundary: "pocket-memory-test", name: "big", fileName: "big.img", size: size)
+        let client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(10), read: .seconds(60), total: .seconds(600)) }
+        _ = try await client.send(Request(url: URL(string: server.baseURL + "/form")!)) // engine and pool warm
+        // Start the peak over from the current size (clear_refs 5 resets VmHWM).
+        try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+        let start = try status("VmRSS")
+        let r = try await client.send(Request(method: .put, url: URL(string: server.baseURL + "/form")!, body: .multipart(form)))
+        let peak = try status("VmHWM")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, want)
+        print("multipart 1 GiB in-process: RSS at start \(start >> 10) KiB, peak \(peak >> 10) KiB")
+        XCTAssertLessThan(peak - start, 32 << 20, "peak RSS grew by \((peak - start) >> 10) KiB")
+
+        // The same file from a process of its own: its whole peak RSS.
+        let (exit, output) = try spawn(try pocketBench(), ["--url", server.baseURL + "/form", "--connections", "1",
+                                                                   "--requests", "1", "--warmup", "0", "--json",
+                                                                   "--upload-form", file.path])
+        XCTAssertEqual(exit, 0, output)
+        let received = try XCTUnwrap(server.receivedRequests.last)
+        let contentType = try XCTUnwrap(received.header("Content-Type"))
+        let prefix = "multipart/form-data; boundary="
+        XCTAssertTrue(contentType.hasPrefix(prefix + "pocket-"), contentType)
+        let boundary = String(contentType.dropFirst(prefix.count))
+        XCTAssertEqual("\(received.bodyLength) \(received.bodySHA256)",
+                       expected(boundary: boundary, name: "file", fileName: "big.img", size: size))
+        // pocket-bench reports its own VmHWM (a parent's ru_maxrss for a
+        // posix_spawn child would count the parent's size at the spawn).
+        let json = try XCTUnwrap(output.split(separator: "\n").first { $0.hasPrefix("{") }, output)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        XCTAssertEqual(object["errors"] as? Int, 0, output)
+        let peakKiB = try XCTUnwrap(object["peak_rss_kib"] as? Int, output)
+        print("multipart 1 GiB from pocket-bench: peak RSS \(peakKiB) KiB")
+        XCTAssertLessThan(peakKiB, 32 << 10, "pocket-bench peak RSS \(peakKiB) KiB")
+    }
+
+    /// pocket-bench from the build directory of this test bundle.
+    private func pocketBench() throws -> String {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [bundle, bundle.deletingLastPathComponent(), URL(fileURLWithPath: ".build/debug")]
+            .map { $0.appendingPathComponent("pocket-bench").path }
+        guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw Missing(description: "no pocket-bench in \(candidates): build it with swift build --build-tests")
+        }
+        return path
+    }
+
+    /// Runs `path` with `args`; returns its exit status and its output.
+    private func spawn(_ path: String, _ args: [String]) throws -> (Int32, String) {
+        let outFile = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-bench-\(UUID().uuidString).out")
+        defer { try? FileManager.default.removeItem(at: outFile) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([path] + args).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let output = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
+        let exited = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (exited, output)
+    }
+}

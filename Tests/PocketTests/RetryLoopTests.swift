@@ -1,0 +1,179 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// The retry loop against the in-process server, with a clock that records
+/// waits instead of sleeping.
+final class RetryLoopTests: XCTestCase {
+    /// A route answering the given statuses in turn (the last repeats).
+    private func sequence(_ server: TestServer, _ path: String, _ replies: [TestServer.Reply]) {
+        let counter = Recorder<Int>()
+        server.route(path) { _ in
+            counter.append(1)
+            return replies[min(counter.values.count - 1, replies.count - 1)]
+        }
+    }
+
+    func testBackoffScheduleWithInjectedClock() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        sequence(server, "/flaky", [.text("busy", status: 503), .text("busy", status: 503), .text("busy", status: 500), .text("ok")])
+        let clock = RecordingClock()
+        let client = try clientWith {
+            $0.clock = clock
+            $0.retry = RetryPolicy(maxAttempts: 5, backoff: .exponential(initial: .milliseconds(100), cap: .seconds(1), jitter: .none))
+        }
+        let response = try await client.send(Request(url: url(server, "/flaky")))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertEqual(server.requestCount, 4)
+        XCTAssertEqual(clock.recordedSleeps, [.milliseconds(100), .milliseconds(200), .milliseconds(400)])
+    }
+
+    func testAttemptsRunOutAndTheLastResponseIsReturned() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/down") { _ in .text("down", status: 503) }
+        let clock = RecordingClock()
+        let client = try clientWith { $0.clock = clock; $0.retry = .fixed(maxAttempts: 3, interval: .seconds(2)) }
+        let response = try await client.send(Request(url: url(server, "/down")))
+        XCTAssertEqual(response.status, 503)
+        XCTAssertEqual(server.requestCount, 3)
+        XCTAssertEqual(clock.recordedSleeps, [.seconds(2), .seconds(2)])
+    }
+
+    func testRetryAfterSecondsAndHTTPDateOnTheWire() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let clock = RecordingClock()
+        // 1_700_000_000 + 45 s, as an IMF-fixdate.
+        sequence(server, "/throttled", [.text("slow down", status: 429, headers: [("Retry-After", "7")]),
+                                        .text("later", status: 503, headers: [("Retry-After", "Tue, 14 Nov 2023 22:14:12 GMT")]),
+                                        .text("ok")])
+        let client = try clientWith { $0.clock = clock; $0.retry = RetryPolicy(backoff: .fixed(.seconds(1))) }
+        let response = try await client.send(Request(url: url(server, "/throttled")))
+        XCTAssertEqual(response.status, 200)
+        // The second wait is measured from the clock's date after the first wait (7 s later).
+        XCTAssertEqual(clock.recordedSleeps, [.seconds(7), .seconds(45)])
+    }
+
+    func testPostIsNotRetriedUnlessItHasAnIdempotencyKey() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/orders") { _ in .text("oops", status: 503) }
+        let clock = RecordingClock()
+        let client = try clientWith { $0.clock = clock; $0.retry = RetryPolicy(maxAttempts: 3, backoff: .fixed(.seconds(1))) }
+        let plain = try await client.send(Request(method: .post, url: url(server, "/orders"), body: .text("{}")))
+        XCTAssertEqual(plain.status, 503)
+        XCTAssertEqual(server.requestCount, 1, "a POST is sent once")
+        server.resetStatistics()
+        let keyed = try await client.send(Request(method: .post, url: url(server, "/orders"),
+                                                  headers: ["Idempotency-Key": "order-1"], body: .text("{}")))
+        XCTAssertEqual(keyed.status, 503)
+        XCTAssertEqual(server.requestCount, 3)
+        XCTAssertEqual(server.receivedRequests.map { String(decoding: $0.body, as: UTF8.self) }, ["{}", "{}", "{}"],
+                       "a replayable body is sent whole each time")
+    }
+
+    func testOneShotBodyIsNeverSentTwice() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/upload") { _ in .text("busy", status: 503) }
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(nonIdempotent: .always) }
+        let chunks = AsyncStream<Data> { c in
+            c.yield(Data("part1".utf8))
+            c.yield(Data("part2".utf8))
+            c.finish()
+        }
+        let error = await assertPocketError(.bodyNotReplayable) {
+            try await client.send(Request(method: .put, url: url(server, "/upload"), body: .stream(chunks, length: nil)))
+        }
+        XCTAssertEqual(error?.response?.status, 503, "the failed attempt's head is kept")
+        XCTAssertTrue(error?.message.contains("one-shot") == true, error?.message ?? "")
+        XCTAssertEqual(server.requestCount, 1)
+        XCTAssertEqual(server.receivedRequests.first.map { String(decoding: $0.body, as: UTF8.self) }, "part1part2")
+    }
+
+    func testTransportErrorsAreRetriedOnANewConnection() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        sequence(server, "/reset", [.reset, .reset, .text("fine")])
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(backoff: .fixed(.milliseconds(1))) }
+        let response = try await client.send(Request(url: url(server, "/reset")))
+        XCTAssertEqual(response.text, "fine")
+        XCTAssertEqual(server.requestCount, 3)
+    }
+
+    func testErrorsThatRetryingCannotFixAreNotRetried() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/garbage") { _ in .raw([.sendString("NOT HTTP\r\n\r\n")], closeConnection: true) }
+        let clock = RecordingClock()
+        let client = try clientWith { $0.clock = clock; $0.retry = RetryPolicy() }
+        await assertPocketError(.badStatusLine) { try await client.send(Request(url: url(server, "/garbage"))) }
+        XCTAssertEqual(server.requestCount, 1)
+        XCTAssertEqual(clock.recordedSleeps, [])
+    }
+
+    func testDeadlineAcrossAttemptsStopsRetrying() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/down") { _ in .text("down", status: 503) }
+        let clock = RecordingClock()
+        let client = try clientWith {
+            $0.clock = clock
+            $0.retry = RetryPolicy(maxAttempts: 100, backoff: .fixed(.seconds(4)), deadline: .seconds(10))
+        }
+        let response = try await client.send(Request(url: url(server, "/down")))
+        XCTAssertEqual(response.status, 503)
+        XCTAssertEqual(clock.recordedSleeps, [.seconds(4), .seconds(4)], "a third wait would end past 10 s")
+        XCTAssertEqual(server.requestCount, 3)
+    }
+
+    func testEveryRetryIsVisibleToObservers() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        sequence(server, "/flaky", [.text("busy", status: 503), .text("ok")])
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(backoff: .fixed(.seconds(1))) }
+        let seen = Recorder<TaskEvent>()
+        let retries = Recorder<TaskEvent>()
+        var options = SendOptions()
+        options.observers = [TaskObserver { seen.append($0) }, TaskObserver(states: [.retrying]) { retries.append($0) }]
+        _ = try await client.send(Request(url: url(server, "/flaky")), options: options)
+        XCTAssertEqual(seen.values.map(\.state), [.running, .retrying, .running, .finished])
+        XCTAssertEqual(seen.values.map(\.attempt), [1, 1, 2, 2])
+        XCTAssertEqual(retries.values.count, 1)
+        XCTAssertEqual(retries.values.first?.status, 503)
+        XCTAssertEqual(retries.values.first?.retryDelay, .seconds(1))
+        XCTAssertEqual(seen.values.last?.status, 200)
+    }
+
+    func testCancellingDuringTheBackoffWaitEndsWithCancelled() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/down") { _ in .text("down", status: 503) }
+        let client = try clientWith { $0.retry = RetryPolicy(maxAttempts: 5, backoff: .fixed(.seconds(60))) }
+        let states = Recorder<TaskState>()
+        let task = Task {
+            try await client.send(Request(url: url(server, "/down")),
+                                  options: SendOptions(observers: [TaskObserver { states.append($0.state) }]))
+        }
+        await assertEventually("the first attempt failed and the wait began") { states.values.contains(.retrying) }
+        task.cancel()
+        await assertPocketError(.cancelled) { try await task.value }
+        XCTAssertEqual(server.requestCount, 1)
+        XCTAssertEqual(states.values.last, .cancelled)
+    }
+
+    func testPerRequestPolicyReplacesTheClients() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/down") { _ in .text("down", status: 503) }
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(maxAttempts: 4, backoff: .fixed(.zero)) }
+        _ = try await client.send(Request(url: url(server, "/down")), options: SendOptions(retry: RetryPolicy.none))
+        XCTAssertEqual(server.requestCount, 1)
+        _ = try await client.send(Request(url: url(server, "/down")))
+        XCTAssertEqual(server.requestCount, 5)
+    }
+}

@@ -1,0 +1,120 @@
+# Sourced by the benchmark scripts that drive nginx: what they share besides
+# the nginx.conf prelude (nginx-conf.sh).
+#
+#   bench_install PKG...          apt-get install PKG... (nothing when none given)
+#   bench_start_nginx NGINX CONF PORT CPU   start nginx (pid in NGINX_PID), wait for PORT
+#   bench_stop_nginx              TERM, then KILL after 5 s (for the EXIT trap)
+#   to_us VALUE                   wrk's "123.45us", "1.23ms", "2.00s" -> microseconds
+#   wrk_stats OUT TIMEFILE        "rps p50_us p99_us cpu_us_per_req requests errors" of one wrk run
+#   jget KEY FILE                 a number (or "string") from a one-line JSON object
+#   median N...                   the median of the numeric arguments ("-" if none)
+# The caller sets TMP (its temp dir) and log().
+
+bench_install() {
+  (($#)) || return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  log "installing $*"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+NGINX_PID=""
+bench_start_nginx() {
+  local nginx="$1" conf="$2" port="$3" cpu="$4" ready=0
+  NGINX_CMD=(taskset -c "$cpu" "$nginx" -p "$TMP" -c "$conf" -e "$TMP/error.log")
+  log "starting nginx on 127.0.0.1:$port (core $cpu)"
+  "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
+  NGINX_PID=$!
+  for _ in $(seq 100); do
+    if ! kill -0 "$NGINX_PID" 2>/dev/null; then break; fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then ready=1; break; fi
+    sleep 0.1
+  done
+  if [ "$ready" != 1 ]; then
+    log "nginx did not start (port $port busy?)"
+    cat "$TMP/nginx.out" "$TMP/error.log" >&2 2>/dev/null || true
+    return 1
+  fi
+}
+
+bench_stop_nginx() {
+  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
+    kill -TERM "$NGINX_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$NGINX_PID" 2>/dev/null || true
+  fi
+}
+
+to_us() {
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000;
+    else if (v ~ /m$/) print n * 60e6; else if (v ~ /s$/) print n * 1e6; else print n }'
+}
+
+wrk_stats() {
+  local out="$1" tf="$2" rps p50 p99 reqs errs cpu
+  rps="$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+  p50="$(to_us "$(awk '$1 == "50%" { print $2 }' "$out")")"
+  p99="$(to_us "$(awk '$1 == "99%" { print $2 }' "$out")")"
+  reqs="$(awk '/ requests in / { print $1 }' "$out")"
+  errs="$(awk '/Non-2xx or 3xx responses:/ { n += $NF } /Socket errors:/ {
+      for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) { sub(",", "", $i); n += $i } } END { print n + 0 }' "$out")"
+  cpu="$(awk -v r="$reqs" '{ printf "%.3f", ($1 + $2) * 1e6 / (r > 0 ? r : 1) }' "$tf")"
+  echo "$rps $p50 $p99 $cpu $reqs $errs"
+}
+
+jget() {
+  grep -o "\"$1\":[^,}]*" "$2" | head -1 | cut -d: -f2
+}
+
+median() {
+  printf '%s\n' "$@" | grep -E '^[0-9.eE+-]+$' | sort -g | awk '{ a[NR] = $1 } END {
+    if (NR == 0) { print "-"; exit }
+    if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# Two cores or more: server and clients on their own; one: they share it.
+bench_check_cpus() {
+  NCPU="$(nproc)"
+  if [ "$NCPU" -lt 2 ]; then
+    log "warning: $NCPU CPU: server and client share it"
+    SERVER_CPU=0
+    CLIENT_CPU=0
+  fi
+}
+
+# Builds pocket-bench in release (SCRATCH: a --scratch-path) and prints its path.
+bench_build_pocket_bench() {
+  local args=()
+  [ -n "${SCRATCH:-}" ] && args=(--scratch-path "$SCRATCH")
+  log "building pocket-bench (release)"
+  swift build -c release --product pocket-bench "${args[@]}" >"$TMP/build.log" 2>&1 || {
+    cat "$TMP/build.log" >&2
+    return 1
+  }
+  local bin
+  bin="$(swift build -c release "${args[@]}" --show-bin-path)/pocket-bench"
+  [ -x "$bin" ] || { log "no binary at $bin"; return 1; }
+  echo "$bin"
+}
+
+# Writes $TMP/nginx.conf: one worker on core CPU, 127.0.0.1:PORT answering
+# every request with the 13-byte "Hello, World!".
+bench_hello_conf() {
+  local nginx="$1" port="$2" cpu="$3"
+  {
+    nginx_conf_prelude "$nginx" "$TMP" "$cpu"
+    cat <<EOF2
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            default_type text/plain;
+            return 200 "Hello, World!";
+        }
+    }
+}
+EOF2
+  } >"$TMP/nginx.conf"
+}
