@@ -26,6 +26,9 @@
  *          bit 4     progress reports every millisecond (checked monotonic)
  *          bit 5     a POST body is streamed (on_send_more), in two pieces ...
  *          bit 6     ... chunked (length unknown) instead of with its length
+ *          bit 7     a POST body is segments (PK_BODY_SEGMENTS, as multipart
+ *                    sends): memory, a file and a stream segment (chunked with
+ *                    bit 6, the stream's length then unknown)
  * Checks: every request ends (on_done exactly once, within a bound), with
  * an error code from the table; on_head at most once, before any body byte;
  * no body byte after a response to HEAD; bodies within max_body_bytes; an
@@ -175,7 +178,7 @@ typedef struct {
   pk_request_handle handle;
   int have_handle;
   int done, error, heads, head_request, pause, cancel, cancelled;
-  int status, divert, abort_head, finals, pieces_sent;
+  int status, divert, abort_head, finals, pieces_sent, segmented;
   uint64_t body, max_body, progress_received, progress_decoded;
 } call;
 
@@ -208,9 +211,10 @@ static int on_head(void *ctx, const pk_response_head *h, const char *raw, size_t
 
 static void on_send_more(void *ctx, pk_request_handle h) {
   call *c = ctx;
-  static const char body[] = "0123456789";
+  static const char body[] = "0123456789", seg[] = "XYZ12";
   int first = c->pieces_sent++ == 0;
-  int rc = pk_request_send_body(c->eng, h, first ? body : body + 5, 5, !first);
+  int rc = c->segmented ? pk_request_send_body(c->eng, h, first ? seg : seg + 2, first ? 2 : 3, !first)
+                        : pk_request_send_body(c->eng, h, first ? body : body + 5, 5, !first);
   CHECK(rc == 0 || rc == -PK_E_CANCELLED);
 }
 
@@ -299,7 +303,7 @@ static void start(void) {
   }
 }
 
-static int sink_fd = -1;
+static int sink_fd = -1, segment_fd = -1;
 
 static void run(pk_engine *eng, const char *method, int post, int expect, int pause, int cancel,
                 int extra) {
@@ -334,6 +338,23 @@ static void run(pk_engine *eng, const char *method, int post, int expect, int pa
       s.body_chunked = (extra >> 6) & 1;
       if (s.body_chunked) s.body_len = 0;
     }
+  }
+  pk_body_segment segs[3];
+  if (post && (extra >> 7) & 1) {
+    if (segment_fd < 0) {
+      segment_fd = memfd_create("fuzz_engine_segment", MFD_CLOEXEC);
+      CHECK(segment_fd >= 0 && write(segment_fd, "abcde", 5) == 5);
+    }
+    c.segmented = 1;
+    s.body_kind = PK_BODY_SEGMENTS;
+    s.body_chunked = (extra >> 6) & 1;
+    segs[0] = (pk_body_segment){.kind = PK_SEG_MEMORY, .data = "01234", .len = 5};
+    segs[1] = (pk_body_segment){.kind = PK_SEG_FILE, .fd = segment_fd, .offset = 0, .len = 5};
+    segs[2] = (pk_body_segment){.kind = PK_SEG_STREAM, .len = s.body_chunked ? PK_SEG_UNKNOWN_LEN : 5};
+    s.segments = segs;
+    s.num_segments = 3;
+    s.body = NULL;
+    s.body_len = s.body_chunked ? 0 : 15;
   }
   if ((extra >> 1) & 1) {
     if (sink_fd < 0) sink_fd = memfd_create("fuzz_engine_sink", MFD_CLOEXEC);

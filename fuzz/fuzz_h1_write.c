@@ -3,7 +3,9 @@
  *
  * The input is cut into length-prefixed fields: method, target, host, up to
  * seven header name/value pairs, then option bits (scheme, port, body,
- * Expect). The harness has its own reference of what is valid (RFC 9110
+ * Expect), then optionally a PK_BODY_SEGMENTS body (multipart): up to three
+ * segments of fuzzer-chosen kind, length and validity, chunked or not, with
+ * a fuzzer-chosen declared total. The harness has its own reference of what is valid (RFC 9110
  * §5.6.2 tokens, field values without CTLs but HTAB, origin-form targets of
  * visible ASCII, the engine's host alphabet) and checks:
  *   - the writer accepts exactly the specs the reference calls valid, and a
@@ -160,12 +162,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   spec.has_body = (opt >> 4) & 1;
   spec.expect_continue_ms = byte(&r) & 1 ? 1000 : 0;
   spec.idempotent = -1;
+  /* Segments: byte = 1 (use them) | count << 1 | chunked << 3. */
+  pk_body_segment segs[3];
+  int seg_opt = byte(&r);
+  if (seg_opt & 1) {
+    spec.body_kind = PK_BODY_SEGMENTS;
+    spec.num_segments = (size_t)(seg_opt >> 1) & 3;
+    spec.body_chunked = (seg_opt >> 3) & 1;
+    spec.segments = (seg_opt >> 4) & 1 && spec.num_segments ? NULL : segs; /* NULL: invalid */
+    spec.body_len = (size_t)byte(&r);
+    for (size_t i = 0; i < spec.num_segments; i++) {
+      int k = byte(&r), l = byte(&r);
+      segs[i].kind = k % 4; /* 3: not a kind */
+      segs[i].data = (k >> 2) & 1 ? NULL : body;
+      segs[i].fd = (k >> 3) & 1 ? -1 : 0;
+      segs[i].offset = 0;
+      segs[i].len = l == 255 ? PK_SEG_UNKNOWN_LEN : (uint64_t)(l % 8);
+    }
+  }
 
   /* The reference's verdict. */
   int valid = ref_token(spec.method, spec.method_len) && ref_target(spec.target, spec.target_len) &&
               ref_host(spec.host, spec.host_len);
   int smuggle = has_crlfnul(spec.method, spec.method_len) ||
                 has_crlfnul(spec.target, spec.target_len) || has_crlfnul(spec.host, spec.host_len);
+  if (spec.body_kind == PK_BODY_SEGMENTS) {
+    /* The contract (CHTTPEngine.h): well-formed segments; an unknown length
+     * only for a stream segment of a chunked body; without chunked, the
+     * lengths add up to body_len exactly. */
+    int ok = spec.num_segments == 0 || spec.segments != NULL;
+    uint64_t sum = 0;
+    for (size_t i = 0; ok && i < spec.num_segments; i++) {
+      const pk_body_segment *g = &segs[i];
+      if (g->kind > PK_SEG_STREAM) ok = 0;
+      if (g->kind == PK_SEG_MEMORY && g->len && !g->data) ok = 0;
+      if (g->kind == PK_SEG_FILE && g->fd < 0) ok = 0;
+      if (g->len == PK_SEG_UNKNOWN_LEN && (g->kind != PK_SEG_STREAM || !spec.body_chunked)) ok = 0;
+      if (!spec.body_chunked && g->len != PK_SEG_UNKNOWN_LEN) sum += g->len;
+    }
+    if (!spec.body_chunked && sum != spec.body_len) ok = 0;
+    valid = valid && ok;
+  }
   int has_host = 0;
   for (size_t i = 0; i < nh; i++) {
     valid = valid && ref_token(hs[i].name, hs[i].name_len) &&
@@ -228,9 +265,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (spec.port != def) n += snprintf(hostv + n, sizeof hostv - (size_t)n, ":%u", spec.port);
     expect_field(w, &nw, "Host", hostv, (size_t)n);
   }
-  int chunked = 0; /* memory bodies only here */
-  int has_body = spec.has_body || spec.body_len;
-  int expect = spec.body_len && spec.expect_continue_ms;
+  int segmented = spec.body_kind == PK_BODY_SEGMENTS;
+  int chunked = segmented && spec.body_chunked;
+  int has_body = spec.has_body || spec.body_len || segmented;
+  int expect = (spec.body_len || segmented) && spec.expect_continue_ms;
   for (size_t i = 0; i < nh; i++) {
     if (ieq(hs[i].name, hs[i].name_len, "content-length")) continue;
     if (expect && ieq(hs[i].name, hs[i].name_len, "expect")) continue;
@@ -242,6 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nw++;
   }
   char clv[24];
+  if (chunked) expect_field(w, &nw, "Transfer-Encoding", "chunked", 7);
   if (!chunked && has_body) {
     int n = snprintf(clv, sizeof clv, "%zu", spec.body_len);
     expect_field(w, &nw, "Content-Length", clv, (size_t)n);
