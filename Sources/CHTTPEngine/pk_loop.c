@@ -4,6 +4,7 @@
 #include "pk_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -411,6 +412,15 @@ static void *loop_main(void *arg) {
   pk__loop *loop = arg;
   current_engine = loop->eng;
   pthread_setname_np(pthread_self(), "pocket-loop"); /* visible in top -H, gdb, /proc */
+  /* sendfile(2) and write(2) (file bodies, sink files that are pipes) have
+   * no MSG_NOSIGNAL: to a peer or reader that went away they raise SIGPIPE,
+   * which is sent to the writing thread and by default kills the process.
+   * Blocked here, on the engine's own threads only (no process-wide handler
+   * is touched), the write fails with EPIPE and is reported as an error. */
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
   struct epoll_event events[PK_MAX_EVENTS];
   loop->now = pk__now_ns();
   for (;;) {

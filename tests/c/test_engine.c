@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 int pk_test_failures;
 
@@ -175,7 +177,50 @@ static void test_allocation_failures(void) {
   test_server_stop(good);
 }
 
+/* A file body goes out with sendfile(2), which has no MSG_NOSIGNAL: a
+ * server that answers 413 and closes while 64 MiB are still to send used to
+ * raise SIGPIPE on the loop thread and kill the process (found by
+ * fuzz_engine). Now the request ends with the 413 or a write error, and the
+ * process lives (SIGPIPE keeps its default action here, as in an app). */
+static void test_file_body_to_a_closed_peer(void) {
+  static const char too_large[] = "HTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+  test_server *refuse = test_server_start((test_reply){too_large, sizeof too_large - 1, 1, 0, 0});
+  int fd = memfd_create("pk_test_body", MFD_CLOEXEC);
+  EXPECT(fd >= 0 && ftruncate(fd, 64 << 20) == 0);
+  pk_engine *e = engine();
+  EXPECT(e);
+  for (int i = 0; i < 20; i++) {
+    call c;
+    init_call(&c);
+    pk_request_spec s;
+    memset(&s, 0, sizeof s);
+    s.method = "PUT";
+    s.method_len = 3;
+    s.host = "127.0.0.1";
+    s.host_len = 9;
+    s.port = test_server_port(refuse);
+    s.target = "/upload";
+    s.target_len = 7;
+    s.body_kind = PK_BODY_FILE;
+    s.body_fd = fd;
+    s.body_len = 64 << 20;
+    s.total_timeout_ms = 20000;
+    s.idempotent = 0;
+    s.ctx = &c;
+    pk_request_handle h;
+    EXPECT_EQ(pk_engine_submit(e, &s, &h), 0);
+    int err = wait_call(&c);
+    EXPECT(err == 0 || err == PK_E_WRITE || err == PK_E_CONN_RESET);
+    if (err == 0) EXPECT_EQ(c.status, 413);
+    destroy_call(&c);
+  }
+  pk_engine_destroy(e);
+  close(fd);
+  test_server_stop(refuse);
+}
+
 int main(void) {
+  test_file_body_to_a_closed_peer();
   test_keep_alive_and_hostile();
   test_allocation_failures();
   if (pk_test_failures) {
