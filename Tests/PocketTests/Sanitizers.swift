@@ -14,3 +14,9 @@ let sanitizerSlowdown: Int = {
     if dlsym(process, "__asan_init") != nil { return 3 }
     return 1
 }()
+
+/// How much more memory the process holds under the sanitizer it was built
+/// with: 4 under ThreadSanitizer (shadow memory), 3 under AddressSanitizer
+/// (redzones around every block, a 16 MB quarantine in scripts/ci-extra.sh),
+/// else 1. For memory bounds that measure RSS of many small allocations.
+let sanitizerMemoryFactor: Int = sanitizerSlowdown == 10 ? 4 : sanitizerSlowdown
