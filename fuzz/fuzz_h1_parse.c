@@ -12,21 +12,9 @@
  * may be bare chunked bodies). Some inputs run with tiny limits so that
  * every limit error is reachable with short inputs.
  */
-#include "CHTTPEngine.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "fuzz_common.h"
 
 #define MAX_FIELDS 160
-
-#define CHECK(cond)                                                                   \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      fprintf(stderr, "fuzz_h1_parse: check failed at line %d: %s\n", __LINE__, #cond); \
-      abort();                                                                        \
-    }                                                                                 \
-  } while (0)
 
 static uint32_t hash(const uint8_t *d, size_t n) {
   uint32_t h = 2166136261u; /* FNV-1a */
@@ -80,69 +68,33 @@ static void same_head(const char *a, const pk_response_head *ha, const char *b,
 
 /* --------------------------------------------------------------- chunked */
 
-typedef struct {
-  ssize_t result;  /* error, or total raw bytes consumed */
-  int done;
-  size_t out_len;
-} chunk_result;
-
-static void decode_pieces(const uint8_t *raw, size_t n, uint32_t seed, int whole,
-                          const pk_parse_limits *lim, char *scratch, char *out,
-                          chunk_result *res) {
-  pk_chunked dec;
-  pk_chunked_init(&dec);
-  size_t pos = 0;
-  res->out_len = 0;
-  res->done = 0;
-  res->result = 0;
-  while (pos < n) {
-    size_t k = n - pos;
-    if (!whole) {
-      seed = seed * 1103515245u + 12345u;
-      size_t want = 1 + (seed >> 16) % 9;
-      if (want < k) k = want;
-    }
-    memcpy(scratch, raw + pos, k);
-    size_t len = k;
-    ssize_t used = pk_chunked_decode(&dec, scratch, &len, lim);
-    if (used < 0) {
-      res->result = used;
-      return;
-    }
-    CHECK((size_t)used <= k && len <= (size_t)used);
-    memcpy(out + res->out_len, scratch, len);
-    res->out_len += len;
-    if (dec.done) {
-      /* The bytes after the body are left where they were. */
-      CHECK(memcmp(scratch + used, raw + pos + (size_t)used, k - (size_t)used) == 0);
-      res->done = 1;
-      res->result = (ssize_t)(pos + (size_t)used);
-      /* A finished decoder consumes nothing more. */
-      size_t zero = k - (size_t)used;
-      if (zero) CHECK(pk_chunked_decode(&dec, scratch + used, &zero, lim) == 0 && zero == 0);
-      return;
-    }
-    CHECK((size_t)used == k);
-    pos += k;
-  }
-  res->result = (ssize_t)pos;
-}
-
+/* The body whole, and in pieces of 1 to 9 bytes drawn from the seed. */
 static void check_chunked(const uint8_t *raw, size_t n, uint32_t seed, const pk_parse_limits *lim) {
   char *scratch = malloc(n + 1), *o1 = malloc(n + 1), *o2 = malloc(n + 1);
-  CHECK(scratch && o1 && o2);
-  chunk_result a, b;
-  decode_pieces(raw, n, seed, 1, lim, scratch, o1, &a);
-  decode_pieces(raw, n, seed, 0, lim, scratch, o2, &b);
+  size_t *cuts = malloc((n + 2) * sizeof *cuts);
+  CHECK(scratch && o1 && o2 && cuts);
+  size_t ncuts = 0;
+  for (size_t pos = 0; pos < n;) {
+    cuts[ncuts++] = pos;
+    seed = seed * 1103515245u + 12345u;
+    pos += 1 + (seed >> 16) % 9;
+  }
+  cuts[ncuts++] = n;
+  size_t whole[2] = {0, n};
+  fuzz_chunk_outcome a, b;
+  fuzz_decode_chunked(raw, n, whole, 2, lim, scratch, o1, &a);
+  fuzz_decode_chunked(raw, n, cuts, ncuts, lim, scratch, o2, &b);
   if (a.result != b.result || a.done != b.done) {
     fprintf(stderr, "whole %zd (%s) done %d, pieces %zd (%s) done %d\n", a.result,
-            pk_error_name((int)a.result), a.done, b.result, pk_error_name((int)b.result), b.done);
+            a.result < 0 ? pk_error_name((int)-a.result) : "ok", a.done, b.result,
+            b.result < 0 ? pk_error_name((int)-b.result) : "ok", b.done);
     abort();
   }
   if (a.result >= 0) CHECK(a.out_len == b.out_len && memcmp(o1, o2, a.out_len) == 0);
   free(scratch);
   free(o1);
   free(o2);
+  free(cuts);
 }
 
 /* ------------------------------------------------------------------ entry */

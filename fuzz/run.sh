@@ -3,6 +3,16 @@
 #
 #   fuzz/run.sh TARGET SECONDS    fuzz for SECONDS over a copy of the corpus
 #   fuzz/run.sh TARGET --replay   run corpus + crashers once (regression check)
+#   fuzz/run.sh TARGET --coverage line coverage of the engine over the grown
+#                                 corpus (fuzz/out/TARGET/corpus, else the
+#                                 seeds) with llvm-cov: a plain build with
+#                                 -fprofile-instr-generate -fcoverage-mapping
+#   fuzz/run.sh all SECONDS|--replay|--coverage   every target in turn
+#
+# Targets: h1_parse (response head parser), chunked (chunked decoder),
+# inflate (gzip/deflate), h1_write (request writer), engine (the whole
+# engine against a loopback server fed the input as its response).
+# Every fuzzing run uses the HTTP dictionary fuzz/http.dict.
 #
 # The harness is fuzz/fuzz_TARGET.c, linked with the engine sources listed in
 # SOURCES_TARGET below. Seeds: fuzz/corpus/TARGET/. Inputs that once crashed:
@@ -15,6 +25,10 @@ set -euo pipefail
 # Engine sources (in Sources/CHTTPEngine) each harness needs.
 SOURCES_h1_parse="pk_h1_parse.c pk_error.c"
 SOURCES_inflate="pk_inflate.c pk_error.c"
+SOURCES_chunked="pk_h1_parse.c pk_error.c"
+SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
+SOURCES_engine="pk_conn.c pk_dns.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_pool.c pk_tls.c"
+TARGETS="h1_parse chunked inflate h1_write engine"
 
 usage() {
   echo "usage: $0 TARGET SECONDS | $0 TARGET --replay" >&2
@@ -25,6 +39,15 @@ usage() {
 target=$1
 mode=$2
 cd "$(dirname "$0")/.."
+
+if [ "$target" = all ]; then
+  failed=""
+  for t in $TARGETS; do
+    "$0" "$t" "$mode" || failed="$failed $t"
+  done
+  [ -z "$failed" ] || { echo "$0: failed:$failed" >&2; exit 1; }
+  exit 0
+fi
 
 var="SOURCES_${target}"
 sources=${!var:-}
@@ -41,14 +64,32 @@ mkdir -p fuzz/build
 
 files=()
 for s in $sources; do files+=("$engine/$s"); done
+corpus="fuzz/corpus/${target}"
+crashers="fuzz/crashers/${target}"
+
+if [ "$mode" = "--coverage" ]; then
+  # A plain build (no sanitizers): libFuzzer's own driver runs each input once.
+  cov="fuzz/build/cov_${target}"
+  "$CLANG" -g -O0 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer \
+    -fprofile-instr-generate -fcoverage-mapping -fuse-ld=lld \
+    -I "$engine/include" -I "$engine" \
+    "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -ldl
+  dirs=()
+  if [ -d "fuzz/out/${target}/corpus" ]; then dirs+=("fuzz/out/${target}/corpus"); else dirs+=("$corpus"); fi
+  [ -d "$crashers" ] && dirs+=("$crashers")
+  rm -f "fuzz/build/cov_${target}.profraw"
+  LLVM_PROFILE_FILE="fuzz/build/cov_${target}.profraw" "$cov" -runs=0 "${dirs[@]}" > /dev/null 2>&1
+  bindir=$(dirname "$CLANG")
+  "$bindir/llvm-profdata" merge -sparse "fuzz/build/cov_${target}.profraw" -o "fuzz/build/cov_${target}.profdata"
+  "$bindir/llvm-cov" report "$cov" -instr-profile="fuzz/build/cov_${target}.profdata" "${files[@]}"
+  exit 0
+fi
+
 echo "building $bin"
 "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld \
   -I "$engine/include" -I "$engine" \
-  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate
-
-corpus="fuzz/corpus/${target}"
-crashers="fuzz/crashers/${target}"
+  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -ldl
 
 if [ "$mode" = "--replay" ]; then
   inputs=()
@@ -77,7 +118,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 echo "fuzzing $target for $mode s (corpus $out/corpus)"
 set +e
 "$bin" -max_total_time="$mode" -max_len="${FUZZ_MAX_LEN:-16384}" -print_final_stats=1 \
-  -artifact_prefix="$out/artifacts/" "$out/corpus"
+  -dict=fuzz/http.dict -artifact_prefix="$out/artifacts/" "$out/corpus"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then

@@ -117,8 +117,9 @@ static int connect_error(int e) {
  * (pk_body_kind). Plain connections write head and an in-memory body in one
  * sendmsg (writev semantics) and file bodies with sendfile(2); TLS has no
  * writev, so pieces go one at a time as large records. MSG_NOSIGNAL
- * everywhere: a peer that closed early yields EPIPE, not a process-killing
- * SIGPIPE. */
+ * on every send, and SIGPIPE blocked on the loop threads for sendfile and
+ * sink writes (loop_main): a peer that closed early yields EPIPE, not a
+ * process-killing SIGPIPE. */
 
 #define PK_W_AGAIN (-1)  /* the socket is full: wait for EPOLLOUT */
 #define PK_W_FAILED (-2) /* the request ended (or went on to read its response) */

@@ -53,17 +53,22 @@ static inline void pk__list_remove(pk__link *l) {
 struct pk__loop;
 typedef struct pk__timer {
   uint64_t deadline;  /* monotonic ns */
-  uint32_t heap_index; /* PK_TIMER_IDLE when not armed */
+  uint32_t heap_index; /* PK_TIMER_IDLE when not armed, PK_TIMER_OVERFLOW in the list */
   void (*fire)(struct pk__loop *loop, struct pk__timer *t);
+  struct pk__timer *ov_prev, *ov_next; /* the overflow list */
 } pk__timer;
 
 #define PK_TIMER_IDLE UINT32_MAX
+/* Armed, but in the heap's overflow list: the heap could not grow (out of
+ * memory), and a deadline must never be dropped (a request would hang). */
+#define PK_TIMER_OVERFLOW (UINT32_MAX - 1)
 
 /* A binary min-heap with each timer's index stored in the timer, so removal
  * and re-arming are O(log n) and 100,000 pending timers stay cheap. */
 typedef struct pk__heap {
   pk__timer **items;
   uint32_t len, cap;
+  pk__timer *overflow; /* unsorted, scanned each pass; empty unless memory ran out */
 } pk__heap;
 
 void pk__timer_arm(struct pk__loop *loop, pk__timer *t, uint64_t deadline);

@@ -4,6 +4,7 @@
 #include "pk_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -89,10 +90,22 @@ static void heap_down(pk__heap *h, uint32_t i) {
   }
 }
 
+static void overflow_unlink(pk__heap *h, pk__timer *t) {
+  if (t->ov_prev) t->ov_prev->ov_next = t->ov_next;
+  else h->overflow = t->ov_next;
+  if (t->ov_next) t->ov_next->ov_prev = t->ov_prev;
+  t->ov_prev = t->ov_next = NULL;
+}
+
 void pk__timer_cancel(pk__loop *loop, pk__timer *t) {
   pk__heap *h = &loop->timers;
   uint32_t i = t->heap_index;
   if (i == PK_TIMER_IDLE) return;
+  if (i == PK_TIMER_OVERFLOW) {
+    overflow_unlink(h, t);
+    t->heap_index = PK_TIMER_IDLE;
+    return;
+  }
   t->heap_index = PK_TIMER_IDLE;
   h->len--;
   if (i == h->len) return;
@@ -104,6 +117,10 @@ void pk__timer_cancel(pk__loop *loop, pk__timer *t) {
 
 void pk__timer_arm(pk__loop *loop, pk__timer *t, uint64_t deadline) {
   pk__heap *h = &loop->timers;
+  if (t->heap_index == PK_TIMER_OVERFLOW) {
+    t->deadline = deadline;
+    return;
+  }
   if (t->heap_index != PK_TIMER_IDLE) {
     uint64_t old = t->deadline;
     t->deadline = deadline;
@@ -114,7 +131,16 @@ void pk__timer_arm(pk__loop *loop, pk__timer *t, uint64_t deadline) {
   if (h->len == h->cap) {
     uint32_t cap = h->cap ? h->cap * 2 : 256;
     pk__timer **items = pk__realloc(h->items, cap * sizeof *items);
-    if (!items) abort(); /* cannot keep a deadline: better loud than a hang */
+    if (!items) {
+      /* Out of memory: keep the deadline in the overflow list (no allocation). */
+      t->deadline = deadline;
+      t->heap_index = PK_TIMER_OVERFLOW;
+      t->ov_prev = NULL;
+      t->ov_next = h->overflow;
+      if (h->overflow) h->overflow->ov_prev = t;
+      h->overflow = t;
+      return;
+    }
     h->items = items;
     h->cap = cap;
   }
@@ -131,12 +157,24 @@ static void run_timers(pk__loop *loop) {
     pk__timer_cancel(loop, t);
     t->fire(loop, t);
   }
+  /* A fired timer may arm or cancel others: rescan from the head each time. */
+  for (pk__timer *t = h->overflow; t;) {
+    if (t->deadline > loop->now) {
+      t = t->ov_next;
+      continue;
+    }
+    pk__timer_cancel(loop, t);
+    t->fire(loop, t);
+    t = h->overflow;
+  }
 }
 
 static int next_timeout_ms(pk__loop *loop) {
   pk__heap *h = &loop->timers;
-  if (!h->len) return -1;
-  uint64_t d = h->items[0]->deadline;
+  uint64_t d = h->len ? h->items[0]->deadline : UINT64_MAX;
+  for (pk__timer *t = h->overflow; t; t = t->ov_next)
+    if (t->deadline < d) d = t->deadline;
+  if (d == UINT64_MAX) return -1;
   if (d <= loop->now) return 0;
   uint64_t ms = (d - loop->now + 999999) / 1000000; /* round up: never wake early */
   return ms > 3600000 ? 3600000 : (int)ms;
@@ -374,6 +412,15 @@ static void *loop_main(void *arg) {
   pk__loop *loop = arg;
   current_engine = loop->eng;
   pthread_setname_np(pthread_self(), "pocket-loop"); /* visible in top -H, gdb, /proc */
+  /* sendfile(2) and write(2) (file bodies, sink files that are pipes) have
+   * no MSG_NOSIGNAL: to a peer or reader that went away they raise SIGPIPE,
+   * which is sent to the writing thread and by default kills the process.
+   * Blocked here, on the engine's own threads only (no process-wide handler
+   * is touched), the write fails with EPIPE and is reported as an error. */
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
   struct epoll_event events[PK_MAX_EVENTS];
   loop->now = pk__now_ns();
   for (;;) {

@@ -43,6 +43,9 @@ public struct BenchOptions: Sendable {
     public var uploadForm: String?
     /// Ask for gzip/deflate and decode: true, false, or nil for the client's default.
     public var compressed: Bool?
+    /// Soak test (`--soak K`): the measured requests in K rounds with resident
+    /// memory and open descriptors printed after each; nil (default): one phase.
+    public var soakRounds: Int?
 
     /// pocket-bench's defaults.
     public init() {}
@@ -57,7 +60,7 @@ public struct BenchOptions: Sendable {
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
-                            [--upload-form PATH] [--compressed]
+                            [--upload-form PATH] [--compressed] [--soak K]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -83,6 +86,9 @@ public struct BenchOptions: Sendable {
           --upload-form PATH   POST the file as a multipart/form-data form of one file
                                part named "file" (like curl -F file=@PATH)
           --compressed         ask for gzip/deflate and decode (Pocket does by default)
+          --soak K             soak test: the N requests in K rounds, printing resident
+                               memory and open file descriptors (stderr) before and after
+                               each; no latencies (docs/FUZZING.md)
         """
 
     /// A flag that is unknown or lacks a valid value.
@@ -146,6 +152,7 @@ public struct BenchOptions: Sendable {
             case "--upload-file": o.uploadFile = try value(arg)
             case "--upload-form": o.uploadForm = try value(arg)
             case "--compressed": o.compressed = true
+            case "--soak": o.soakRounds = try int(arg, min: 1)
             case "-h", "--help":
                 print(usage)
                 exit(0)

@@ -63,7 +63,11 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let cpu0 = processCPUNanos()
     let t0 = monotonicNanos()
     if let s = options.maxSeconds { measured.deadline = t0 &+ UInt64(s * 1e9) }
-    let tally = await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
+    let tally = if let rounds = options.soakRounds {
+        await soak(client, rounds: rounds, options: options, setup: setup)
+    } else {
+        await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
+    }
     let t1 = monotonicNanos()
     let cpu1 = processCPUNanos()
     let server1 = setup.serverCPUNanos?() ?? 0

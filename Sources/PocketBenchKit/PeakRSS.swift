@@ -8,14 +8,17 @@ import Musl
 /// /proc/self/status), or nil where there is no /proc. Read from inside the
 /// process because a parent's `ru_maxrss` for a child started with
 /// posix_spawn (vfork) also counts the parent's size at the spawn.
-public func peakRSSKiB() -> Int? {
+public func peakRSSKiB() -> Int? { procStatusKiB("VmHWM:") }
+
+/// A KiB figure of /proc/self/status (`"VmRSS:"`, `"VmHWM:"`), or nil.
+func procStatusKiB(_ field: String) -> Int? {
     guard let f = fopen("/proc/self/status", "r") else { return nil }
     defer { fclose(f) }
     var line = [CChar](repeating: 0, count: 256)
     while fgets(&line, Int32(line.count), f) != nil {
         let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        if text.hasPrefix("VmHWM:") {
-            return Int(text.dropFirst(6).filter { $0.isNumber })
+        if text.hasPrefix(field) {
+            return Int(text.dropFirst(field.utf8.count).filter { $0.isNumber })
         }
     }
     return nil

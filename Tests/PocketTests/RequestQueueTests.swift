@@ -286,9 +286,9 @@ final class RequestQueueTests: XCTestCase {
         gate.release()
         XCTAssertEqual(queue.metrics.peakPending, 10_000 - 8, "all but the running ones waited")
         // About 2 KiB each in a debug build (19 MiB measured); no task or
-        // connection per pending request. ThreadSanitizer's shadow memory
-        // multiplies what the process holds.
-        let scale = underThreadSanitizer ? 4 : 1
+        // connection per pending request. A sanitizer's shadow memory and
+        // redzones multiply what the process holds.
+        let scale = sanitizerMemoryFactor
         XCTAssertLessThan(queued - before, scale * (4 << 10) * 10_000, "10,000 pending requests cost a small record each")
         var ok = 0
         for task in tasks where try await task.response().status == 200 { ok += 1 }
@@ -300,5 +300,3 @@ final class RequestQueueTests: XCTestCase {
     }
 }
 
-/// True when the process runs under ThreadSanitizer (its runtime is loaded).
-let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
