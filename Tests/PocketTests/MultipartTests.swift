@@ -27,22 +27,9 @@ final class MultipartTests: XCTestCase {
     }
 
     private func patternFile(_ name: String, _ size: Int, seed: UInt64 = 7) throws -> URL {
-        let file = directory.appendingPathComponent(name)
-        XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: Data(BytePattern.bytes(seed: seed, range: 0..<size))))
-        return file
+        try writePatternFile(directory.appendingPathComponent(name), size, seed: seed)
     }
 
-    private func patternStream(_ size: Int, seed: UInt64 = 7, chunk: Int = 100_000) -> AsyncStream<Data> {
-        AsyncStream { c in
-            var offset = 0
-            while offset < size {
-                let end = min(size, offset + chunk)
-                c.yield(Data(BytePattern.bytes(seed: seed, range: offset..<end)))
-                offset = end
-            }
-            c.finish()
-        }
-    }
 
     /// Sends `form` to /form; returns the response, the request as the
     /// server received it and the independent parse of its body.

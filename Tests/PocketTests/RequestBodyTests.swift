@@ -25,23 +25,9 @@ final class RequestBodyTests: XCTestCase {
 
     /// A file of `size` pattern bytes; returns its URL.
     private func patternFile(_ size: Int, seed: UInt64 = 7) throws -> URL {
-        let file = directory.appendingPathComponent("body-\(size)-\(seed)")
-        XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: Data(BytePattern.bytes(seed: seed, range: 0..<size))))
-        return file
+        try writePatternFile(directory.appendingPathComponent("body-\(size)-\(seed)"), size, seed: seed)
     }
 
-    /// Chunks of the pattern as an async sequence.
-    private func patternStream(_ size: Int, seed: UInt64 = 7, chunk: Int = 100_000) -> AsyncStream<Data> {
-        AsyncStream { c in
-            var offset = 0
-            while offset < size {
-                let end = min(size, offset + chunk)
-                c.yield(Data(BytePattern.bytes(seed: seed, range: offset..<end)))
-                offset = end
-            }
-            c.finish()
-        }
-    }
 
     private func upload(_ body: RequestBody, client: PocketClient? = nil, path: String = "/upload",
                         progress: ProgressHandler? = nil) async throws -> Response {
@@ -87,8 +73,8 @@ final class RequestBodyTests: XCTestCase {
         XCTAssertEqual(r.text, "\(size) \(BytePattern.sha256(seed: 7, size: size))")
         XCTAssertEqual(server.receivedRequests.last?.header("Content-Length"), String(size))
 
-        await assertPocketError(.requestBodyLengthMismatch) { try await self.upload(.stream(self.patternStream(size), length: size + 1)) }
-        await assertPocketError(.requestBodyLengthMismatch) { try await self.upload(.stream(self.patternStream(size), length: size - 1)) }
+        await assertPocketError(.requestBodyLengthMismatch) { try await self.upload(.stream(patternStream(size), length: size + 1)) }
+        await assertPocketError(.requestBodyLengthMismatch) { try await self.upload(.stream(patternStream(size), length: size - 1)) }
     }
 
     func testAStreamThatThrowsFailsTheRequestWithItsError() async throws {

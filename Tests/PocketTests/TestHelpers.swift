@@ -120,3 +120,22 @@ func requireNginx(file: StaticString = #filePath, line: UInt = #line) throws -> 
     }
     return nginx
 }
+
+/// Writes `size` bytes of the `BytePattern` of `seed` to `file`; returns it.
+func writePatternFile(_ file: URL, _ size: Int, seed: UInt64 = 7) throws -> URL {
+    try Data(BytePattern.bytes(seed: seed, range: 0..<size)).write(to: file)
+    return file
+}
+
+/// The pattern's first `size` bytes as an async sequence of `chunk`-byte pieces.
+func patternStream(_ size: Int, seed: UInt64 = 7, chunk: Int = 100_000) -> AsyncStream<Data> {
+    AsyncStream { c in
+        var offset = 0
+        while offset < size {
+            let end = min(size, offset + chunk)
+            c.yield(Data(BytePattern.bytes(seed: seed, range: offset..<end)))
+            offset = end
+        }
+        c.finish()
+    }
+}
