@@ -1,6 +1,5 @@
 import Pocket
 import PocketBenchKit
-import Synchronization
 
 /// The progress line on stderr (only when stderr is a terminal, and not
 /// with `-s`): percent, bar, rate and time left when the total is known;
@@ -16,16 +15,16 @@ final class ProgressBar: Sendable {
         var lastWidth = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let output: Output
 
     /// A bar whose clock starts now (the rate counts from the request's start).
     init(output: Output = .stderr) {
         self.output = output
-        state = Mutex(State(start: .now))
+        state = Lock(State(start: .now))
     }
 
-    private let drawer = Mutex<Task<Void, Never>?>(nil)
+    private let drawer = Lock<Task<Void, Never>?>(nil)
 
     /// A handler for one request (both directions are drawn).
     func handler() -> ProgressHandler {

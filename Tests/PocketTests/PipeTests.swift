@@ -2,7 +2,6 @@ import Foundation
 import XCTest
 @testable import Pocket
 import PocketTestSupport
-import Synchronization
 
 /// AGPipe's documented example re-enacted against a small REST resource on
 /// the test server, then ids, errors, timeout and cancel.
@@ -189,8 +188,8 @@ final class PipeTests: XCTestCase {
 /// parameters, or one), POST (assigns an id), PUT, DELETE.
 final class RESTStore: Sendable {
     /// (id, record as JSON) in creation order.
-    private let records = Mutex<[(String, Data)]>([])
-    private let counter = Mutex(0)
+    private let records = Lock<[(String, Data)]>([])
+    private let counter = Lock(0)
     let prefix: String
     let idKey: String
     let stringIDs: Bool

@@ -2,7 +2,6 @@ import Foundation
 import XCTest
 @testable import Pocket
 import PocketTestSupport
-import Synchronization
 
 /// The policy's limits and hook, bodies that cannot be replayed, and
 /// redirects on the stream and download paths.
@@ -223,7 +222,7 @@ final class RedirectPolicyTests: XCTestCase {
 
 /// Values appended from any thread, read by the test.
 final class Recorder<T: Sendable>: Sendable {
-    private let lock = Mutex<[T]>([])
+    private let lock = Lock<[T]>([])
     func append(_ value: T) { lock.withLock { $0.append(value) } }
     var values: [T] { lock.withLock { $0 } }
 }

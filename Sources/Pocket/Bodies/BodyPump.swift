@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 internal import CHTTPEngine
-import Synchronization
 
 /// Feeds a stream request body to the engine, one piece at a time.
 ///
@@ -21,7 +20,7 @@ final class BodyPump: @unchecked Sendable {
     // the engine's queue lock).
     private let iterators: [ChunkIterator]
     /// Bytes each iterator produced so far (read by progress reports).
-    let produced: Mutex<[Int]>
+    let produced: Lock<[Int]>
     private struct Want: Sendable {
         let request: InFlightRequest
         let handle: RequestHandle
@@ -39,7 +38,7 @@ final class BodyPump: @unchecked Sendable {
 
     init(_ iterators: [ChunkIterator]) {
         self.iterators = iterators
-        produced = Mutex(Array(repeating: 0, count: iterators.count))
+        produced = Lock(Array(repeating: 0, count: iterators.count))
         (requests, wants) = AsyncStream<Want>.makeStream(bufferingPolicy: .unbounded)
     }
 

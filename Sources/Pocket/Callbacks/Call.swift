@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A request with handlers attached, sent when `start()` is called: the
 /// callback style of MTPocket and AFNetworking, as a thin layer over
@@ -65,7 +64,7 @@ public final class Call: Sendable {
         case done(CallOutcome)
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(client: PocketClient, request: Request, queue: CallbackQueue) {
         self.client = client

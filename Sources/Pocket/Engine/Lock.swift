@@ -4,16 +4,18 @@ import Glibc
 import Musl
 #endif
 
-/// A value behind a pthread mutex. Used for the few long-lived locks of the
-/// engine bridge (one per client), where ThreadSanitizer must see the
-/// synchronisation: it understands pthread mutexes, not the futex-based
-/// `Synchronization.Mutex`.
-final class Lock<Value>: @unchecked Sendable {
+/// A value behind a pthread mutex: the one lock of the package (Pocket, the
+/// `pocket` tool and the tests). `Synchronization.Mutex` is not used anywhere:
+/// on Linux it parks on raw futex syscalls that ThreadSanitizer cannot see, so
+/// every contended `Mutex` shows up as a data race under
+/// `swift test --sanitize=thread` (CI failed on exactly that). ThreadSanitizer
+/// intercepts pthread mutexes. `scripts/test.sh` rejects a new `Mutex`.
+package final class Lock<Value>: @unchecked Sendable {
     // Invariant: `value` is only accessed while `mutex` is held.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -25,7 +27,7 @@ final class Lock<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

@@ -1,5 +1,4 @@
 internal import CHTTPEngine
-import Synchronization
 
 /// The engine's event loop as a `TaskExecutor`.
 ///

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The operations of one pipe in flight, so `cancel()` reaches all of them.
 final class PipeOperations: Sendable {
@@ -7,7 +6,7 @@ final class PipeOperations: Sendable {
         var running: [UInt64: @Sendable () -> Void] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Runs `work` as its own task, cancellable by `cancelAll()` and by
     /// cancelling the caller. An operation cancelled either way fails with

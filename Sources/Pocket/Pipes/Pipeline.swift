@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// A base URL and the named pipes under it (AeroGear's `AGPipeline`).
 ///
@@ -18,7 +17,7 @@ public final class Pipeline: Sendable {
     public let baseURL: URL
     /// The client every pipe sends with.
     public let client: PocketClient
-    private let pipes = Mutex<[String: any Sendable]>([:])
+    private let pipes = Lock<[String: any Sendable]>([:])
 
     /// A pipeline sending with `client` under `baseURL`.
     public init(baseURL: URL, client: PocketClient) {

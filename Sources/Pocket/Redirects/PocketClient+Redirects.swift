@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// A response the redirect loop can look at, record the chain in, and drop.
 protocol RedirectableResponse: Sendable {
@@ -84,7 +83,7 @@ final class ProgressFinishGate: Sendable {
         var called = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let finish: @Sendable () -> Void
 
     private init(finish: @escaping @Sendable () -> Void) { self.finish = finish }

@@ -1,8 +1,7 @@
-import Synchronization
 
 /// A client's named templates, shared with its scoped clients.
 final class TemplateRegistry: Sendable {
-    private let templates = Mutex<[String: RequestTemplate]>([:])
+    private let templates = Lock<[String: RequestTemplate]>([:])
 
     func register(_ template: RequestTemplate, as name: String) {
         templates.withLock { $0[name] = template }

@@ -73,7 +73,7 @@ public final class DownloadTask: Sendable {
     /// What the task and its runner share.
     final class Control: Sendable {
         let pausing = Atomic<Bool>(false)
-        let saved = Mutex<ResumeData?>(nil)
+        let saved = Lock<ResumeData?>(nil)
     }
 
     private let task: Task<Outcome, any Error>
@@ -190,7 +190,7 @@ private struct Downloader {
                 sent.headers["If-Range"] = validator
             }
         }
-        let seen = Mutex(Seen(etag: resume?.etag, lastModified: resume?.lastModified, total: resume?.totalBytes))
+        let seen = Lock(Seen(etag: resume?.etag, lastModified: resume?.lastModified, total: resume?.totalBytes))
         let start = offset
         let expectedETag = resume?.etag, expectedDate = resume?.lastModified
         let decide: @Sendable (ResponseHead) -> InFlightRequest.FileDecision = { head in
