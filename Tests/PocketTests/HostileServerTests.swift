@@ -171,6 +171,46 @@ final class HostileServerTests: XCTestCase {
         try await assertSurvives(.tooManyInterimResponses, client: client) { _ = try await client.send(flood) }
     }
 
+    // MARK: - redirects
+
+    /// A 302 carrying `size` bytes of body, which the client must take in
+    /// (or drop) before the next hop.
+    private static func heavyRedirect(to location: String, size: Int = 2 << 20) -> TestServer.Reply {
+        .response(status: 302, headers: [("Location", location)], body: [UInt8](repeating: 0x2E, count: size))
+    }
+
+    func testRedirectLoopWithHeavyBodiesIsALoopNotAHang() async throws {
+        server.route("/loop/a") { _ in Self.heavyRedirect(to: "/loop/b") }
+        server.route("/loop/b") { _ in Self.heavyRedirect(to: "/loop/c?x=1") }
+        server.route("/loop/c") { _ in Self.heavyRedirect(to: "/loop/a") }
+        // A generous hop limit: what stops this chain must be the loop check.
+        let client = try makeClient { $0.redirects = RedirectPolicy(maxHops: 1000) }
+        let loop = request("/loop/a")
+        let error = try await assertSurvives(.redirectLoop, client: client) { _ = try await client.send(loop) }
+        XCTAssertEqual(error?.response?.status, 302)
+        XCTAssertEqual(error?.message.components(separatedBy: " → ").count, 4, error?.message ?? "")
+        // The stream path meets the same end, and drops each hop's body.
+        try await assertSurvives(.redirectLoop, client: client) {
+            let response = try await client.stream(loop)
+            try await response.body.discard()
+        }
+    }
+
+    func testEndlessRedirectChainStopsAtTheHopLimit() async throws {
+        // Every URL is new (/chain/N → /chain/N+1), so only the limit ends it.
+        server.defaultHandler = { r in
+            guard r.path.hasPrefix("/chain/"), let n = Int(r.path.dropFirst(7)) else { return .text("no", status: 404) }
+            return Self.heavyRedirect(to: "/chain/\(n + 1)")
+        }
+        let client = try makeClient()
+        let chain = request("/chain/0")
+        let served = server.requestCount
+        let error = try await assertSurvives(.tooManyRedirects, client: client) { _ = try await client.send(chain) }
+        XCTAssertEqual(error?.response?.status, 302)
+        // The 20 good requests, the 2 before and after, and 1 + 10 hops: nothing more went out.
+        XCTAssertEqual(server.requestCount - served, 1 + 20 + 1 + 1 + 10)
+    }
+
     // MARK: - TLS
 
     private func tlsServer(cert: String, key: String) throws -> TestServer {
