@@ -45,13 +45,8 @@ log() { echo "bench-nginx: $*" >&2; }
 
 # ------------------------------------------------------------------ packages
 need=()
-[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)
-[ -x /usr/bin/time ] || need+=(time)
-command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+bench_need_base
 bench_install "${need[@]}"
-NGINX="$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)"
-WRK="$(command -v wrk)"
 
 bench_check_cpus
 

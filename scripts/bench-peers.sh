@@ -49,15 +49,10 @@ log() { echo "bench-peers: $*" >&2; }
 
 # ------------------------------------------------------------------ packages
 need=()
-[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)
-[ -x /usr/bin/time ] || need+=(time)
-command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+bench_need_base
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v curl-config >/dev/null 2>&1 || need+=(libcurl4-openssl-dev)
 bench_install "${need[@]}"
-NGINX="$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)"
-WRK="$(command -v wrk)"
 
 bench_check_cpus
 

@@ -1,7 +1,10 @@
 # Sourced by the benchmark scripts that drive nginx: what they share besides
 # the nginx.conf prelude (nginx-conf.sh).
 #
-#   bench_install PKG...          apt-get install PKG... (nothing when none given)
+#   bench_need_base               add to the caller's `need` array what every
+#                                 nginx benchmark runs: nginx, wrk, time, taskset
+#   bench_install PKG...          apt-get install PKG... (nothing when none given),
+#                                 then NGINX and WRK name the installed binaries
 #   bench_start_nginx NGINX CONF PORT CPU   start nginx (pid in NGINX_PID), wait for PORT
 #   bench_stop_nginx              TERM, then KILL after 5 s (for the EXIT trap)
 #   to_us VALUE                   wrk's "123.45us", "1.23ms", "2.00s" -> microseconds
@@ -10,13 +13,23 @@
 #   median N...                   the median of the numeric arguments ("-" if none)
 # The caller sets TMP (its temp dir) and log().
 
+bench_need_base() {
+  [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
+  command -v wrk >/dev/null 2>&1 || need+=(wrk)
+  [ -x /usr/bin/time ] || need+=(time)
+  command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+}
+
 bench_install() {
-  (($#)) || return 0
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  log "installing $*"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  if (($#)); then
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    log "installing $*"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  fi
+  NGINX="$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)"
+  WRK="$(command -v wrk 2>/dev/null || true)"
 }
 
 NGINX_PID=""
