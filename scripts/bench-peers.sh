@@ -23,20 +23,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
 . scripts/lib/bench-common.sh
 
-QUICK=0
-for a in "$@"; do
-  case "$a" in
-    --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "bench-peers: unknown argument '$a'" >&2; exit 2 ;;
-  esac
-done
-if [ "$QUICK" = 1 ]; then
-  REPS="${REPS:-1}"
-  DUR="${DUR:-2}"
-fi
-REPS="${REPS:-5}"
-DUR="${DUR:-5}"
+bench_args bench-peers 2,20p "$@"
 PORT="${PORT:-18085}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"

@@ -1,6 +1,8 @@
 # Sourced by the benchmark scripts that drive nginx: what they share besides
 # the nginx.conf prelude (nginx-conf.sh).
 #
+#   bench_args NAME LINES ARG...  --quick (REPS=1 DUR=2 unless set) and -h (LINES of
+#                                 the script's header); then REPS (5) and DUR (5)
 #   bench_need_base               add to the caller's `need` array what every
 #                                 nginx benchmark runs: nginx, wrk, time, taskset
 #   bench_install PKG...          apt-get install PKG... (nothing when none given),
@@ -12,6 +14,24 @@
 #   jget KEY FILE                 a number (or "string") from a one-line JSON object
 #   median N...                   the median of the numeric arguments ("-" if none)
 # The caller sets TMP (its temp dir) and log().
+
+bench_args() {
+  local name=$1 lines=$2 a quick=0
+  shift 2
+  for a in "$@"; do
+    case "$a" in
+      --quick) quick=1 ;;
+      -h|--help) sed -n "$lines" "$0"; exit 0 ;;
+      *) echo "$name: unknown argument '$a'" >&2; exit 2 ;;
+    esac
+  done
+  if [ "$quick" = 1 ]; then
+    REPS="${REPS:-1}"
+    DUR="${DUR:-2}"
+  fi
+  REPS="${REPS:-5}"
+  DUR="${DUR:-5}"
+}
 
 bench_need_base() {
   [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
