@@ -187,7 +187,24 @@ struct FetchCommand: AsyncParsableCommand {
         let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
         let bar = !silent && Output.stderr.isTerminal && !bodyToTerminal ? ProgressBar() : nil
         let transfer = FetchTransfer(command: self, plan: plan, client: client, progress: bar)
+        let outcome: Result<Void, CLIFailure>
+        do throws(CLIFailure) {
+            try await attempts(transfer, plan: plan, bar: bar, &facts)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        // Stop the engine's threads (shutdown joins them) before the process
+        // exits: a loop thread still running its thread-exit handlers (e.g.
+        // OpenSSL's per-thread random generators) while exit() runs is a
+        // race, and LeakSanitizer saw it as a leak.
+        try? await client.shutdown()
+        try outcome.get()
+    }
 
+    /// The transfer, and its retries with curl's backoff (`--retry`).
+    private func attempts(_ transfer: FetchTransfer, plan: FetchPlan, bar: ProgressBar?,
+                          _ facts: inout TransferFacts) async throws(CLIFailure) {
         var attempt = 0
         while true {
             do {
