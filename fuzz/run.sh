@@ -11,11 +11,16 @@
 #
 # Targets: h1_parse (response head parser), chunked (chunked decoder),
 # inflate (gzip/deflate), h1_write (request writer), engine (the whole
-# engine against a loopback server fed the input as its response).
-# Every fuzzing run uses the HTTP dictionary fuzz/http.dict.
+# engine against a loopback server fed the input as its response); in Swift:
+# multipart (the multipart/form-data encoder) and schema (JSON parser and
+# writer, schema validator).
+# Every fuzzing run of a C target uses the HTTP dictionary fuzz/http.dict; a
+# Swift target uses fuzz/swift/TARGET.dict.
 #
-# The harness is fuzz/fuzz_TARGET.c, linked with the engine sources listed in
-# SOURCES_TARGET below. Seeds: fuzz/corpus/TARGET/. Inputs that once crashed:
+# A C harness is fuzz/fuzz_TARGET.c, linked with the engine sources listed in
+# SOURCES_TARGET below. A Swift harness is the executable FuzzTARGET of the
+# package fuzz/swift (depends on Pocket by path), built with SwiftPM and
+# `-sanitize=fuzzer,address` (release, `-enable-testing`). Seeds: fuzz/corpus/TARGET/. Inputs that once crashed:
 # fuzz/crashers/TARGET/ (add every finding there). Output: fuzz/build/ (the
 # binary) and fuzz/out/TARGET/ (the growing corpus and crash artifacts).
 # Exits non-zero when the harness crashes.
@@ -28,7 +33,11 @@ SOURCES_inflate="pk_inflate.c pk_error.c"
 SOURCES_chunked="pk_h1_parse.c pk_error.c"
 SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
 SOURCES_engine="pk_conn.c pk_dns.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_pool.c pk_tls.c"
-TARGETS="h1_parse chunked inflate h1_write engine"
+TARGETS="h1_parse chunked inflate h1_write engine multipart schema"
+# Swift targets: the executable in fuzz/swift, and the Pocket sources its
+# coverage is reported for.
+SWIFT_multipart="FuzzMultipart Sources/Pocket/Bodies/MultipartForm+Encoding.swift Sources/Pocket/Bodies/MultipartForm.swift"
+SWIFT_schema="FuzzSchema Sources/Pocket/Schema"
 
 usage() {
   echo "usage: $0 TARGET SECONDS | $0 TARGET --replay" >&2
@@ -49,6 +58,102 @@ if [ "$target" = all ]; then
   exit 0
 fi
 
+corpus="fuzz/corpus/${target}"
+crashers="fuzz/crashers/${target}"
+
+# Runs a built harness over the corpus and crashers once, or fuzzes it for
+# $mode seconds over a copy of them (fuzz/out/TARGET), extra libFuzzer flags after.
+run_harness() {
+  local bin=$1
+  shift
+  if [ "$mode" = "--replay" ]; then
+    local inputs=()
+    for d in "$corpus" "$crashers"; do
+      [ -d "$d" ] || continue
+      while IFS= read -r -d '' f; do inputs+=("$f"); done < <(find "$d" -type f -print0 | sort -z)
+    done
+    if [ ${#inputs[@]} -eq 0 ]; then
+      echo "no inputs in $corpus or $crashers" >&2
+      exit 1
+    fi
+    echo "replaying ${#inputs[@]} inputs"
+    # Files (not directories) as arguments: libFuzzer runs each once and exits.
+    exec "$bin" "${inputs[@]}"
+  fi
+  case "$mode" in
+    '' | *[!0-9]*) usage ;;
+  esac
+  local out="fuzz/out/${target}"
+  mkdir -p "$out/corpus" "$out/artifacts"
+  [ -d "$corpus" ] && cp -n "$corpus"/* "$out/corpus/" 2>/dev/null || true
+  [ -d "$crashers" ] && cp -n "$crashers"/* "$out/corpus/" 2>/dev/null || true
+  echo "fuzzing $target for $mode s (corpus $out/corpus)"
+  set +e
+  "$bin" -max_total_time="$mode" -max_len="${FUZZ_MAX_LEN:-16384}" -print_final_stats=1 \
+    -artifact_prefix="$out/artifacts/" "$@" "$out/corpus"
+  local rc=$?
+  set -e
+  if [ $rc -ne 0 ]; then
+    echo "$0: $target crashed (exit $rc); the input is in $out/artifacts/." >&2
+    echo "Fix it, then copy the input to $crashers/ so --replay keeps checking it." >&2
+  fi
+  exit $rc
+}
+
+# Runs the coverage build $1 over the grown corpus (else the seeds) and the
+# crashers once, then reports line coverage of the files after it.
+report_coverage() {
+  local cov=$1
+  shift
+  local dirs=()
+  if [ -d "fuzz/out/${target}/corpus" ]; then dirs+=("fuzz/out/${target}/corpus"); else dirs+=("$corpus"); fi
+  [ -d "$crashers" ] && dirs+=("$crashers")
+  rm -f "fuzz/build/cov_${target}.profraw"
+  LLVM_PROFILE_FILE="fuzz/build/cov_${target}.profraw" "$cov" -runs=0 "${dirs[@]}" > /dev/null 2>&1
+  local bindir
+  bindir=$(dirname "$CLANG")
+  "$bindir/llvm-profdata" merge -sparse "fuzz/build/cov_${target}.profraw" -o "fuzz/build/cov_${target}.profdata"
+  "$bindir/llvm-cov" report "$cov" -instr-profile="fuzz/build/cov_${target}.profdata" "$@"
+}
+
+CLANG=${CLANG:-/opt/swift/usr/bin/clang}
+
+svar="SWIFT_${target}"
+if [ -n "${!svar:-}" ]; then
+  read -r product covered <<< "${!svar}"
+  # A failed Swift check is a fatalError: no interactive backtracer, a plain trap.
+  export SWIFT_BACKTRACE=enable=no
+  mkdir -p fuzz/build
+  # Release with -enable-testing (the harnesses reach internal API). Linked
+  # with lld: gold cannot export ASan's local symbols.
+  swift_build() {
+    if ! swift build --package-path fuzz/swift --product "$product" -c release -Xswiftc -enable-testing \
+      -Xswiftc -parse-as-library -Xswiftc -use-ld=lld "$@" > "fuzz/build/swift-$target.log" 2>&1; then
+      grep -vE "Cannot export local symbol" "fuzz/build/swift-$target.log" | tail -40
+      echo "$0: building $product failed" >&2
+      exit 1
+    fi
+  }
+  if [ "$mode" = "--coverage" ]; then
+    scratch=fuzz/build/swift-cov
+    echo "building $product with coverage"
+    # With ASan as well: FuzzDriver calls LeakSanitizer's interface.
+    swift_build --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address \
+      -Xswiftc -profile-generate -Xswiftc -profile-coverage-mapping
+    bin="$scratch/release/$product"
+    files=()
+    for c in $covered; do
+      if [ -d "$c" ]; then files+=("$c"/*.swift); else files+=("$c"); fi
+    done
+    report_coverage "$bin" "${files[@]}"
+    exit 0
+  fi
+  echo "building $product"
+  swift_build -Xswiftc -sanitize=fuzzer,address
+  bin="fuzz/swift/.build/release/$product"
+  run_harness "$bin" -dict="fuzz/swift/$target.dict"
+fi
+
 var="SOURCES_${target}"
 sources=${!var:-}
 harness="fuzz/fuzz_${target}.c"
@@ -57,15 +162,12 @@ if [ -z "$sources" ] || [ ! -f "$harness" ]; then
   exit 2
 fi
 
-CLANG=${CLANG:-/opt/swift/usr/bin/clang}
 engine=Sources/CHTTPEngine
 bin="fuzz/build/fuzz_${target}"
 mkdir -p fuzz/build
 
 files=()
 for s in $sources; do files+=("$engine/$s"); done
-corpus="fuzz/corpus/${target}"
-crashers="fuzz/crashers/${target}"
 
 if [ "$mode" = "--coverage" ]; then
   # A plain build (no sanitizers): libFuzzer's own driver runs each input once.
@@ -74,14 +176,7 @@ if [ "$mode" = "--coverage" ]; then
     -fprofile-instr-generate -fcoverage-mapping -fuse-ld=lld \
     -I "$engine/include" -I "$engine" \
     "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -ldl
-  dirs=()
-  if [ -d "fuzz/out/${target}/corpus" ]; then dirs+=("fuzz/out/${target}/corpus"); else dirs+=("$corpus"); fi
-  [ -d "$crashers" ] && dirs+=("$crashers")
-  rm -f "fuzz/build/cov_${target}.profraw"
-  LLVM_PROFILE_FILE="fuzz/build/cov_${target}.profraw" "$cov" -runs=0 "${dirs[@]}" > /dev/null 2>&1
-  bindir=$(dirname "$CLANG")
-  "$bindir/llvm-profdata" merge -sparse "fuzz/build/cov_${target}.profraw" -o "fuzz/build/cov_${target}.profdata"
-  "$bindir/llvm-cov" report "$cov" -instr-profile="fuzz/build/cov_${target}.profdata" "${files[@]}"
+  report_coverage "$cov" "${files[@]}"
   exit 0
 fi
 
@@ -91,38 +186,4 @@ echo "building $bin"
   -I "$engine/include" -I "$engine" \
   "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -ldl
 
-if [ "$mode" = "--replay" ]; then
-  inputs=()
-  for d in "$corpus" "$crashers"; do
-    [ -d "$d" ] || continue
-    while IFS= read -r -d '' f; do inputs+=("$f"); done < <(find "$d" -type f -print0 | sort -z)
-  done
-  if [ ${#inputs[@]} -eq 0 ]; then
-    echo "no inputs in $corpus or $crashers" >&2
-    exit 1
-  fi
-  echo "replaying ${#inputs[@]} inputs"
-  # Files (not directories) as arguments: libFuzzer runs each once and exits.
-  exec "$bin" "${inputs[@]}"
-fi
-
-case "$mode" in
-  '' | *[!0-9]*) usage ;;
-esac
-
-out="fuzz/out/${target}"
-mkdir -p "$out/corpus" "$out/artifacts"
-[ -d "$corpus" ] && cp -n "$corpus"/* "$out/corpus/" 2>/dev/null || true
-[ -d "$crashers" ] && cp -n "$crashers"/* "$out/corpus/" 2>/dev/null || true
-
-echo "fuzzing $target for $mode s (corpus $out/corpus)"
-set +e
-"$bin" -max_total_time="$mode" -max_len="${FUZZ_MAX_LEN:-16384}" -print_final_stats=1 \
-  -dict=fuzz/http.dict -artifact_prefix="$out/artifacts/" "$out/corpus"
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-  echo "$0: $target crashed (exit $rc); the input is in $out/artifacts/." >&2
-  echo "Fix it, then copy the input to $crashers/ so --replay keeps checking it." >&2
-fi
-exit $rc
+run_harness "$bin" -dict=fuzz/http.dict

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI, hardening part (issue #10), after scripts/test.sh:
 #   1. the engine's C tests under ASan+UBSan (make check, clang outside SwiftPM);
-#   2. every libFuzzer harness for FUZZ_SECONDS (default 45) from its corpus;
+#   2. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 45)
+#      from its corpus and crashers;
 #   3. the Swift suite under AddressSanitizer, then ThreadSanitizer, each in
 #      its own scratch path (.build-asan, .build-tsan) so the normal build
 #      stays warm.

@@ -33,24 +33,42 @@ final class DownloadTests: XCTestCase {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != except }
     }
 
-    func testOneGiBDownloadToAFileKeepsPeakRSSUnder32MiB() async throws {
+    func testOneGiBDownloadPausedNearFortyPercentAndResumedKeepsPeakRSSUnder32MiB() async throws {
         let size = 1 << 30
-        server.routeResource("/big", .init(size: size, seed: 11, etag: "\"big\""))
+        // 1 ms per MiB: the transfer takes at least a second, so the pause
+        // lands well before the end.
+        server.routeResource("/big", .init(size: size, seed: 11, etag: "\"big\"", delayMillisecondsPerPiece: 1,
+                                           pieceSize: 1 << 20))
         let destination = directory.appending(path: "big.bin")
         let baseline = try MemoryStatus.resetPeak()
-        let response = try await client.download(Request(url: url(server, "/big")), to: destination)
+        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let task = client.downloadTask(Request(url: url(server, "/big")), to: destination, progress: progress)
+        for await update in updates where update.direction == .download && update.bytes >= size * 4 / 10 { break }
+        let resume = try await task.pause()
+        XCTAssertGreaterThanOrEqual(resume.bytesReceived, size * 4 / 10)
+        XCTAssertLessThan(resume.bytesReceived, size, "paused before the end")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing at the destination until complete")
+        await assertPocketError(.cancelled) { try await task.response() }
+
+        let decoded = try JSONDecoder().decode(ResumeData.self, from: JSONEncoder().encode(resume))
+        let response = try await client.downloadTask(resumingWith: decoded).response()
         let peak = try MemoryStatus.read().peakKiB
-        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.status, 206)
+        XCTAssertTrue(response.resumed)
         XCTAssertEqual(response.fileSize, size)
         XCTAssertEqual(response.fileURL, destination)
         XCTAssertEqual(try SHA256Digest.hex(fileAtPath: destination.path), BytePattern.sha256(seed: 11, size: size))
         XCTAssertEqual(try leftovers(except: "big.bin"), [], "the temporary file was renamed into place")
         // The process (XCTest, the test server, the client) was at `baseline`
-        // when the peak was reset; the whole 1 GiB download added less than 32 MiB.
+        // when the peak was reset; the whole 1 GiB download, paused and
+        // resumed, added less than 32 MiB.
         XCTAssertLessThan(peak - baseline.residentKiB, 32 * 1024,
                           "peak RSS \(peak) KiB during the download, \(baseline.residentKiB) KiB before it")
-        XCTAssertEqual(server.receivedRequests.last?.header("Accept-Encoding"), "identity",
+        let requests = server.receivedRequests.suffix(2)
+        XCTAssertEqual(requests.map { $0.header("Accept-Encoding") }, ["identity", "identity"],
                        "a download asks for the bytes as stored, so Range offsets stay valid")
+        XCTAssertEqual(requests.last?.header("Range"), "bytes=\(resume.bytesReceived)-")
+        XCTAssertEqual(requests.last?.header("If-Range"), "\"big\"")
     }
 
     func testPauseNearFortyPercentThenResumeInANewProcessMatchesTheDigest() async throws {

@@ -273,7 +273,11 @@ final class MultipartTests: XCTestCase {
         headerName.addField("a", "b", headers: ["Bad Name": "1"])
         var type = MultipartForm()
         type.addData("a", Data(), contentType: "text/plain\r\nX: y")
-        for form in [clash, bad, quote, header, headerName, type] {
+        // A token, but its line would read as a delimiter and split the part
+        // (found by fuzz/swift FuzzMultipart).
+        var delimiterName = MultipartForm(boundary: "x")
+        delimiterName.addField("a", "b", headers: ["--x": "1"])
+        for form in [clash, bad, quote, header, headerName, type, delimiterName] {
             await assertPocketError(.invalidMultipartForm) {
                 try await makeClient().send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
             }

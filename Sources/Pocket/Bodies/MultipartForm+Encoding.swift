@@ -84,7 +84,9 @@ enum MultipartEncoding {
     }
 
     /// The header block of one part (without the delimiter before it).
-    static func head(of part: MultipartForm.Part) throws(PocketError) -> String {
+    /// A header name starting with `--` and the boundary is refused: its
+    /// line would read as a delimiter (RFC 2046 §5.1.1), splitting the part.
+    static func head(of part: MultipartForm.Part, boundary: String) throws(PocketError) -> String {
         var fields: [(String, String)] = []
         var disposition = "form-data; name=\"\(escape(part.name))\""
         if let fileName = part.fileName { disposition += "; filename=\"\(escape(fileName))\"" }
@@ -95,6 +97,10 @@ enum MultipartEncoding {
         for (name, value) in fields {
             guard isToken(name) else {
                 throw PocketError(.invalidMultipartForm, "part \"\(part.name)\": header name \"\(name)\" is not a token")
+            }
+            guard !name.utf8.starts(with: "--\(boundary)".utf8) else {
+                throw PocketError(.invalidMultipartForm,
+                                  "part \"\(part.name)\": header name \"\(name)\" would read as the boundary delimiter")
             }
             guard isFieldValue(value) else {
                 throw PocketError(.invalidMultipartForm, "part \"\(part.name)\": the value of \(name) contains CR, LF, NUL or another control byte")
@@ -127,7 +133,7 @@ enum MultipartEncoding {
         for (i, part) in form.parts.enumerated() {
             layout.memory.append(contentsOf: (i == 0 ? "" : "\r\n").utf8)
             layout.memory.append(contentsOf: "--\(boundary)\r\n".utf8)
-            layout.memory.append(contentsOf: try head(of: part).utf8)
+            layout.memory.append(contentsOf: try head(of: part, boundary: boundary).utf8)
             switch part.content {
             case .bytes(let d):
                 layout.spans.append(.init(name: part.name, segment: layout.segments.count,
