@@ -374,7 +374,7 @@ declare -A MBPS=() RPS=() RSSK=() FAILS=()
 MACHINE="$NCPU CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); kernel $(uname -r)"
 log "machine: $MACHINE"
 log "$REPS repetitions x ${#RUNS[@]} runs"
-printf '%-4s %-18s %10s %10s %12s %6s %6s %9s  %s\n' rep run MB/s resp/s bytes reqs errors rss_MB check
+printf '%-4s %-18s %10s %10s %12s %6s %6s %9s  %s\n' rep run MB/s resp/s bytes reqs errors rss_MiB check
 for rep in $(seq "$REPS"); do
   # Alternate the order each repetition so slow drift does not favour one client.
   order=("${RUNS[@]}")
@@ -422,9 +422,9 @@ row() { # label scenario curl-client (nothing for a scenario not in SCENARIOS)
 }
 
 echo
-echo "== medians of $REPS repetitions (MB = 10^6 bytes; RSS = peak resident set of the client process) =="
+echo "== medians of $REPS repetitions (MB/s: 10^6 bytes a second; RSS: peak resident set of the client process in MiB, /usr/bin/time %M KiB / 1024) =="
 echo
-echo "| scenario | curl MB/s | pocket MB/s | pocket/curl | curl RSS MB | pocket RSS MB | curl resp/s | pocket resp/s |"
+echo "| scenario | curl MB/s | pocket MB/s | pocket/curl | curl RSS MiB | pocket RSS MiB | curl resp/s | pocket resp/s |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 row "download 100 MiB to /dev/null (curl-bench)" dl-null curl
 row "download 100 MiB to a file (curl-bench)" dl-file curl
