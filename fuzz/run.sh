@@ -8,6 +8,7 @@
 #                                 seeds) with llvm-cov: a plain build with
 #                                 -fprofile-instr-generate -fcoverage-mapping
 #   fuzz/run.sh all SECONDS|--replay|--coverage   every target in turn
+#   fuzz/run.sh list              the targets' names
 #
 # Targets: h1_parse (response head parser), chunked (chunked decoder),
 # inflate (gzip/deflate), h1_write (request writer), engine (the whole
@@ -20,7 +21,8 @@
 # A C harness is fuzz/fuzz_TARGET.c, linked with the engine sources listed in
 # SOURCES_TARGET below. A Swift harness is the executable FuzzTARGET of the
 # package fuzz/swift (depends on Pocket by path), built with SwiftPM and
-# `-sanitize=fuzzer,address` (release, `-enable-testing`). Seeds: fuzz/corpus/TARGET/. Inputs that once crashed:
+# `-sanitize=fuzzer,address` (release, `-enable-testing`).
+# Seeds: fuzz/corpus/TARGET/. Inputs that once crashed:
 # fuzz/crashers/TARGET/ (add every finding there). Output: fuzz/build/ (the
 # binary) and fuzz/out/TARGET/ (the growing corpus and crash artifacts).
 # Exits non-zero when the harness crashes.
@@ -40,9 +42,15 @@ SWIFT_multipart="FuzzMultipart Sources/Pocket/Bodies/MultipartForm+Encoding.swif
 SWIFT_schema="FuzzSchema Sources/Pocket/Schema"
 
 usage() {
-  echo "usage: $0 TARGET SECONDS | $0 TARGET --replay" >&2
+  echo "usage: $0 TARGET|all SECONDS|--replay|--coverage | $0 list" >&2
   exit 2
 }
+
+# `fuzz/run.sh list`: the targets, one per line (scripts/test.sh replays each).
+if [ "${1:-}" = list ] && [ $# -eq 1 ]; then
+  printf '%s\n' $TARGETS
+  exit 0
+fi
 
 [ $# -eq 2 ] || usage
 target=$1
