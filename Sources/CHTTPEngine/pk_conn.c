@@ -506,6 +506,7 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
   conn->woff = 0;
   conn->rlen = 0;
   conn->read_full = 0;
+  conn->read_again = 0;
   conn->clean = 0;
   req->last_len = 0;
   req->got_head = 0;
@@ -737,10 +738,14 @@ static uint64_t piece_sent(const pk__req *req) {
 }
 
 /* Progress at most once per interval (and a last time when complete), so a
- * fast transfer does not cost a callback per read. */
+ * fast transfer does not cost a callback per read. The clock is read here,
+ * not taken from the loop pass: a pass that reads a fast body for a while
+ * (up to PK_READ_BUDGET per connection, several connections) still reports
+ * on time. */
 static void report_progress(pk__loop *loop, pk__req *req, bool final) {
-  if (!final && loop->now - req->t_progress < (uint64_t)req->progress_ms * 1000000u) return;
-  req->t_progress = loop->now;
+  uint64_t now = pk__now_ns();
+  if (!final && now - req->t_progress < (uint64_t)req->progress_ms * 1000000u) return;
+  req->t_progress = now;
   pk_callbacks *cb = &loop->eng->cfg.callbacks;
   if (!cb->on_progress) return;
   pk_progress p = {
@@ -997,7 +1002,19 @@ static bool received(pk__loop *loop, pk__conn *conn, size_t n, size_t space) {
   return process(loop, conn);
 }
 
+/* The connection read its budget with bytes still waiting: re-arming the
+ * edge-triggered registration (EPOLL_CTL_MOD) queues a new event for a
+ * socket that is ready, so the loop comes back to it after the others, its
+ * timers and its queues. False if that failed: read on now instead. */
+static bool read_later(pk__loop *loop, pk__conn *conn) {
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = conn};
+  if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, conn->fd, &ev) < 0) return false;
+  conn->read_again = 1; /* also when only OpenSSL holds the bytes (the event may be EPOLLOUT alone) */
+  return true;
+}
+
 static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
+  size_t got = 0;
   for (;;) {
     pk__req *req = conn->req;
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
@@ -1009,6 +1026,7 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
       /* OpenSSL may hold decrypted bytes epoll cannot see: read on until it
        * has none and the socket itself was read dry. */
       if (pk__tls_drained(conn->tls)) return;
+      if ((got += (size_t)n) >= PK_READ_BUDGET && read_later(loop, conn)) return;
       continue;
     }
     if (n == PK_TLS_WANT_READ || n == PK_TLS_WANT_WRITE) return;
@@ -1068,6 +1086,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
     conn->reusable = 0;
   }
   bool hup = conn->hup_seen;
+  size_t got = 0;
   for (;;) {
     pk__req *req = conn->req;
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
@@ -1078,6 +1097,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
       if (received(loop, conn, (size_t)n, space)) return;
       /* A short read drained the socket; edge-triggered epoll reports new data. */
       if ((size_t)n < space && !hup) return;
+      if ((got += (size_t)n) >= PK_READ_BUDGET && read_later(loop, conn)) return;
       continue;
     }
     if (n == 0) {
@@ -1116,7 +1136,10 @@ void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
       if (conn->req != req || conn->state != PK_CONN_ACTIVE) return;
       if (!conn->want_write) pk__req_update_timer(loop, req);
     }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn_read(loop, conn, events);
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || conn->read_again) {
+      conn->read_again = 0;
+      conn_read(loop, conn, events);
+    }
     return;
   default:
     return;

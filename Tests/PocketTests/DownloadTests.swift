@@ -33,12 +33,34 @@ final class DownloadTests: XCTestCase {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != except }
     }
 
+    /// Routes `path` so that the first GET sends the head of the whole
+    /// `resource` (200, its length and validators) and only its first `held`
+    /// bytes, then holds the connection open until the client closes it; the
+    /// requests after it get `resource` itself. A pause test then acts while
+    /// the download is certainly in flight, however slowly the test's task is
+    /// scheduled, instead of racing a paced server to the end of the body.
+    /// The resource's `delayMillisecondsPerPiece` paces both responses, so
+    /// that progress (reported at most once per interval) has many reports
+    /// to give between the point a test waits for and `held`.
+    func routeHeldOnce(_ path: String, _ resource: TestServer.Resource, held: Int) {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: \(resource.size)\r\nContent-Type: \(resource.contentType)\r\n"
+            + "Accept-Ranges: bytes\r\nETag: \(resource.etag ?? "\"x\"")\r\n\r\n"
+        server.route(path) { [weak server] _ in
+            server?.routeResource(path, resource)
+            return .raw([.sendString(head),
+                         .pattern(seed: resource.seed, count: held, pieceSize: resource.pieceSize,
+                                  delayMillisecondsPerPiece: resource.delayMillisecondsPerPiece),
+                         .stall(milliseconds: 60_000), .close])
+        }
+    }
+
     func testOneGiBDownloadPausedNearFortyPercentAndResumedKeepsPeakRSSUnder32MiB() async throws {
         let size = 1 << 30
-        // 1 ms per MiB: the transfer takes at least a second, so the pause
-        // lands well before the end.
-        server.routeResource("/big", .init(size: size, seed: 11, etag: "\"big\"", delayMillisecondsPerPiece: 1,
-                                           pieceSize: 1 << 20))
+        // The first response stops at 45% and waits: the pause comes while it
+        // is in flight, whenever the progress reaches the test.
+        let held = size * 45 / 100
+        routeHeldOnce("/big", .init(size: size, seed: 11, etag: "\"big\"", delayMillisecondsPerPiece: 1,
+                                    pieceSize: 1 << 20), held: held)
         let destination = directory.appending(path: "big.bin")
         let baseline = try MemoryStatus.resetPeak()
         let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
@@ -46,7 +68,7 @@ final class DownloadTests: XCTestCase {
         for await update in updates where update.direction == .download && update.bytes >= size * 4 / 10 { break }
         let resume = try await task.pause()
         XCTAssertGreaterThanOrEqual(resume.bytesReceived, size * 4 / 10)
-        XCTAssertLessThan(resume.bytesReceived, size, "paused before the end")
+        XCTAssertLessThanOrEqual(resume.bytesReceived, held, "paused before the end")
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing at the destination until complete")
         await assertPocketError(.cancelled) { try await task.response() }
 
@@ -73,8 +95,9 @@ final class DownloadTests: XCTestCase {
 
     func testPauseNearFortyPercentThenResumeInANewProcessMatchesTheDigest() async throws {
         let size = 8 << 20
-        server.routeResource("/f", .init(size: size, seed: 5, etag: "\"v1\"", delayMillisecondsPerPiece: 5,
-                                         pieceSize: 64 * 1024))
+        let held = size / 2
+        routeHeldOnce("/f", .init(size: size, seed: 5, etag: "\"v1\"", delayMillisecondsPerPiece: 2,
+                                  pieceSize: 64 * 1024), held: held)
         let destination = directory.appending(path: "f.bin")
         let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
         let task = client.downloadTask(Request(url: url(server, "/f")), to: destination, progress: progress)
@@ -90,7 +113,7 @@ final class DownloadTests: XCTestCase {
         let partial = try FileManager.default.attributesOfItem(atPath: resume.temporaryFile.path)[.size] as? Int
         XCTAssertEqual(partial, resume.bytesReceived)
         XCTAssertGreaterThanOrEqual(resume.bytesReceived, size * 4 / 10)
-        XCTAssertLessThan(resume.bytesReceived, size, "paused before the end")
+        XCTAssertLessThanOrEqual(resume.bytesReceived, held, "paused before the end")
         XCTAssertEqual(resume.etag, "\"v1\"")
         XCTAssertEqual(resume.totalBytes, size)
         await assertPocketError(.cancelled) { try await task.response() }
@@ -110,6 +133,40 @@ final class DownloadTests: XCTestCase {
         let last = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(last.header("Range"), "bytes=\(resume.bytesReceived)-")
         XCTAssertEqual(last.header("If-Range"), "\"v1\"")
+    }
+
+    /// A body that arrives as fast as the loop can read it does not hold the
+    /// loop (the engine reads at most 1 MiB per connection per event): while
+    /// it flows, progress is reported and a small request on the same client
+    /// (one loop thread) reaches the server long before the body stops.
+    func testAFastBodyDoesNotHoldTheLoopFromOtherRequests() async throws {
+        let size = 1 << 30
+        let held = size * 3 / 4
+        routeHeldOnce("/fast", .init(size: size, seed: 3, etag: "\"f\"", pieceSize: 1 << 20), held: held)
+        let latest = Lock(0)
+        let atSmall = Lock<Int?>(nil)
+        server.route("/small") { _ in
+            atSmall.withLock { $0 = latest.withLock { $0 } }
+            return .text("small")
+        }
+        let progress = ProgressHandler(interval: .milliseconds(1)) { update in
+            if update.direction == .download { latest.withLock { $0 = update.bytes } }
+        }
+        let task = client.downloadTask(Request(url: url(server, "/fast")), to: directory.appending(path: "fast.bin"),
+                                       progress: progress)
+        // Well into the body, past the slow start of a new TCP connection.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while latest.withLock({ $0 }) < size * 4 / 10 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        XCTAssertGreaterThanOrEqual(latest.withLock { $0 }, size * 4 / 10, "progress is reported while the body flows")
+
+        let small = try await client.send(Request(url: url(server, "/small")))
+        XCTAssertEqual(small.status, 200)
+        let bytesThen = try XCTUnwrap(atSmall.withLock { $0 })
+        XCTAssertLessThan(bytesThen, held, "the small request went out while the body was still flowing")
+        task.cancel()
+        await assertPocketError(.cancelled) { try await task.response() }
     }
 
     func testAFailureMidBodyKeepsResumeDataAndAServerThatIgnoresRangeRestartsTheFile() async throws {
