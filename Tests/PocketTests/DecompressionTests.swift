@@ -72,5 +72,23 @@ final class DecompressionTests: XCTestCase {
         let ok = try serve(CompressedBodies.gzip, encoding: "gzip")
         defer { ok.shutdown() }
         await assertPocketError(.bodyTooLarge) { try await small.send(Request(url: url(ok, "/"))) }
+
+        // The absolute cap on decoded bytes: off by default, its own code,
+        // also for a download to a file (which no in-memory limit bounds).
+        let capped = try makeClient {
+            $0.limits.maxBodyBytes = nil
+            $0.limits.maxDecodedBytes = CompressedBodies.text.utf8.count - 1
+        }
+        await assertPocketError(.decodedBodyTooLarge) { try await capped.send(Request(url: url(ok, "/"))) }
+        let file = FileManager.default.temporaryDirectory.appending(path: "pocket-capped-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        await assertPocketError(.decodedBodyTooLarge) {
+            _ = try await capped.download(Request(url: url(ok, "/"), headers: ["Accept-Encoding": "gzip"]), to: file)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file.path))
+        let exact = try makeClient { $0.limits.maxDecodedBytes = CompressedBodies.text.utf8.count }
+        let whole = try await exact.send(Request(url: url(ok, "/")))
+        XCTAssertEqual(whole.text, CompressedBodies.text, "a body of exactly the cap passes")
+        for c in [small, capped, exact] { try await c.shutdown() }
     }
 }

@@ -105,6 +105,11 @@ public final class PocketClient: Sendable {
         public var maxDecompressionRatio = 200
         /// Decoded bytes below which the ratio is not checked, 1 MiB.
         public var decompressionRatioFloor = 1 << 20
+        /// Decoded bytes one response body may expand to, whatever the ratio
+        /// (`.decodedBodyTooLarge`); nil (the default) for no absolute cap.
+        /// Unlike `maxBodyBytes` it also bounds streamed and downloaded
+        /// bodies, and it counts only content-coded (gzip, deflate) ones.
+        public var maxDecodedBytes: Int? = nil
 
         public init() {}
     }

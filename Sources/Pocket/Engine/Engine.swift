@@ -35,6 +35,7 @@ final class Engine: @unchecked Sendable {
         cfg.decode_content = c.decompression ? 1 : 0
         cfg.inflate_limits.max_ratio = UInt64(max(0, c.limits.maxDecompressionRatio))
         cfg.inflate_limits.ratio_floor = UInt64(max(0, c.limits.decompressionRatioFloor))
+        cfg.inflate_limits.max_output = c.limits.maxDecodedBytes.map { UInt64(max(1, $0)) } ?? 0
         cfg.callbacks.on_head = { ctx, head, raw, rawLen, contentLength in
             InFlightRequest.from(ctx).didReceiveHead(head!.pointee, contentLength: contentLength)
         }
