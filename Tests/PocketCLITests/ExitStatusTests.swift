@@ -33,6 +33,16 @@ final class ExitStatusTests: XCTestCase {
         try assertFails(["-m", "0.5", server.url("/stall")], status: 28, mentions: "deadline_exceeded")
     }
 
+    func testConnectionResetMidBodyIsExit56() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/reset") { _ in
+            .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"), .send(Array(repeating: 0x61, count: 300)),
+                  .sleep(milliseconds: 50), .reset])
+        }
+        try assertFails([server.url("/reset")], status: 56, mentions: "connection_reset", stdoutEmpty: false)
+    }
+
     func testConnectRefused() throws {
         try assertFails(["http://127.0.0.1:\(try closedPort())/"], status: 7, mentions: "connection_refused")
     }

@@ -38,6 +38,20 @@ final class TLSCommandTests: XCTestCase {
         XCTAssertTrue(mismatch.stderrText.contains("tls_pin_mismatch"), mismatch.stderrText)
     }
 
+    func testAHandshakeThatFailsIsExit35() throws {
+        let certs = try TestCertificates.shared
+        let server = try server(.localhost(alpn: ["h2"]))
+        defer { server.shutdown() }
+        let run = try PocketBinary.run(["--cacert", certs.caCert, server.url(host: "localhost", path: "/")])
+        XCTAssertEqual(run.status, 35, run.stderrText)
+        // OpenSSL may end the handshake itself (no_application_protocol)
+        // before the engine sees the selected protocol: either code is exit 35.
+        XCTAssertTrue(run.stderrText.contains("tls_alpn_mismatch") || run.stderrText.contains("tls_handshake_failed"),
+                      run.stderrText)
+        XCTAssertEqual(run.stderrLines.count, 1, run.stderrText)
+        XCTAssertEqual(run.stdout.count, 0)
+    }
+
     func testHostnameMismatchAndExpired() throws {
         let certs = try TestCertificates.shared
         var wrongHost = try TestServer.TLSOptions.localhost()
