@@ -88,7 +88,9 @@ public struct MultipartForm: Sendable, Hashable {
     /// An empty form with this boundary (for servers or tests that need a
     /// known one). It must be 1–70 characters of RFC 2046 §5.1.1 `bchars`,
     /// not ending in a space, and must not occur in a field or data part;
-    /// otherwise sending fails with `.invalidMultipartForm`.
+    /// otherwise sending fails with `.invalidMultipartForm`. File and stream
+    /// parts are not read before sending, so keeping it out of them is the
+    /// caller's part (a random boundary needs no such care).
     public init(boundary: String) {
         self.boundary = boundary
         boundaryIsCustom = true

@@ -1,9 +1,12 @@
 // libFuzzer target: the multipart/form-data encoder (MultipartEncoding).
 //
 // The input describes a form: an optional custom boundary, then up to 8
-// fields or data parts with fuzzer-chosen names, file names, content types,
-// extra part headers and contents. The form is laid out as Pocket sends it;
-// then, beyond "no crash":
+// fields, data parts, file parts (the content written to a scratch file whose
+// extension the input picks) or stream parts (with or without a length),
+// with fuzzer-chosen names, file names, content types, extra part headers and
+// contents. The form is laid out as Pocket sends it, the body put together
+// from the layout's segments (memory, the file, the stream's bytes); then,
+// beyond "no crash":
 //   - a form the encoder refuses is one an independent check says is bad
 //     (boundary not RFC 2046, a custom boundary inside a part's content, a
 //     header name that is not a token, a header value with a control byte,
@@ -13,7 +16,9 @@
 //     §5.1.1: delimiters are CRLF "--" boundary at a line start), exactly the
 //     parts that went in: same count, a Content-Disposition naming each part
 //     with its escaped name and file name, and the very content bytes;
-//   - every head line is "token: value" with no bare CR or LF.
+//   - every head line is "token: value" with no bare CR or LF;
+//   - file and stream parts get a segment of their own, in order, and a
+//     stream part makes the form one-shot.
 import FuzzDriver
 @testable import Pocket
 
@@ -21,6 +26,9 @@ import FuzzDriver
 import FoundationEssentials
 #else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
 #endif
 
 /// Reads the fuzzer's bytes as a small description language.
@@ -36,12 +44,45 @@ struct Reader {
 }
 
 struct PartSpec {
+    enum Kind { case field, data, file, stream }
     var name: String
     var fileName: String?
     var contentType: String?
     var headers: [(String, String)]
     var content: [UInt8]
-    var isData: Bool
+    var kind: Kind
+    /// A field's or data part's bytes are in the layout's memory (and
+    /// checked for a custom boundary); a file's or stream's are not.
+    var inMemory: Bool { kind == .field || kind == .data }
+    /// Whatever carries a Content-Type of its own.
+    var isData: Bool { kind != .field }
+}
+
+/// Scratch files for file parts: one directory per process, a file per part
+/// index, rewritten for every input.
+let scratch: URL = {
+    let dir = FileManager.default.temporaryDirectory
+        .appendingPathComponent("pocket-fuzz-multipart-\(ProcessInfo.processInfo.processIdentifier)")
+    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    atexit { try? FileManager.default.removeItem(at: scratch) }
+    return dir
+}()
+let extensions = ["txt", "json", "png", "bin", "", "tar.gz", "HTML", "jpeg"]
+
+/// A small file's bytes by read(2) (FileManager.contents(atPath:) keeps a
+/// buffer LeakSanitizer reports: the same leak scripts/lsan-swift.supp names).
+func readFile(_ path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 { return nil }
+        if n == 0 { return out }
+        out += buffer[..<n]
+    }
 }
 
 func fail(_ message: @autoclosure () -> String) -> Never {
@@ -129,17 +170,35 @@ func check(_ data: UnsafeRawBufferPointer) {
         var headers: [(String, String)] = []
         for _ in 0..<Int((kind >> 3) % 3) { headers.append((r.text(max: 16), r.text(max: 24))) }
         let content = r.chunk(max: 200)
-        let isData = kind & 1 != 0
         let h = HTTPHeaders(headers)
-        if isData {
-            form.addData(name, Data(content), fileName: fileName, contentType: contentType, headers: h)
-        } else {
-            form.addField(name, String(decoding: content, as: UTF8.self), headers: h)
+        let spec: PartSpec
+        switch (kind >> 5) & 3 {
+        case 2: // a file part
+            let ext = extensions[Int(kind >> 7) * 4 + specs.count % 4]
+            let url = scratch.appendingPathComponent("f\(specs.count)" + (ext.isEmpty ? "" : ".\(ext)"))
+            do { try Data(content).write(to: url) } catch { fail("cannot write \(url.path): \(error)") }
+            form.addFile(name, at: url, fileName: fileName, contentType: contentType, headers: h)
+            spec = PartSpec(name: name, fileName: fileName ?? url.lastPathComponent, contentType: contentType,
+                            headers: headers, content: content, kind: .file)
+        case 3: // a stream part, with its length when the kind says so
+            let chunks = AsyncStream<Data> { $0.yield(Data(content)); $0.finish() }
+            form.addStream(name, chunks, length: kind & 1 != 0 ? content.count : nil, fileName: fileName,
+                           contentType: contentType, headers: h)
+            spec = PartSpec(name: name, fileName: fileName, contentType: contentType, headers: headers,
+                            content: content, kind: .stream)
+        default:
+            if kind & 1 != 0 {
+                form.addData(name, Data(content), fileName: fileName, contentType: contentType, headers: h)
+                spec = PartSpec(name: name, fileName: fileName, contentType: contentType, headers: headers,
+                                content: content, kind: .data)
+            } else {
+                form.addField(name, String(decoding: content, as: UTF8.self), headers: h)
+                // A field's content is its string's UTF-8 (invalid bytes repaired).
+                spec = PartSpec(name: name, fileName: nil, contentType: nil, headers: headers,
+                                content: Array(String(decoding: content, as: UTF8.self).utf8), kind: .field)
+            }
         }
-        // A field's content is its string's UTF-8 (invalid bytes repaired).
-        let sent = isData ? content : Array(String(decoding: content, as: UTF8.self).utf8)
-        specs.append(PartSpec(name: name, fileName: isData ? fileName : nil,
-                              contentType: isData ? contentType : nil, headers: headers, content: sent, isData: isData))
+        specs.append(spec)
     }
     let boundary = form.boundary
     if customBoundary == nil && specs.contains(where: { contains($0.content, Array(boundary.utf8)) }) {
@@ -150,7 +209,7 @@ func check(_ data: UnsafeRawBufferPointer) {
     var reasons: [String] = []
     if let b = customBoundary {
         if !isRFC2046Boundary(b) { reasons.append("boundary") }
-        if specs.contains(where: { contains($0.content, Array(b.utf8)) }) { reasons.append("boundary in content") }
+        if specs.contains(where: { $0.inMemory && contains($0.content, Array(b.utf8)) }) { reasons.append("boundary in content") }
     }
     for p in specs {
         for (n, v) in callerFields(p) {
@@ -171,11 +230,39 @@ func check(_ data: UnsafeRawBufferPointer) {
     }
     if !reasons.isEmpty { fail("accepted a bad form (\(reasons.joined(separator: ", "))), boundary \(boundary)") }
 
-    // Only in-memory parts: one bytes segment holding the whole body.
-    guard layout.segments.count == 1, case let .bytes(range) = layout.segments[0], range == 0..<layout.memory.count else {
-        fail("\(layout.segments.count) segments for an in-memory form")
+    // The body as the engine sends it: memory ranges in order (together the
+    // whole memory), each file or stream part's segment in its place.
+    let outside = specs.filter { !$0.inMemory }
+    if form.isReplayable == specs.contains(where: { $0.kind == .stream }) { fail("isReplayable is \(form.isReplayable)") }
+    var body: [UInt8] = []
+    var next = 0, memoryEnd = 0
+    for segment in layout.segments {
+        switch segment {
+        case .bytes(let range):
+            guard range.lowerBound == memoryEnd, !range.isEmpty else { fail("memory segment \(range) after \(memoryEnd)") }
+            memoryEnd = range.upperBound
+            body += layout.memory[range]
+        case .file(let path):
+            guard next < outside.count, outside[next].kind == .file else { fail("a file segment out of order") }
+            guard let bytes = readFile(path), bytes == outside[next].content else {
+                fail("file segment \(path) is not the part's file")
+            }
+            body += bytes
+            next += 1
+        case let .stream(_, length):
+            guard next < outside.count, outside[next].kind == .stream else { fail("a stream segment out of order") }
+            if let length, length != outside[next].content.count { fail("stream length \(length)") }
+            body += outside[next].content
+            next += 1
+        }
     }
-    let body = Array(layout.memory)
+    guard next == outside.count, memoryEnd == layout.memory.count else {
+        fail("\(next) of \(outside.count) file/stream segments, memory to \(memoryEnd) of \(layout.memory.count)")
+    }
+    // A file's or stream's content may hold a custom boundary (nothing reads
+    // them before sending: the caller's to avoid, as documented); the parse
+    // below then rightly differs.
+    if let b = customBoundary, outside.contains(where: { contains($0.content, Array(b.utf8)) }) { return }
     guard let parsed = parse(body, boundary: boundary) else { fail("the body does not parse as multipart") }
     guard parsed.count == specs.count else { fail("\(specs.count) parts went in, \(parsed.count) came out") }
     for (i, (spec, part)) in zip(specs, parsed).enumerated() {
