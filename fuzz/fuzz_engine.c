@@ -1,8 +1,10 @@
 /*
- * libFuzzer harness for the whole engine: pk_engine_submit against a
- * loopback server that answers with the fuzzer's bytes, the way curl's
- * fuzzer drives libcurl. Everything runs for real: epoll loop, connect,
- * request write, reads in the pieces the server's writes make, framing,
+ * libFuzzer harness for the whole engine: pk_engine_submit against a server
+ * on the other end of a socketpair that answers with the fuzzer's bytes, the
+ * way curl's fuzzer drives libcurl (the engine's open_socket hook stands in
+ * for socket + connect, as CURLOPT_OPENSOCKETFUNCTION does there). Everything
+ * else runs for real: epoll loop, request write, reads in the pieces the
+ * server's writes make, framing,
  * chunked decoding, content decoding, interim responses, the pool, the
  * retry-once rule, backpressure and cancellation.
  *
@@ -70,7 +72,6 @@ static int script_close;       /* close after writing it */
 static uint32_t piece_seed;
 static int conn_fds[MAX_CONNS];
 static int nconns;
-static uint16_t port;
 
 static void forget(int fd) {
   pthread_mutex_lock(&srv_lock);
@@ -138,28 +139,32 @@ out:
   return NULL;
 }
 
-static void *accept_loop(void *arg) {
-  int lfd = (int)(intptr_t)arg;
-  for (;;) {
-    int fd = accept(lfd, NULL, NULL);
-    if (fd < 0) continue;
-    pthread_mutex_lock(&srv_lock);
-    if (nconns == MAX_CONNS) {
-      pthread_mutex_unlock(&srv_lock);
-      close(fd);
-      continue;
-    }
-    conn_fds[nconns++] = fd;
+/* The engine's open_socket hook: a socketpair whose other end a new server
+ * thread serves. Runs on the loop thread. */
+static int open_pair(void *ctx, const void *addr, unsigned addr_len) {
+  (void)ctx;
+  (void)addr;
+  (void)addr_len;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return -1;
+  pthread_mutex_lock(&srv_lock);
+  if (nconns == MAX_CONNS) {
     pthread_mutex_unlock(&srv_lock);
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&a, 64 * 1024);
-    if (pthread_create(&t, &a, serve, (void *)(intptr_t)fd)) forget(fd);
-    pthread_attr_destroy(&a);
+    close(sv[0]);
+    close(sv[1]);
+    errno = EMFILE;
+    return -1;
   }
-  return NULL;
+  conn_fds[nconns++] = sv[1];
+  pthread_mutex_unlock(&srv_lock);
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&a, 64 * 1024);
+  if (pthread_create(&t, &a, serve, (void *)(intptr_t)sv[1])) forget(sv[1]);
+  pthread_attr_destroy(&a);
+  return sv[0];
 }
 
 /* Ends every open server connection (the engine sees EOF on idle ones). */
@@ -271,20 +276,10 @@ static void on_done(void *ctx, int error, int sys_errno, const pk_timings *t) {
 static pk_engine *engines[2];
 
 static void start(void) {
-  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  CHECK(lfd >= 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  CHECK(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 128) == 0);
-  socklen_t al = sizeof a;
-  CHECK(getsockname(lfd, (struct sockaddr *)&a, &al) == 0);
-  port = ntohs(a.sin_port);
-  pthread_t t;
-  CHECK(pthread_create(&t, NULL, accept_loop, (void *)(intptr_t)lfd) == 0);
-  pthread_detach(t);
-
   for (int i = 0; i < 2; i++) {
     pk_engine_config cfg;
     pk_engine_config_init(&cfg);
+    cfg.open_socket = open_pair;
     cfg.callbacks.on_head = on_head;
     cfg.callbacks.on_body = on_body;
     cfg.callbacks.on_done = on_done;
@@ -325,7 +320,7 @@ static void run(pk_engine *eng, const char *method, int post, int expect, int pa
   s.method_len = strlen(method);
   s.host = "127.0.0.1";
   s.host_len = 9;
-  s.port = port;
+  s.port = 80; /* any: open_pair connects to the harness's server */
   s.target = "/fuzz";
   s.target_len = 5;
   if (post) {

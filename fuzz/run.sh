@@ -12,7 +12,7 @@
 #
 # Targets: h1_parse (response head parser), chunked (chunked decoder),
 # inflate (gzip/deflate), h1_write (request writer), engine (the whole
-# engine against a loopback server fed the input as its response); in Swift:
+# engine against a socketpair server fed the input as its response); in Swift:
 # multipart (the multipart/form-data encoder) and schema (JSON parser and
 # writer, schema validator).
 # Every fuzzing run of a C target uses the HTTP dictionary fuzz/http.dict; a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI, hardening part (issue #10), after scripts/test.sh:
 #   1. the engine's C tests under ASan+UBSan (make check, clang outside SwiftPM);
-#   2. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 45)
+#   2. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 60)
 #      from its corpus and crashers;
 #   3. the Swift suite under AddressSanitizer, then ThreadSanitizer, each in
 #      its own scratch path (.build-asan, .build-tsan) so the normal build
@@ -10,7 +10,7 @@
 # the 2-core CI machine (see docs/FUZZING.md for a measured run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZ_SECONDS=${FUZZ_SECONDS:-45}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 mkdir -p .build
 
 step() {

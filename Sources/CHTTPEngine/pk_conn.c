@@ -5,6 +5,7 @@
 #include "pk_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -593,10 +594,21 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
     socklen_t len = a->len[conn->addr_index];
     if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->port);
     else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->port);
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const pk_engine_config *cfg = &loop->eng->cfg;
+    int fd = cfg->open_socket ? cfg->open_socket(cfg->open_socket_ctx, &ss, (unsigned)len)
+                              : socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
       return;
+    }
+    if (cfg->open_socket) {
+      int flags = fcntl(fd, F_GETFL);
+      if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int e = errno;
+        close(fd);
+        pk__conn_fail(loop, conn, PK_E_SOCKET, e);
+        return;
+      }
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -608,7 +620,7 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
       return;
     }
     conn->fd = fd;
-    if (connect(fd, (struct sockaddr *)&ss, len) == 0) {
+    if (cfg->open_socket || connect(fd, (struct sockaddr *)&ss, len) == 0) {
       connected(loop, conn);
       return;
     }

@@ -384,6 +384,15 @@ typedef struct pk_engine_config {
    * the engine is freed (from pk_engine_destroy, or from the reaper thread
    * when destroyed on a loop thread), so the owner can release it. */
   void (*post_ctx_release)(void *post_ctx);
+  /* Optional (NULL by default): makes each connection's socket instead of
+   * socket(2) and connect(2), as curl's CURLOPT_OPENSOCKETFUNCTION does; e.g.
+   * one end of a socketpair for a test or fuzzing server. Called on a loop
+   * thread with open_socket_ctx and the resolved address (a struct sockaddr
+   * of addr_len bytes, port set). Returns a connected stream socket, which
+   * the engine makes nonblocking and owns, or -1 with errno set (then
+   * PK_E_SOCKET). TLS, the pool and timeouts work as usual on it. */
+  int (*open_socket)(void *open_socket_ctx, const void *addr, unsigned addr_len);
+  void *open_socket_ctx;
 } pk_engine_config;
 
 void pk_engine_config_init(pk_engine_config *cfg);
