@@ -38,6 +38,9 @@ typedef struct {
 
 test_server *test_server_start(test_reply reply);
 unsigned short test_server_port(test_server *s);
+/* Serves an already connected socket (e.g. a socketpair end) as if accepted;
+ * the server owns it. 0, or -1 (closed) when it cannot take more. */
+int test_server_adopt(test_server *s, int fd);
 unsigned test_server_accepted(test_server *s);
 void test_server_stop(test_server *s);
 

@@ -68,6 +68,30 @@ static void *serve(void *p) {
   return finish(s, a.slot, a.fd);
 }
 
+int test_server_adopt(test_server *s, int fd) {
+  atomic_fetch_add(&s->accepted, 1);
+  pthread_mutex_lock(&s->lock);
+  if (s->n == MAX_CONNS) {
+    pthread_mutex_unlock(&s->lock);
+    close(fd);
+    return -1;
+  }
+  conn_arg *a = malloc(sizeof *a);
+  a->s = s;
+  a->fd = fd;
+  a->slot = s->n;
+  s->fds[s->n] = fd;
+  int rc = pthread_create(&s->threads[s->n], NULL, serve, a);
+  if (rc == 0) {
+    s->n++;
+  } else {
+    free(a);
+    close(fd);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc == 0 ? 0 : -1;
+}
+
 static void *accept_loop(void *p) {
   test_server *s = p;
   for (;;) {
@@ -76,26 +100,7 @@ static void *accept_loop(void *p) {
       if (fd >= 0) close(fd);
       return NULL;
     }
-    if (fd < 0) continue;
-    atomic_fetch_add(&s->accepted, 1);
-    pthread_mutex_lock(&s->lock);
-    if (s->n == MAX_CONNS) {
-      pthread_mutex_unlock(&s->lock);
-      close(fd);
-      continue;
-    }
-    conn_arg *a = malloc(sizeof *a);
-    a->s = s;
-    a->fd = fd;
-    a->slot = s->n;
-    s->fds[s->n] = fd;
-    if (pthread_create(&s->threads[s->n], NULL, serve, a) == 0) {
-      s->n++;
-    } else {
-      free(a);
-      close(fd);
-    }
-    pthread_mutex_unlock(&s->lock);
+    if (fd >= 0) test_server_adopt(s, fd);
   }
 }
 

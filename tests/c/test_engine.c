@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,7 +220,54 @@ static void test_file_body_to_a_closed_peer(void) {
   test_server_stop(refuse);
 }
 
+/* open_socket: the engine uses the hook's socket instead of connecting. */
+static test_server *pair_server;
+static int pair_refuse;
+
+static int open_pair(void *ctx, const void *addr, unsigned len) {
+  (void)ctx, (void)addr, (void)len;
+  if (pair_refuse) {
+    errno = EACCES;
+    return -1;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return -1;
+  if (test_server_adopt(pair_server, sv[1]) < 0) {
+    close(sv[0]);
+    return -1;
+  }
+  return sv[0];
+}
+
+static void test_open_socket(void) {
+  pk_engine_config cfg;
+  pk_engine_config_init(&cfg);
+  cfg.callbacks.on_head = on_head;
+  cfg.callbacks.on_body = on_body;
+  cfg.callbacks.on_done = on_done;
+  cfg.open_socket = open_pair;
+  pair_server = test_server_start((test_reply){ok, sizeof ok - 1, 0, 0, 0});
+  pk_engine *e = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), 0);
+  call c;
+  /* Port 1: nothing listens there; only the hook's socket can answer. */
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(get(e, 1, 10000, &c), 0);
+    EXPECT_EQ(c.status, 200);
+    EXPECT_EQ(c.body, 5);
+  }
+  EXPECT_EQ(test_server_accepted(pair_server), 1); /* one connection, kept alive */
+  pk_engine_destroy(e);
+
+  pair_refuse = 1;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), 0);
+  EXPECT_EQ(get(e, 1, 10000, &c), PK_E_SOCKET);
+  pk_engine_destroy(e);
+  test_server_stop(pair_server);
+}
+
 int main(void) {
+  test_open_socket();
   test_file_body_to_a_closed_peer();
   test_keep_alive_and_hostile();
   test_allocation_failures();
