@@ -584,6 +584,9 @@ static void connected(pk__loop *loop, pk__conn *conn) {
   pk__conn_begin_request(loop, conn);
 }
 
+/* A connection's registration, made once (and renewed by read_later). */
+#define PK_CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
 static void try_connect(pk__loop *loop, pk__conn *conn) {
   const pk__addrs *a = conn->addrs;
   pk__req *req = conn->req;
@@ -612,7 +615,7 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = conn};
+    struct epoll_event ev = {.events = PK_CONN_EVENTS, .data.ptr = conn};
     if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
       int e = errno;
       close(fd);
@@ -1019,7 +1022,7 @@ static bool received(pk__loop *loop, pk__conn *conn, size_t n, size_t space) {
  * socket that is ready, so the loop comes back to it after the others, its
  * timers and its queues. False if that failed: read on now instead. */
 static bool read_later(pk__loop *loop, pk__conn *conn) {
-  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = conn};
+  struct epoll_event ev = {.events = PK_CONN_EVENTS, .data.ptr = conn};
   if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, conn->fd, &ev) < 0) return false;
   conn->read_again = 1; /* also when only OpenSSL holds the bytes (the event may be EPOLLOUT alone) */
   return true;
