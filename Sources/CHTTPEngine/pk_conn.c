@@ -395,7 +395,20 @@ static ssize_t put_segments(pk__loop *loop, pk__conn *conn) {
   return put_stream(loop, conn);
 }
 
+/* A connection's registration, made once (and renewed by rearm). */
+#define PK_CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
 static void conn_write_loop(pk__loop *loop, pk__conn *conn);
+
+/* A connection that used its PK_IO_BUDGET with more to do: re-arming the
+ * edge-triggered registration (EPOLL_CTL_MOD) queues a new event for a
+ * socket that is ready, so the loop comes back to it after the others, its
+ * timers and its queues (and a fast upload sees an early response). False if
+ * that failed: go on now instead. */
+static bool rearm(pk__loop *loop, pk__conn *conn) {
+  struct epoll_event ev = {.events = PK_CONN_EVENTS, .data.ptr = conn};
+  return epoll_ctl(loop->epfd, EPOLL_CTL_MOD, conn->fd, &ev) == 0;
+}
 
 static void conn_write(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
@@ -406,6 +419,7 @@ static void conn_write(pk__loop *loop, pk__conn *conn) {
 
 static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
+  size_t put = 0;
   for (;;) {
     ssize_t w;
     if (conn->woff < req->head_len) {
@@ -462,6 +476,10 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
       return;
     }
     if (req->progress_ms) report_progress(loop, req, false);
+    if (w > 0 && (put += (size_t)w) >= PK_IO_BUDGET && rearm(loop, conn)) {
+      conn->want_write = 1;
+      return;
+    }
   }
   conn->want_write = 0;
 }
@@ -583,9 +601,6 @@ static void connected(pk__loop *loop, pk__conn *conn) {
   conn->state = PK_CONN_ACTIVE;
   pk__conn_begin_request(loop, conn);
 }
-
-/* A connection's registration, made once (and renewed by read_later). */
-#define PK_CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 static void try_connect(pk__loop *loop, pk__conn *conn) {
   const pk__addrs *a = conn->addrs;
@@ -755,7 +770,7 @@ static uint64_t piece_sent(const pk__req *req) {
 /* Progress at most once per interval (and a last time when complete), so a
  * fast transfer does not cost a callback per read. The clock is read here,
  * not taken from the loop pass: a pass that reads a fast body for a while
- * (up to PK_READ_BUDGET per connection, several connections) still reports
+ * (up to PK_IO_BUDGET per connection, several connections) still reports
  * on time. */
 static void report_progress(pk__loop *loop, pk__req *req, bool final) {
   uint64_t now = pk__now_ns();
@@ -1017,13 +1032,9 @@ static bool received(pk__loop *loop, pk__conn *conn, size_t n, size_t space) {
   return process(loop, conn);
 }
 
-/* The connection read its budget with bytes still waiting: re-arming the
- * edge-triggered registration (EPOLL_CTL_MOD) queues a new event for a
- * socket that is ready, so the loop comes back to it after the others, its
- * timers and its queues. False if that failed: read on now instead. */
+/* The connection read its budget with bytes still waiting (see rearm). */
 static bool read_later(pk__loop *loop, pk__conn *conn) {
-  struct epoll_event ev = {.events = PK_CONN_EVENTS, .data.ptr = conn};
-  if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, conn->fd, &ev) < 0) return false;
+  if (!rearm(loop, conn)) return false;
   conn->read_again = 1; /* also when only OpenSSL holds the bytes (the event may be EPOLLOUT alone) */
   return true;
 }
@@ -1041,7 +1052,7 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
       /* OpenSSL may hold decrypted bytes epoll cannot see: read on until it
        * has none and the socket itself was read dry. */
       if (pk__tls_drained(conn->tls)) return;
-      if ((got += (size_t)n) >= PK_READ_BUDGET && read_later(loop, conn)) return;
+      if ((got += (size_t)n) >= PK_IO_BUDGET && read_later(loop, conn)) return;
       continue;
     }
     if (n == PK_TLS_WANT_READ || n == PK_TLS_WANT_WRITE) return;
@@ -1112,7 +1123,7 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
       if (received(loop, conn, (size_t)n, space)) return;
       /* A short read drained the socket; edge-triggered epoll reports new data. */
       if ((size_t)n < space && !hup) return;
-      if ((got += (size_t)n) >= PK_READ_BUDGET && read_later(loop, conn)) return;
+      if ((got += (size_t)n) >= PK_IO_BUDGET && read_later(loop, conn)) return;
       continue;
     }
     if (n == 0) {

@@ -238,7 +238,7 @@ struct pk__conn {
   uint8_t clean;              /* its last exchange completed (a close keeps the TLS session) */
   uint8_t writing;            /* inside conn_write */
   uint8_t hup_seen;           /* the peer hung up: read to the end, no later edge will come */
-  uint8_t read_again;         /* stopped reading at PK_READ_BUDGET: read on at the next event */
+  uint8_t read_again;         /* stopped reading at PK_IO_BUDGET: read on at the next event */
   uint32_t requests;          /* responses completed on this connection */
   struct pk__loop *loop;
   pk__origin *origin;
@@ -282,10 +282,11 @@ typedef struct pk__post {
 #define PK_DNS_BUCKETS 256
 #define PK_RBUF_SIZE 16384
 #define PK_BIGBUF_SIZE (256 * 1024) /* read buffer for large bodies (plain connections) */
-/* Bytes one connection may read in one event before the loop moves on: a
- * fast body must not hold the loop (other connections, timers, cancels,
- * progress reports) for the whole transfer. */
-#define PK_READ_BUDGET (1024 * 1024)
+/* Bytes one connection may read, and bytes it may write, in one event
+ * before the loop moves on: a fast body must not hold the loop (other
+ * connections, timers, cancels, an early response to an upload) for the
+ * whole transfer. */
+#define PK_IO_BUDGET (1024 * 1024)
 
 typedef struct pk__loop {
   pk_engine *eng;
