@@ -181,7 +181,10 @@ static ssize_t put_file_plain(pk__loop *loop, pk__conn *conn, int fd, uint64_t a
   pk__req *req = conn->req;
   for (;;) {
     off_t off = (off_t)at;
-    ssize_t w = sendfile(conn->fd, fd, &off, left > (1u << 30) ? (1u << 30) : (size_t)left);
+    /* At most PK_IO_BUDGET per call: to a reader that drains as fast as we
+     * send, one sendfile would otherwise move the whole file before the
+     * loop sees anything else (an early 413). */
+    ssize_t w = sendfile(conn->fd, fd, &off, left > PK_IO_BUDGET ? PK_IO_BUDGET : (size_t)left);
     if (w > 0) {
       req->timings.bytes_sent += (uint64_t)w;
       req->t_last_activity = loop->now;
@@ -466,7 +469,8 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
       if (w > 0 && !conn->tls) req->body_sent += (uint64_t)w;
       else if (w > 0 && req->wbuf_off == req->wbuf_len) req->body_sent += req->wbuf_len;
     } else {
-      struct iovec iov = {(char *)req->body + req->body_sent, req->body_len - req->body_sent};
+      uint64_t left = req->body_len - req->body_sent;
+      struct iovec iov = {(char *)req->body + req->body_sent, left > PK_IO_BUDGET ? PK_IO_BUDGET : (size_t)left};
       w = put_out(loop, conn, &iov, 1);
       if (w > 0) req->body_sent += (uint64_t)w;
     }
