@@ -64,7 +64,7 @@ public enum PocketBenchmark {
         } catch {
             throw Failure(description: "cannot start the client: \(error)", exitCode: 1)
         }
-        var request = Request(method: .get, url: url)
+        var request = PocketRequest(method: .get, url: url)
         if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
         var uploadBytes = 0
         if let path = options.uploadFile {
@@ -76,7 +76,7 @@ public enum PocketBenchmark {
         } else if let path = options.uploadForm {
             var st = stat()
             guard stat(path, &st) == 0 else { throw Failure(description: "--upload-form: cannot read \(path)", exitCode: 2) }
-            var form = MultipartForm()
+            var form = PocketMultipartForm()
             form.addFile("file", at: URL(filePath: path))
             request.method = .post
             request.body = .multipart(form)

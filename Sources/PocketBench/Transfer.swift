@@ -30,7 +30,7 @@ enum Transfer: Sendable {
 /// (`uploadBytes` > 0), else the response body's.
 struct PocketBenchClient: BenchClient {
     let client: PocketClient
-    let request: Request
+    let request: PocketRequest
     let transfer: Transfer
     let uploadBytes: Int
 

@@ -13,7 +13,7 @@ import Musl
 /// What the flags ask for, checked and built once before the first attempt.
 struct FetchPlan: Sendable {
     var configuration: PocketClient.Configuration
-    var request: Request
+    var request: PocketRequest
     /// `-o`/`-O`: the file the engine writes.
     var destination: URL?
     /// `-C -`.
@@ -52,7 +52,7 @@ extension FetchCommand {
         var configuration = PocketClient.Configuration()
         configuration.maxConnectionsPerOrigin = 1
         // As curl: a 3xx is the answer unless -L; loops are caught whatever the limit.
-        configuration.redirects = location ? RedirectPolicy(maxHops: maxRedirs == -1 ? Int.max : maxRedirs) : .disabled
+        configuration.redirects = location ? PocketRedirectPolicy(maxHops: maxRedirs == -1 ? Int.max : maxRedirs) : .disabled
         configuration.decompression = compressed
         configuration.timeouts.total = try maxTime.map { s throws(CLIFailure) in try Self.duration(s, "-m") }
         if let s = connectTimeout { configuration.timeouts.connect = try Self.duration(s, "--connect-timeout") }
@@ -71,7 +71,7 @@ extension FetchCommand {
             throw CLIFailure(.localRead, "cannot read \(path): \(String(cString: strerror(errno)))")
         }
 
-        var request = Request(method: .get, url: parsed)
+        var request = PocketRequest(method: .get, url: parsed)
         var uploadBytes = 0
         if hasData {
             request.method = .post
@@ -92,7 +92,7 @@ extension FetchCommand {
             }
         }
         if head { request.method = .head }
-        if let m = method { request.method = HTTPMethod(m) }
+        if let m = method { request.method = PocketMethod(m) }
         for line in headers { try Self.apply(header: line, to: &request.headers, defaults: &configuration.defaultHeaders) }
 
         var destination: URL?
@@ -117,7 +117,7 @@ extension FetchCommand {
     /// The request body of -d, --data-binary and --json: a file body for a
     /// lone `--data-binary @FILE` / `--json @FILE` (streamed from disk, never
     /// in memory), else the bytes joined as curl joins them.
-    private func makeBody() throws(CLIFailure) -> (RequestBody, Int, String) {
+    private func makeBody() throws(CLIFailure) -> (PocketRequestBody, Int, String) {
         let formType = "application/x-www-form-urlencoded"
         if data.isEmpty, dataBinary.count + json.count == 1, let only = (dataBinary + json).first,
            only.hasPrefix("@"), only != "@-" {
@@ -146,8 +146,8 @@ extension FetchCommand {
     /// part (name and type from the file unless `;filename=`/`;type=` say),
     /// `name=<FILE` a field with the file's content; `;type=` and
     /// `;filename=` may follow any of them.
-    private func makeForm() throws(CLIFailure) -> MultipartForm {
-        var multipart = MultipartForm()
+    private func makeForm() throws(CLIFailure) -> PocketMultipartForm {
+        var multipart = PocketMultipartForm()
         for spec in form {
             guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex else {
                 throw CLIFailure(.usage, "-F '\(spec)': expected name=content")
@@ -191,7 +191,7 @@ extension FetchCommand {
 
     /// `Name: value` adds (replacing the body's Content-Type), `Name:` removes a
     /// field the client would send by default, `Name;` sends it with an empty value.
-    static func apply(header line: String, to headers: inout HTTPHeaders, defaults: inout HTTPHeaders) throws(CLIFailure) {
+    static func apply(header line: String, to headers: inout PocketHeaders, defaults: inout PocketHeaders) throws(CLIFailure) {
         let colon = line.firstIndex(of: ":")
         let semicolon = line.firstIndex(of: ";")
         if let semicolon, colon == nil || semicolon < colon!, line[line.index(after: semicolon)...].allSatisfy({ $0 == " " }) {

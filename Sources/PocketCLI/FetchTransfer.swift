@@ -62,7 +62,7 @@ struct FetchTransfer: Sendable {
     // MARK: stdout (or a device)
 
     private func stream(into output: Output, _ facts: inout TransferFacts, canRetry: Bool) async throws {
-        let response: StreamingResponse
+        let response: PocketStreamingResponse
         do {
             response = try await client.stream(plan.request, progress: progress?.handler())
         } catch let e as PocketError {
@@ -98,7 +98,7 @@ struct FetchTransfer: Sendable {
 
     private func download(to destination: URL, _ facts: inout TransferFacts, canRetry: Bool) async throws {
         let partial = PartialDownload(destination: destination)
-        var task: DownloadTask
+        var task: PocketDownloadTask
         let resuming = plan.resume ? try partial.resumeData(for: plan.request) : nil
         if let data = resuming {
             if command.verbose {
@@ -109,7 +109,7 @@ struct FetchTransfer: Sendable {
             partial.discardSidecar()
             task = client.downloadTask(plan.request, to: destination, progress: progress?.handler())
         }
-        let response: DownloadResponse
+        let response: PocketDownloadResponse
         let interrupt = InterruptPause(task)
         do {
             defer { interrupt.stop() }
@@ -153,7 +153,7 @@ struct FetchTransfer: Sendable {
     // MARK: shared
 
     /// -v, -D and the facts of -w (the head is shown before the body or error).
-    private func showHead(status: Int, reason: String, minor: Int, headers: HTTPHeaders,
+    private func showHead(status: Int, reason: String, minor: Int, headers: PocketHeaders,
                           _ facts: inout TransferFacts) throws(CLIFailure) {
         facts.status = status
         facts.minorVersion = minor
@@ -170,7 +170,7 @@ struct FetchTransfer: Sendable {
         }
     }
 
-    static func retryable(_ status: Int, _ reason: String, _ headers: HTTPHeaders) -> Retryable? {
+    static func retryable(_ status: Int, _ reason: String, _ headers: PocketHeaders) -> Retryable? {
         guard retryStatuses.contains(status) else { return nil }
         let after = headers["Retry-After"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { min(max($0, 0), 600) }
         return Retryable(failure: CLIFailure(.httpError, answered(status, reason)), retryAfter: after)

@@ -6,14 +6,14 @@ import PocketBenchKit
 /// on stderr, request lines after `> `, response lines after `< `, as curl does.
 enum HeadFormat {
     /// `HTTP/1.1 200 OK\r\nName: value\r\n...\r\n`.
-    static func response(minorVersion: Int, status: Int, reason: String, headers: HTTPHeaders) -> String {
+    static func response(minorVersion: Int, status: Int, reason: String, headers: PocketHeaders) -> String {
         var s = "HTTP/1.\(minorVersion) \(status)\(reason.isEmpty ? "" : " " + reason)\r\n"
         for field in headers { s += "\(field.name): \(field.value)\r\n" }
         return s + "\r\n"
     }
 
     /// The response head as `-v` shows it.
-    static func verboseResponse(minorVersion: Int, status: Int, reason: String, headers: HTTPHeaders) -> String {
+    static func verboseResponse(minorVersion: Int, status: Int, reason: String, headers: PocketHeaders) -> String {
         var s = "< HTTP/1.\(minorVersion) \(status)\(reason.isEmpty ? "" : " " + reason)\n"
         for field in headers { s += "< \(field.name): \(field.value)\n" }
         return s + "<\n"
@@ -23,7 +23,7 @@ enum HeadFormat {
     /// request's fields, then the client defaults it does not override and
     /// the framing field of its body (the engine writes the same; a
     /// download asks for `identity` so it can resume).
-    static func verboseRequest(_ request: Request, defaults: HTTPHeaders, compressed: Bool, download: Bool) -> String {
+    static func verboseRequest(_ request: PocketRequest, defaults: PocketHeaders, compressed: Bool, download: Bool) -> String {
         let url = request.url
         var target = url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
@@ -46,7 +46,7 @@ enum HeadFormat {
     }
 
     /// One `-v` line with the timings of a finished request.
-    static func verboseTimings(_ t: Timings) -> String {
+    static func verboseTimings(_ t: PocketTimings) -> String {
         func ms(_ d: Duration) -> String {
             let (s, atto) = d.components
             return fmt(Double(s) * 1e3 + Double(atto) / 1e15, 3)

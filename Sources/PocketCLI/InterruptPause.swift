@@ -17,7 +17,7 @@ private let interruptRequested = Atomic<Bool>(false)
 final class InterruptPause: Sendable {
     private let watcher: Task<Bool, Never>
 
-    init(_ task: DownloadTask) {
+    init(_ task: PocketDownloadTask) {
         interruptRequested.store(false, ordering: .sequentiallyConsistent)
         signal(SIGINT) { _ in interruptRequested.store(true, ordering: .sequentiallyConsistent) }
         watcher = Task {

@@ -12,7 +12,7 @@ import Musl
 
 /// Where an interrupted `-o FILE` download waits for `-C -`, as curl users
 /// expect: the partial body in FILE itself, plus `.FILE.pocket-resume` next
-/// to it (the library's `ResumeData` as JSON: the validators, so the resume
+/// to it (the library's `PocketResumeData` as JSON: the validators, so the resume
 /// sends `If-Range` and a changed resource restarts instead of splicing).
 /// A FILE without the sidecar (made by curl, or copied) resumes from its
 /// size without validators.
@@ -32,25 +32,25 @@ struct PartialDownload {
 
     /// For `-C -`: nil when FILE is absent or empty (a plain download), else
     /// FILE moved to the temporary name and the resume data for it.
-    func resumeData(for request: Request) throws(CLIFailure) -> ResumeData? {
+    func resumeData(for request: PocketRequest) throws(CLIFailure) -> PocketResumeData? {
         var st = stat()
         guard stat(path(destination), &st) == 0, st.st_size > 0 else { return nil }
         let size = Int(st.st_size)
-        var saved: ResumeData?
+        var saved: PocketResumeData?
         if let json = FileManager.default.contents(atPath: path(sidecar)),
-           let data = try? JSONDecoder().decode(ResumeData.self, from: json), data.bytesReceived == size {
+           let data = try? JSONDecoder().decode(PocketResumeData.self, from: json), data.bytesReceived == size {
             saved = data
         }
         guard rename(path(destination), path(temporary)) == 0 else {
             throw CLIFailure(.localWrite, "cannot resume \(path(destination)): \(String(cString: strerror(errno)))")
         }
-        return ResumeData(request: request, destination: destination, partialFile: temporary, bytesReceived: size,
+        return PocketResumeData(request: request, destination: destination, partialFile: temporary, bytesReceived: size,
                           etag: saved?.etag, lastModified: saved?.lastModified, totalBytes: saved?.totalBytes)
     }
 
     /// After a failure: the partial body back into FILE and its validators
     /// into the sidecar, for the next `-C -`.
-    func keep(_ data: ResumeData) {
+    func keep(_ data: PocketResumeData) {
         guard rename(path(data.temporaryFile), path(destination)) == 0 else { return }
         var st = stat()
         var saved = data

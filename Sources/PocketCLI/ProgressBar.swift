@@ -5,11 +5,11 @@ import PocketBenchKit
 /// with `-s`): percent, bar, rate and time left when the total is known;
 /// bytes and rate when it is not. Redrawn in place with `\r` at the
 /// engine's progress interval (100 ms); `finish()` ends the line. Reports
-/// reach the drawing task through `ProgressHandler.stream()`, so a terminal
+/// reach the drawing task through `PocketProgressHandler.stream()`, so a terminal
 /// that blocks (scroll lock, a slow link) never holds the engine's loop.
 final class ProgressBar: Sendable {
     private struct State {
-        var direction: TransferProgress.Direction?
+        var direction: PocketTransferProgress.Direction?
         var start: ContinuousClock.Instant?
         var drawn = false
         var lastWidth = 0
@@ -27,8 +27,8 @@ final class ProgressBar: Sendable {
     private let drawer = Lock<Task<Void, Never>?>(nil)
 
     /// A handler for one request (both directions are drawn).
-    func handler() -> ProgressHandler {
-        let (updates, handler) = ProgressHandler.stream()
+    func handler() -> PocketProgressHandler {
+        let (updates, handler) = PocketProgressHandler.stream()
         let task = Task { [self] in
             for await p in updates { self.draw(p) }
         }
@@ -36,7 +36,7 @@ final class ProgressBar: Sendable {
         return handler
     }
 
-    func draw(_ p: TransferProgress) {
+    func draw(_ p: PocketTransferProgress) {
         let now = ContinuousClock.now
         let line: String = state.withLock { s in
             if s.direction == .upload && p.direction == .download { s.start = nil } // the download's rate starts after the upload
@@ -72,7 +72,7 @@ final class ProgressBar: Sendable {
 
     /// One progress line, e.g.
     /// ` 42% [########            ] 4.2 MB of 10.0 MB  12.3 MB/s  ETA 0:00:05 ↓`.
-    static func line(_ p: TransferProgress, elapsed: Duration) -> String {
+    static func line(_ p: PocketTransferProgress, elapsed: Duration) -> String {
         let (s, atto) = elapsed.components
         let seconds = Double(s) + Double(atto) / 1e18
         let rate = seconds > 0 ? Double(p.bytes) / seconds : 0

@@ -6,11 +6,11 @@ struct TransferFacts: Sendable {
     var url: String
     var status: Int?
     var minorVersion = 1
-    var headers = HTTPHeaders()
+    var headers = PocketHeaders()
     var headBytes = 0
     var bodyBytes = 0
     var uploadBytes = 0
-    var timings: Timings?
+    var timings: PocketTimings?
     var filename: String?
     var retries = 0
     var exitCode: Int32 = 0
@@ -107,7 +107,7 @@ struct WriteOut: Sendable {
     }
 
     static func value(_ name: String, _ f: TransferFacts) -> String {
-        let t = f.timings ?? Timings()
+        let t = f.timings ?? PocketTimings()
         func seconds(_ d: Duration) -> Double {
             let (s, atto) = d.components
             return Double(s) + Double(atto) / 1e18

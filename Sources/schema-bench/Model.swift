@@ -38,12 +38,12 @@ struct BenchPage: Codable, Sendable, Equatable {
 
 /// A hand-written mapper, TyphoonRestClient style: reads the validated
 /// tree without checks (the schema guarantees keys and types).
-struct BenchIssueMapper: ObjectMapper {
-    let schema: Schema
+struct BenchIssueMapper: PocketObjectMapper {
+    let schema: PocketSchema
 
-    static func ref(_ v: JSONValue) -> Ref { Ref(id: v["id"].int!, name: v["name"].string!) }
+    static func ref(_ v: PocketJSONValue) -> Ref { Ref(id: v["id"].int!, name: v["name"].string!) }
 
-    func model(from json: JSONValue) throws -> BenchIssue? {
+    func model(from json: PocketJSONValue) throws -> BenchIssue? {
         guard case let .object(o) = json else { return nil }
         return BenchIssue(
             id: o["id"]!.int!,

@@ -25,13 +25,13 @@ while let argument = arguments.next() {
 }
 
 let body = Payload.make(bytes: bytes)
-let pageSchema = try Schema(json: Payload.pageSchema)
-let issueSchema = try Schema(json: Payload.issueSchema)
-let rawSchema = try Schema(json: Payload.pageSchema.replacingOccurrences(of: #""{issue}""#, with: Payload.issueSchema))
+let pageSchema = try PocketSchema(json: Payload.pageSchema)
+let issueSchema = try PocketSchema(json: Payload.issueSchema)
+let rawSchema = try PocketSchema(json: Payload.pageSchema.replacingOccurrences(of: #""{issue}""#, with: Payload.issueSchema))
 
-var handRegistry = SchemaRegistry()
+var handRegistry = PocketSchemaRegistry()
 handRegistry.register(BenchIssueMapper(schema: issueSchema), for: "{issue}")
-var decodableRegistry = SchemaRegistry()
+var decodableRegistry = PocketSchemaRegistry()
 decodableRegistry.register(BenchIssue.self, for: "{issue}", schema: issueSchema)
 
 let decoder = JSONDecoder()
@@ -42,7 +42,7 @@ struct Contender {
     let run: () throws -> BenchPage
 }
 
-func page(_ value: JSONValue) -> BenchPage {
+func page(_ value: PocketJSONValue) -> BenchPage {
     BenchPage(issues: value["issues"].mappedArray(of: BenchIssue.self)!, total_count: value["total_count"].int!,
               offset: value["offset"].int!, limit: value["limit"].int!)
 }
@@ -56,11 +56,11 @@ let contenders = [
         return BenchPage(issues: [], total_count: p.total_count, offset: 0, limit: 0)
     },
     Contender(name: "schema validation only") {
-        _ = try SchemaRegistry().decode(body, schema: rawSchema)
+        _ = try PocketSchemaRegistry().decode(body, schema: rawSchema)
         return BenchPage(issues: [], total_count: 0, offset: 0, limit: 0)
     },
     Contender(name: "parse only (JSONValue)") {
-        _ = try JSONValue(parsing: body)
+        _ = try PocketJSONValue(parsing: body)
         return BenchPage(issues: [], total_count: 0, offset: 0, limit: 0)
     },
 ]

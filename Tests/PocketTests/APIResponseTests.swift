@@ -39,7 +39,7 @@ final class APIResponseTests: XCTestCase {
 
         // Per request.
         var request = try client.request(.get, "missing")
-        request.validation = Validation()
+        request.validation = PocketValidation()
         let error = await assertPocketError(.unacceptableStatus) { try await self.client.send(request) }
         XCTAssertEqual(error?.response?.status, 404)
         XCTAssertEqual(error?.response?.headers["Content-Type"], "application/problem+json")
@@ -48,14 +48,14 @@ final class APIResponseTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("no such needle") ?? false, error?.message ?? "")
 
         // Per request, accepting 404.
-        request.validation = Validation(statusCodes: [200..<300, 404..<405])
+        request.validation = PocketValidation(statusCodes: [200..<300, 404..<405])
         let accepted = try await client.send(request)
         XCTAssertEqual(accepted.status, 404, "problem+json matches the JSON format's +json")
 
         // Per client; the request's own validation wins.
         let strict = try makeClient {
             $0.baseURL = URL(string: self.server.baseURL)!
-            $0.validation = Validation()
+            $0.validation = PocketValidation()
         }
         await assertPocketError(.unacceptableStatus) { try await strict.send(try strict.request(.get, "missing")) }
         let lenient = try strict.request(.get, "missing")
@@ -73,13 +73,13 @@ final class APIResponseTests: XCTestCase {
         let e1 = await assertPocketError(.unacceptableContentType) { try html.validate() }
         XCTAssertEqual(e1?.body, Data("<p>hi</p>".utf8))
         XCTAssertEqual(e1?.response?.status, 200)
-        XCTAssertNoThrow(try html.validate(Validation(contentTypes: ["text/*"])))
-        XCTAssertNoThrow(try html.validate(Validation(contentTypes: ["text/html"])))
+        XCTAssertNoThrow(try html.validate(PocketValidation(contentTypes: ["text/*"])))
+        XCTAssertNoThrow(try html.validate(PocketValidation(contentTypes: ["text/html"])))
         XCTAssertNoThrow(try html.validate(.status()))
 
         let untyped = try await client.send(try client.request(.get, "untyped"))
         await assertPocketError(.unacceptableContentType) { try untyped.validate() }
-        XCTAssertNoThrow(try untyped.validate(Validation(contentTypes: ["*/*"])))
+        XCTAssertNoThrow(try untyped.validate(PocketValidation(contentTypes: ["*/*"])))
 
         // The format's types: text format accepts text/html, JSON does not.
         let asText = try await client.send(try client.request(.get, "html", format: .text))
@@ -97,14 +97,14 @@ final class APIResponseTests: XCTestCase {
             let response = try await client.send(try client.request(.get, path))
             XCTAssertTrue(response.body.isEmpty, path)
             XCTAssertNoThrow(try response.validate(), path)
-            XCTAssertEqual(try response.decode(Empty.self), Empty(), path)
+            XCTAssertEqual(try response.decode(PocketEmpty.self), PocketEmpty(), path)
             XCTAssertNil(try response.decode(Thing?.self), path)
             let e = await assertPocketError(.decodingFailed) { try response.decode(Thing.self) }
             XCTAssertTrue(e?.message.contains("empty body") ?? false, e?.message ?? "")
         }
         let head = try await client.send(try client.request(.head, "json"))
         XCTAssertEqual(head.headers["Content-Length"], "7")
-        XCTAssertEqual(try head.validate().decode(Empty.self), Empty())
+        XCTAssertEqual(try head.validate().decode(PocketEmpty.self), PocketEmpty())
         XCTAssertNil(try head.decode([String: Int]?.self))
         // A non-empty body still decodes into an optional.
         let json = try await client.send(try client.request(.get, "json"))
@@ -166,8 +166,8 @@ final class APIResponseTests: XCTestCase {
         XCTAssertEqual(response.request?.method, .post)
         XCTAssertEqual(response.format, .json)
         XCTAssertEqual(response.head.status, 200)
-        XCTAssertEqual(HTTPStatus(418).name, "")
-        XCTAssertEqual(HTTPStatus(503).kind, .serverError)
-        XCTAssertEqual(String(describing: HTTPStatus.created), "201 Created")
+        XCTAssertEqual(PocketStatus(418).name, "")
+        XCTAssertEqual(PocketStatus(503).kind, .serverError)
+        XCTAssertEqual(String(describing: PocketStatus.created), "201 Created")
     }
 }

@@ -14,11 +14,11 @@ final class APITemplateTests: XCTestCase {
             $0.defaultQuery = ["client": "c", "shared": "from-client"]
         }
 
-        var api = RequestTemplate(baseURL: URL(string: server.baseURL + "/api/v1")!, format: .xml,
-                                  timeouts: Timeouts(connect: .seconds(2), read: .seconds(3), total: nil),
+        var api = PocketRequestTemplate(baseURL: URL(string: server.baseURL + "/api/v1")!, format: .xml,
+                                  timeouts: PocketTimeouts(connect: .seconds(2), read: .seconds(3), total: nil),
                                   headers: ["X-Team": "t", "Accept": "application/vnd.t+xml"],
                                   query: ["sessionId": "s1", "shared": "from-template", "drop": "x"])
-        api.validation = Validation(statusCodes: [200..<201])
+        api.validation = PocketValidation(statusCodes: [200..<201])
         client.register(api, as: "api")
         XCTAssertEqual(client.template(named: "api"), api)
 
@@ -56,12 +56,12 @@ final class APITemplateTests: XCTestCase {
         let textClient = try makeClient {
             $0.baseURL = URL(string: server.baseURL)!
             $0.format = .text
-            $0.queryEncoding = QueryEncoding(arrayStyle: .repeated)
+            $0.queryEncoding = PocketQueryEncoding(arrayStyle: .repeated)
         }
         _ = try await textClient.send(try textClient.request(.get, "list", parameters: ["id": [1, 2]]))
         XCTAssertEqual(server.receivedRequests.last?.target, "/list?id=1&id=2")
         XCTAssertEqual(server.receivedRequests.last?.header("Accept"), "text/plain")
-        textClient.register(RequestTemplate(queryEncoding: QueryEncoding(arrayStyle: .commaSeparated)), as: "csv")
+        textClient.register(PocketRequestTemplate(queryEncoding: PocketQueryEncoding(arrayStyle: .commaSeparated)), as: "csv")
         _ = try await textClient.send(try textClient.request(.get, "list", template: "csv", parameters: ["id": [1, 2]]))
         XCTAssertEqual(server.receivedRequests.last?.target, "/list?id=1,2")
         try await textClient.shutdown()
@@ -77,7 +77,7 @@ final class APITemplateTests: XCTestCase {
         server.defaultHandler = { req in .text(req.target) }
         let client = try makeClient { $0.baseURL = URL(string: server.baseURL + "/api")! }
         let repos = try client.scoped(path: "repos/:owner", headers: ["Authorization": "Bearer abc"],
-                                      query: ["per_page": 50], timeouts: Timeouts(read: .seconds(9)))
+                                      query: ["per_page": 50], timeouts: PocketTimeouts(read: .seconds(9)))
         XCTAssertEqual(repos.configuration.baseURL?.absoluteString, server.baseURL + "/api/repos")
         let nested = try repos.scoped(path: "apple", headers: ["X-Nested": "1"])
 
@@ -103,7 +103,7 @@ final class APITemplateTests: XCTestCase {
         XCTAssertEqual(server.receivedRequests.last?.headerValues("User-Agent"), ["Pocket/0.1"])
 
         // Templates are shared.
-        nested.register(RequestTemplate(query: ["t": 1]), as: "t")
+        nested.register(PocketRequestTemplate(query: ["t": 1]), as: "t")
         XCTAssertNotNil(client.template(named: "t"))
 
         // Shutting one down stops the shared engine.
@@ -126,9 +126,9 @@ final class APITemplateTests: XCTestCase {
             .response(headers: [("Content-Type", "application/json")], body: Array(#"[{"id":2},{"id":4}]"#.utf8))
         }
         let client = try makeClient { $0.baseURL = URL(string: server.baseURL + "/")! }
-        var template = RequestTemplate()
+        var template = PocketRequestTemplate()
         template.format = .json
-        template.timeouts = Timeouts(connect: .seconds(2), read: .seconds(2), total: nil)
+        template.timeouts = PocketTimeouts(connect: .seconds(2), read: .seconds(2), total: nil)
         template.headers = try .basicAuthorization(username: "UN", password: "PW")
         template.query["sessionId"] = "fewoijalkfsdjlfsdhlaes"
         client.register(template, as: "api")
@@ -192,9 +192,9 @@ final class APITemplateTests: XCTestCase {
         struct Issues: Decodable { var issues: [Issue]; var total_count: Int; var limit: Int }
 
         // TyphoonRestClient's RequestToGetIssues, as a function of its inputs.
-        func requestToGetIssues(projectId: Int?, range: (location: Int, length: Int)) throws -> Request {
+        func requestToGetIssues(projectId: Int?, range: (location: Int, length: Int)) throws -> PocketRequest {
             try client.request(.get, "issues.json", parameters: [
-                "project_id": ParameterValue(projectId),
+                "project_id": PocketParameterValue(projectId),
                 "offset": .integer(range.location),
                 "limit": range.length > 0 ? .integer(range.length) : 10,
             ])

@@ -17,15 +17,15 @@ final class BombTests: XCTestCase {
         let client = try makeClient { $0.limits.maxBodyBytes = nil } // only the ratio guard stands in the way
         let before = residentBytes()
         let start = ContinuousClock.now
-        await assertPocketError(.decompressionBomb) { try await client.send(Request(url: url(server, "/bomb"))) }
+        await assertPocketError(.decompressionBomb) { try await client.send(PocketRequest(url: url(server, "/bomb"))) }
         // Streamed and to a file: the same guard, in the engine.
-        let streamed = try await client.stream(Request(url: url(server, "/bomb")))
+        let streamed = try await client.stream(PocketRequest(url: url(server, "/bomb")))
         await assertPocketError(.decompressionBomb) { try await streamed.body.discard() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-bomb-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         await assertPocketError(.decompressionBomb) {
-            try await client.download(Request(url: url(server, "/bomb")), to: directory.appendingPathComponent("out"))
+            try await client.download(PocketRequest(url: url(server, "/bomb")), to: directory.appendingPathComponent("out"))
         }
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(5), "stopped near the ratio floor, not after 1 GiB")
         XCTAssertLessThan(residentBytes() - before, 32 << 20, "memory stayed bounded")

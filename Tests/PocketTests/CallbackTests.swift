@@ -28,13 +28,13 @@ final class CallbackTests: XCTestCase {
 
     func testSendWithSuccessAndFailureLikeMTPocket() async throws {
         let succeeded = expectation(description: "success")
-        client.send(Request(url: url(server, "/ok")), success: { response in
+        client.send(PocketRequest(url: url(server, "/ok")), success: { response in
             XCTAssertEqual(response.text, "fine")
             succeeded.fulfill()
         }, failure: { error, _ in XCTFail("\(error)") })
 
         let byStatus = expectation(description: "failure by status")
-        client.send(Request(url: url(server, "/missing")), success: { _ in XCTFail("404 is no success") },
+        client.send(PocketRequest(url: url(server, "/missing")), success: { _ in XCTFail("404 is no success") },
                     failure: { error, response in
             XCTAssertEqual(error.code, .unacceptableStatus)
             XCTAssertEqual(error.response?.status, 404)
@@ -46,7 +46,7 @@ final class CallbackTests: XCTestCase {
         let closed = try TestServer()
         let deadURL = url(closed, "/")
         closed.shutdown()
-        client.send(Request(url: deadURL), success: { _ in XCTFail("nobody listens") }, failure: { error, response in
+        client.send(PocketRequest(url: deadURL), success: { _ in XCTFail("nobody listens") }, failure: { error, response in
             XCTAssertEqual(error.code, .connectionRefused)
             XCTAssertNil(response)
             refused.fulfill()
@@ -59,7 +59,7 @@ final class CallbackTests: XCTestCase {
         let done = expectation(description: "all handlers")
         done.expectedFulfillmentCount = 4
         // A library builds the call and attaches its handlers...
-        let call = client.call(Request(url: url(server, "/ok")))
+        let call = client.call(PocketRequest(url: url(server, "/ok")))
             .onSuccess { _ in order.append("library success"); done.fulfill() }
             .onComplete { o in order.append("library complete \(o.isSuccess)"); done.fulfill() }
             .onFailure { _, _ in order.append("library failure") }
@@ -77,7 +77,7 @@ final class CallbackTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 1)
 
         let failures = Recorder<String>()
-        let failed = client.call(Request(url: url(server, "/missing")))
+        let failed = client.call(PocketRequest(url: url(server, "/missing")))
             .onFailure { e, r in failures.append("first \(r?.status ?? 0)") }
             .onComplete { o in failures.append("complete \(o.isSuccess)") }
             .onSuccess { _ in failures.append("success") }
@@ -94,7 +94,7 @@ final class CallbackTests: XCTestCase {
         let places = Recorder<String>()
         server.route("/big") { _ in .generated(size: 1 << 20) }
         let done = expectation(description: "done")
-        client.call(Request(method: .put, url: url(server, "/big"), body: .bytes(Data(count: 1 << 20))), on: .dispatch(queue))
+        client.call(PocketRequest(method: .put, url: url(server, "/big"), body: .bytes(Data(count: 1 << 20))), on: .dispatch(queue))
             .onUploadProgress { _ in places.append("upload " + (DispatchQueue.getSpecific(key: key) ?? "elsewhere")) }
             .onDownloadProgress { _ in places.append("download " + (DispatchQueue.getSpecific(key: key) ?? "elsewhere")) }
             .onComplete { _ in places.append("complete " + (DispatchQueue.getSpecific(key: key) ?? "elsewhere")) }
@@ -113,7 +113,7 @@ final class CallbackTests: XCTestCase {
     func testHandlersRunOnTheExecutorAsked() async throws {
         let threads = Recorder<String>()
         let done = expectation(description: "done")
-        client.call(Request(url: url(server, "/ok")), on: .executor(client.executor))
+        client.call(PocketRequest(url: url(server, "/ok")), on: .executor(client.executor))
             .onComplete { _ in threads.append(currentThreadName()) }
             .onSuccess { _ in
                 threads.append(currentThreadName())
@@ -130,10 +130,10 @@ final class CallbackTests: XCTestCase {
         server.keepsRequestBodies = false
         server.route("/echo") { r in .generated(size: r.bodyLength) }
         let events = Recorder<String>()
-        let uploads = Recorder<TransferProgress>(), downloads = Recorder<TransferProgress>()
+        let uploads = Recorder<PocketTransferProgress>(), downloads = Recorder<PocketTransferProgress>()
         let size = 3 << 20
         let done = expectation(description: "done")
-        client.send(Request(method: .post, url: url(server, "/echo"), body: .bytes(Data(count: size))),
+        client.send(PocketRequest(method: .post, url: url(server, "/echo"), body: .bytes(Data(count: size))),
                     success: { response in
                         events.append("success \(response.body.count)")
                         done.fulfill()
@@ -155,7 +155,7 @@ final class CallbackTests: XCTestCase {
     func testCancelFailsTheCallWithCancelled() async throws {
         server.route("/slow") { _ in .stall(milliseconds: 30_000) }
         let cancelled = expectation(description: "cancelled")
-        let call = client.call(Request(url: url(server, "/slow")))
+        let call = client.call(PocketRequest(url: url(server, "/slow")))
             .onFailure { error, response in
                 XCTAssertEqual(error.code, .cancelled)
                 XCTAssertNil(response)
@@ -168,13 +168,13 @@ final class CallbackTests: XCTestCase {
         await fulfillment(of: [cancelled], timeout: 10)
 
         // Cancelled before it started: fails once started, sends nothing.
-        let early = client.call(Request(url: url(server, "/ok")))
+        let early = client.call(PocketRequest(url: url(server, "/ok")))
         early.cancel()
         await assertPocketError(.cancelled) { try await early.response() }
         XCTAssertEqual(server.requestCount, 1)
 
         // Cancelling the task that awaits `response()` cancels the call.
-        let waited = client.call(Request(url: url(server, "/slow")))
+        let waited = client.call(PocketRequest(url: url(server, "/slow")))
         let waiting = Task { try await waited.response() }
         await assertEventually("the second slow request arrived", seconds: 10) { server.requestCount == 2 }
         waiting.cancel()

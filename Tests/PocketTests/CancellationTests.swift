@@ -11,7 +11,7 @@ final class CancellationTests: XCTestCase {
             .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nhalf"), .stall(milliseconds: 5000)])
         }
         let client = try makeClient()
-        let task = Task { try await client.send(Request(url: url(server, "/"))) }
+        let task = Task { try await client.send(PocketRequest(url: url(server, "/"))) }
         await assertEventually("") { server.requestCount == 1 }
         try await Task.sleep(for: .milliseconds(50))
         let start = ContinuousClock.now
@@ -28,7 +28,7 @@ final class CancellationTests: XCTestCase {
         // and the next request gets a fresh connection.
         await assertEventually("") { server.openConnections == 0 }
         server.route("/") { _ in .text("ok") }
-        let r = try await client.send(Request(url: url(server, "/")))
+        let r = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(r.text, "ok")
         XCTAssertEqual(server.acceptedConnections, 2)
     }
@@ -40,7 +40,7 @@ final class CancellationTests: XCTestCase {
         let client = try makeClient()
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await client.send(Request(url: url(server, "/")))
+            return try await client.send(PocketRequest(url: url(server, "/")))
         }
         await assertPocketError(.cancelled) { try await task.value }
         try await Task.sleep(for: .milliseconds(50))
@@ -52,9 +52,9 @@ final class CancellationTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .stall(milliseconds: 3000) }
         let client = try makeClient { $0.maxConnectionsPerOrigin = 1 }
-        let first = Task { try await client.send(Request(url: url(server, "/"))) }
+        let first = Task { try await client.send(PocketRequest(url: url(server, "/"))) }
         await assertEventually("") { server.requestCount == 1 }
-        let second = Task { try await client.send(Request(url: url(server, "/"))) }
+        let second = Task { try await client.send(PocketRequest(url: url(server, "/"))) }
         try await Task.sleep(for: .milliseconds(50))
         second.cancel()
         await assertPocketError(.cancelled) { try await second.value }

@@ -3,7 +3,7 @@ import XCTest
 @testable import Pocket
 import PocketTestSupport
 
-/// `Response.text` and `decodedText()` follow the `Content-Type` charset
+/// `PocketResponse.text` and `decodedText()` follow the `Content-Type` charset
 /// (RFC 9110 §8.3.2), UTF-8 when there is none.
 final class CharsetTests: XCTestCase {
     var server: TestServer!
@@ -24,9 +24,9 @@ final class CharsetTests: XCTestCase {
     }
 
     /// Serves `body` with `contentType` (none if nil) and returns the response.
-    func fetch(_ body: [UInt8], _ contentType: String?) async throws -> Response {
+    func fetch(_ body: [UInt8], _ contentType: String?) async throws -> PocketResponse {
         server.route("/t") { _ in .response(headers: contentType.map { [("Content-Type", $0)] } ?? [], body: body) }
-        return try await client.send(Request(url: url(server, "/t")))
+        return try await client.send(PocketRequest(url: url(server, "/t")))
     }
 
     func testEachSupportedCharsetDecodes() async throws {

@@ -9,7 +9,7 @@ final class ClientTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/hello") { _ in .text("Hello, World!", headers: [("X-Test", "1")]) }
         let client = try makeClient()
-        let response = try await client.send(Request(url: url(server, "/hello")))
+        let response = try await client.send(PocketRequest(url: url(server, "/hello")))
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.reason, "OK")
         XCTAssertEqual(response.text, "Hello, World!")
@@ -19,7 +19,7 @@ final class ClientTests: XCTestCase {
         XCTAssertGreaterThan(response.timings.firstByte, .zero)
         XCTAssertFalse(response.timings.reusedConnection)
         XCTAssertEqual(response.timings.wireBytesReceived, response.timings.bytesReceived, "plain HTTP: the wire is the payload")
-        let second = try await client.send(Request(url: url(server, "/hello")))
+        let second = try await client.send(PocketRequest(url: url(server, "/hello")))
         XCTAssertTrue(second.timings.reusedConnection)
         XCTAssertEqual(second.timings.connect, .zero)
     }
@@ -29,7 +29,7 @@ final class ClientTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/echo") { req in .response(body: req.body) }
         let client = try makeClient()
-        var request = Request(method: .post, url: url(server, "/echo?a=1%202&b"))
+        var request = PocketRequest(method: .post, url: url(server, "/echo?a=1%202&b"))
         request.headers.add(name: "X-One", value: "1")
         request.headers.add(name: "X-One", value: "2")
         request.body = .bytes(Data("payload".utf8))
@@ -49,9 +49,9 @@ final class ClientTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
-        _ = try await client.send(Request(method: .post, url: url(server, "/"), body: .bytes(Data())))
+        _ = try await client.send(PocketRequest(method: .post, url: url(server, "/"), body: .bytes(Data())))
         XCTAssertEqual(server.receivedRequests.last?.header("Content-Length"), "0")
-        _ = try await client.send(Request(url: url(server, "/")))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertNil(server.receivedRequests.last?.header("Content-Length"))
     }
 
@@ -61,7 +61,7 @@ final class ClientTests: XCTestCase {
         server.route("/echo") { req in .response(body: req.body) }
         let client = try makeClient()
         let payload = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let response = try await client.send(Request(method: .put, url: url(server, "/echo"), body: .bytes(payload)))
+        let response = try await client.send(PocketRequest(method: .put, url: url(server, "/echo"), body: .bytes(payload)))
         XCTAssertEqual(response.body.count, payload.count)
         XCTAssertEqual(response.body, payload)
     }
@@ -75,7 +75,7 @@ final class ClientTests: XCTestCase {
         }
         let client = try makeClient()
         for _ in 0..<3 {
-            let response = try await client.send(Request(url: url(server, "/c")))
+            let response = try await client.send(PocketRequest(url: url(server, "/c")))
             XCTAssertEqual(response.text, "Hello, chunked world")
         }
         XCTAssertEqual(server.acceptedConnections, 1)
@@ -88,13 +88,13 @@ final class ClientTests: XCTestCase {
         server.route("/204") { _ in .response(status: 204) }
         server.route("/304") { _ in .response(status: 304, headers: [("ETag", "\"x\"")]) }
         let client = try makeClient()
-        let head = try await client.send(Request(method: .head, url: url(server, "/h")))
+        let head = try await client.send(PocketRequest(method: .head, url: url(server, "/h")))
         XCTAssertEqual(head.status, 200)
         XCTAssertEqual(head.body.count, 0)
         XCTAssertEqual(head.headers["Content-Length"], "100")
-        let noContent = try await client.send(Request(url: url(server, "/204")))
+        let noContent = try await client.send(PocketRequest(url: url(server, "/204")))
         XCTAssertEqual(noContent.status, 204)
-        let notModified = try await client.send(Request(url: url(server, "/304")))
+        let notModified = try await client.send(PocketRequest(url: url(server, "/304")))
         XCTAssertEqual(notModified.status, 304)
         XCTAssertEqual(notModified.body.count, 0)
         XCTAssertEqual(server.acceptedConnections, 1, "no-body responses keep the connection")
@@ -112,10 +112,10 @@ final class ClientTests: XCTestCase {
                   .sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
         }
         let client = try makeClient()
-        let response = try await client.send(Request(url: url(server, "/i")))
+        let response = try await client.send(PocketRequest(url: url(server, "/i")))
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.text, "ok")
-        await assertPocketError(.tooManyInterimResponses) { try await client.send(Request(url: url(server, "/many"))) }
+        await assertPocketError(.tooManyInterimResponses) { try await client.send(PocketRequest(url: url(server, "/many"))) }
     }
 
     func testCloseDelimitedBody() async throws {
@@ -125,7 +125,7 @@ final class ClientTests: XCTestCase {
             .raw([.sendString("HTTP/1.1 200 OK\r\n\r\nall of "), .sleep(milliseconds: 20), .sendString("it"), .close])
         }
         let client = try makeClient()
-        let response = try await client.send(Request(url: url(server, "/close")))
+        let response = try await client.send(PocketRequest(url: url(server, "/close")))
         XCTAssertEqual(response.text, "all of it")
     }
 
@@ -137,9 +137,9 @@ final class ClientTests: XCTestCase {
             .raw([.sendString("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok")])
         }
         let client = try makeClient()
-        for _ in 0..<3 { _ = try await client.send(Request(url: url(server, "/10"))) }
+        for _ in 0..<3 { _ = try await client.send(PocketRequest(url: url(server, "/10"))) }
         XCTAssertEqual(server.acceptedConnections, 3)
-        for _ in 0..<3 { _ = try await client.send(Request(url: url(server, "/10ka"))) }
+        for _ in 0..<3 { _ = try await client.send(PocketRequest(url: url(server, "/10ka"))) }
         XCTAssertEqual(server.acceptedConnections, 4)
     }
 
@@ -148,13 +148,13 @@ final class ClientTests: XCTestCase {
         let server6 = try TestServer(host: "::1")
         defer { server6.shutdown() }
         server6.route("/") { _ in .text("six") }
-        let six = try await client.send(Request(url: URL(string: "http://[::1]:\(server6.port)/")!))
+        let six = try await client.send(PocketRequest(url: URL(string: "http://[::1]:\(server6.port)/")!))
         XCTAssertEqual(six.text, "six")
         XCTAssertEqual(server6.receivedRequests.last?.header("Host"), "[::1]:\(server6.port)")
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/") { _ in .text("name") }
-        let response = try await client.send(Request(url: URL(string: "http://localhost:\(server.port)/")!))
+        let response = try await client.send(PocketRequest(url: URL(string: "http://localhost:\(server.port)/")!))
         XCTAssertEqual(response.text, "name")
     }
 
@@ -163,7 +163,7 @@ final class ClientTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
-        _ = try await client.send(Request(url: URL(string: "http://user:pa%3Ass@127.0.0.1:\(server.port)/")!))
+        _ = try await client.send(PocketRequest(url: URL(string: "http://user:pa%3Ass@127.0.0.1:\(server.port)/")!))
         // base64("user:pa:ss")
         XCTAssertEqual(server.receivedRequests.last?.header("Authorization"), "Basic dXNlcjpwYTpzcw==")
     }

@@ -6,7 +6,7 @@ import PocketTestSupport
 /// `curlCommand` output, checked against curl itself on the test server.
 final class CurlCommandTests: XCTestCase {
     func testCommandLines() throws {
-        var post = try Request(method: .post, "http://127.0.0.1:8080/items?q=a%20b")
+        var post = try PocketRequest(method: .post, "http://127.0.0.1:8080/items?q=a%20b")
         post.headers["Content-Type"] = "application/json"
         post.headers["Authorization"] = "Bearer s3cret"
         post.body = .text(#"{"name":"it's"}"#)
@@ -14,14 +14,14 @@ final class CurlCommandTests: XCTestCase {
                        #"curl -X 'POST' 'http://127.0.0.1:8080/items?q=a%20b' -H 'Content-Type: application/json' -H 'Authorization: Bearer s3cret' --data-binary '{"name":"it'\''s"}'"#)
         XCTAssertEqual(post.curlCommand(redacting: ["authorization"]),
                        #"curl -X 'POST' 'http://127.0.0.1:8080/items?q=a%20b' -H 'Content-Type: application/json' -H 'Authorization: <redacted>' --data-binary '{"name":"it'\''s"}'"#)
-        XCTAssertEqual(try Request("http://h/x").curlCommand(), "curl 'http://h/x'")
-        XCTAssertEqual(try Request(method: .head, "http://h/x").curlCommand(), "curl --head 'http://h/x'")
-        XCTAssertEqual(try Request(method: .post, "http://h/x", body: .bytes(Data([0, 1, 0xFF]))).curlCommand(),
+        XCTAssertEqual(try PocketRequest("http://h/x").curlCommand(), "curl 'http://h/x'")
+        XCTAssertEqual(try PocketRequest(method: .head, "http://h/x").curlCommand(), "curl --head 'http://h/x'")
+        XCTAssertEqual(try PocketRequest(method: .post, "http://h/x", body: .bytes(Data([0, 1, 0xFF]))).curlCommand(),
                        #"printf '\0\1\377' | curl -X 'POST' 'http://h/x' --data-binary @-"#)
-        XCTAssertEqual(try Request(method: .put, "http://h/x", body: .file(URL(filePath: "/tmp/a b"))).curlCommand(),
+        XCTAssertEqual(try PocketRequest(method: .put, "http://h/x", body: .file(URL(filePath: "/tmp/a b"))).curlCommand(),
                        "curl -X 'PUT' 'http://h/x' --data-binary '@/tmp/a b'")
         let stream = AsyncStream<Data> { $0.finish() }
-        XCTAssertEqual(try Request(method: .post, "http://h/x", body: .stream(stream, length: nil)).curlCommand(),
+        XCTAssertEqual(try PocketRequest(method: .post, "http://h/x", body: .stream(stream, length: nil)).curlCommand(),
                        "curl -X 'POST' 'http://h/x' # body: stream (one-shot, not shown)")
     }
 
@@ -32,11 +32,11 @@ final class CurlCommandTests: XCTestCase {
         let file = FileManager.default.temporaryDirectory.appending(path: "curl-form-\(UUID().uuidString).txt")
         try Data("file body\n".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("title", "it's here")
         form.addFile("doc", at: file, fileName: "notes.txt", contentType: "text/plain")
         form.addData("blob", Data([0, 1, 2]), fileName: "b.bin")
-        var request = Request(method: .post, url: url(server, "/upload"))
+        var request = PocketRequest(method: .post, url: url(server, "/upload"))
         request.body = .multipart(form)
         let command = request.curlCommand()
         XCTAssertEqual(command, "curl -X 'POST' '\(server.url("/upload"))' --form-string 'title=it'\\''s here' "
@@ -51,7 +51,7 @@ final class CurlCommandTests: XCTestCase {
 
     func testClientCommandAddsDefaultsAndTimeouts() throws {
         let client = try makeClient()
-        let request = try Request("http://h/x", headers: ["User-Agent": "mine"])
+        let request = try PocketRequest("http://h/x", headers: ["User-Agent": "mine"])
         XCTAssertEqual(client.curlCommand(for: request),
                        "curl 'http://h/x' --compressed --connect-timeout 5 --max-time 20 -H 'User-Agent: mine'")
     }
@@ -61,7 +61,7 @@ final class CurlCommandTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/echo") { _ in .text("ok") }
         let client = try makeClient()
-        var request = Request(method: .post, url: url(server, "/echo?x=1"))
+        var request = PocketRequest(method: .post, url: url(server, "/echo?x=1"))
         request.headers["X-Quote"] = "it's \"quoted\" $HOME `date`"
         request.body = .bytes(Data([0x41, 0x00, 0x42, 0x27, 0x0A]))
         _ = try await client.send(request)

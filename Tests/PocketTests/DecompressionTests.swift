@@ -24,7 +24,7 @@ final class DecompressionTests: XCTestCase {
                                           (CompressedBodies.deflateThenGzip, "deflate, gzip", true)] {
             let server = try serve(body, encoding: encoding, chunked: chunked)
             defer { server.shutdown() }
-            let r = try await client.send(Request(url: url(server, "/")))
+            let r = try await client.send(PocketRequest(url: url(server, "/")))
             XCTAssertEqual(r.text, CompressedBodies.text, encoding)
             XCTAssertEqual(server.receivedRequests.last?.header("Accept-Encoding"), "gzip, deflate")
         }
@@ -34,7 +34,7 @@ final class DecompressionTests: XCTestCase {
         let server = try serve(CompressedBodies.gzip, encoding: "gzip")
         defer { server.shutdown() }
         let client = try makeClient { $0.decompression = false }
-        let r = try await client.send(Request(url: url(server, "/")))
+        let r = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(Array(r.body), CompressedBodies.gzip)
         XCTAssertNil(server.receivedRequests.last?.header("Accept-Encoding"))
     }
@@ -42,7 +42,7 @@ final class DecompressionTests: XCTestCase {
     func testCodingsWeDoNotDecodeArePassedThrough() async throws {
         let server = try serve(Array("opaque brotli bytes".utf8), encoding: "br")
         defer { server.shutdown() }
-        var request = Request(url: url(server, "/"))
+        var request = PocketRequest(url: url(server, "/"))
         request.headers["Accept-Encoding"] = "br"
         let r = try await makeClient().send(request)
         XCTAssertEqual(r.text, "opaque brotli bytes")
@@ -53,25 +53,25 @@ final class DecompressionTests: XCTestCase {
         let client = try makeClient()
         let truncated = try serve(Array(CompressedBodies.gzip.prefix(40)), encoding: "gzip")
         defer { truncated.shutdown() }
-        await assertPocketError(.truncatedContentEncoding) { try await client.send(Request(url: url(truncated, "/"))) }
+        await assertPocketError(.truncatedContentEncoding) { try await client.send(PocketRequest(url: url(truncated, "/"))) }
 
         let corrupt = try serve(Array("this is not gzip".utf8), encoding: "gzip")
         defer { corrupt.shutdown() }
-        await assertPocketError(.badContentEncoding) { try await client.send(Request(url: url(corrupt, "/"))) }
+        await assertPocketError(.badContentEncoding) { try await client.send(PocketRequest(url: url(corrupt, "/"))) }
 
         let three = try serve(CompressedBodies.gzip, encoding: "gzip, gzip, gzip")
         defer { three.shutdown() }
-        await assertPocketError(.tooManyContentEncodings) { try await client.send(Request(url: url(three, "/"))) }
+        await assertPocketError(.tooManyContentEncodings) { try await client.send(PocketRequest(url: url(three, "/"))) }
 
         let bomb = try serve(CompressedBodies.bomb, encoding: "gzip")
         defer { bomb.shutdown() }
-        await assertPocketError(.decompressionBomb) { try await client.send(Request(url: url(bomb, "/"))) }
+        await assertPocketError(.decompressionBomb) { try await client.send(PocketRequest(url: url(bomb, "/"))) }
 
         // The in-memory body limit counts decoded bytes.
         let small = try makeClient { $0.limits.maxBodyBytes = 1000 }
         let ok = try serve(CompressedBodies.gzip, encoding: "gzip")
         defer { ok.shutdown() }
-        await assertPocketError(.bodyTooLarge) { try await small.send(Request(url: url(ok, "/"))) }
+        await assertPocketError(.bodyTooLarge) { try await small.send(PocketRequest(url: url(ok, "/"))) }
 
         // The absolute cap on decoded bytes: off by default, its own code,
         // also for a download to a file (which no in-memory limit bounds).
@@ -79,15 +79,15 @@ final class DecompressionTests: XCTestCase {
             $0.limits.maxBodyBytes = nil
             $0.limits.maxDecodedBytes = CompressedBodies.text.utf8.count - 1
         }
-        await assertPocketError(.decodedBodyTooLarge) { try await capped.send(Request(url: url(ok, "/"))) }
+        await assertPocketError(.decodedBodyTooLarge) { try await capped.send(PocketRequest(url: url(ok, "/"))) }
         let file = FileManager.default.temporaryDirectory.appending(path: "pocket-capped-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         await assertPocketError(.decodedBodyTooLarge) {
-            _ = try await capped.download(Request(url: url(ok, "/"), headers: ["Accept-Encoding": "gzip"]), to: file)
+            _ = try await capped.download(PocketRequest(url: url(ok, "/"), headers: ["Accept-Encoding": "gzip"]), to: file)
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: file.path))
         let exact = try makeClient { $0.limits.maxDecodedBytes = CompressedBodies.text.utf8.count }
-        let whole = try await exact.send(Request(url: url(ok, "/")))
+        let whole = try await exact.send(PocketRequest(url: url(ok, "/")))
         XCTAssertEqual(whole.text, CompressedBodies.text, "a body of exactly the cap passes")
         for c in [small, capped, exact] { try await c.shutdown() }
     }

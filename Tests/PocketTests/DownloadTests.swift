@@ -13,7 +13,7 @@ final class DownloadTests: XCTestCase {
 
     override func setUp() async throws {
         server = try TestServer()
-        client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(5), read: .seconds(20), total: .seconds(120)) }
+        client = try makeClient { $0.timeouts = PocketTimeouts(connect: .seconds(5), read: .seconds(20), total: .seconds(120)) }
         directory = FileManager.default.temporaryDirectory.appending(path: "pocket-download-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
@@ -63,8 +63,8 @@ final class DownloadTests: XCTestCase {
                                     pieceSize: 1 << 20), held: held)
         let destination = directory.appending(path: "big.bin")
         let baseline = try MemoryStatus.resetPeak()
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
-        let task = client.downloadTask(Request(url: url(server, "/big")), to: destination, progress: progress)
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let task = client.downloadTask(PocketRequest(url: url(server, "/big")), to: destination, progress: progress)
         for await update in updates where update.direction == .download && update.bytes >= size * 4 / 10 { break }
         let resume = try await task.pause()
         XCTAssertGreaterThanOrEqual(resume.bytesReceived, size * 4 / 10)
@@ -72,7 +72,7 @@ final class DownloadTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing at the destination until complete")
         await assertPocketError(.cancelled) { try await task.response() }
 
-        let decoded = try JSONDecoder().decode(ResumeData.self, from: JSONEncoder().encode(resume))
+        let decoded = try JSONDecoder().decode(PocketResumeData.self, from: JSONEncoder().encode(resume))
         let response = try await client.downloadTask(resumingWith: decoded).response()
         let peak = try MemoryStatus.read().peakKiB
         XCTAssertEqual(response.status, 206)
@@ -99,8 +99,8 @@ final class DownloadTests: XCTestCase {
         routeHeldOnce("/f", .init(size: size, seed: 5, etag: "\"v1\"", delayMillisecondsPerPiece: 2,
                                   pieceSize: 64 * 1024), held: held)
         let destination = directory.appending(path: "f.bin")
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
-        let task = client.downloadTask(Request(url: url(server, "/f")), to: destination, progress: progress)
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let task = client.downloadTask(PocketRequest(url: url(server, "/f")), to: destination, progress: progress)
         var sawTotal: Int?
         for await update in updates where update.direction == .download {
             sawTotal = update.total
@@ -122,7 +122,7 @@ final class DownloadTests: XCTestCase {
         let archived = try JSONEncoder().encode(resume)
         try await client.shutdown()
         client = try makeClient()
-        let decoded = try JSONDecoder().decode(ResumeData.self, from: archived)
+        let decoded = try JSONDecoder().decode(PocketResumeData.self, from: archived)
         XCTAssertEqual(decoded, resume)
         let done = try await client.downloadTask(resumingWith: decoded).response()
         XCTAssertEqual(done.status, 206)
@@ -149,10 +149,10 @@ final class DownloadTests: XCTestCase {
             atSmall.withLock { $0 = latest.withLock { $0 } }
             return .text("small")
         }
-        let progress = ProgressHandler(interval: .milliseconds(1)) { update in
+        let progress = PocketProgressHandler(interval: .milliseconds(1)) { update in
             if update.direction == .download { latest.withLock { $0 = update.bytes } }
         }
-        let task = client.downloadTask(Request(url: url(server, "/fast")), to: directory.appending(path: "fast.bin"),
+        let task = client.downloadTask(PocketRequest(url: url(server, "/fast")), to: directory.appending(path: "fast.bin"),
                                        progress: progress)
         // Well into the body, past the slow start of a new TCP connection.
         let deadline = ContinuousClock.now + .seconds(10)
@@ -161,7 +161,7 @@ final class DownloadTests: XCTestCase {
         }
         XCTAssertGreaterThanOrEqual(latest.withLock { $0 }, size * 4 / 10, "progress is reported while the body flows")
 
-        let small = try await client.send(Request(url: url(server, "/small")))
+        let small = try await client.send(PocketRequest(url: url(server, "/small")))
         XCTAssertEqual(small.status, 200)
         let bytesThen = try XCTUnwrap(atSmall.withLock { $0 })
         XCTAssertLessThan(bytesThen, held, "the small request went out while the body was still flowing")
@@ -174,7 +174,7 @@ final class DownloadTests: XCTestCase {
         server.routeResource("/f", .init(size: size, seed: 8, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT",
                                          stopAfter: 1_000_000, pieceSize: 64 * 1024))
         let destination = directory.appending(path: "f.bin")
-        let task = client.downloadTask(Request(url: url(server, "/f")), to: destination)
+        let task = client.downloadTask(PocketRequest(url: url(server, "/f")), to: destination)
         await assertPocketError(.truncatedBody) { try await task.response() }
         let resume = try XCTUnwrap(task.resumeData, "a failure with a partial file leaves resume data")
         XCTAssertEqual(resume.bytesReceived, 1_000_000)
@@ -182,7 +182,7 @@ final class DownloadTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
 
         server.updateResource("/f") { $0.honorsRange = false }
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
         let done = try await client.downloadTask(resumingWith: resume, progress: progress).response()
         XCTAssertEqual(done.status, 200, "the server sent the whole body")
         XCTAssertFalse(done.resumed)
@@ -200,7 +200,7 @@ final class DownloadTests: XCTestCase {
         let size = 2 << 20
         server.routeResource("/f", .init(size: size, seed: 1, etag: "\"v1\"", stopAfter: 500_000))
         let destination = directory.appending(path: "f.bin")
-        let first = client.downloadTask(Request(url: url(server, "/f")), to: destination)
+        let first = client.downloadTask(PocketRequest(url: url(server, "/f")), to: destination)
         await assertPocketError(.truncatedBody) { try await first.response() }
         let resume = try XCTUnwrap(first.resumeData)
         server.updateResource("/f") { $0.etag = "\"v2\""; $0.seed = 2 }
@@ -223,7 +223,7 @@ final class DownloadTests: XCTestCase {
         let destination = directory.appending(path: "v.bin")
         let partial = directory.appending(path: ".v.partial")
         try Data(repeating: 1, count: 40).write(to: partial)
-        let resume = ResumeData(request: Request(url: url(server, "/v")), destination: destination,
+        let resume = PocketResumeData(request: PocketRequest(url: url(server, "/v")), destination: destination,
                                 temporaryFile: partial, bytesReceived: 40, etag: "\"v1\"", totalBytes: 100)
         let error = await assertPocketError(.resumeValidatorMismatch) {
             try await client.downloadTask(resumingWith: resume).response()
@@ -238,7 +238,7 @@ final class DownloadTests: XCTestCase {
         }
         let partial = directory.appending(path: ".r.partial")
         try Data(repeating: 3, count: 10).write(to: partial)
-        let resume = ResumeData(request: Request(url: url(server, "/r")), destination: directory.appending(path: "r"),
+        let resume = PocketResumeData(request: PocketRequest(url: url(server, "/r")), destination: directory.appending(path: "r"),
                                 temporaryFile: partial, bytesReceived: 10)
         await assertPocketError(.badContentRange) { try await client.downloadTask(resumingWith: resume).response() }
     }
@@ -247,7 +247,7 @@ final class DownloadTests: XCTestCase {
         server.routeResource("/f", .init(size: 1000, seed: 4, etag: "\"v1\""))
         let partial = directory.appending(path: ".f.partial")
         try Data(BytePattern.bytes(seed: 4, range: 0..<1000)).write(to: partial)
-        let resume = ResumeData(request: Request(url: url(server, "/f")), destination: directory.appending(path: "f"),
+        let resume = PocketResumeData(request: PocketRequest(url: url(server, "/f")), destination: directory.appending(path: "f"),
                                 temporaryFile: partial, bytesReceived: 1000, etag: "\"v1\"", totalBytes: 1000)
         let error = await assertPocketError(.rangeNotSatisfiable) {
             try await client.downloadTask(resumingWith: resume).response()
@@ -260,7 +260,7 @@ final class DownloadTests: XCTestCase {
         let destination = directory.appending(path: "kept.txt")
         try Data("old".utf8).write(to: destination)
         server.route("/missing") { _ in .text("no such file", status: 404) }
-        let response = try await client.download(Request(url: url(server, "/missing")), to: destination)
+        let response = try await client.download(PocketRequest(url: url(server, "/missing")), to: destination)
         XCTAssertEqual(response.status, 404)
         XCTAssertNil(response.fileURL)
         XCTAssertEqual(String(decoding: response.body, as: UTF8.self), "no such file")
@@ -271,8 +271,8 @@ final class DownloadTests: XCTestCase {
     func testCancellingADownloadRemovesThePartialFile() async throws {
         server.routeResource("/slow", .init(size: 4 << 20, seed: 9, delayMillisecondsPerPiece: 20, pieceSize: 64 * 1024))
         let destination = directory.appending(path: "slow.bin")
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
-        let task = client.downloadTask(Request(url: url(server, "/slow")), to: destination, progress: progress)
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let task = client.downloadTask(PocketRequest(url: url(server, "/slow")), to: destination, progress: progress)
         for await update in updates where update.bytes > 0 { break }
         task.cancel()
         await assertPocketError(.cancelled) { try await task.response() }

@@ -13,7 +13,7 @@ final class EndpointTests: XCTestCase {
         var address = Address()
         var tagNames = ["a", "b"]
         var middleName: String? = nil
-        @Unpacked var localCacheKey = "secret"
+        @PocketUnpacked var localCacheKey = "secret"
         var createdAt = Date(timeIntervalSince1970: 1_700_000_000)
     }
 
@@ -23,7 +23,7 @@ final class EndpointTests: XCTestCase {
     }
 
     func testPackingTable() throws {
-        let packed = try ParameterPacking().pack(Profile())
+        let packed = try PocketParameterPacking().pack(Profile())
         XCTAssertEqual(packed, [
             "first_name": "Ada", "user_id": 7, "home_url_string": "http://x", "already_snake": true,
             "address": ["street_name": "Main St", "zip_code": "12345"], "tag_names": ["a", "b"],
@@ -38,14 +38,14 @@ final class EndpointTests: XCTestCase {
             ("lowercase", "lowercase"), ("ID", "id"),
         ]
         for (name, expected) in cases {
-            XCTAssertEqual(ParameterPacking.convert(name, .snakeCase(separator: "_")), expected, name)
+            XCTAssertEqual(PocketParameterPacking.convert(name, .snakeCase(separator: "_")), expected, name)
         }
-        XCTAssertEqual(ParameterPacking.convert("userIdNumber", .snakeCase(separator: "-")), "user-id-number")
-        XCTAssertEqual(ParameterPacking.convert("userId", .unchanged), "userId")
+        XCTAssertEqual(PocketParameterPacking.convert("userIdNumber", .snakeCase(separator: "-")), "user-id-number")
+        XCTAssertEqual(PocketParameterPacking.convert("userId", .unchanged), "userId")
     }
 
     func testSeparatorIgnoredFieldsAndDateStyles() throws {
-        var packing = ParameterPacking(keys: .snakeCase(separator: "-"), dates: .millisecondsSince1970, ignored: ["tagNames", "zip-code"])
+        var packing = PocketParameterPacking(keys: .snakeCase(separator: "-"), dates: .millisecondsSince1970, ignored: ["tagNames", "zip-code"])
         var packed = try packing.pack(Profile())
         XCTAssertEqual(packed["first-name"], "Ada")
         XCTAssertNil(packed["tag-names"], "ignored by Swift name")
@@ -62,13 +62,13 @@ final class EndpointTests: XCTestCase {
     }
 
     func testPackingNeedsNamedFields() {
-        XCTAssertThrowsError(try ParameterPacking().pack([1, 2, 3])) { error in
+        XCTAssertThrowsError(try PocketParameterPacking().pack([1, 2, 3])) { error in
             XCTAssertEqual((error as? PocketError)?.code, .encodingFailed)
         }
-        XCTAssertThrowsError(try ParameterPacking().pack(Double.nan)) { error in
+        XCTAssertThrowsError(try PocketParameterPacking().pack(Double.nan)) { error in
             XCTAssertEqual((error as? PocketError)?.code, .encodingFailed)
         }
-        XCTAssertEqual(try ParameterPacking().pack(NoParameters()), [:])
+        XCTAssertEqual(try PocketParameterPacking().pack(PocketNoParameters()), [:])
     }
 
     // MARK: Endpoints on the wire
@@ -78,32 +78,32 @@ final class EndpointTests: XCTestCase {
         var title: String
     }
 
-    struct ListPosts: Endpoint {
+    struct ListPosts: PocketEndpoint {
         typealias Output = [Post]
-        struct Parameters: Encodable, Sendable { var userId: Int; var sinceDate: Date; @Unpacked var note = "local" }
+        struct Parameters: Encodable, Sendable { var userId: Int; var sinceDate: Date; @PocketUnpacked var note = "local" }
         let parameters: Parameters
         var path: String { "users/{user_id}/posts" }
-        var query: [String: ParameterValue] { ["page": 2] }
-        var headers: HTTPHeaders { ["X-Client": "endpoint-test"] }
+        var query: [String: PocketParameterValue] { ["page": 2] }
+        var headers: PocketHeaders { ["X-Client": "endpoint-test"] }
     }
 
-    struct CreatePost: Endpoint {
+    struct CreatePost: PocketEndpoint {
         typealias Output = Post
         struct Parameters: Encodable, Sendable { var title: String; var authorId: Int }
         let parameters: Parameters
-        var method: HTTPMethod { .post }
+        var method: PocketMethod { .post }
         var path: String { "posts" }
-        var format: ContentFormat?
+        var format: PocketContentFormat?
         var timeout: Duration? { .seconds(7) }
     }
 
-    struct DeletePost: Endpoint {
-        typealias Output = Response
+    struct DeletePost: PocketEndpoint {
+        typealias Output = PocketResponse
         struct Parameters: Encodable, Sendable { var id: Int; var hardDelete: Bool }
         let parameters: Parameters
-        var method: HTTPMethod { .delete }
+        var method: PocketMethod { .delete }
         var path: String { "posts/{id}" }
-        var retryPolicy: RetryPolicy? { RetryPolicy(maxAttempts: 2, backoff: .fixed(.zero)) }
+        var retryPolicy: PocketRetryPolicy? { PocketRetryPolicy(maxAttempts: 2, backoff: .fixed(.zero)) }
     }
 
     private func apiClient(_ server: TestServer, _ configure: (inout PocketClient.Configuration) -> Void = { _ in }) throws -> PocketClient {
@@ -160,7 +160,7 @@ final class EndpointTests: XCTestCase {
             return count.values.count == 1 ? .text("busy", status: 503) : .response(status: 204, headers: [], body: [])
         }
         let client = try apiClient(server) { $0.handling.clock = RecordingClock() }
-        let seen = Recorder<TaskState>()
+        let seen = Recorder<PocketTaskState>()
         client.addObserver(endpoint: "posts/{id}") { seen.append($0.state) }
         let response = try await client.send(DeletePost(parameters: .init(id: 5, hardDelete: true)))
         XCTAssertEqual(response.status, 204)
@@ -168,13 +168,13 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(seen.values, [.running, .retrying, .running, .finished], "one observer for every post id")
     }
 
-    struct CommentOnPost: Endpoint {
-        typealias Output = Response
-        struct Parameters: Encodable, Sendable { var postId: Int; var text: String; @Unpacked var draft: String? = "x" }
+    struct CommentOnPost: PocketEndpoint {
+        typealias Output = PocketResponse
+        struct Parameters: Encodable, Sendable { var postId: Int; var text: String; @PocketUnpacked var draft: String? = "x" }
         let parameters: Parameters
-        var method: HTTPMethod { .put }
+        var method: PocketMethod { .put }
         var path: String { "posts/{post_id}/comments" }
-        var query: [String: ParameterValue] { ["notify": false] }
+        var query: [String: PocketParameterValue] { ["notify": false] }
     }
 
     func testBodyMethodFillsThePathFromPackedParametersAndSendsTheRestAsBody() async throws {
@@ -189,8 +189,8 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(String(decoding: got.body, as: UTF8.self), #"{"text":"nice"}"#, "post_id filled the path only")
     }
 
-    struct TemplatedPing: Endpoint {
-        typealias Output = Response
+    struct TemplatedPing: PocketEndpoint {
+        typealias Output = PocketResponse
         var path: String { "ping" }
         var template: String? { "internal" }
     }
@@ -204,7 +204,7 @@ final class EndpointTests: XCTestCase {
         _ = try await client.send(ListPosts(parameters: .init(userId: 1, sinceDate: Date(timeIntervalSince1970: 5))))
         let query = Set((server.receivedRequests.last?.query ?? "").split(separator: "&").map(String.init))
         XCTAssertEqual(query, ["api_key=k", "page=2", "since_date=5"])
-        var template = RequestTemplate()
+        var template = PocketRequestTemplate()
         template.baseURL = URL(string: server.url("/internal/"))
         template.headers = ["X-Internal": "1"]
         client.register(template, as: "internal")
@@ -222,14 +222,14 @@ final class EndpointTests: XCTestCase {
     }
 
     func testStubTransportDrivesTheSameEndpoints() async throws {
-        let stub = StubTransport()
+        let stub = PocketStubTransport()
         stub.stub(.get, "/v1/users/{id}/posts", .json(#"[{"id":3,"title":"stubbed"}]"#))
         stub.stub(.post, "/v1/posts", .status(503), .json(#"{"id":4,"title":"made"}"#, status: 201))
         let client = try makeClient {
             $0.baseURL = URL(string: "http://api.invalid/v1/")
             $0.handling.transport = stub
             $0.handling.clock = RecordingClock()
-            $0.handling.retry = RetryPolicy(nonIdempotent: .always)
+            $0.handling.retry = PocketRetryPolicy(nonIdempotent: .always)
         }
         let posts = try await client.send(ListPosts(parameters: .init(userId: 12, sinceDate: Date(timeIntervalSince1970: 0))))
         XCTAssertEqual(posts, [Post(id: 3, title: "stubbed")])
@@ -244,7 +244,7 @@ final class EndpointTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/api/posts/1") { _ in .response(status: 204, headers: [], body: []) }
         let client = try apiClient(server)
-        let queue = RequestQueue(client: client, maxConcurrent: 1)
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 1)
         let response = try await queue.send(DeletePost(parameters: .init(id: 1, hardDelete: false)), priority: .high)
         XCTAssertEqual(response.status, 204)
         XCTAssertEqual(server.receivedRequests.last?.target, "/api/posts/1?hard_delete=false")

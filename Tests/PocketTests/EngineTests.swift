@@ -12,7 +12,7 @@ final class EngineTests: XCTestCase {
         server.route("/") { _ in .text("ok") }
         let client = try makeClient { $0.engineThreads = 3 }
         try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<60 { group.addTask { try await client.send(Request(url: url(server, "/"))).status } }
+            for _ in 0..<60 { group.addTask { try await client.send(PocketRequest(url: url(server, "/"))).status } }
             for try await s in group { XCTAssertEqual(s, 200) }
         }
         // Each loop has its own pool: at least one connection per loop.
@@ -25,7 +25,7 @@ final class EngineTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
-        let request = Request(url: url(server, "/"))
+        let request = PocketRequest(url: url(server, "/"))
         _ = try await client.send(request)
         let before = client.engine.stats.wakeups
         // Tasks on the loop executor submit from the loop thread itself, which
@@ -45,7 +45,7 @@ final class EngineTests: XCTestCase {
         server.route("/") { _ in .stall(milliseconds: 20_000) }
         let client = try makeClient {
             $0.maxConnectionsPerOrigin = 1
-            $0.timeouts = Timeouts(connect: .seconds(30), read: .seconds(60), total: .seconds(120))
+            $0.timeouts = PocketTimeouts(connect: .seconds(30), read: .seconds(60), total: .seconds(120))
         }
         // Under ThreadSanitizer every task carries shadow memory: 100,000
         // waiting tasks take about 7 GB and crawl on a shared 2-core machine,
@@ -55,7 +55,7 @@ final class EngineTests: XCTestCase {
         let failures = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<n {
                 group.addTask {
-                    do { _ = try await client.send(Request(url: url(server, "/"))); return false }
+                    do { _ = try await client.send(PocketRequest(url: url(server, "/"))); return false }
                     catch let e as PocketError { return e.code == .shutdown }
                 }
             }
@@ -76,16 +76,16 @@ final class EngineTests: XCTestCase {
         server.route("/") { _ in .text("ok", closeConnection: true) } // every request connects anew
         let named = URL(string: "http://localhost:\(server.port)/")!
         let client = try makeClient { $0.dnsCacheTTL = .milliseconds(300) }
-        let first = try await client.send(Request(url: named))
+        let first = try await client.send(PocketRequest(url: named))
         XCTAssertGreaterThan(first.timings.dns, .zero, "first lookup goes to the resolver")
-        let cached = try await client.send(Request(url: named))
+        let cached = try await client.send(PocketRequest(url: named))
         XCTAssertEqual(cached.timings.dns, .zero, "second connection uses the cache")
         XCTAssertGreaterThan(cached.timings.connect, .zero)
         try await Task.sleep(for: .milliseconds(400))
-        let expired = try await client.send(Request(url: named))
+        let expired = try await client.send(PocketRequest(url: named))
         XCTAssertGreaterThan(expired.timings.dns, .zero, "the entry expired")
         // Numeric hosts never reach the resolver.
-        let numeric = try await client.send(Request(url: url(server, "/")))
+        let numeric = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(numeric.timings.dns, .zero)
     }
 
@@ -95,7 +95,7 @@ final class EngineTests: XCTestCase {
         let host = String(repeating: "a", count: 70) + ".invalid"
         let client = try makeClient()
         let error = await assertPocketError(.dnsFailure) {
-            try await client.send(Request(url: URL(string: "http://\(host):80/")!))
+            try await client.send(PocketRequest(url: URL(string: "http://\(host):80/")!))
         }
         XCTAssertNotNil(error?.systemError)
     }

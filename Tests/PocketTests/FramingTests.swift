@@ -12,7 +12,7 @@ final class FramingTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .raw(steps) }
         let client = try makeClient()
-        await assertPocketError(code, file: file, line: line) { try await client.send(Request(url: url(server, "/"))) }
+        await assertPocketError(code, file: file, line: line) { try await client.send(PocketRequest(url: url(server, "/"))) }
     }
 
     func testCloseBeforeContentLengthIsTruncatedBody() async throws {
@@ -68,7 +68,7 @@ final class FramingTests: XCTestCase {
             + "64\r\n\(body.prefix(100))\r\n64;ext=1\r\n\(body.suffix(100))\r\n0\r\nX-T: 1\r\n\r\n"
         server.route("/") { _ in .raw([.trickle(Array(response.utf8), chunkSize: 1, delayMilliseconds: 0)]) }
         let client = try makeClient()
-        let r = try await client.send(Request(url: url(server, "/")))
+        let r = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(r.text, body)
     }
 
@@ -78,7 +78,7 @@ final class FramingTests: XCTestCase {
         server.route("/big") { _ in .response(body: Array(repeating: 1, count: 5000)) }
         server.route("/bigchunked") { _ in .chunked(chunks: Array(repeating: Array(repeating: 1, count: 1000), count: 5)) }
         let client = try makeClient { $0.limits.maxBodyBytes = 4096 }
-        await assertPocketError(.bodyTooLarge) { try await client.send(Request(url: url(server, "/big"))) }
-        await assertPocketError(.bodyTooLarge) { try await client.send(Request(url: url(server, "/bigchunked"))) }
+        await assertPocketError(.bodyTooLarge) { try await client.send(PocketRequest(url: url(server, "/big"))) }
+        await assertPocketError(.bodyTooLarge) { try await client.send(PocketRequest(url: url(server, "/bigchunked"))) }
     }
 }

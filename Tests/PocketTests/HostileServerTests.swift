@@ -37,7 +37,7 @@ final class HostileServerTests: XCTestCase {
         _ hostile: @escaping @Sendable () async throws -> Void
     ) async throws -> PocketError? {
         let good = good ?? [url(server, "/ok")]
-        for u in good { _ = try await client.send(Request(url: u)) } // pools and TLS contexts warm
+        for u in good { _ = try await client.send(PocketRequest(url: u)) } // pools and TLS contexts warm
         let before = residentBytes()
         let start = ContinuousClock.now
         let attack = Task { () -> (any Error)? in
@@ -45,7 +45,7 @@ final class HostileServerTests: XCTestCase {
         }
         // Bounded: about a second of good traffic alongside the attack.
         for i in 0..<20 {
-            let r = try await client.send(Request(url: good[i % good.count]))
+            let r = try await client.send(PocketRequest(url: good[i % good.count]))
             XCTAssertEqual(r.status, 200, "a good request during the attack", file: file, line: line)
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -55,7 +55,7 @@ final class HostileServerTests: XCTestCase {
         XCTAssertEqual(pocketError?.code, code, "\(String(describing: error))", file: file, line: line)
         XCTAssertLessThan(took, bound, "ended by its limit, not hung", file: file, line: line)
         for u in good {
-            let r = try await client.send(Request(url: u))
+            let r = try await client.send(PocketRequest(url: u))
             XCTAssertEqual(r.status, 200, "a good request after the attack", file: file, line: line)
         }
         let growth = residentBytes() - before
@@ -63,9 +63,9 @@ final class HostileServerTests: XCTestCase {
         return pocketError
     }
 
-    private func request(_ path: String, read: Duration = .seconds(10), total: Duration? = .seconds(20)) -> Request {
-        var r = Request(url: url(server, path))
-        r.timeouts = Timeouts(connect: .seconds(5), read: read, total: total)
+    private func request(_ path: String, read: Duration = .seconds(10), total: Duration? = .seconds(20)) -> PocketRequest {
+        var r = PocketRequest(url: url(server, path))
+        r.timeouts = PocketTimeouts(connect: .seconds(5), read: read, total: total)
         return r
     }
 
@@ -131,14 +131,14 @@ final class HostileServerTests: XCTestCase {
         let before = residentBytes()
         let attack = Task { try await client.send(upload) }
         for _ in 0..<10 {
-            let r = try await client.send(Request(url: url(server, "/ok")))
+            let r = try await client.send(PocketRequest(url: url(server, "/ok")))
             XCTAssertEqual(r.text, "fine")
         }
         let r = try await attack.value
         XCTAssertEqual(r.status, 413, "the server's answer, not a write error")
         XCTAssertEqual(r.text, "too large")
         XCTAssertLessThan(r.timings.bytesSent, 256 << 20, "the upload stopped early")
-        let after = try await client.send(Request(url: url(server, "/ok")))
+        let after = try await client.send(PocketRequest(url: url(server, "/ok")))
         XCTAssertEqual(after.text, "fine")
         XCTAssertLessThan(residentBytes() - before, 24 << 20)
     }
@@ -184,7 +184,7 @@ final class HostileServerTests: XCTestCase {
         server.route("/loop/b") { _ in Self.heavyRedirect(to: "/loop/c?x=1") }
         server.route("/loop/c") { _ in Self.heavyRedirect(to: "/loop/a") }
         // A generous hop limit: what stops this chain must be the loop check.
-        let client = try makeClient { $0.redirects = RedirectPolicy(maxHops: 1000) }
+        let client = try makeClient { $0.redirects = PocketRedirectPolicy(maxHops: 1000) }
         let loop = request("/loop/a")
         let error = try await assertSurvives(.redirectLoop, client: client) { _ = try await client.send(loop) }
         XCTAssertEqual(error?.response?.status, 302)
@@ -236,7 +236,7 @@ final class HostileServerTests: XCTestCase {
         for (cert, key, code) in cases {
             let bad = try tlsServer(cert: cert, key: key)
             defer { bad.shutdown() }
-            let target = Request(url: URL(string: bad.url(host: "localhost", path: "/ok"))!)
+            let target = PocketRequest(url: URL(string: bad.url(host: "localhost", path: "/ok"))!)
             try await assertSurvives(code, client: client, good: goodURLs) {
                 // Repeated: a failed handshake leaves nothing behind to reuse.
                 for _ in 0..<3 {
@@ -258,7 +258,7 @@ final class HostileServerTests: XCTestCase {
         }
         let client = try makeClient { $0.tls.caFile = c.caCert }
         let goodURLs = [URL(string: tls.url(host: "localhost", path: "/ok"))!, url(server, "/ok")]
-        let cut = Request(url: URL(string: tls.url(host: "localhost", path: "/cut"))!)
+        let cut = PocketRequest(url: URL(string: tls.url(host: "localhost", path: "/cut"))!)
         try await assertSurvives(.truncatedBody, client: client, good: goodURLs) { _ = try await client.send(cut) }
     }
 }

@@ -9,11 +9,11 @@ final class LifecycleTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .stall(milliseconds: 5000) }
         let client = try makeClient()
-        let task = Task { try await client.send(Request(url: url(server, "/"))) }
+        let task = Task { try await client.send(PocketRequest(url: url(server, "/"))) }
         await assertEventually("") { server.requestCount == 1 }
         try await client.shutdown()
         await assertPocketError(.shutdown) { try await task.value }
-        await assertPocketError(.shutdown) { try await client.send(Request(url: url(server, "/"))) }
+        await assertPocketError(.shutdown) { try await client.send(PocketRequest(url: url(server, "/"))) }
         try await client.shutdown() // idempotent
     }
 
@@ -27,14 +27,14 @@ final class LifecycleTests: XCTestCase {
         // Warm up the process (test server threads, cooperative pool).
         do {
             let c = try makeClient()
-            _ = try await c.send(Request(url: url(server, "/")))
+            _ = try await c.send(PocketRequest(url: url(server, "/")))
         }
         await assertEventually("engine threads left: \(engineThreadCount()), others \(others)") { engineThreadCount() <= others }
         let fdsBefore = openFileDescriptorCount()
         for _ in 0..<5 {
             let client = try makeClient()
-            _ = try await client.send(Request(url: url(server, "/")))
-            _ = try await client.send(Request(url: URL(string: "http://localhost:\(server.port)/")!))
+            _ = try await client.send(PocketRequest(url: url(server, "/")))
+            _ = try await client.send(PocketRequest(url: URL(string: "http://localhost:\(server.port)/")!))
             // dropped here without shutdown
         }
         await assertEventually("engine threads: \(engineThreadCount()), others \(others)") { engineThreadCount() <= others }
@@ -50,7 +50,7 @@ final class LifecycleTests: XCTestCase {
         var client: PocketClient? = try makeClient { $0.maxConnectionsPerOrigin = 32 }
         try await withThrowingTaskGroup(of: Int.self) { [client] group in
             for _ in 0..<1000 {
-                group.addTask { try await client!.send(Request(url: url(server, "/"))).status }
+                group.addTask { try await client!.send(PocketRequest(url: url(server, "/"))).status }
             }
             var ok = 0
             for try await status in group where status == 200 { ok += 1 }
@@ -69,7 +69,7 @@ final class LifecycleTests: XCTestCase {
         let client = try makeClient()
         // Warm up until the engine's free lists cover this pattern (how many
         // request structs are in circulation depends on thread timing).
-        let request = Request(url: url(server, "/"))
+        let request = PocketRequest(url: url(server, "/"))
         for _ in 0..<20 {
             let start = PocketClient.engineAllocationCount
             for _ in 0..<200 { _ = try await client.send(request) }

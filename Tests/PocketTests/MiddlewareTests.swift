@@ -6,22 +6,22 @@ import PocketTestSupport
 
 /// The middleware chain, token refresh and logging against the in-process server.
 final class MiddlewareTests: XCTestCase {
-    private struct Tracer: Middleware {
+    private struct Tracer: PocketMiddleware {
         let name: String
         let log: Recorder<String>
-        var retryAnswer: RetryDecision?
+        var retryAnswer: PocketRetryDecision?
 
-        func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request {
+        func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
             log.append("adapt \(name) #\(context.attempt)")
             var request = request
             request.headers.add(name: "X-Chain", value: name)
             return request
         }
-        func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async {
+        func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {
             log.append("observe \(name) \((try? outcome.get())?.status ?? 0)")
         }
-        func retry(_ outcome: Result<Response, any Error>, for request: Request,
-                   context: MiddlewareContext) async throws -> RetryDecision? {
+        func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                   context: PocketMiddlewareContext) async throws -> PocketRetryDecision? {
             log.append("retry \(name)")
             return context.attempt == 1 ? retryAnswer : nil
         }
@@ -35,7 +35,7 @@ final class MiddlewareTests: XCTestCase {
         let client = try clientWith {
             $0.middleware = [Tracer(name: "A", log: log), Tracer(name: "B", log: log)]
         }
-        _ = try await client.send(Request(url: url(server, "/x")), options: SendOptions(middleware: [Tracer(name: "C", log: log)]))
+        _ = try await client.send(PocketRequest(url: url(server, "/x")), options: PocketSendOptions(middleware: [Tracer(name: "C", log: log)]))
         XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "adapt C #1", "observe C 200", "observe B 200", "observe A 200",
                                     "retry A", "retry B", "retry C"])
         XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B", "C"], "each adaptation reached the wire")
@@ -49,7 +49,7 @@ final class MiddlewareTests: XCTestCase {
         let client = try clientWith {
             $0.middleware = [Tracer(name: "A", log: log), Tracer(name: "B", log: log, retryAnswer: .retryAfter(.zero))]
         }
-        _ = try await client.send(Request(url: url(server, "/x")))
+        _ = try await client.send(PocketRequest(url: url(server, "/x")))
         XCTAssertEqual(server.requestCount, 2)
         XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "observe B 200", "observe A 200", "retry A", "retry B",
                                     "adapt A #2", "adapt B #2", "observe B 200", "observe A 200", "retry A", "retry B"])
@@ -62,9 +62,9 @@ final class MiddlewareTests: XCTestCase {
         server.route("/x") { _ in .text("ok") }
         let client = try clientWith {
             $0.maxAttempts = 4
-            $0.middleware = [ClosureMiddleware(retry: { _, _, _ in .retryAfter(.zero) })]
+            $0.middleware = [PocketClosureMiddleware(retry: { _, _, _ in .retryAfter(.zero) })]
         }
-        await assertPocketError(.tooManyAttempts) { try await client.send(Request(url: url(server, "/x"))) }
+        await assertPocketError(.tooManyAttempts) { try await client.send(PocketRequest(url: url(server, "/x"))) }
         XCTAssertEqual(server.requestCount, 4)
     }
 
@@ -72,9 +72,9 @@ final class MiddlewareTests: XCTestCase {
         struct NoKey: Error {}
         let server = try TestServer()
         defer { server.shutdown() }
-        let client = try clientWith { $0.middleware = [ClosureMiddleware(adapt: { _, _ in throw NoKey() })] }
+        let client = try clientWith { $0.middleware = [PocketClosureMiddleware(adapt: { _, _ in throw NoKey() })] }
         do {
-            _ = try await client.send(Request(url: url(server, "/x")))
+            _ = try await client.send(PocketRequest(url: url(server, "/x")))
             XCTFail("expected NoKey")
         } catch is NoKey {}
         XCTAssertEqual(server.requestCount, 0)
@@ -92,14 +92,14 @@ final class MiddlewareTests: XCTestCase {
             return .text("expired", status: 401)
         }
         let refreshes = Recorder<String?>()
-        let auth = TokenRefreshMiddleware(token: "stale") { rejected in
+        let auth = PocketTokenRefreshMiddleware(token: "stale") { rejected in
             refreshes.append(rejected)
             try await Task.sleep(for: .milliseconds(20))
             return "fresh"
         }
         let client = try clientWith { $0.middleware = [auth] }
         try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<50 { group.addTask { try await client.send(Request(url: url(server, "/me"))).text } }
+            for _ in 0..<50 { group.addTask { try await client.send(PocketRequest(url: url(server, "/me"))).text } }
             for try await text in group { XCTAssertEqual(text, "hello") }
         }
         XCTAssertEqual(refreshes.values, ["stale"], "one refresh for all 50 waiters")
@@ -113,12 +113,12 @@ final class MiddlewareTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/me") { _ in .text("no", status: 401) }
         let counter = Recorder<Int>()
-        let auth = TokenRefreshMiddleware(token: "t0") { _ in
+        let auth = PocketTokenRefreshMiddleware(token: "t0") { _ in
             counter.append(1)
             return "t\(counter.values.count)"
         }
         let client = try clientWith { $0.middleware = [auth] }
-        let response = try await client.send(Request(url: url(server, "/me")))
+        let response = try await client.send(PocketRequest(url: url(server, "/me")))
         XCTAssertEqual(response.status, 401)
         XCTAssertEqual(server.requestCount, 2, "one refresh-and-retry per request")
         XCTAssertEqual(server.receivedRequests.map { $0.header("Authorization") }, ["Bearer t0", "Bearer t1"])
@@ -129,8 +129,8 @@ final class MiddlewareTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/me") { _ in .text("no", status: 401) }
-        let client = try clientWith { $0.middleware = [TokenRefreshMiddleware(token: "same") { _ in "same" }] }
-        await assertPocketError(.tokenRefreshLoop) { try await client.send(Request(url: url(server, "/me"))) }
+        let client = try clientWith { $0.middleware = [PocketTokenRefreshMiddleware(token: "same") { _ in "same" }] }
+        await assertPocketError(.tokenRefreshLoop) { try await client.send(PocketRequest(url: url(server, "/me"))) }
     }
 
     func testRefreshRequestThroughTheSameClientDoesNotRecurse() async throws {
@@ -139,14 +139,14 @@ final class MiddlewareTests: XCTestCase {
         server.route("/me") { _ in .text("no", status: 401) }
         server.route("/token") { _ in .text("also no", status: 401) }
         let box = WeakClient()
-        let auth = TokenRefreshMiddleware(token: "old") { _ in
-            let response = try await box.client!.send(Request(url: url(server, "/token")))
+        let auth = PocketTokenRefreshMiddleware(token: "old") { _ in
+            let response = try await box.client!.send(PocketRequest(url: url(server, "/token")))
             guard response.status == 200 else { throw PocketError(.unknown, "token endpoint said \(response.status)") }
             return response.text
         }
         let client = try clientWith { $0.middleware = [auth] }
         box.client = client
-        let error = await assertPocketError(.tokenRefreshFailed) { try await client.send(Request(url: url(server, "/me"))) }
+        let error = await assertPocketError(.tokenRefreshFailed) { try await client.send(PocketRequest(url: url(server, "/me"))) }
         XCTAssertTrue(error?.message.contains("401") == true)
         XCTAssertEqual(server.receivedRequests.map(\.path), ["/me", "/token"])
         XCTAssertNil(server.receivedRequests[1].header("Authorization"), "the refresh call is not given the stale token")
@@ -156,8 +156,8 @@ final class MiddlewareTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/me") { request in .text(request.header("Authorization") ?? "none") }
-        let client = try clientWith { $0.middleware = [TokenRefreshMiddleware { rejected in rejected == nil ? "first" : "again" }] }
-        let text = try await client.send(Request(url: url(server, "/me"))).text
+        let client = try clientWith { $0.middleware = [PocketTokenRefreshMiddleware { rejected in rejected == nil ? "first" : "again" }] }
+        let text = try await client.send(PocketRequest(url: url(server, "/me"))).text
         XCTAssertEqual(text, "Bearer first")
     }
 
@@ -168,8 +168,8 @@ final class MiddlewareTests: XCTestCase {
         let records = Recorder<CapturedLog>()
         var logger = Logger(label: "test") { _ in CapturingLogHandler(records: records) }
         logger.logLevel = .debug
-        let client = try clientWith { $0.middleware = [LoggingMiddleware(logger: logger, maxBodyBytes: 16)] }
-        var request = Request(method: .post, url: URL(string: server.url("/login"))!)
+        let client = try clientWith { $0.middleware = [PocketLoggingMiddleware(logger: logger, maxBodyBytes: 16)] }
+        var request = PocketRequest(method: .post, url: URL(string: server.url("/login"))!)
         request.headers["Authorization"] = "Bearer SECRET1"
         request.headers["Cookie"] = "id=SECRET2"
         request.headers["X-Visible"] = "shown"
@@ -199,8 +199,8 @@ final class MiddlewareTests: XCTestCase {
         let records = Recorder<CapturedLog>()
         var logger = Logger(label: "test") { _ in CapturingLogHandler(records: records) }
         logger.logLevel = .info
-        let client = try clientWith { $0.middleware = [LoggingMiddleware(logger: logger)] }
-        _ = try? await client.send(Request(url: URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/reset")!))
+        let client = try clientWith { $0.middleware = [PocketLoggingMiddleware(logger: logger)] }
+        _ = try? await client.send(PocketRequest(url: URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/reset")!))
         let record = try XCTUnwrap(records.values.last)
         XCTAssertEqual(record.level, .warning)
         XCTAssertTrue(record.message.contains("failed: connection_reset"), record.message)
@@ -211,8 +211,8 @@ final class MiddlewareTests: XCTestCase {
         var quiet = Logger(label: "quiet") { _ in CapturingLogHandler(records: records) }
         quiet.logLevel = .error
         let before = records.values.count
-        let silent = try clientWith { $0.middleware = [LoggingMiddleware(logger: quiet)] }
-        _ = try? await silent.send(Request(url: url(server, "/reset")))
+        let silent = try clientWith { $0.middleware = [PocketLoggingMiddleware(logger: quiet)] }
+        _ = try? await silent.send(PocketRequest(url: url(server, "/reset")))
         XCTAssertEqual(records.values.count, before)
     }
 
@@ -225,7 +225,7 @@ final class MiddlewareTests: XCTestCase {
         let scoped = try client.scoped(headers: ["X-Scope": "inner"])
         let finished = Recorder<Int>()
         client.addObserver(endpoint: "/s", states: [.finished]) { finished.append($0.status ?? 0) }
-        let text = try await scoped.send(Request(url: url(server, "/s"))).text
+        let text = try await scoped.send(PocketRequest(url: url(server, "/s"))).text
         XCTAssertEqual(text, "inner")
         XCTAssertEqual(log.values.first, "adapt A #1", "the parent's middleware ran")
         XCTAssertEqual(finished.values, [200], "the parent's observers heard the scoped request")
@@ -234,14 +234,14 @@ final class MiddlewareTests: XCTestCase {
     func testThePlainPathReturnsWhenListenersLeave() async throws {
         let client = try makeClient()
         XCTAssertFalse(client.pipeline.isEngaged)
-        var events: AsyncStream<TaskEvent>? = client.events()
+        var events: AsyncStream<PocketTaskEvent>? = client.events()
         let token = client.addObserver(endpoint: "/x") { _ in }
         XCTAssertTrue(client.pipeline.isEngaged)
         client.removeObserver(token)
         XCTAssertNotNil(events)
         events = nil
         XCTAssertFalse(client.pipeline.isEngaged, "a dropped subscription no longer engages the pipeline")
-        let clientWithRetry = try clientWith { $0.retry = RetryPolicy() }
+        let clientWithRetry = try clientWith { $0.retry = PocketRetryPolicy() }
         XCTAssertTrue(clientWithRetry.pipeline.isEngaged)
     }
 
@@ -252,14 +252,14 @@ final class MiddlewareTests: XCTestCase {
         server.route("/b") { _ in .text("b") }
         let client = try makeClient()
         XCTAssertFalse(client.pipeline.isEngaged, "a plain client takes the direct path")
-        let first = Recorder<TaskEvent>(), second = Recorder<TaskEvent>(), finishedOnly = Recorder<TaskEvent>()
+        let first = Recorder<PocketTaskEvent>(), second = Recorder<PocketTaskEvent>(), finishedOnly = Recorder<PocketTaskEvent>()
         let t1 = client.addObserver(endpoint: "/a") { first.append($0) }
         client.addObserver(endpoint: "/a") { second.append($0) }
         client.addObserver(endpoint: "/a", states: [.finished]) { finishedOnly.append($0) }
         XCTAssertTrue(client.pipeline.isEngaged)
         let events = client.events()
-        _ = try await client.send(Request(url: url(server, "/a")))
-        _ = try await client.send(Request(url: url(server, "/b")))
+        _ = try await client.send(PocketRequest(url: url(server, "/a")))
+        _ = try await client.send(PocketRequest(url: url(server, "/b")))
         XCTAssertEqual(first.values.map(\.state), [.running, .finished])
         XCTAssertEqual(second.values.map(\.state), [.running, .finished])
         XCTAssertEqual(finishedOnly.values.map(\.status), [200])
@@ -270,7 +270,7 @@ final class MiddlewareTests: XCTestCase {
         }
         XCTAssertEqual(seen, ["/a running", "/a finished", "/b running", "/b finished"])
         client.removeObserver(t1)
-        _ = try await client.send(Request(url: url(server, "/a")))
+        _ = try await client.send(PocketRequest(url: url(server, "/a")))
         XCTAssertEqual(first.values.count, 2, "a removed observer hears nothing more")
         XCTAssertEqual(second.values.count, 4)
     }

@@ -19,10 +19,10 @@ final class MultipartLifecycleTests: XCTestCase {
         directory = try temporaryDirectory("pocket-mpl", shuttingDown: server)
     }
 
-    private func bigForm(_ size: Int) throws -> MultipartForm {
+    private func bigForm(_ size: Int) throws -> PocketMultipartForm {
         let file = directory.appendingPathComponent("big-\(size).bin")
         XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: Data(BytePattern.bytes(seed: 1, range: 0..<size))))
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("a", "b")
         form.addFile("big", at: file)
         return form
@@ -30,7 +30,7 @@ final class MultipartLifecycleTests: XCTestCase {
 
     func testExpectContinueThenTheWholeForm() async throws {
         let form = try bigForm(2 << 20)
-        var request = Request(method: .put, url: url(server, "/form"), body: .multipart(form))
+        var request = PocketRequest(method: .put, url: url(server, "/form"), body: .multipart(form))
         request.expectContinue = .seconds(5)
         let r = try await makeClient().send(request)
         XCTAssertEqual(r.status, 200)
@@ -44,7 +44,7 @@ final class MultipartLifecycleTests: XCTestCase {
     func testEarlyFinalResponseStopsTheFormAndClosesItsFiles() async throws {
         let form = try bigForm(48 << 20)
         let client = try makeClient()
-        let r = try await client.send(Request(method: .post, url: url(server, "/small-only"), body: .multipart(form)))
+        let r = try await client.send(PocketRequest(method: .post, url: url(server, "/small-only"), body: .multipart(form)))
         XCTAssertEqual(r.status, 413)
         XCTAssertLessThan(r.timings.bytesSent, 48 << 20, "the upload stopped early")
         // The form's file is closed (the connection was not pooled either).
@@ -56,7 +56,7 @@ final class MultipartLifecycleTests: XCTestCase {
         var form = try bigForm(1 << 20)
         form.addStream("endless", AsyncStream<Data> { c in c.yield(Data("x".utf8)) }, length: nil) // never finishes
         let client = try makeClient()
-        let request = Request(method: .post, url: url(server, "/form"), body: .multipart(form))
+        let request = PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form))
         let task = Task { try await client.send(request) }
         let started = await eventually { !self.openFormFiles().isEmpty && self.server.openConnections > 0 }
         XCTAssertTrue(started, "the form's file is open while it is sent")

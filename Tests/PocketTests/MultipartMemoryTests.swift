@@ -47,15 +47,15 @@ final class MultipartMemoryTests: XCTestCase {
         try handle.truncate(atOffset: UInt64(size))
         try handle.close()
 
-        var form = MultipartForm(boundary: "pocket-memory-test")
+        var form = PocketMultipartForm(boundary: "pocket-memory-test")
         form.addFile("big", at: file)
         let want = expected(boundary: "pocket-memory-test", name: "big", fileName: "big.img", size: size)
-        let client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(10), read: .seconds(60), total: .seconds(600)) }
-        _ = try await client.send(Request(url: URL(string: server.baseURL + "/form")!)) // engine and pool warm
+        let client = try makeClient { $0.timeouts = PocketTimeouts(connect: .seconds(10), read: .seconds(60), total: .seconds(600)) }
+        _ = try await client.send(PocketRequest(url: URL(string: server.baseURL + "/form")!)) // engine and pool warm
         // Start the peak over from the current size (clear_refs 5 resets VmHWM).
         try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
         let start = try status("VmRSS")
-        let r = try await client.send(Request(method: .put, url: URL(string: server.baseURL + "/form")!, body: .multipart(form)))
+        let r = try await client.send(PocketRequest(method: .put, url: URL(string: server.baseURL + "/form")!, body: .multipart(form)))
         let peak = try status("VmHWM")
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.text, want)

@@ -28,14 +28,14 @@ final class MultipartReplayTests: XCTestCase {
     }
 
     func testReplayableFormIsSentAgainIdenticallyOnTheRetry() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("name", "value")
         form.addFile("file", at: try file(2 << 20 | 7, seed: 4))
         form.addData("data", Data(BytePattern.bytes(seed: 5, range: 0..<70_000)), fileName: "d.bin")
         XCTAssertTrue(form.isReplayable)
         let client = try makeClient()
-        _ = try await client.send(Request(url: url(server, "/stale"))) // leaves a pooled connection
-        let r = try await client.send(Request(method: .put, url: url(server, "/stale"), body: .multipart(form)))
+        _ = try await client.send(PocketRequest(url: url(server, "/stale"))) // leaves a pooled connection
+        let r = try await client.send(PocketRequest(method: .put, url: url(server, "/stale"), body: .multipart(form)))
         XCTAssertEqual(r.status, 200)
         XCTAssertTrue(r.timings.retried)
         let puts = server.receivedRequests.filter { $0.method == "PUT" }
@@ -46,18 +46,18 @@ final class MultipartReplayTests: XCTestCase {
         XCTAssertEqual(r.text, "\(puts[1].bodyLength) \(puts[1].bodySHA256)")
 
         // The same form value sent again later: the same bytes once more.
-        let again = try await client.send(Request(method: .put, url: url(server, "/form"), body: .multipart(form)))
+        let again = try await client.send(PocketRequest(method: .put, url: url(server, "/form"), body: .multipart(form)))
         XCTAssertEqual(again.text, r.text)
     }
 
     func testReplayableFormArchivesWithItsRequest() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("name", "välue")
         form.addData("data", Data(BytePattern.bytes(seed: 6, range: 0..<5_000)), fileName: "d.bin", headers: ["X-Part": "1"])
         form.addFile("file", at: try file(300_000, seed: 7), contentType: "application/x-mine")
-        let request = Request(method: .put, url: url(server, "/form"), body: .multipart(form))
+        let request = PocketRequest(method: .put, url: url(server, "/form"), body: .multipart(form))
         let archived = try JSONEncoder().encode(request)
-        let restored = try JSONDecoder().decode(Request.self, from: archived)
+        let restored = try JSONDecoder().decode(PocketRequest.self, from: archived)
         XCTAssertEqual(restored, request)
         XCTAssertEqual(restored.body?.multipartForm?.boundary, form.boundary)
         let client = try makeClient()
@@ -67,19 +67,19 @@ final class MultipartReplayTests: XCTestCase {
         XCTAssertEqual(again.text, original.text) // the same bytes
 
         // A custom boundary stays custom (and checked when sent).
-        var fixed = MultipartForm(boundary: "fixed-b")
+        var fixed = PocketMultipartForm(boundary: "fixed-b")
         fixed.addField("k", "v")
-        let fixedBack = try JSONDecoder().decode(MultipartForm.self, from: JSONEncoder().encode(fixed))
+        let fixedBack = try JSONDecoder().decode(PocketMultipartForm.self, from: JSONEncoder().encode(fixed))
         XCTAssertEqual(fixedBack, fixed)
 
         // A form with a stream part is one-shot: it cannot be archived.
-        var streamed = MultipartForm()
+        var streamed = PocketMultipartForm()
         streamed.addStream("s", AsyncStream<Data> { $0.finish() }, length: nil)
-        XCTAssertThrowsError(try JSONEncoder().encode(Request(method: .post, url: url(server, "/form"), body: .multipart(streamed))))
+        XCTAssertThrowsError(try JSONEncoder().encode(PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(streamed))))
     }
 
     func testOneShotFormIsRefusedASecondSend() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("a", "b")
         form.addStream("s", AsyncStream<Data> { c in
             c.yield(Data("streamed".utf8))
@@ -88,11 +88,11 @@ final class MultipartReplayTests: XCTestCase {
         XCTAssertFalse(form.isReplayable)
         let copy = form
         let client = try makeClient()
-        let first = try await client.send(Request(method: .post, url: url(server, "/form"), body: .multipart(form)))
+        let first = try await client.send(PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form)))
         XCTAssertEqual(first.status, 200)
         for again in [form, copy] {
             let error = await assertPocketError(.requestBodyNotReplayable) {
-                try await client.send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(again)))
+                try await client.send(PocketRequest(method: .post, url: url(self.server, "/form"), body: .multipart(again)))
             }
             XCTAssertTrue(error?.message.contains("already sent") == true)
         }
@@ -101,7 +101,7 @@ final class MultipartReplayTests: XCTestCase {
 
     func testOneShotFormThatFailedBeforeSendingCanBeSentLater() async throws {
         let missing = directory.appendingPathComponent("later.txt")
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addStream("s", AsyncStream<Data> { c in
             c.yield(Data("kept".utf8))
             c.finish()
@@ -109,12 +109,12 @@ final class MultipartReplayTests: XCTestCase {
         form.addFile("f", at: missing)
         let client = try makeClient()
         await assertPocketError(.fileReadFailed) {
-            try await client.send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
+            try await client.send(PocketRequest(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
         }
         XCTAssertEqual(server.requestCount, 0)
         // Nothing was read from the stream: once the file exists the form goes out whole.
         XCTAssertTrue(FileManager.default.createFile(atPath: missing.path, contents: Data("file".utf8)))
-        let r = try await client.send(Request(method: .post, url: url(server, "/form"), body: .multipart(form)))
+        let r = try await client.send(PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form)))
         XCTAssertEqual(r.status, 200)
         let body = "--\(form.boundary)\r\nContent-Disposition: form-data; name=\"s\"\r\nContent-Type: application/octet-stream\r\n\r\n"
             + "kept\r\n--\(form.boundary)\r\nContent-Disposition: form-data; name=\"f\"; filename=\"later.txt\"\r\n"
@@ -125,16 +125,16 @@ final class MultipartReplayTests: XCTestCase {
     }
 
     func testOneShotFormIsRefusedTheRetryOnAStaleConnection() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addFile("file", at: try file(100_000, seed: 8))
         form.addStream("s", AsyncStream<Data> { c in
             c.yield(Data(repeating: 0x41, count: 50_000))
             c.finish()
         }, length: 50_000)
         let client = try makeClient()
-        _ = try await client.send(Request(url: url(server, "/stale")))
+        _ = try await client.send(PocketRequest(url: url(server, "/stale")))
         let error = await assertPocketError(.requestBodyNotReplayable) {
-            try await client.send(Request(method: .put, url: url(self.server, "/stale"), body: .multipart(form)))
+            try await client.send(PocketRequest(method: .put, url: url(self.server, "/stale"), body: .multipart(form)))
         }
         let cause = try XCTUnwrap(error?.underlying as? PocketError)
         XCTAssertTrue([.closedBeforeResponse, .connectionReset, .writeFailed].contains(cause.code), "\(cause)")
@@ -143,13 +143,13 @@ final class MultipartReplayTests: XCTestCase {
         XCTAssertEqual(server.acceptedConnections, 1)
 
         // A plain stream body is one-shot the same way.
-        _ = try await client.send(Request(url: url(server, "/stale")))
+        _ = try await client.send(PocketRequest(url: url(server, "/stale")))
         let chunks = AsyncStream<Data> { c in
             c.yield(Data("once".utf8))
             c.finish()
         }
         await assertPocketError(.requestBodyNotReplayable) {
-            try await client.send(Request(method: .put, url: url(self.server, "/stale"), body: .stream(chunks, length: nil)))
+            try await client.send(PocketRequest(method: .put, url: url(self.server, "/stale"), body: .stream(chunks, length: nil)))
         }
         XCTAssertEqual(server.receivedRequests.filter { $0.method == "PUT" }.count, 2)
     }

@@ -3,7 +3,7 @@ import XCTest
 @testable import Pocket
 import PocketTestSupport
 
-/// Multipart form uploads (`RequestBody.multipart`): every body the test
+/// Multipart form uploads (`PocketRequestBody.multipart`): every body the test
 /// server receives is parsed by an independent parser (Python's `email`,
 /// IndependentMultipartParser) and checked field by field, header by header,
 /// byte by byte.
@@ -33,10 +33,10 @@ final class MultipartTests: XCTestCase {
 
     /// Sends `form` to /form; returns the response, the request as the
     /// server received it and the independent parse of its body.
-    private func send(_ form: MultipartForm, method: HTTPMethod = .post, client: PocketClient? = nil,
-                      progress: ProgressHandler? = nil) async throws
-        -> (Response, TestServer.Request, IndependentMultipartParser.Form) {
-        let r = try await (client ?? makeClient()).send(Request(method: method, url: url(server, "/form"), body: .multipart(form)),
+    private func send(_ form: PocketMultipartForm, method: PocketMethod = .post, client: PocketClient? = nil,
+                      progress: PocketProgressHandler? = nil) async throws
+        -> (PocketResponse, TestServer.Request, IndependentMultipartParser.Form) {
+        let r = try await (client ?? makeClient()).send(PocketRequest(method: method, url: url(server, "/form"), body: .multipart(form)),
                                                          progress: progress)
         XCTAssertEqual(r.status, 200)
         let received = try XCTUnwrap(server.receivedRequests.last)
@@ -61,7 +61,7 @@ final class MultipartTests: XCTestCase {
     // MARK: encoding
 
     func testFieldsOnlyAreSentWithContentLength() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("title", "Holiday")
         form.addField("city", "Zürich ∑ 😀")
         form.addField("lines", "one\r\ntwo\nthree\r\n")
@@ -83,7 +83,7 @@ final class MultipartTests: XCTestCase {
     func testOneFilePartWithInferredNameAndType() async throws {
         let size = 3 << 20 | 17
         let file = try patternFile("photo.PNG", size)
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addFile("photo", at: file)
         let (_, received, parsed) = try await send(form)
         XCTAssertEqual(received.header("Content-Length"), String(received.bodyLength))
@@ -97,7 +97,7 @@ final class MultipartTests: XCTestCase {
         XCTAssertEqual(part.sha256, BytePattern.sha256(seed: 7, size: size))
 
         // Both overridable; an unknown extension is application/octet-stream.
-        var other = MultipartForm()
+        var other = PocketMultipartForm()
         other.addFile("doc", at: file, fileName: "report.v2", contentType: "application/x-report")
         other.addFile("raw", at: try patternFile("data.weird", 1000, seed: 3))
         let (_, _, again) = try await send(other)
@@ -110,7 +110,7 @@ final class MultipartTests: XCTestCase {
     func testHundredPartsOfEveryKind() async throws {
         var files: [URL] = []
         for i in 0..<3 { files.append(try patternFile("f\(i).txt", 10_000 * (i + 1), seed: UInt64(100 + i))) }
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         var expected: [(name: String, type: String?, fileName: String?, bytes: [UInt8])] = []
         for i in 0..<100 {
             let name = "p\(i)"
@@ -145,7 +145,7 @@ final class MultipartTests: XCTestCase {
     func testEmptyPartsOfEveryKind() async throws {
         let empty = directory.appendingPathComponent("empty.bin")
         XCTAssertTrue(FileManager.default.createFile(atPath: empty.path, contents: Data()))
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("field", "")
         form.addData("data", Data(), fileName: "nothing.txt")
         form.addFile("file", at: empty)
@@ -160,7 +160,7 @@ final class MultipartTests: XCTestCase {
 
         // The same parts in a chunked form (a stream without length): empty
         // segments send no chunk (a zero-size chunk would end the body).
-        var chunked = MultipartForm()
+        var chunked = PocketMultipartForm()
         chunked.addStream("unknown", AsyncStream<Data> { $0.finish() }, length: nil)
         chunked.addFile("file", at: empty)
         chunked.addData("data", Data())
@@ -175,22 +175,22 @@ final class MultipartTests: XCTestCase {
         XCTAssertEqual(chunkedParsed.parts.map(\.length), [0, 0, 0, 1])
 
         // A form without parts is the close delimiter alone (as browsers send it).
-        let nothing = MultipartForm()
-        let r = try await makeClient().send(Request(method: .post, url: url(server, "/form"), body: .multipart(nothing)))
+        let nothing = PocketMultipartForm()
+        let r = try await makeClient().send(PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(nothing)))
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(server.receivedRequests.last?.bodyText, "--\(nothing.boundary)--\r\n")
     }
 
     func testStreamPartOfUnknownLengthMakesTheFormChunked() async throws {
         let file = try patternFile("middle.bin", 1 << 20 | 3, seed: 11)
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("before", "1")
         form.addStream("log", patternStream(2 << 20 | 5, seed: 5), length: nil, fileName: "app.log")
         form.addFile("middle", at: file)
         form.addStream("known", patternStream(300_001, seed: 6, chunk: 65_536), length: 300_001)
         form.addField("after", "2")
         XCTAssertFalse(form.isReplayable)
-        XCTAssertFalse(RequestBody.multipart(form).isReplayable)
+        XCTAssertFalse(PocketRequestBody.multipart(form).isReplayable)
         let (_, received, parsed) = try await send(form)
         XCTAssertEqual(received.header("Transfer-Encoding"), "chunked")
         XCTAssertNil(received.header("Content-Length"))
@@ -204,24 +204,24 @@ final class MultipartTests: XCTestCase {
     }
 
     func testStreamPartWithLengthKeepsContentLengthAndMustMatchIt() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addStream("s", patternStream(500_000, seed: 9), length: 500_000)
         let (_, received, parsed) = try await send(form)
         XCTAssertEqual(received.header("Content-Length"), String(received.bodyLength))
         XCTAssertEqual(parsed.parts[0].sha256, BytePattern.sha256(seed: 9, size: 500_000))
 
         for wrong in [499_999, 500_001] {
-            var bad = MultipartForm()
+            var bad = PocketMultipartForm()
             bad.addField("a", "b")
             bad.addStream("s", patternStream(500_000, seed: 9), length: wrong)
             await assertPocketError(.requestBodyLengthMismatch) {
-                try await makeClient().send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(bad)))
+                try await makeClient().send(PocketRequest(method: .post, url: url(self.server, "/form"), body: .multipart(bad)))
             }
         }
     }
 
     func testNamesAndFileNamesWithQuotesBackslashesLineBreaksAndUTF8() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addData("say \"hi\"\\", Data("x".utf8), fileName: "\"quoted\" ünïcødé\r\n€.txt")
         form.addField("tab\there", "y")
         let (_, _, parsed) = try await send(form)
@@ -236,7 +236,7 @@ final class MultipartTests: XCTestCase {
     }
 
     func testDataThatContainsTheBoundaryPrefixOrTheBoundaryItself() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         let original = form.boundary
         XCTAssertTrue(original.hasPrefix("pocket-"))
         XCTAssertEqual(original.utf8.count, 39)
@@ -255,42 +255,42 @@ final class MultipartTests: XCTestCase {
     }
 
     func testCustomBoundaryAndPartHeadersAreCheckedBeforeSending() async throws {
-        var fixed = MultipartForm(boundary: "my-boundary")
+        var fixed = PocketMultipartForm(boundary: "my-boundary")
         fixed.addField("a", "b")
         let (_, received, _) = try await send(fixed)
         XCTAssertEqual(received.header("Content-Type"), "multipart/form-data; boundary=my-boundary")
         let sent = server.requestCount
 
-        var clash = MultipartForm(boundary: "my-boundary")
+        var clash = PocketMultipartForm(boundary: "my-boundary")
         clash.addData("d", Data("--my-boundary".utf8))
-        var bad = MultipartForm(boundary: String(repeating: "x", count: 71))
+        var bad = PocketMultipartForm(boundary: String(repeating: "x", count: 71))
         bad.addField("a", "b")
-        var quote = MultipartForm(boundary: "a\"b")
+        var quote = PocketMultipartForm(boundary: "a\"b")
         quote.addField("a", "b")
-        var header = MultipartForm()
+        var header = PocketMultipartForm()
         header.addField("a", "b", headers: ["X-Evil": "1\r\nContent-Type: text/html"])
-        var headerName = MultipartForm()
+        var headerName = PocketMultipartForm()
         headerName.addField("a", "b", headers: ["Bad Name": "1"])
-        var type = MultipartForm()
+        var type = PocketMultipartForm()
         type.addData("a", Data(), contentType: "text/plain\r\nX: y")
         // A token, but its line would read as a delimiter and split the part
         // (found by fuzz/swift FuzzMultipart).
-        var delimiterName = MultipartForm(boundary: "x")
+        var delimiterName = PocketMultipartForm(boundary: "x")
         delimiterName.addField("a", "b", headers: ["--x": "1"])
         for form in [clash, bad, quote, header, headerName, type, delimiterName] {
             await assertPocketError(.invalidMultipartForm) {
-                try await makeClient().send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
+                try await makeClient().send(PocketRequest(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
             }
         }
         XCTAssertEqual(server.requestCount, sent) // nothing went out
     }
 
     func testCustomHeadersPerPartAndOverrides() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addData("meta", Data("{}".utf8), fileName: "m.json",
                      headers: ["X-Checksum": "abc123", "Content-Type": "application/vnd.pocket+json"])
         form.addField("plain", "v", headers: ["Content-Disposition": "form-data; name=\"renamed\""])
-        var request = Request(method: .post, url: url(server, "/form"), body: .multipart(form))
+        var request = PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form))
         request.headers["X-Request"] = "1"
         let r = try await makeClient().send(request)
         XCTAssertEqual(r.status, 200)
@@ -304,14 +304,14 @@ final class MultipartTests: XCTestCase {
         XCTAssertEqual(parsed.parts[1].name, "renamed")
 
         // The request's own Content-Type wins over the form's.
-        var own = Request(method: .post, url: url(server, "/form"), body: .multipart(form))
+        var own = PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form))
         own.headers["Content-Type"] = "multipart/mixed; boundary=\(form.boundary)"
         _ = try await makeClient().send(own)
         XCTAssertEqual(server.receivedRequests.last?.headerValues("Content-Type"), ["multipart/mixed; boundary=\(form.boundary)"])
     }
 
     func testMIMETypesComeFromTheExtension() {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         for name in ["a.JPG", "b.tar.gz", "c.json", "noext", ".hidden", "d.pdf", "e.unknownext"] {
             form.addFile("f", at: URL(filePath: "/nonexistent/\(name)"))
         }
@@ -326,14 +326,14 @@ final class MultipartTests: XCTestCase {
     }
 
     func testMissingFileFailsWithFileReadFailedBeforeSending() async throws {
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addField("a", "b")
         form.addFile("present", at: try patternFile("present.bin", 10))
         form.addFile("f", at: directory.appendingPathComponent("missing.bin"))
         let client = try makeClient()
         let descriptors = openFileDescriptorCount()
         let error = await assertPocketError(.fileReadFailed) {
-            try await client.send(Request(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
+            try await client.send(PocketRequest(method: .post, url: url(self.server, "/form"), body: .multipart(form)))
         }
         XCTAssertEqual(error?.systemError, ENOENT)
         XCTAssertTrue(error?.message.contains("missing.bin") == true)
@@ -345,17 +345,17 @@ final class MultipartTests: XCTestCase {
 
     func testProgressPerPartAndInTotal() async throws {
         let a = try patternFile("a.bin", 2 << 20, seed: 1), b = try patternFile("b.bin", 3 << 20, seed: 2)
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         form.addFile("a", at: a)
         form.addField("mid", "m")
         form.addData("blob", Data(BytePattern.bytes(seed: 4, range: 0..<(8 << 20)))) // one in-memory piece, reported as it goes
         form.addFile("b", at: b)
         form.addStream("s", patternStream(1 << 20, seed: 3), length: nil)
         let client = try makeClient()
-        let (updates, handler) = ProgressHandler.stream(interval: .milliseconds(1))
-        let request = Request(method: .post, url: url(server, "/form"), body: .multipart(form))
+        let (updates, handler) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let request = PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form))
         async let sent = client.send(request, progress: handler)
-        var reports: [TransferProgress] = []
+        var reports: [PocketTransferProgress] = []
         for await p in updates where p.direction == .upload { reports.append(p) }
         let sentStatus = try await sent.status
         XCTAssertEqual(sentStatus, 200)
@@ -382,20 +382,20 @@ final class MultipartTests: XCTestCase {
         }
 
         // With every size known the total is the Content-Length.
-        var known = MultipartForm()
+        var known = PocketMultipartForm()
         known.addFile("a", at: a)
         known.addField("z", "zz")
-        let (knownUpdates, knownHandler) = ProgressHandler.stream(interval: .milliseconds(1))
-        let knownRequest = Request(method: .post, url: url(server, "/form"), body: .multipart(known))
+        let (knownUpdates, knownHandler) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let knownRequest = PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(known))
         async let knownSent = client.send(knownRequest, progress: knownHandler)
-        var knownLast: TransferProgress?
+        var knownLast: PocketTransferProgress?
         for await p in knownUpdates where p.direction == .upload { knownLast = p }
         let knownStatus = try await knownSent.status
         XCTAssertEqual(knownStatus, 200)
         let knownReceived = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(knownLast?.total, knownReceived.bodyLength)
         XCTAssertEqual(knownLast?.bytes, knownReceived.bodyLength)
-        XCTAssertEqual(knownLast?.part, PartProgress(index: 1, count: 2, name: "z", bytes: 2, total: 2))
+        XCTAssertEqual(knownLast?.part, PocketPartProgress(index: 1, count: 2, name: "z", bytes: 2, total: 2))
         XCTAssertEqual(knownLast?.part?.isComplete, true)
     }
 
@@ -408,11 +408,11 @@ final class MultipartTests: XCTestCase {
         let file = try patternFile("tls.bin", 1 << 20 | 99, seed: 21)
         let client = try makeClient { $0.tls.insecureSkipVerification = true }
         for chunked in [false, true] {
-            var form = MultipartForm()
+            var form = PocketMultipartForm()
             form.addFile("file", at: file)
             form.addStream("s", patternStream(200_000, seed: 22), length: chunked ? nil : 200_000)
             form.addField("end", "e")
-            let r = try await client.send(Request(method: .post, url: url(tls, "/form"), body: .multipart(form)))
+            let r = try await client.send(PocketRequest(method: .post, url: url(tls, "/form"), body: .multipart(form)))
             XCTAssertEqual(r.status, 200)
             let received = try XCTUnwrap(tls.receivedRequests.last)
             XCTAssertEqual(received.header("Transfer-Encoding"), chunked ? "chunked" : nil)

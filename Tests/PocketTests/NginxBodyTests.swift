@@ -10,16 +10,16 @@ final class NginxBodyTests: XCTestCase {
     func testGzipFromNginxIsDecodedByteExactWholeAndStreamed() async throws {
         let nginx = try requireNginx()
         let client = try makeClient()
-        let whole = try await client.send(try Request(nginx.url("/text.txt")))
+        let whole = try await client.send(try PocketRequest(nginx.url("/text.txt")))
         XCTAssertEqual(whole.headers["Content-Encoding"], "gzip", "nginx compressed it")
         XCTAssertTrue(Array(whole.body) == NginxFixture.textBody, "decoded byte-exact")
         XCTAssertLessThan(whole.timings.wireBytesReceived, NginxFixture.textBody.count / 2, "the wire carried the gzip")
 
-        let streamed = try await client.stream(try Request(nginx.url("/text.txt")))
+        let streamed = try await client.stream(try PocketRequest(nginx.url("/text.txt")))
         let collected = try await streamed.body.collect(upTo: 1 << 20)
         XCTAssertTrue(Array(collected) == NginxFixture.textBody)
 
-        var plain = try Request(nginx.url("/text.txt"))
+        var plain = try PocketRequest(nginx.url("/text.txt"))
         plain.headers["Accept-Encoding"] = "identity"
         let identity = try await client.send(plain)
         XCTAssertNil(identity.headers["Content-Encoding"])
@@ -29,7 +29,7 @@ final class NginxBodyTests: XCTestCase {
     func testDownloadResumedFromAPartialFileWithNginxRanges() async throws {
         let nginx = try requireNginx()
         let client = try makeClient()
-        let head = try await client.send(try Request(method: .head, nginx.url("/large")))
+        let head = try await client.send(try PocketRequest(method: .head, nginx.url("/large")))
         let etag = try XCTUnwrap(head.headers["ETag"])
         let directory = FileManager.default.temporaryDirectory.appending(path: "pocket-nginx-dl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -39,7 +39,7 @@ final class NginxBodyTests: XCTestCase {
         let have = 1_234_567
         try Data(NginxFixture.largeBody[0..<have]).write(to: partial)
         let destination = directory.appending(path: "large")
-        let resume = ResumeData(request: try Request(nginx.url("/large")), destination: destination,
+        let resume = PocketResumeData(request: try PocketRequest(nginx.url("/large")), destination: destination,
                                 temporaryFile: partial, bytesReceived: have, etag: etag,
                                 totalBytes: NginxFixture.largeBody.count)
         let done = try await client.downloadTask(resumingWith: resume).response()

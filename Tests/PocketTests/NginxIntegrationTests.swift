@@ -8,32 +8,32 @@ final class NginxIntegrationTests: XCTestCase {
     func testSmallLargeAndChunkedResponsesOverOneConnection() async throws {
         let nginx = try requireNginx()
         let client = try makeClient()
-        let small = try await client.send(try Request(nginx.url("/small")))
+        let small = try await client.send(try PocketRequest(nginx.url("/small")))
         XCTAssertEqual(small.status, 200)
         XCTAssertEqual(Array(small.body), NginxFixture.smallBody)
         XCTAssertEqual(small.headers["Server"]?.hasPrefix("nginx"), true)
 
-        let large = try await client.send(try Request(nginx.url("/large")))
+        let large = try await client.send(try PocketRequest(nginx.url("/large")))
         XCTAssertEqual(large.body.count, NginxFixture.largeBody.count)
         XCTAssertTrue(Array(large.body) == NginxFixture.largeBody)
         XCTAssertTrue(large.timings.reusedConnection)
 
-        let chunked = try await client.send(try Request(nginx.url("/chunked.shtml")))
+        let chunked = try await client.send(try PocketRequest(nginx.url("/chunked.shtml")))
         XCTAssertEqual(chunked.headers["Transfer-Encoding"], "chunked")
         XCTAssertEqual(Array(chunked.body), NginxFixture.chunkedBody)
         XCTAssertTrue(chunked.timings.reusedConnection)
 
-        let head = try await client.send(try Request(method: .head, nginx.url("/large")))
+        let head = try await client.send(try PocketRequest(method: .head, nginx.url("/large")))
         XCTAssertEqual(head.headers["Content-Length"], String(NginxFixture.largeBody.count))
         XCTAssertEqual(head.body.count, 0)
-        let missing = try await client.send(try Request(nginx.url("/missing")))
+        let missing = try await client.send(try PocketRequest(nginx.url("/missing")))
         XCTAssertEqual(missing.status, 404)
     }
 
     func testKeepAliveReuseUnderConcurrency() async throws {
         let nginx = try requireNginx()
         let client = try makeClient { $0.maxConnectionsPerOrigin = 8 }
-        let request = try Request(nginx.url("/small"))
+        let request = try PocketRequest(nginx.url("/small"))
         let reused = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<400 {
                 group.addTask {

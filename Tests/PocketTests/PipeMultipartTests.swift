@@ -3,18 +3,18 @@ import XCTest
 @testable import Pocket
 import PocketTestSupport
 
-/// AGPipe's save of a payload with file parts: a `MultipartRecord` goes out
+/// AGPipe's save of a payload with file parts: a `PocketMultipartRecord` goes out
 /// as multipart/form-data, read back by an independent parser.
 final class PipeMultipartTests: XCTestCase {
-    struct Project: Codable, MultipartRecord, Equatable {
+    struct Project: Codable, PocketMultipartRecord, Equatable {
         var id: Int?
         var title: String
         var tags: [String]
         var archived: Bool
         var note: String?
         var logo: URL?
-        var fileParts: [String: FilePart] {
-            var parts: [String: FilePart] = ["notes": .data(Data("ünïcode notes".utf8), fileName: "notes.txt")]
+        var fileParts: [String: PocketFilePart] {
+            var parts: [String: PocketFilePart] = ["notes": .data(Data("ünïcode notes".utf8), fileName: "notes.txt")]
             if let logo { parts["logo"] = .file(logo) }
             return parts
         }
@@ -42,8 +42,8 @@ final class PipeMultipartTests: XCTestCase {
                                                          archived: fields["archived"] == "true", note: fields["note"]))
             return .response(status: 201, headers: [("Content-Type", "application/json")], body: Array(json))
         }
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
-        let pipeline = Pipeline(baseURL: URL(string: server.url("/api"))!, client: client)
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let pipeline = PocketPipeline(baseURL: URL(string: server.url("/api"))!, client: client)
         let projects = pipeline.pipe(Project.self, name: "projects") { $0.uploadProgress = progress }
 
         let saved = try await projects.save(Project(title: "Hello World", tags: ["a", "b"], archived: true, logo: logo))
@@ -67,7 +67,7 @@ final class PipeMultipartTests: XCTestCase {
         XCTAssertEqual(form.parts[4].filename, "notes.txt")
         XCTAssertEqual(form.parts[4].data, Data("ünïcode notes".utf8))
 
-        var last: TransferProgress?
+        var last: PocketTransferProgress?
         for await update in updates where update.direction == .upload { last = update }
         XCTAssertEqual(last?.bytes, sent.body.count, "upload progress ends at the form's size")
         XCTAssertEqual(last?.total, sent.body.count, "every part's size was known: the form had a total")

@@ -12,14 +12,14 @@ final class PipePagingTests: XCTestCase {
 
     private var server: TestServer!
     private var client: PocketClient!
-    private var pipeline: Pipeline!
+    private var pipeline: PocketPipeline!
     /// Seven items, three to a page: pages 1, 2, 3 hold 3, 3 and 1.
     private let pageSize = 3, itemCount = 7
 
     override func setUp() async throws {
         server = try TestServer()
         client = try makeClient()
-        pipeline = Pipeline(baseURL: URL(string: server.url("/api"))!, client: client)
+        pipeline = PocketPipeline(baseURL: URL(string: server.url("/api"))!, client: client)
         let (size, count) = (pageSize, itemCount)
         let lastPage = (count + size - 1) / size
         @Sendable func page(_ r: TestServer.Request) -> (Int, String) {
@@ -63,7 +63,7 @@ final class PipePagingTests: XCTestCase {
         server = nil
     }
 
-    private func walk(_ pipe: Pocket.Pipe<Item>) async throws {
+    private func walk(_ pipe: Pocket.PocketPipe<Item>) async throws {
         var sizes: [Int] = [], ids: [Int] = []
         for try await page in pipe.pages() {
             sizes.append(page.items.count)

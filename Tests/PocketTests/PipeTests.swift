@@ -15,14 +15,14 @@ final class PipeTests: XCTestCase {
     private var server: TestServer!
     private var store: RESTStore!
     private var client: PocketClient!
-    private var pipeline: Pipeline!
+    private var pipeline: PocketPipeline!
 
     override func setUp() async throws {
         server = try TestServer()
         store = RESTStore(prefix: "/api/projects")
         server.defaultHandler = { [store] r in store!.handle(r) }
         client = try makeClient()
-        pipeline = Pipeline(baseURL: URL(string: server.url("/api/"))!, client: client)
+        pipeline = PocketPipeline(baseURL: URL(string: server.url("/api/"))!, client: client)
     }
 
     override func tearDown() async throws {
@@ -36,7 +36,7 @@ final class PipeTests: XCTestCase {
     }
 
     func testTheAGPipeExampleSaveUpdateReadReadWithParamsRemove() async throws {
-        let bearer = try Authorization.bearer("token")
+        let bearer = try PocketAuthorization.bearer("token")
         let projects = pipeline.pipe(Project.self, name: "projects") { config in
             config.headers["X-Client"] = "todo"
             config.authorization = bearer
@@ -132,23 +132,23 @@ final class PipeTests: XCTestCase {
     }
 
     func testARecordCanChooseItsOwnBody() async throws {
-        struct Note: Codable, Sendable, PipeBodyProviding {
+        struct Note: Codable, Sendable, PocketPipeBodyProviding {
             var id: Int?
             var text: String
-            func pipeRequestBody() throws -> (body: RequestBody, contentType: String) {
+            func pipeRequestBody() throws -> (body: PocketRequestBody, contentType: String) {
                 (.text("note: \(text)"), "text/plain")
             }
         }
         server.route("/api/notes") { r in
             .text(#"{"id": 7, "text": "\#(r.bodyText)"}"#, status: 201, headers: [("Content-Type", "application/json")])
         }
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
         let notes = pipeline.pipe(Note.self, name: "notes") { $0.uploadProgress = progress }
         let saved = try await notes.save(Note(text: "hi"))
         XCTAssertEqual(saved.id, 7)
         XCTAssertEqual(saved.text, "note: hi")
         XCTAssertEqual(server.receivedRequests.last?.header("Content-Type"), "text/plain")
-        var last: TransferProgress?
+        var last: PocketTransferProgress?
         for await p in updates where p.direction == .upload { last = p }
         XCTAssertEqual(last?.bytes, 8, "upload progress reached the whole body")
     }

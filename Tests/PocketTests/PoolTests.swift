@@ -10,7 +10,7 @@ final class PoolTests: XCTestCase {
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
         for _ in 0..<100 {
-            let r = try await client.send(Request(url: url(server, "/")))
+            let r = try await client.send(PocketRequest(url: url(server, "/")))
             XCTAssertEqual(r.status, 200)
         }
         XCTAssertEqual(server.acceptedConnections, 1)
@@ -22,13 +22,13 @@ final class PoolTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient()
-        _ = try await client.send(Request(url: url(server, "/")))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
         server.closeIdleConnections()
         // The engine sees the FIN on the idle socket and drops it: the next
         // request opens a new connection without needing a retry.
         await assertEventually("") { server.openConnections == 0 }
         try await Task.sleep(for: .milliseconds(50))
-        let r = try await client.send(Request(url: url(server, "/")))
+        let r = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(r.status, 200)
         XCTAssertFalse(r.timings.reusedConnection)
         XCTAssertFalse(r.timings.retried)
@@ -44,8 +44,8 @@ final class PoolTests: XCTestCase {
             return req.requestIndexOnConnection == 0 ? .text("ok") : .close
         }
         let client = try makeClient()
-        _ = try await client.send(Request(url: url(server, "/")))
-        let r = try await client.send(Request(url: url(server, "/")))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
+        let r = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(r.status, 200)
         XCTAssertTrue(r.timings.retried)
         XCTAssertEqual(server.acceptedConnections, 2)
@@ -53,9 +53,9 @@ final class PoolTests: XCTestCase {
         // POST is not idempotent: the same situation is an error.
         // A GET first (retried the same way) leaves a pooled connection that
         // has served one request; the POST reuses it and meets the close.
-        _ = try await client.send(Request(url: url(server, "/")))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
         await assertPocketError(.closedBeforeResponse) {
-            try await client.send(Request(method: .post, url: url(server, "/"), body: .bytes(Data("x".utf8))))
+            try await client.send(PocketRequest(method: .post, url: url(server, "/"), body: .bytes(Data("x".utf8))))
         }
     }
 
@@ -69,8 +69,8 @@ final class PoolTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: file) }
 
         // A file body is replayable: the PUT meets the close and goes again, whole.
-        _ = try await client.send(Request(url: url(server, "/")))
-        let put = try await client.send(Request(method: .put, url: url(server, "/"), body: .file(file)))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
+        let put = try await client.send(PocketRequest(method: .put, url: url(server, "/"), body: .file(file)))
         XCTAssertEqual(put.status, 200)
         XCTAssertTrue(put.timings.retried)
         XCTAssertEqual(server.receivedRequests.last?.bodySHA256, BytePattern.sha256(seed: 2, size: 100_000))
@@ -80,7 +80,7 @@ final class PoolTests: XCTestCase {
         let chunks = AsyncStream<Data> { c in c.yield(Data("abc".utf8)); c.finish() }
         let before = server.requestCount
         await assertPocketError(.requestBodyNotReplayable) {
-            try await client.send(Request(method: .put, url: url(server, "/"), body: .stream(chunks, length: 3)))
+            try await client.send(PocketRequest(method: .put, url: url(server, "/"), body: .stream(chunks, length: 3)))
         }
         XCTAssertEqual(server.requestCount, before + 1, "sent once")
     }
@@ -91,7 +91,7 @@ final class PoolTests: XCTestCase {
         server.route("/") { _ in .text("bye", closeConnection: true) }
         let client = try makeClient()
         for _ in 0..<5 {
-            let r = try await client.send(Request(url: url(server, "/")))
+            let r = try await client.send(PocketRequest(url: url(server, "/")))
             XCTAssertEqual(r.text, "bye")
             XCTAssertFalse(r.timings.reusedConnection)
         }
@@ -105,7 +105,7 @@ final class PoolTests: XCTestCase {
         let client = try makeClient { $0.maxConnectionsPerOrigin = 4 }
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<40 {
-                group.addTask { try await client.send(Request(url: url(server, "/slow"))).status }
+                group.addTask { try await client.send(PocketRequest(url: url(server, "/slow"))).status }
             }
             for try await status in group { XCTAssertEqual(status, 200) }
         }
@@ -120,7 +120,7 @@ final class PoolTests: XCTestCase {
         server.route("/") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokGARBAGE")]) }
         let client = try makeClient()
         for _ in 0..<3 {
-            let r = try await client.send(Request(url: url(server, "/")))
+            let r = try await client.send(PocketRequest(url: url(server, "/")))
             XCTAssertEqual(r.text, "ok")
         }
         XCTAssertEqual(server.acceptedConnections, 3, "a connection with stray bytes is never reused")
@@ -131,10 +131,10 @@ final class PoolTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .text("ok") }
         let client = try makeClient { $0.idleConnectionTimeout = .milliseconds(100) }
-        _ = try await client.send(Request(url: url(server, "/")))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(server.openConnections, 1)
         await assertEventually("the engine closed the idle connection") { server.openConnections == 0 }
-        _ = try await client.send(Request(url: url(server, "/")))
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(server.acceptedConnections, 2)
     }
 
@@ -147,12 +147,12 @@ final class PoolTests: XCTestCase {
         }
         server.route("/") { _ in .text("fresh") }
         let client = try makeClient()
-        let first = try await client.send(Request(url: url(server, "/late")))
+        let first = try await client.send(PocketRequest(url: url(server, "/late")))
         XCTAssertEqual(first.text, "ok")
         // The stray response lands on the pooled socket; the engine drops it
         // rather than hand it to the next request as its answer.
         await assertEventually("the engine closed the dirty idle connection") { server.openConnections == 0 }
-        let next = try await client.send(Request(url: url(server, "/")))
+        let next = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(next.text, "fresh")
         XCTAssertFalse(next.timings.reusedConnection)
     }

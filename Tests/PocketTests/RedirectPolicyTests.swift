@@ -13,13 +13,13 @@ final class RedirectPolicyTests: XCTestCase {
         server.routeRedirect("/b", 302, to: "/a")
         server.routeRedirect("/self", 307, to: "/self")
         let client = try makeClient()
-        let error = await assertPocketError(.redirectLoop) { try await client.send(Request(url: url(server, "/a"))) }
+        let error = await assertPocketError(.redirectLoop) { try await client.send(PocketRequest(url: url(server, "/a"))) }
         XCTAssertEqual(server.requestCount, 2, "stopped before sending /a again")
         XCTAssertTrue(error?.message.contains("/a → ") == true, error?.message ?? "")
-        await assertPocketError(.redirectLoop) { try await client.send(Request(url: url(server, "/self"))) }
+        await assertPocketError(.redirectLoop) { try await client.send(PocketRequest(url: url(server, "/self"))) }
         // POST /p 303 → GET /p is not a loop: the method differs.
         server.route("/p") { r in r.method == "POST" ? .response(status: 303, headers: [("Location", "/p")]) : .text("got") }
-        let response = try await client.send(Request(method: .post, url: url(server, "/p"), body: .text("x")))
+        let response = try await client.send(PocketRequest(method: .post, url: url(server, "/p"), body: .text("x")))
         XCTAssertEqual(response.text, "got")
     }
 
@@ -31,12 +31,12 @@ final class RedirectPolicyTests: XCTestCase {
             return .response(status: 302, headers: [("Location", "/hops/\(n + 1)")])
         }
         let client = try makeClient()
-        let error = await assertPocketError(.tooManyRedirects) { try await client.send(Request(url: url(server, "/hops/0"))) }
+        let error = await assertPocketError(.tooManyRedirects) { try await client.send(PocketRequest(url: url(server, "/hops/0"))) }
         XCTAssertEqual(server.requestCount, 11, "the first request and the default 10 hops")
         XCTAssertEqual(error?.response?.status, 302)
         server.resetStatistics()
-        var request = Request(url: url(server, "/hops/0"))
-        request.redirects = RedirectPolicy(maxHops: 3)
+        var request = PocketRequest(url: url(server, "/hops/0"))
+        request.redirects = PocketRedirectPolicy(maxHops: 3)
         await assertPocketError(.tooManyRedirects) { try await client.send(request) }
         XCTAssertEqual(server.requestCount, 4)
         // Exactly at the limit is fine.
@@ -56,8 +56,8 @@ final class RedirectPolicyTests: XCTestCase {
         let client = try makeClient()
         let seen = Recorder<String>()
 
-        var request = Request(url: url(server, "/one"))
-        request.redirects = RedirectPolicy { redirect in
+        var request = PocketRequest(url: url(server, "/one"))
+        request.redirects = PocketRedirectPolicy { redirect in
             seen.append("\(redirect.hop) \(redirect.response.status) \(redirect.from.path) → \(redirect.request.url.path)")
             return .follow
         }
@@ -65,7 +65,7 @@ final class RedirectPolicyTests: XCTestCase {
         XCTAssertEqual(response.text, "three -")
         XCTAssertEqual(seen.values, ["1 301 /one → /two", "2 302 /two → /three"])
 
-        request.redirects = RedirectPolicy { redirect in
+        request.redirects = PocketRedirectPolicy { redirect in
             var next = redirect.request
             next.headers["X-Again"] = "yes"
             if next.url.path == "/three" { next.url = url(server, "/four") }
@@ -74,21 +74,21 @@ final class RedirectPolicyTests: XCTestCase {
         response = try await client.send(request)
         XCTAssertEqual(response.text, "three yes", "the modified request went, and later hops start from it")
 
-        request.redirects = RedirectPolicy { redirect in redirect.hop == 2 ? .stop : .follow }
+        request.redirects = PocketRedirectPolicy { redirect in redirect.hop == 2 ? .stop : .follow }
         response = try await client.send(request)
         XCTAssertEqual(response.status, 302, "stopped: the 3xx is the response")
         XCTAssertEqual(response.url, url(server, "/two"))
         XCTAssertEqual(response.redirects.count, 1)
 
         struct Refused: Error {}
-        request.redirects = RedirectPolicy { _ in throw Refused() }
+        request.redirects = PocketRedirectPolicy { _ in throw Refused() }
         do {
             _ = try await client.send(request)
             XCTFail("the hook's error should fail the request")
         } catch is Refused {}
 
         // The hook cannot talk its way past the checks.
-        request.redirects = RedirectPolicy(maxHops: 5) { redirect in
+        request.redirects = PocketRedirectPolicy(maxHops: 5) { redirect in
             var next = redirect.request
             next.url = url(server, "/one")
             return .modify(next)
@@ -107,7 +107,7 @@ final class RedirectPolicyTests: XCTestCase {
             c.yield(Data("stream".utf8))
             c.finish()
         }
-        var request = Request(method: .post, url: url(server, "/307"), body: .stream(chunks, length: nil))
+        var request = PocketRequest(method: .post, url: url(server, "/307"), body: .stream(chunks, length: nil))
         let error = await assertPocketError(.redirectBodyNotReplayable) { try await client.send(request) }
         XCTAssertEqual(error?.response?.status, 307)
         XCTAssertEqual(server.receivedRequests.map(\.path), ["/307"])
@@ -117,7 +117,7 @@ final class RedirectPolicyTests: XCTestCase {
             c.yield(Data("stream".utf8))
             c.finish()
         }
-        request = Request(method: .post, url: url(server, "/303"), body: .stream(again, length: nil))
+        request = PocketRequest(method: .post, url: url(server, "/303"), body: .stream(again, length: nil))
         let response = try await client.send(request)
         XCTAssertEqual(response.text, "GET ", "a 303 drops the body, so a stream is no obstacle")
 
@@ -125,7 +125,7 @@ final class RedirectPolicyTests: XCTestCase {
         let file = FileManager.default.temporaryDirectory.appending(path: "pocket-redirect-\(UUID().uuidString)")
         try Data("from a file".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let replayed = try await client.send(Request(method: .put, url: url(server, "/307"), body: .file(file)))
+        let replayed = try await client.send(PocketRequest(method: .put, url: url(server, "/307"), body: .file(file)))
         XCTAssertEqual(replayed.text, "PUT from a file")
     }
 
@@ -138,14 +138,14 @@ final class RedirectPolicyTests: XCTestCase {
             .response(status: 301, headers: [("Location", "/file")], body: Array(repeating: UInt8(ascii: "m"), count: 1000))
         }
         let client = try makeClient()
-        let (streamUpdates, streamProgress) = ProgressHandler.stream(interval: .milliseconds(1))
-        let streamed = try await client.stream(Request(url: url(server, "/moved")), progress: streamProgress)
+        let (streamUpdates, streamProgress) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        let streamed = try await client.stream(PocketRequest(url: url(server, "/moved")), progress: streamProgress)
         XCTAssertEqual(streamed.status, 200)
         XCTAssertEqual(streamed.url, url(server, "/file"))
         XCTAssertEqual(streamed.redirects.map(\.status), [301])
         let data = try await streamed.body.collect(upTo: 1 << 20)
         XCTAssertEqual(SHA256Digest.hex(Array(data)), resource.sha256)
-        var streamReports: [TransferProgress] = []
+        var streamReports: [PocketTransferProgress] = []
         for await p in streamUpdates { streamReports.append(p) }
         XCTAssertEqual(streamReports.last { $0.direction == .download }?.bytes, 300_000,
                        "the updates lasted until the final body was read, not just its head")
@@ -153,9 +153,9 @@ final class RedirectPolicyTests: XCTestCase {
 
         let destination = FileManager.default.temporaryDirectory.appending(path: "pocket-redirect-dl-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: destination) }
-        let (updates, progress) = ProgressHandler.stream(interval: .milliseconds(1))
-        async let downloaded = client.download(Request(url: url(server, "/moved")), to: destination, progress: progress)
-        var reports: [TransferProgress] = []
+        let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
+        async let downloaded = client.download(PocketRequest(url: url(server, "/moved")), to: destination, progress: progress)
+        var reports: [PocketTransferProgress] = []
         for await p in updates { reports.append(p) } // ends once, after the whole chain
         let download = try await downloaded
         XCTAssertEqual(download.status, 200)
@@ -173,11 +173,11 @@ final class RedirectPolicyTests: XCTestCase {
         server.routeRedirect("/api/old", 308, to: "/api/new")
         server.route("/api/new") { _ in .text("new") }
         let client = try makeClient { $0.baseURL = URL(string: server.url("/api"))! }
-        var manual = RequestTemplate()
+        var manual = PocketRequestTemplate()
         manual.redirects = .disabled
         client.register(manual, as: "manual")
         let request = try client.request(.get, "old", template: "manual")
-        let archived = try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(request))
+        let archived = try JSONDecoder().decode(PocketRequest.self, from: JSONEncoder().encode(request))
         var response = try await client.send(archived)
         XCTAssertEqual(response.status, 308, "the template's policy went with the (archived) request")
         response = try await client.send(try client.request(.get, "old"))
@@ -187,36 +187,36 @@ final class RedirectPolicyTests: XCTestCase {
     }
 
     func testATotalDeadlineCoversTheWholeChain() async throws {
-        var request = Request(url: URL(string: "http://127.0.0.1:1/a")!)
-        request.timeouts = Timeouts(connect: .seconds(5), read: .seconds(5), total: .seconds(1))
-        let head = ResponseHead(status: 302, reason: "Found", headers: ["Location": "/b"])
-        var follower = RedirectFollower(policy: .follow, request: request, clientTimeouts: Timeouts())
+        var request = PocketRequest(url: URL(string: "http://127.0.0.1:1/a")!)
+        request.timeouts = PocketTimeouts(connect: .seconds(5), read: .seconds(5), total: .seconds(1))
+        let head = PocketResponseHead(status: 302, reason: "Found", headers: ["Location": "/b"])
+        var follower = RedirectFollower(policy: .follow, request: request, clientTimeouts: PocketTimeouts())
         let next = try await follower.next(after: head, took: .milliseconds(300))
         XCTAssertEqual(next?.timeouts?.total, .milliseconds(700), "the next hop gets what is left")
         XCTAssertEqual(next?.timeouts?.read, .seconds(5))
         let error = await assertPocketError(.deadlineExceeded) {
-            try await follower.next(after: ResponseHead(status: 307, reason: "", headers: ["Location": "/c"]), took: .milliseconds(800))
+            try await follower.next(after: PocketResponseHead(status: 307, reason: "", headers: ["Location": "/c"]), took: .milliseconds(800))
         }
         XCTAssertEqual(error?.response?.status, 307)
 
         // Without a total deadline nothing is added.
-        var open = RedirectFollower(policy: .follow, request: Request(url: request.url), clientTimeouts: Timeouts())
+        var open = RedirectFollower(policy: .follow, request: PocketRequest(url: request.url), clientTimeouts: PocketTimeouts())
         let free = try await open.next(after: head, took: .seconds(100))
         XCTAssertNil(free?.timeouts)
     }
 
     func testThePolicyIsArchivedWithTheRequestButNotItsHook() throws {
-        var request = Request(url: URL(string: "http://127.0.0.1/x")!)
-        request.redirects = RedirectPolicy(maxHops: 4, allowsInsecureDowngrade: true) { _ in .stop }
+        var request = PocketRequest(url: URL(string: "http://127.0.0.1/x")!)
+        request.redirects = PocketRedirectPolicy(maxHops: 4, allowsInsecureDowngrade: true) { _ in .stop }
         let data = try JSONEncoder().encode(request)
-        let decoded = try JSONDecoder().decode(Request.self, from: data)
+        let decoded = try JSONDecoder().decode(PocketRequest.self, from: data)
         XCTAssertEqual(decoded.redirects?.maxHops, 4)
         XCTAssertEqual(decoded.redirects?.allowsInsecureDowngrade, true)
         XCTAssertNil(decoded.redirects?.onRedirect)
         XCTAssertNotEqual(decoded, request, "a policy with a hook differs from one without")
         request.redirects?.onRedirect = nil
         XCTAssertEqual(decoded, request)
-        XCTAssertEqual(try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(Request(url: request.url))).redirects, nil)
+        XCTAssertEqual(try JSONDecoder().decode(PocketRequest.self, from: JSONEncoder().encode(PocketRequest(url: request.url))).redirects, nil)
     }
 }
 

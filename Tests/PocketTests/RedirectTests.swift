@@ -11,13 +11,13 @@ final class RedirectTests: XCTestCase {
         defer { server.shutdown() }
         server.defaultHandler = { r in .text("\(r.method) \(r.path) \(r.bodyText)") }
         let client = try makeClient()
-        let methods: [HTTPMethod] = [.get, .head, .post, .put, .delete, "PROPFIND"]
+        let methods: [PocketMethod] = [.get, .head, .post, .put, .delete, "PROPFIND"]
         for status in [301, 302, 303, 307, 308] {
             for method in methods {
                 let from = "/from/\(status)/\(method)", to = "/to/\(status)/\(method)"
                 server.routeRedirect(from, status, to: to)
                 let hasBody = method != .get && method != .head
-                var request = Request(method: method, url: url(server, from))
+                var request = PocketRequest(method: method, url: url(server, from))
                 if hasBody {
                     request.body = .text("payload")
                     request.headers["Content-Type"] = "text/plain"
@@ -29,8 +29,8 @@ final class RedirectTests: XCTestCase {
                 let label = "\(status) after \(method)"
                 XCTAssertEqual(response.status, 200, label)
                 XCTAssertEqual(response.url, url(server, to), label)
-                XCTAssertEqual(response.redirects, [RedirectHop(status: status, from: url(server, from), to: url(server, to),
-                                                               method: HTTPMethod(expectedMethod))], label)
+                XCTAssertEqual(response.redirects, [PocketRedirectHop(status: status, from: url(server, from), to: url(server, to),
+                                                               method: PocketMethod(expectedMethod))], label)
                 guard let arrived = server.receivedRequests.last(where: { $0.path == to }) else {
                     XCTFail("\(label): nothing reached \(to)")
                     continue
@@ -66,7 +66,7 @@ final class RedirectTests: XCTestCase {
             server.route(from) { r in
                 r.query == nil ? .response(status: 302, headers: [("Location", location)]) : .text(r.target)
             }
-            let response = try await client.send(Request(url: url(server, from)))
+            let response = try await client.send(PocketRequest(url: url(server, from)))
             XCTAssertEqual(response.text, target, "Location \(location)")
             XCTAssertEqual(response.url?.absoluteString, server.url(target), "Location \(location)")
         }
@@ -81,7 +81,7 @@ final class RedirectTests: XCTestCase {
         a.routeRedirect("/cross", 307, to: b.url("/land"))
         // Same host name and scheme, other port: another origin.
         let client = try makeClient()
-        var request = Request(method: .post, url: url(a, "/same"), body: .text("x"))
+        var request = PocketRequest(method: .post, url: url(a, "/same"), body: .text("x"))
         request.headers = ["Authorization": "Bearer secret", "Cookie": "s=1", "Proxy-Authorization": "Basic cA==",
                            "X-Trace": "kept"]
         _ = try await client.send(request)
@@ -115,22 +115,22 @@ final class RedirectTests: XCTestCase {
         options.keyFile = certs.serverKey
         let secure = try TestServer(tls: options), plain = try TestServer()
         defer { secure.shutdown(); plain.shutdown() }
-        plain.route("/clear") { r in .text("clear \(r.header("Authorization") ?? "-")") }
+        plain.route("/clear") { r in .text("clear \(r.header("PocketAuthorization") ?? "-")") }
         secure.route("/secure") { _ in .text("secure") }
         secure.routeRedirect("/down", 301, to: plain.url("/clear"))
         plain.routeRedirect("/up", 301, to: secure.url(host: "localhost", path: "/secure"))
         let client = try makeClient { $0.tls.caFile = certs.caCert }
-        var request = Request(url: URL(string: secure.url(host: "localhost", path: "/down"))!)
+        var request = PocketRequest(url: URL(string: secure.url(host: "localhost", path: "/down"))!)
         request.headers["Authorization"] = "Bearer secret"
         let error = await assertPocketError(.insecureRedirect) { try await client.send(request) }
         XCTAssertEqual(error?.response?.status, 301)
         XCTAssertEqual(plain.requestCount, 0, "nothing was sent in clear")
 
-        request.redirects = RedirectPolicy(allowsInsecureDowngrade: true)
+        request.redirects = PocketRedirectPolicy(allowsInsecureDowngrade: true)
         let allowed = try await client.send(request)
         XCTAssertEqual(allowed.text, "clear -", "allowed, and the credentials stayed behind")
 
-        let upgraded = try await client.send(Request(url: url(plain, "/up")))
+        let upgraded = try await client.send(PocketRequest(url: url(plain, "/up")))
         XCTAssertEqual(upgraded.text, "secure", "http → https needs no permission")
         XCTAssertEqual(upgraded.url?.scheme, "https")
     }
@@ -143,12 +143,12 @@ final class RedirectTests: XCTestCase {
         server.routeRedirect("/r", 302, to: "/x")
         server.route("/x") { _ in .text("x") }
         let off = try makeClient { $0.redirects = .disabled }
-        var response = try await off.send(Request(url: url(server, "/r")))
+        var response = try await off.send(PocketRequest(url: url(server, "/r")))
         XCTAssertEqual(response.status, 302)
         XCTAssertEqual(response.headers["Location"], "/x")
         XCTAssertEqual(response.url, url(server, "/r"))
         XCTAssertEqual(response.redirects, [])
-        var request = Request(url: url(server, "/r"))
+        var request = PocketRequest(url: url(server, "/r"))
         request.redirects = .follow
         response = try await off.send(request)
         XCTAssertEqual(response.text, "x", "the request's policy wins over the client's")
@@ -157,10 +157,10 @@ final class RedirectTests: XCTestCase {
         request.redirects = .disabled
         response = try await on.send(request)
         XCTAssertEqual(response.status, 302, "and the other way round")
-        response = try await on.send(Request(url: url(server, "/nolocation")))
+        response = try await on.send(PocketRequest(url: url(server, "/nolocation")))
         XCTAssertEqual(response.status, 302)
         XCTAssertEqual(response.text, "here")
-        response = try await on.send(Request(url: url(server, "/notmodified")))
+        response = try await on.send(PocketRequest(url: url(server, "/notmodified")))
         XCTAssertEqual(response.status, 304, "304 is not a redirect to follow")
     }
 
@@ -172,7 +172,7 @@ final class RedirectTests: XCTestCase {
         server.routeRedirect("/empty", 302, to: "  ")
         let client = try makeClient()
         for path in ["/ftp", "/nohost", "/empty"] {
-            let error = await assertPocketError(.badRedirectLocation) { try await client.send(Request(url: url(server, path))) }
+            let error = await assertPocketError(.badRedirectLocation) { try await client.send(PocketRequest(url: url(server, path))) }
             XCTAssertEqual(error?.response?.status, 302, path)
         }
         XCTAssertEqual(server.requestCount, 3, "no second request went anywhere")

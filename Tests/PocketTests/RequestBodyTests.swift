@@ -29,9 +29,9 @@ final class RequestBodyTests: XCTestCase {
     }
 
 
-    private func upload(_ body: RequestBody, client: PocketClient? = nil, path: String = "/upload",
-                        progress: ProgressHandler? = nil) async throws -> Response {
-        try await (client ?? makeClient()).send(Request(method: .put, url: url(server, path), body: body), progress: progress)
+    private func upload(_ body: PocketRequestBody, client: PocketClient? = nil, path: String = "/upload",
+                        progress: PocketProgressHandler? = nil) async throws -> PocketResponse {
+        try await (client ?? makeClient()).send(PocketRequest(method: .put, url: url(server, path), body: body), progress: progress)
     }
 
     func testFileBodyIsSentWithContentLengthByteExact() async throws {
@@ -46,7 +46,7 @@ final class RequestBodyTests: XCTestCase {
         // A slice of the file.
         let slice = try await upload(.file(file, offset: 1000, length: 4096))
         XCTAssertEqual(slice.text, "4096 \(BytePattern.sha256(seed: 7, range: 1000..<5096))")
-        XCTAssertTrue(RequestBody.file(file).isReplayable)
+        XCTAssertTrue(PocketRequestBody.file(file).isReplayable)
     }
 
     func testMissingOrShortFilesFailWithTheirOwnCode() async throws {
@@ -57,7 +57,7 @@ final class RequestBodyTests: XCTestCase {
 
     func testStreamWithoutLengthIsSentChunked() async throws {
         let size = 3 << 20 | 77
-        let body = RequestBody.stream(patternStream(size), length: nil)
+        let body = PocketRequestBody.stream(patternStream(size), length: nil)
         XCTAssertFalse(body.isReplayable)
         XCTAssertNil(body.length)
         let r = try await upload(body)
@@ -96,7 +96,7 @@ final class RequestBodyTests: XCTestCase {
         XCTAssertEqual(r.text, "too large")
         XCTAssertLessThan(r.timings.bytesSent, 64 << 20, "the upload stopped early")
         // The connection was not pooled (the server would not read the rest).
-        let next = try await client.send(Request(url: url(server, "/upload")))
+        let next = try await client.send(PocketRequest(url: url(server, "/upload")))
         XCTAssertFalse(next.timings.reusedConnection)
 
         // A stream body too.
@@ -116,7 +116,7 @@ final class RequestBodyTests: XCTestCase {
     func testExpectContinueWaitsForTheServer() async throws {
         let size = 2 << 20
         let file = try patternFile(size)
-        var request = Request(method: .put, url: url(server, "/upload"), body: .file(file))
+        var request = PocketRequest(method: .put, url: url(server, "/upload"), body: .file(file))
         request.expectContinue = .seconds(5)
         let client = try makeClient()
         let start = ContinuousClock.now
@@ -145,10 +145,10 @@ final class RequestBodyTests: XCTestCase {
     func testUploadProgressIsMonotonicAndEndsAtTheTotal() async throws {
         let size = 8 << 20
         let file = try patternFile(size)
-        let (updates, handler) = ProgressHandler.stream(interval: .milliseconds(1))
+        let (updates, handler) = PocketProgressHandler.stream(interval: .milliseconds(1))
         let client = try makeClient(), target = url(server, "/upload")
-        async let response = client.send(Request(method: .put, url: target, body: .file(file)), progress: handler)
-        var uploads: [TransferProgress] = []
+        async let response = client.send(PocketRequest(method: .put, url: target, body: .file(file)), progress: handler)
+        var uploads: [PocketTransferProgress] = []
         for await p in updates where p.direction == .upload { uploads.append(p) }
         let r = try await response
         XCTAssertEqual(r.status, 200)
@@ -160,10 +160,10 @@ final class RequestBodyTests: XCTestCase {
         XCTAssertEqual(uploads.last?.percent, 100)
 
         // A chunked upload has no total until it is done.
-        let (streamUpdates, streamHandler) = ProgressHandler.stream(interval: .milliseconds(1))
+        let (streamUpdates, streamHandler) = PocketProgressHandler.stream(interval: .milliseconds(1))
         let chunks = patternStream(size)
-        async let chunked = client.send(Request(method: .put, url: target, body: .stream(chunks, length: nil)), progress: streamHandler)
-        var streamed: [TransferProgress] = []
+        async let chunked = client.send(PocketRequest(method: .put, url: target, body: .stream(chunks, length: nil)), progress: streamHandler)
+        var streamed: [PocketTransferProgress] = []
         for await p in streamUpdates where p.direction == .upload { streamed.append(p) }
         _ = try await chunked
         XCTAssertTrue(streamed.dropLast().allSatisfy { $0.total == nil && $0.fraction == nil })
@@ -181,21 +181,21 @@ final class RequestBodyTests: XCTestCase {
         let size = 3 << 20 | 5
         let file = try patternFile(size, seed: 3)
         let client = try makeClient { $0.tls.caFile = certs.caCert }
-        let r = try await client.send(Request(method: .put, url: URL(string: tlsServer.url(host: "localhost", path: "/upload"))!,
+        let r = try await client.send(PocketRequest(method: .put, url: URL(string: tlsServer.url(host: "localhost", path: "/upload"))!,
                                               body: .file(file)))
         XCTAssertEqual(r.text, "\(size) \(BytePattern.sha256(seed: 3, size: size))")
-        let s = try await client.send(Request(method: .put, url: URL(string: tlsServer.url(host: "localhost", path: "/upload"))!,
+        let s = try await client.send(PocketRequest(method: .put, url: URL(string: tlsServer.url(host: "localhost", path: "/upload"))!,
                                               body: .stream(patternStream(size, seed: 3), length: nil)))
         XCTAssertEqual(s.text, "\(size) \(BytePattern.sha256(seed: 3, size: size))")
     }
 
     func testBodiesAreCodableExceptStreams() throws {
-        let request = Request(method: .put, url: URL(string: "http://127.0.0.1/x")!, body: .file(URL(filePath: "/tmp/a"), offset: 3, length: 9))
-        let back = try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(request))
+        let request = PocketRequest(method: .put, url: URL(string: "http://127.0.0.1/x")!, body: .file(URL(filePath: "/tmp/a"), offset: 3, length: 9))
+        let back = try JSONDecoder().decode(PocketRequest.self, from: JSONEncoder().encode(request))
         XCTAssertEqual(back, request)
-        let bytes = Request(method: .post, url: URL(string: "http://127.0.0.1/x")!, body: .text("hi"))
-        XCTAssertEqual(try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(bytes)).body?.data, Data("hi".utf8))
-        let streamed = Request(method: .post, url: URL(string: "http://127.0.0.1/x")!,
+        let bytes = PocketRequest(method: .post, url: URL(string: "http://127.0.0.1/x")!, body: .text("hi"))
+        XCTAssertEqual(try JSONDecoder().decode(PocketRequest.self, from: JSONEncoder().encode(bytes)).body?.data, Data("hi".utf8))
+        let streamed = PocketRequest(method: .post, url: URL(string: "http://127.0.0.1/x")!,
                                body: .stream(AsyncStream<Data> { $0.finish() }, length: nil))
         XCTAssertThrowsError(try JSONEncoder().encode(streamed))
     }

@@ -11,9 +11,9 @@ final class RequestGroupTests: XCTestCase {
         server.route("/ok") { _ in .text("ok") }
         server.route("/reset") { _ in .reset }
         let client = try makeClient()
-        let progress = Recorder<GroupProgress>()
-        let group = RequestGroup(mode: .serial, requests: [Request(url: url(server, "/ok?1")), Request(url: url(server, "/reset")),
-                                                           Request(url: url(server, "/ok?3"))], client: client)
+        let progress = Recorder<PocketGroupProgress>()
+        let group = PocketRequestGroup(mode: .serial, requests: [PocketRequest(url: url(server, "/ok?1")), PocketRequest(url: url(server, "/reset")),
+                                                           PocketRequest(url: url(server, "/ok?3"))], client: client)
         let outcome = await group.run { progress.append($0) }
         XCTAssertEqual(outcome.results[0].value?.status, 200)
         XCTAssertTrue(outcome.results[1].isFailure)
@@ -33,8 +33,8 @@ final class RequestGroupTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/n") { _ in .text("n") }
         let client = try makeClient()
-        let requests = (0..<5).map { Request(url: url(server, "/n?\($0)")) }
-        let outcome = await RequestGroup(mode: .serial, requests: requests, client: client).run()
+        let requests = (0..<5).map { PocketRequest(url: url(server, "/n?\($0)")) }
+        let outcome = await PocketRequestGroup(mode: .serial, requests: requests, client: client).run()
         XCTAssertTrue(outcome.succeeded)
         XCTAssertEqual(outcome.completionOrder, [0, 1, 2, 3, 4])
         XCTAssertEqual(server.receivedRequests.map(\.target), requests.map { "/n?" + ($0.url.query ?? "") })
@@ -49,17 +49,17 @@ final class RequestGroupTests: XCTestCase {
         server.route("/reset") { _ in .reset }
         let client = try makeClient()
         let ended = Recorder<Int>()
-        let members: [RequestGroup<Response>.Member] = [
-            { defer { ended.append(0) }; return try await client.send(Request(url: url(server, "/hang?0"))) },
-            { defer { ended.append(1) }; return try await client.send(Request(url: url(server, "/hang?1"))) },
+        let members: [PocketRequestGroup<PocketResponse>.Member] = [
+            { defer { ended.append(0) }; return try await client.send(PocketRequest(url: url(server, "/hang?0"))) },
+            { defer { ended.append(1) }; return try await client.send(PocketRequest(url: url(server, "/hang?1"))) },
             {
                 defer { ended.append(2) }
                 // Fail only once both others are in flight.
                 while gauge.current < 2 { try await Task.sleep(for: .milliseconds(5)) }
-                return try await client.send(Request(url: url(server, "/reset")))
+                return try await client.send(PocketRequest(url: url(server, "/reset")))
             },
         ]
-        let outcome = await RequestGroup(mode: .concurrent(onError: .cancelRest), members: members).run()
+        let outcome = await PocketRequestGroup(mode: .concurrent(onError: .cancelRest), members: members).run()
         XCTAssertEqual(Set(ended.values), [0, 1, 2], "the group ended after every member")
         XCTAssertTrue(outcome.results[2].isFailure)
         for i in 0..<2 {
@@ -79,13 +79,13 @@ final class RequestGroupTests: XCTestCase {
         server.route("/after-failure") { _ in failed.wait(); return .text("done") }
         server.route("/reset") { _ in .reset }
         let client = try makeClient()
-        let members: [RequestGroup<Response>.Member] = [
-            { try await client.send(Request(url: url(server, "/after-failure"))) },
-            { try await client.send(Request(url: url(server, "/reset"))) },
-            { try await client.send(Request(url: url(server, "/after-failure"))) },
+        let members: [PocketRequestGroup<PocketResponse>.Member] = [
+            { try await client.send(PocketRequest(url: url(server, "/after-failure"))) },
+            { try await client.send(PocketRequest(url: url(server, "/reset"))) },
+            { try await client.send(PocketRequest(url: url(server, "/after-failure"))) },
         ]
         // The others are answered only once the failure has been recorded.
-        let outcome = await RequestGroup(mode: .concurrent(onError: .collectAll), members: members).run { _ in failed.release() }
+        let outcome = await PocketRequestGroup(mode: .concurrent(onError: .collectAll), members: members).run { _ in failed.release() }
         XCTAssertEqual(outcome.results[0].value?.text, "done")
         XCTAssertTrue(outcome.results[1].isFailure)
         XCTAssertEqual(outcome.results[2].value?.text, "done")
@@ -102,25 +102,25 @@ final class RequestGroupTests: XCTestCase {
         server.route("/slow") { _ in firstDone.wait(); return .text("slow") }
         server.route("/fast") { _ in .text("fast") }
         let client = try makeClient()
-        let progress = Recorder<GroupProgress>()
-        let members: [RequestGroup<String>.Member] = [
-            { try await client.send(Request(url: url(server, "/slow"))).text },
-            { try await client.send(Request(url: url(server, "/fast"))).text },
+        let progress = Recorder<PocketGroupProgress>()
+        let members: [PocketRequestGroup<String>.Member] = [
+            { try await client.send(PocketRequest(url: url(server, "/slow"))).text },
+            { try await client.send(PocketRequest(url: url(server, "/fast"))).text },
         ]
-        let outcome = await RequestGroup(mode: .concurrent(onError: .cancelRest), members: members).run {
+        let outcome = await PocketRequestGroup(mode: .concurrent(onError: .cancelRest), members: members).run {
             progress.append($0)
             firstDone.release()   // /slow is answered only after a member completed
         }
         XCTAssertEqual(outcome.completionOrder, [1, 0])
         XCTAssertEqual(outcome.results.map(\.value), ["slow", "fast"], "results stay in member order")
-        XCTAssertEqual(progress.values, [GroupProgress(finished: 1, total: 2), GroupProgress(finished: 2, total: 2)])
+        XCTAssertEqual(progress.values, [PocketGroupProgress(finished: 1, total: 2), PocketGroupProgress(finished: 2, total: 2)])
         XCTAssertEqual(progress.values.last?.fraction, 1)
     }
 
     func testEmptyGroupCompletesAtOnce() async {
-        let progress = Recorder<GroupProgress>()
-        for mode: RequestGroup<Int>.Mode in [.serial, .concurrent(onError: .cancelRest), .concurrent(onError: .collectAll)] {
-            let outcome = await RequestGroup<Int>(mode: mode, members: []).run { progress.append($0) }
+        let progress = Recorder<PocketGroupProgress>()
+        for mode: PocketRequestGroup<Int>.Mode in [.serial, .concurrent(onError: .cancelRest), .concurrent(onError: .collectAll)] {
+            let outcome = await PocketRequestGroup<Int>(mode: mode, members: []).run { progress.append($0) }
             XCTAssertTrue(outcome.results.isEmpty)
             XCTAssertTrue(outcome.succeeded)
             XCTAssertNil(outcome.firstError)
@@ -138,9 +138,9 @@ final class RequestGroupTests: XCTestCase {
             return .text("ok")
         }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 2)
-        let requests = (0..<10).map { Request(url: url(server, "/q?\($0)")) }
-        let outcome = await RequestGroup(mode: .concurrent(onError: .collectAll), requests: requests, queue: queue).run()
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 2)
+        let requests = (0..<10).map { PocketRequest(url: url(server, "/q?\($0)")) }
+        let outcome = await PocketRequestGroup(mode: .concurrent(onError: .collectAll), requests: requests, queue: queue).run()
         XCTAssertTrue(outcome.succeeded)
         XCTAssertEqual(gauge.peak, 2)
         XCTAssertEqual(queue.metrics.completed, 10)

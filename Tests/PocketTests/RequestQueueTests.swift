@@ -17,8 +17,8 @@ final class RequestQueueTests: XCTestCase {
             return .text("ok")
         }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: cap, maxConcurrentPerHost: cap)
-        let tasks = try (0..<total).map { _ in try queue.enqueue(Request(url: url(server, "/slow"))) }
+        let queue = PocketRequestQueue(client: client, maxConcurrent: cap, maxConcurrentPerHost: cap)
+        let tasks = try (0..<total).map { _ in try queue.enqueue(PocketRequest(url: url(server, "/slow"))) }
         for task in tasks {
             let status = try await task.response().status
             XCTAssertEqual(status, 200)
@@ -41,7 +41,7 @@ final class RequestQueueTests: XCTestCase {
         }
         let client = try makeClient()
         try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<6 { group.addTask { try await client.send(Request(url: url(server, "/slow"))).status } }
+            for _ in 0..<6 { group.addTask { try await client.send(PocketRequest(url: url(server, "/slow"))).status } }
             for try await status in group { XCTAssertEqual(status, 200) }
         }
         XCTAssertEqual(gauge.peak, 6)
@@ -61,11 +61,11 @@ final class RequestQueueTests: XCTestCase {
             return .text("ok")
         }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: perHost)
-        var tasks: [QueuedTask] = []
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: perHost)
+        var tasks: [PocketQueuedTask] = []
         for _ in 0..<(total / 2) {
-            tasks.append(try queue.enqueue(Request(url: url(server, "/slow"))))
-            tasks.append(try queue.enqueue(Request(url: URL(string: server.url(host: "localhost", path: "/slow"))!)))
+            tasks.append(try queue.enqueue(PocketRequest(url: url(server, "/slow"))))
+            tasks.append(try queue.enqueue(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/slow"))!)))
         }
         for task in tasks {
             let status = try await task.response().status
@@ -83,12 +83,12 @@ final class RequestQueueTests: XCTestCase {
         server.route("/block") { _ in gate.wait(); return .text("ok") }
         server.route("/p") { _ in .text("ok") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 1)
-        let blocker = try queue.enqueue(Request(url: url(server, "/block")))
-        var tasks: [QueuedTask] = []
-        for (name, priority) in [("a", QueuePriority.low), ("b", .normal), ("c", .high), ("d", .normal), ("e", .high),
-                                 ("f", QueuePriority(rawValue: 5))] {
-            tasks.append(try queue.enqueue(Request(url: url(server, "/p?n=\(name)")), priority: priority))
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 1)
+        let blocker = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        var tasks: [PocketQueuedTask] = []
+        for (name, priority) in [("a", PocketQueuePriority.low), ("b", .normal), ("c", .high), ("d", .normal), ("e", .high),
+                                 ("f", PocketQueuePriority(rawValue: 5))] {
+            tasks.append(try queue.enqueue(PocketRequest(url: url(server, "/p?n=\(name)")), priority: priority))
         }
         XCTAssertEqual(queue.metrics.pending, 6)
         gate.release()
@@ -105,11 +105,11 @@ final class RequestQueueTests: XCTestCase {
         server.route("/b") { _ in .text("b") }
         server.route("/c") { _ in .text("c") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 1)
-        let blocker = try queue.enqueue(Request(url: url(server, "/block")))
-        let states = Recorder<TaskState>()
-        let b = try queue.enqueue(Request(url: url(server, "/b")), options: SendOptions(observers: [TaskObserver { states.append($0.state) }]))
-        let c = try queue.enqueue(Request(url: url(server, "/c")))
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 1)
+        let blocker = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        let states = Recorder<PocketTaskState>()
+        let b = try queue.enqueue(PocketRequest(url: url(server, "/b")), options: PocketSendOptions(observers: [PocketTaskObserver { states.append($0.state) }]))
+        let c = try queue.enqueue(PocketRequest(url: url(server, "/c")))
         b.cancel()
         XCTAssertEqual(b.currentState, .cancelled)
         XCTAssertEqual(queue.metrics.pending, 1)
@@ -131,8 +131,8 @@ final class RequestQueueTests: XCTestCase {
         defer { gate.release() }
         let gauge = server.routeCountingInFlight("/hang") { _ in gate.wait(); return .text("late") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client)
-        let task = try queue.enqueue(Request(url: url(server, "/hang")))
+        let queue = PocketRequestQueue(client: client)
+        let task = try queue.enqueue(PocketRequest(url: url(server, "/hang")))
         await assertEventually("the request reached the server") { gauge.current == 1 }
         XCTAssertEqual(task.currentState, .running)
         task.cancel()
@@ -153,9 +153,9 @@ final class RequestQueueTests: XCTestCase {
         server.route("/block") { _ in gate.wait(); return .text("ok") }
         server.route("/never") { _ in .text("sent") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 1)
-        _ = try queue.enqueue(Request(url: url(server, "/block")))
-        let waiter = Task { try await queue.send(Request(url: url(server, "/never"))) }
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 1)
+        _ = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        let waiter = Task { try await queue.send(PocketRequest(url: url(server, "/never"))) }
         await assertEventually("the second request is pending") { queue.metrics.pending == 1 }
         waiter.cancel()
         await assertPocketError(.cancelled) { try await waiter.value }
@@ -172,8 +172,8 @@ final class RequestQueueTests: XCTestCase {
         defer { gate.release() }
         let gauge = server.routeCountingInFlight("/hang") { _ in gate.wait(); return .text("late") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 2)
-        let tasks = try (0..<7).map { _ in try queue.enqueue(Request(url: url(server, "/hang"))) }
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 2)
+        let tasks = try (0..<7).map { _ in try queue.enqueue(PocketRequest(url: url(server, "/hang"))) }
         await assertEventually("two requests are running") { gauge.current == 2 }
         queue.cancelAll()
         for task in tasks { await assertPocketError(.cancelled) { try await task.response() } }
@@ -190,15 +190,15 @@ final class RequestQueueTests: XCTestCase {
         defer { gate.release() }
         server.route("/block") { _ in gate.wait(); return .text("ok") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 1, maxPending: 2)
-        let running = try queue.enqueue(Request(url: url(server, "/block")))
-        let first = try queue.enqueue(Request(url: url(server, "/block")))
-        _ = try queue.enqueue(Request(url: url(server, "/block")))
-        let error = await assertPocketError(.queueFull) { try queue.enqueue(Request(url: url(server, "/block"))) }
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 1, maxPending: 2)
+        let running = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        let first = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        _ = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        let error = await assertPocketError(.queueFull) { try queue.enqueue(PocketRequest(url: url(server, "/block"))) }
         XCTAssertTrue(error?.message.contains("2") == true)
         XCTAssertEqual(queue.metrics.rejected, 1)
         first.cancel()
-        XCTAssertNoThrow(try queue.enqueue(Request(url: url(server, "/block"))), "a cancelled request frees its place")
+        XCTAssertNoThrow(try queue.enqueue(PocketRequest(url: url(server, "/block"))), "a cancelled request frees its place")
         gate.release()
         _ = try await running.response()
     }
@@ -210,15 +210,15 @@ final class RequestQueueTests: XCTestCase {
         defer { gate.release() }
         server.route("/block") { _ in gate.wait(); return .text("ok") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 1, maxPending: 0)
-        let first = try queue.enqueue(Request(url: url(server, "/block")))
-        await assertPocketError(.queueFull) { try queue.enqueue(Request(url: url(server, "/block"))) }
-        let other = try queue.enqueue(Request(url: URL(string: server.url(host: "localhost", path: "/block"))!))
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 2, maxConcurrentPerHost: 1, maxPending: 0)
+        let first = try queue.enqueue(PocketRequest(url: url(server, "/block")))
+        await assertPocketError(.queueFull) { try queue.enqueue(PocketRequest(url: url(server, "/block"))) }
+        let other = try queue.enqueue(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/block"))!))
         XCTAssertEqual(queue.metrics.running, 2, "another host had a free slot")
         gate.release()
         _ = try await first.response()
         _ = try await other.response()
-        let again = try queue.enqueue(Request(url: url(server, "/block")))
+        let again = try queue.enqueue(PocketRequest(url: url(server, "/block")))
         let status = try await again.response().status
         XCTAssertEqual(status, 200, "free again")
     }
@@ -230,9 +230,9 @@ final class RequestQueueTests: XCTestCase {
         server.route("/block") { _ in gate.wait(); return .text("ok") }
         server.route("/x") { _ in .text("ok") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 1)
-        let tasks = [try queue.enqueue(Request(url: url(server, "/block")))]
-            + (0..<4).map { _ in try! queue.enqueue(Request(url: url(server, "/x"))) }
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 1)
+        let tasks = [try queue.enqueue(PocketRequest(url: url(server, "/block")))]
+            + (0..<4).map { _ in try! queue.enqueue(PocketRequest(url: url(server, "/x"))) }
         var m = queue.metrics
         XCTAssertEqual(m.pending, 4)
         XCTAssertEqual(m.running, 1)
@@ -254,12 +254,12 @@ final class RequestQueueTests: XCTestCase {
         server.route("/e") { _ in .text("ok") }
         let client = try makeClient()
         let events = client.events()
-        let queue = RequestQueue(client: client)
-        let task = try queue.enqueue(Request(url: url(server, "/e")))
-        let perTask = Recorder<TaskState>()
+        let queue = PocketRequestQueue(client: client)
+        let task = try queue.enqueue(PocketRequest(url: url(server, "/e")))
+        let perTask = Recorder<PocketTaskState>()
         task.observe(states: [.finished]) { perTask.append($0.state) }
         _ = try await task.response()
-        var states: [TaskState] = []
+        var states: [PocketTaskState] = []
         for await event in events where event.taskID == task.id {
             states.append(event.state)
             if event.state == .finished { break }
@@ -276,10 +276,10 @@ final class RequestQueueTests: XCTestCase {
         defer { gate.release() }
         server.route("/tiny") { _ in gate.wait(); return .text("x") }
         let client = try makeClient()
-        let queue = RequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: 8)
-        let request = Request(url: url(server, "/tiny"))
+        let queue = PocketRequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: 8)
+        let request = PocketRequest(url: url(server, "/tiny"))
         let before = residentBytes()
-        var tasks: [QueuedTask] = []
+        var tasks: [PocketQueuedTask] = []
         tasks.reserveCapacity(10_000)
         for _ in 0..<10_000 { tasks.append(try queue.enqueue(request)) }
         let queued = residentBytes()

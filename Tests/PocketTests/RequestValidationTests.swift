@@ -12,7 +12,7 @@ final class RequestValidationTests: XCTestCase {
         let client = try makeClient()
         let base = url(server, "/")
 
-        var r = Request(url: base)
+        var r = PocketRequest(url: base)
         r.headers["X-Evil"] = "a\r\nX-Injected: 1"
         await assertPocketError(.invalidHeaderValue) { try await client.send(r) }
         r.headers["X-Evil"] = "a\nb"
@@ -20,24 +20,24 @@ final class RequestValidationTests: XCTestCase {
         r.headers["X-Evil"] = "a\0b"
         await assertPocketError(.invalidHeaderValue) { try await client.send(r) }
 
-        var n = Request(url: base)
+        var n = PocketRequest(url: base)
         n.headers["X-Evil\r\nX-Injected"] = "1"
         await assertPocketError(.invalidHeaderName) { try await client.send(n) }
-        n = Request(url: base)
+        n = PocketRequest(url: base)
         n.headers["Bad Name"] = "1"
         await assertPocketError(.invalidHeaderName) { try await client.send(n) }
-        n = Request(url: base)
+        n = PocketRequest(url: base)
         n.headers[""] = "1"
         await assertPocketError(.invalidHeaderName) { try await client.send(n) }
 
-        await assertPocketError(.invalidMethod) { try await client.send(Request(method: "GET /x HTTP/1.1\r\n", url: base)) }
-        await assertPocketError(.invalidMethod) { try await client.send(Request(method: "", url: base)) }
+        await assertPocketError(.invalidMethod) { try await client.send(PocketRequest(method: "GET /x HTTP/1.1\r\n", url: base)) }
+        await assertPocketError(.invalidMethod) { try await client.send(PocketRequest(method: "", url: base)) }
 
         XCTAssertEqual(server.acceptedConnections, 0, "nothing reached the server")
         XCTAssertEqual(server.requestCount, 0)
 
         // And a clean request still works afterwards.
-        let ok = try await client.send(Request(url: base))
+        let ok = try await client.send(PocketRequest(url: base))
         XCTAssertEqual(ok.status, 200)
     }
 
@@ -46,15 +46,15 @@ final class RequestValidationTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { req in .text(req.method) }
         let client = try makeClient()
-        let response = try await client.send(Request(method: "PURGE", url: url(server, "/")))
+        let response = try await client.send(PocketRequest(method: "PURGE", url: url(server, "/")))
         XCTAssertEqual(response.text, "PURGE")
     }
 
     func testUnsupportedSchemeAndMissingHost() async throws {
         let client = try makeClient()
-        await assertPocketError(.unsupportedScheme) { try await client.send(Request(url: URL(string: "ftp://example.com/")!)) }
-        await assertPocketError(.invalidURL) { try await client.send(Request(url: URL(string: "http:///path")!)) }
-        await assertPocketError(.invalidURL) { try Request("http://exa mple.com:99999999/") }
+        await assertPocketError(.unsupportedScheme) { try await client.send(PocketRequest(url: URL(string: "ftp://example.com/")!)) }
+        await assertPocketError(.invalidURL) { try await client.send(PocketRequest(url: URL(string: "http:///path")!)) }
+        await assertPocketError(.invalidURL) { try PocketRequest("http://exa mple.com:99999999/") }
     }
 
     func testConnectionRefusedIsItsOwnError() async throws {
@@ -64,7 +64,7 @@ final class RequestValidationTests: XCTestCase {
         server.shutdown()
         let client = try makeClient()
         let error = await assertPocketError(.connectionRefused) {
-            try await client.send(Request(url: URL(string: "http://127.0.0.1:\(port)/")!))
+            try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:\(port)/")!))
         }
         XCTAssertEqual(error?.systemError, ECONNREFUSED)
     }

@@ -22,9 +22,9 @@ final class RetryLoopTests: XCTestCase {
         let clock = RecordingClock()
         let client = try clientWith {
             $0.clock = clock
-            $0.retry = RetryPolicy(maxAttempts: 5, backoff: .exponential(initial: .milliseconds(100), cap: .seconds(1), jitter: .none))
+            $0.retry = PocketRetryPolicy(maxAttempts: 5, backoff: .exponential(initial: .milliseconds(100), cap: .seconds(1), jitter: .none))
         }
-        let response = try await client.send(Request(url: url(server, "/flaky")))
+        let response = try await client.send(PocketRequest(url: url(server, "/flaky")))
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.text, "ok")
         XCTAssertEqual(server.requestCount, 4)
@@ -37,7 +37,7 @@ final class RetryLoopTests: XCTestCase {
         server.route("/down") { _ in .text("down", status: 503) }
         let clock = RecordingClock()
         let client = try clientWith { $0.clock = clock; $0.retry = .fixed(maxAttempts: 3, interval: .seconds(2)) }
-        let response = try await client.send(Request(url: url(server, "/down")))
+        let response = try await client.send(PocketRequest(url: url(server, "/down")))
         XCTAssertEqual(response.status, 503)
         XCTAssertEqual(server.requestCount, 3)
         XCTAssertEqual(clock.recordedSleeps, [.seconds(2), .seconds(2)])
@@ -51,8 +51,8 @@ final class RetryLoopTests: XCTestCase {
         sequence(server, "/throttled", [.text("slow down", status: 429, headers: [("Retry-After", "7")]),
                                         .text("later", status: 503, headers: [("Retry-After", "Tue, 14 Nov 2023 22:14:12 GMT")]),
                                         .text("ok")])
-        let client = try clientWith { $0.clock = clock; $0.retry = RetryPolicy(backoff: .fixed(.seconds(1))) }
-        let response = try await client.send(Request(url: url(server, "/throttled")))
+        let client = try clientWith { $0.clock = clock; $0.retry = PocketRetryPolicy(backoff: .fixed(.seconds(1))) }
+        let response = try await client.send(PocketRequest(url: url(server, "/throttled")))
         XCTAssertEqual(response.status, 200)
         // The second wait is measured from the clock's date after the first wait (7 s later).
         XCTAssertEqual(clock.recordedSleeps, [.seconds(7), .seconds(45)])
@@ -63,12 +63,12 @@ final class RetryLoopTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/orders") { _ in .text("oops", status: 503) }
         let clock = RecordingClock()
-        let client = try clientWith { $0.clock = clock; $0.retry = RetryPolicy(maxAttempts: 3, backoff: .fixed(.seconds(1))) }
-        let plain = try await client.send(Request(method: .post, url: url(server, "/orders"), body: .text("{}")))
+        let client = try clientWith { $0.clock = clock; $0.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.seconds(1))) }
+        let plain = try await client.send(PocketRequest(method: .post, url: url(server, "/orders"), body: .text("{}")))
         XCTAssertEqual(plain.status, 503)
         XCTAssertEqual(server.requestCount, 1, "a POST is sent once")
         server.resetStatistics()
-        let keyed = try await client.send(Request(method: .post, url: url(server, "/orders"),
+        let keyed = try await client.send(PocketRequest(method: .post, url: url(server, "/orders"),
                                                   headers: ["Idempotency-Key": "order-1"], body: .text("{}")))
         XCTAssertEqual(keyed.status, 503)
         XCTAssertEqual(server.requestCount, 3)
@@ -80,14 +80,14 @@ final class RetryLoopTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/upload") { _ in .text("busy", status: 503) }
-        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(nonIdempotent: .always) }
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = PocketRetryPolicy(nonIdempotent: .always) }
         let chunks = AsyncStream<Data> { c in
             c.yield(Data("part1".utf8))
             c.yield(Data("part2".utf8))
             c.finish()
         }
         let error = await assertPocketError(.bodyNotReplayable) {
-            try await client.send(Request(method: .put, url: url(server, "/upload"), body: .stream(chunks, length: nil)))
+            try await client.send(PocketRequest(method: .put, url: url(server, "/upload"), body: .stream(chunks, length: nil)))
         }
         XCTAssertEqual(error?.response?.status, 503, "the failed attempt's head is kept")
         XCTAssertTrue(error?.message.contains("one-shot") == true, error?.message ?? "")
@@ -99,8 +99,8 @@ final class RetryLoopTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         sequence(server, "/reset", [.reset, .reset, .text("fine")])
-        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(backoff: .fixed(.milliseconds(1))) }
-        let response = try await client.send(Request(url: url(server, "/reset")))
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = PocketRetryPolicy(backoff: .fixed(.milliseconds(1))) }
+        let response = try await client.send(PocketRequest(url: url(server, "/reset")))
         XCTAssertEqual(response.text, "fine")
         XCTAssertEqual(server.requestCount, 3)
     }
@@ -110,8 +110,8 @@ final class RetryLoopTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/garbage") { _ in .raw([.sendString("NOT HTTP\r\n\r\n")], closeConnection: true) }
         let clock = RecordingClock()
-        let client = try clientWith { $0.clock = clock; $0.retry = RetryPolicy() }
-        await assertPocketError(.badStatusLine) { try await client.send(Request(url: url(server, "/garbage"))) }
+        let client = try clientWith { $0.clock = clock; $0.retry = PocketRetryPolicy() }
+        await assertPocketError(.badStatusLine) { try await client.send(PocketRequest(url: url(server, "/garbage"))) }
         XCTAssertEqual(server.requestCount, 1)
         XCTAssertEqual(clock.recordedSleeps, [])
     }
@@ -123,9 +123,9 @@ final class RetryLoopTests: XCTestCase {
         let clock = RecordingClock()
         let client = try clientWith {
             $0.clock = clock
-            $0.retry = RetryPolicy(maxAttempts: 100, backoff: .fixed(.seconds(4)), deadline: .seconds(10))
+            $0.retry = PocketRetryPolicy(maxAttempts: 100, backoff: .fixed(.seconds(4)), deadline: .seconds(10))
         }
-        let response = try await client.send(Request(url: url(server, "/down")))
+        let response = try await client.send(PocketRequest(url: url(server, "/down")))
         XCTAssertEqual(response.status, 503)
         XCTAssertEqual(clock.recordedSleeps, [.seconds(4), .seconds(4)], "a third wait would end past 10 s")
         XCTAssertEqual(server.requestCount, 3)
@@ -135,12 +135,12 @@ final class RetryLoopTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         sequence(server, "/flaky", [.text("busy", status: 503), .text("ok")])
-        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(backoff: .fixed(.seconds(1))) }
-        let seen = Recorder<TaskEvent>()
-        let retries = Recorder<TaskEvent>()
-        var options = SendOptions()
-        options.observers = [TaskObserver { seen.append($0) }, TaskObserver(states: [.retrying]) { retries.append($0) }]
-        _ = try await client.send(Request(url: url(server, "/flaky")), options: options)
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = PocketRetryPolicy(backoff: .fixed(.seconds(1))) }
+        let seen = Recorder<PocketTaskEvent>()
+        let retries = Recorder<PocketTaskEvent>()
+        var options = PocketSendOptions()
+        options.observers = [PocketTaskObserver { seen.append($0) }, PocketTaskObserver(states: [.retrying]) { retries.append($0) }]
+        _ = try await client.send(PocketRequest(url: url(server, "/flaky")), options: options)
         XCTAssertEqual(seen.values.map(\.state), [.running, .retrying, .running, .finished])
         XCTAssertEqual(seen.values.map(\.attempt), [1, 1, 2, 2])
         XCTAssertEqual(retries.values.count, 1)
@@ -153,11 +153,11 @@ final class RetryLoopTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/down") { _ in .text("down", status: 503) }
-        let client = try clientWith { $0.retry = RetryPolicy(maxAttempts: 5, backoff: .fixed(.seconds(60))) }
-        let states = Recorder<TaskState>()
+        let client = try clientWith { $0.retry = PocketRetryPolicy(maxAttempts: 5, backoff: .fixed(.seconds(60))) }
+        let states = Recorder<PocketTaskState>()
         let task = Task {
-            try await client.send(Request(url: url(server, "/down")),
-                                  options: SendOptions(observers: [TaskObserver { states.append($0.state) }]))
+            try await client.send(PocketRequest(url: url(server, "/down")),
+                                  options: PocketSendOptions(observers: [PocketTaskObserver { states.append($0.state) }]))
         }
         await assertEventually("the first attempt failed and the wait began") { states.values.contains(.retrying) }
         task.cancel()
@@ -170,10 +170,10 @@ final class RetryLoopTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/down") { _ in .text("down", status: 503) }
-        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = RetryPolicy(maxAttempts: 4, backoff: .fixed(.zero)) }
-        _ = try await client.send(Request(url: url(server, "/down")), options: SendOptions(retry: RetryPolicy.none))
+        let client = try clientWith { $0.clock = RecordingClock(); $0.retry = PocketRetryPolicy(maxAttempts: 4, backoff: .fixed(.zero)) }
+        _ = try await client.send(PocketRequest(url: url(server, "/down")), options: PocketSendOptions(retry: PocketRetryPolicy.none))
         XCTAssertEqual(server.requestCount, 1)
-        _ = try await client.send(Request(url: url(server, "/down")))
+        _ = try await client.send(PocketRequest(url: url(server, "/down")))
         XCTAssertEqual(server.requestCount, 5)
     }
 }

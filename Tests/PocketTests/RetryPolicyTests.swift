@@ -4,24 +4,24 @@ import XCTest
 
 /// The retry rules as pure values: no network, no clock.
 final class RetryPolicyTests: XCTestCase {
-    private func attempt(_ method: HTTPMethod = .get, status: Int? = nil, headers: HTTPHeaders = [:],
-                         error: PocketError.Code? = nil, number: Int = 1, requestHeaders: HTTPHeaders = [:],
-                         elapsed: Duration = .zero) -> RetryAttempt {
-        RetryAttempt(request: Request(method: method, url: URL(string: "http://example.test/x")!, headers: requestHeaders),
-                     number: number, response: status.map { Response(status: $0, headers: headers) },
+    private func attempt(_ method: PocketMethod = .get, status: Int? = nil, headers: PocketHeaders = [:],
+                         error: PocketError.Code? = nil, number: Int = 1, requestHeaders: PocketHeaders = [:],
+                         elapsed: Duration = .zero) -> PocketRetryAttempt {
+        PocketRetryAttempt(request: PocketRequest(method: method, url: URL(string: "http://example.test/x")!, headers: requestHeaders),
+                     number: number, response: status.map { PocketResponse(status: $0, headers: headers) },
                      error: error.map { PocketError($0, "test") }, elapsed: elapsed)
     }
 
     private let now = Date(timeIntervalSince1970: 1_700_000_000)
 
     func testFixedBackoffIsTheSameEveryTime() {
-        let backoff = Backoff.fixed(.seconds(5))
+        let backoff = PocketBackoff.fixed(.seconds(5))
         var g = SeededGenerator(state: 1)
         XCTAssertEqual((1...4).map { backoff.delay(forRetry: $0, using: &g) }, Array(repeating: .seconds(5), count: 4))
     }
 
     func testExponentialScheduleDoublesUpToTheCap() {
-        let backoff = Backoff.exponential(initial: .milliseconds(100), multiplier: 2, cap: .seconds(1), jitter: .none)
+        let backoff = PocketBackoff.exponential(initial: .milliseconds(100), multiplier: 2, cap: .seconds(1), jitter: .none)
         var g = SeededGenerator(state: 1)
         XCTAssertEqual((1...7).map { backoff.delay(forRetry: $0, using: &g) },
                        [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800),
@@ -30,7 +30,7 @@ final class RetryPolicyTests: XCTestCase {
     }
 
     func testFullJitterStaysUnderTheCeilingAndVaries() {
-        let backoff = Backoff.exponential(initial: .milliseconds(100), multiplier: 2, cap: .seconds(2))
+        let backoff = PocketBackoff.exponential(initial: .milliseconds(100), multiplier: 2, cap: .seconds(2))
         var g = SeededGenerator(state: 42)
         for retry in 1...8 {
             var seen = Set<Duration>()
@@ -60,7 +60,7 @@ final class RetryPolicyTests: XCTestCase {
 
     func testRetryAfterIsHonouredAndCapped() {
         var g = SeededGenerator(state: 1)
-        let policy = RetryPolicy(maxRetryAfter: .seconds(60))
+        let policy = PocketRetryPolicy(maxRetryAfter: .seconds(60))
         XCTAssertEqual(policy.decide(attempt(status: 503, headers: ["Retry-After": "3"]), now: now, using: &g), .retryAfter(.seconds(3)))
         XCTAssertEqual(policy.decide(attempt(status: 429, headers: ["Retry-After": "Tue, 14 Nov 2023 22:13:30 GMT"]), now: now, using: &g),
                        .retryAfter(.seconds(10)))
@@ -74,11 +74,11 @@ final class RetryPolicyTests: XCTestCase {
 
     func testIdempotencyRules() {
         var g = SeededGenerator(state: 1)
-        let policy = RetryPolicy(backoff: .fixed(.seconds(1)))
-        for method: HTTPMethod in [.get, .head, .options, .put, .delete, .trace] {
+        let policy = PocketRetryPolicy(backoff: .fixed(.seconds(1)))
+        for method: PocketMethod in [.get, .head, .options, .put, .delete, .trace] {
             XCTAssertEqual(policy.decide(attempt(method, status: 503), now: now, using: &g), .retryAfter(.seconds(1)), "\(method)")
         }
-        for method: HTTPMethod in [.post, .patch, "PURGE"] {
+        for method: PocketMethod in [.post, .patch, "PURGE"] {
             XCTAssertEqual(policy.decide(attempt(method, status: 503), now: now, using: &g), .stop, "\(method)")
             XCTAssertEqual(policy.decide(attempt(method, error: .connectionReset), now: now, using: &g), .stop, "\(method)")
         }
@@ -94,7 +94,7 @@ final class RetryPolicyTests: XCTestCase {
 
     func testWhichStatusesAndErrorsAreRetried() {
         var g = SeededGenerator(state: 1)
-        let policy = RetryPolicy(backoff: .fixed(.seconds(1)))
+        let policy = PocketRetryPolicy(backoff: .fixed(.seconds(1)))
         for status in [408, 429, 500, 502, 503, 504] {
             XCTAssertEqual(policy.decide(attempt(status: status), now: now, using: &g), .retryAfter(.seconds(1)), "\(status)")
         }
@@ -112,14 +112,14 @@ final class RetryPolicyTests: XCTestCase {
 
     func testAttemptLimitDeadlineAndPredicate() {
         var g = SeededGenerator(state: 1)
-        let policy = RetryPolicy(maxAttempts: 3, backoff: .fixed(.seconds(1)), deadline: .seconds(10))
+        let policy = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.seconds(1)), deadline: .seconds(10))
         XCTAssertEqual(policy.decide(attempt(status: 503, number: 2), now: now, using: &g), .retryAfter(.seconds(1)))
         XCTAssertEqual(policy.decide(attempt(status: 503, number: 3), now: now, using: &g), .stop, "3 attempts made")
         XCTAssertEqual(policy.decide(attempt(status: 503, elapsed: .seconds(9)), now: now, using: &g), .stop,
                        "the wait would pass the deadline")
-        XCTAssertEqual(RetryPolicy.none.decide(attempt(status: 503), now: now, using: &g), .stop)
+        XCTAssertEqual(PocketRetryPolicy.none.decide(attempt(status: 503), now: now, using: &g), .stop)
 
-        let custom = RetryPolicy(maxAttempts: 5, backoff: .fixed(.seconds(1))) { attempt in
+        let custom = PocketRetryPolicy(maxAttempts: 5, backoff: .fixed(.seconds(1))) { attempt in
             if attempt.response?.status == 404 { return .retryAfter(.milliseconds(5)) }
             if attempt.pocketError?.code == .tlsHandshakeFailed { return .retry }
             return .stop

@@ -2,7 +2,7 @@ import Foundation
 @testable import Pocket
 
 /// A clock that never waits: each sleep is recorded and advances virtual time.
-final class RecordingClock: RetryClock, @unchecked Sendable {
+final class RecordingClock: PocketRetryClock, @unchecked Sendable {
     // Invariant: `sleeps` and `offset` are only touched under `lock`.
     private let lock = NSLock()
     private var sleeps: [Duration] = []
@@ -14,7 +14,7 @@ final class RecordingClock: RetryClock, @unchecked Sendable {
     var recordedSleeps: [Duration] { lock.withLock { sleeps } }
 
     func uptime() -> Duration { lock.withLock { offset } }
-    func date() -> Date { lock.withLock { start.addingTimeInterval(Backoff.seconds(offset)) } }
+    func date() -> Date { lock.withLock { start.addingTimeInterval(PocketBackoff.seconds(offset)) } }
     func sleep(for duration: Duration) async throws {
         try Task.checkCancellation()
         lock.withLock {
@@ -65,6 +65,6 @@ final class Gate: @unchecked Sendable {
     }
 }
 
-func clientWith(_ configure: (inout RequestHandling) -> Void) throws -> PocketClient {
+func clientWith(_ configure: (inout PocketRequestHandling) -> Void) throws -> PocketClient {
     try makeClient { config in configure(&config.handling) }
 }

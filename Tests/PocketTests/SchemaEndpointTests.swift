@@ -10,29 +10,29 @@ struct IssuesPage: Decodable, Sendable {
 
 /// TyphoonRestClient's `RequestToGetIssues` as an endpoint type: its
 /// response schema is `RequestToGetIssues.response.json`, by its name.
-extension RequestToGetIssues: Endpoint {
+extension RequestToGetIssues: PocketEndpoint {
     typealias Output = IssuesPage
     var path: String { "issues.json" }
 }
 
 /// Its pasted-response variant, where every key is required.
-struct RequestToGetIssuesRaw: Endpoint {
+struct RequestToGetIssuesRaw: PocketEndpoint {
     typealias Output = IssuesPage
     var path: String { "issues.json" }
 }
 
 /// One issue: path parameters held to `RequestToGetIssue.path.json`; the
 /// response schema given explicitly (no file for it).
-extension RequestToGetIssue: Endpoint {
+extension RequestToGetIssue: PocketEndpoint {
     typealias Output = Issue
     var path: String { "issues/{issue_id}.json" }
-    var pathParameters: [String: ParameterValue] { ["issue_id": issueID] }
-    var responseSchema: Schema? { Schema(tag: "{issue}") }
+    var pathParameters: [String: PocketParameterValue] { ["issue_id": issueID] }
+    var responseSchema: PocketSchema? { PocketSchema(tag: "{issue}") }
 }
 
 /// A POST whose packed parameters are held to `RequestToCreateIssue.request.json`.
-extension RequestToCreateIssue: Endpoint {
-    typealias Output = Response
+extension RequestToCreateIssue: PocketEndpoint {
+    typealias Output = PocketResponse
     struct Fields: Encodable, Sendable {
         var projectId: Int
         var subject: String?
@@ -40,13 +40,13 @@ extension RequestToCreateIssue: Endpoint {
     struct Parameters: Encodable, Sendable {
         var issue: Fields
     }
-    var method: HTTPMethod { .post }
+    var method: PocketMethod { .post }
     var path: String { "echo" }
     var parameters: Parameters { Parameters(issue: Fields(projectId: 3, subject: subject)) }
 }
 
 /// An endpoint with no schema file: decoded as before, by JSONDecoder.
-struct RequestWithoutSchema: Endpoint {
+struct RequestWithoutSchema: PocketEndpoint {
     struct Output: Decodable, Sendable { let total_count: Int }
     var path: String { "issues.json" }
 }
@@ -54,11 +54,11 @@ struct RequestWithoutSchema: Endpoint {
 struct QuotaError: Error, Sendable, Equatable { var message: String }
 
 /// An endpoint whose API answers `200 {"success": false}` for errors.
-struct RequestToCheckQuota: Endpoint {
+struct RequestToCheckQuota: PocketEndpoint {
     struct Output: Decodable, Sendable { let success: Bool; let remaining: Int }
     var path: String { "quota" }
-    var errorParser: (any ErrorParser)? {
-        ClosureErrorParser(schema: try? Schema(json: #"{"success": true, "message{?}": ""}"#)) { _, json in
+    var errorParser: (any PocketErrorParser)? {
+        PocketClosureErrorParser(schema: try? PocketSchema(json: #"{"success": true, "message{?}": ""}"#)) { _, json in
             json?["success"].bool == false ? QuotaError(message: json?["message"].string ?? "") : nil
         }
     }
@@ -99,7 +99,7 @@ final class SchemaEndpointTests: XCTestCase {
 
     func testFailingResponseSchemaByConvention() async throws {
         let error = await assertPocketError(.schemaValidationFailed) { try await self.client.send(RequestToGetIssuesRaw()) }
-        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((error?.underlying as? PocketSchemaViolation)?.reason,
                        "Can't find value for key 'category' in 'root.issues[1]' dictionary")
     }
 
@@ -116,19 +116,19 @@ final class SchemaEndpointTests: XCTestCase {
         let error = await assertPocketError(.schemaValidationFailed) {
             try await self.client.send(RequestToGetIssue(issueID: "forty-two"))
         }
-        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((error?.underlying as? PocketSchemaViolation)?.reason,
                        #"Type mismatch for key 'issue_id' in 'root' dictionary: expected number, got string "forty-two""#)
         XCTAssertEqual(server.requestCount, sent, "nothing is sent")
     }
 
     func testRequestSchemaByConvention() async throws {
         let response = try await client.send(RequestToCreateIssue())
-        XCTAssertEqual(try JSONValue(parsing: response.body), ["issue": ["project_id": 3, "subject": "Add schemas"]])
+        XCTAssertEqual(try PocketJSONValue(parsing: response.body), ["issue": ["project_id": 3, "subject": "Add schemas"]])
         let sent = server.requestCount
         let error = await assertPocketError(.schemaValidationFailed) {
             try await self.client.send(RequestToCreateIssue(subject: nil))
         }
-        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((error?.underlying as? PocketSchemaViolation)?.reason,
                        "Can't find value for key 'subject' in 'root.issue' dictionary")
         XCTAssertEqual(server.requestCount, sent, "nothing is sent")
     }
@@ -147,7 +147,7 @@ final class SchemaEndpointTests: XCTestCase {
 
     /// A queue sends endpoints the same way.
     func testQueuedEndpointUsesItsSchema() async throws {
-        let queue = RequestQueue(client: client)
+        let queue = PocketRequestQueue(client: client)
         let page = try await queue.send(RequestToGetIssues())
         XCTAssertEqual(page.issues.count, 3)
         await assertPocketError(.schemaValidationFailed) { try await queue.send(RequestToGetIssuesRaw()) }

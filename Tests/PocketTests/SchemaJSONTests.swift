@@ -5,7 +5,7 @@ import XCTest
 /// The JSON parser and writer under the schema layer.
 final class SchemaJSONTests: XCTestCase {
     func testParsesEveryType() throws {
-        let value = try JSONValue(parsing: #" {"s": "a\"b\\c\/d\n\t\u00e9\ud83d\ude00", "i": -42, "big": 12345678901234567890, "d": 1.5e3, "z": -0.0, "t": true, "f": false, "n": null, "a": [], "o": {}} "#)
+        let value = try PocketJSONValue(parsing: #" {"s": "a\"b\\c\/d\n\t\u00e9\ud83d\ude00", "i": -42, "big": 12345678901234567890, "d": 1.5e3, "z": -0.0, "t": true, "f": false, "n": null, "a": [], "o": {}} "#)
         XCTAssertEqual(value["s"].string, "a\"b\\c/d\n\té😀")
         XCTAssertEqual(value["i"], .int(-42))
         XCTAssertEqual(value["big"].double, 12345678901234567168, "past Int64: the nearest Double")
@@ -18,10 +18,10 @@ final class SchemaJSONTests: XCTestCase {
         XCTAssertEqual(value["a"], [])
         XCTAssertEqual(value["o"], [:])
         XCTAssertEqual(value.object?.keys, ["s", "i", "big", "d", "z", "t", "f", "n", "a", "o"], "keys keep their order")
-        XCTAssertEqual(try JSONValue(parsing: "9223372036854775807"), .int(Int.max))
-        XCTAssertEqual(try JSONValue(parsing: "-9223372036854775808"), .int(Int.min))
-        XCTAssertEqual(try JSONValue(parsing: "0.1").double, 0.1)
-        XCTAssertEqual(try JSONValue(parsing: "\"\""), "")
+        XCTAssertEqual(try PocketJSONValue(parsing: "9223372036854775807"), .int(Int.max))
+        XCTAssertEqual(try PocketJSONValue(parsing: "-9223372036854775808"), .int(Int.min))
+        XCTAssertEqual(try PocketJSONValue(parsing: "0.1").double, 0.1)
+        XCTAssertEqual(try PocketJSONValue(parsing: "\"\""), "")
     }
 
     func testRejectsWhatRFC8259Rejects() {
@@ -29,12 +29,12 @@ final class SchemaJSONTests: XCTestCase {
                    "'a'", "\"a", "\"\\x\"", "\"\\u12G4\"", "\"\\ud800\"", "\"\\udc00x\"", "\"a\nb\"", "tru", "nul",
                    "[1 2]", "{\"a\" 1}", "{1: 2}", "1 2", "/* c */ 1", "[1e999]", "\"\u{7}\""]
         for text in bad {
-            XCTAssertThrowsError(try JSONValue(parsing: text), text) { error in
+            XCTAssertThrowsError(try PocketJSONValue(parsing: text), text) { error in
                 XCTAssertEqual((error as? PocketError)?.code, .malformedJSON, "\(text): \(error)")
             }
         }
         // Invalid UTF-8 in a string.
-        XCTAssertThrowsError(try JSONValue(parsing: Data([0x22, 0xC3, 0x28, 0x22]))) { error in
+        XCTAssertThrowsError(try PocketJSONValue(parsing: Data([0x22, 0xC3, 0x28, 0x22]))) { error in
             XCTAssertEqual((error as? PocketError)?.message, "Invalid JSON at line 1, column 2: a string is not valid UTF-8")
         }
     }
@@ -42,16 +42,16 @@ final class SchemaJSONTests: XCTestCase {
     /// A key twice is rejected: a validator must never check one value
     /// while a mapper reads the other.
     func testDuplicateKeysAreRejected() throws {
-        XCTAssertThrowsError(try JSONValue(parsing: #"{"a": 1, "b": 2, "a": "x"}"#)) { error in
+        XCTAssertThrowsError(try PocketJSONValue(parsing: #"{"a": 1, "b": 2, "a": "x"}"#)) { error in
             XCTAssertEqual((error as? PocketError)?.message, "Invalid JSON at line 1, column 18: duplicate key 'a' in a dictionary")
         }
         let wide = "{" + (0..<40).map { #""k\#($0)": \#($0)"# }.joined(separator: ",") + #", "k3": 0}"#
-        XCTAssertThrowsError(try JSONValue(parsing: wide)) { error in
+        XCTAssertThrowsError(try PocketJSONValue(parsing: wide)) { error in
             XCTAssertTrue("\(error)".contains("duplicate key 'k3'"), "\(error)")
         }
-        XCTAssertEqual(JSONObject([("a", 1), ("b", 2), ("a", 3)]).members.map(\.key), ["a", "b"])
-        XCTAssertEqual(JSONObject([("a", 1), ("b", 2), ("a", 3)])["a"], 3)
-        var many = JSONObject()
+        XCTAssertEqual(PocketJSONObject([("a", 1), ("b", 2), ("a", 3)]).members.map(\.key), ["a", "b"])
+        XCTAssertEqual(PocketJSONObject([("a", 1), ("b", 2), ("a", 3)])["a"], 3)
+        var many = PocketJSONObject()
         for i in 0..<100 { many["k\(i)"] = .int(i) }
         many["k50"] = "replaced"
         many["k3"] = nil
@@ -63,7 +63,7 @@ final class SchemaJSONTests: XCTestCase {
 
     func testWriterRoundTrips() throws {
         var rng = SplitMix(state: 3)
-        func random(_ depth: Int) -> JSONValue {
+        func random(_ depth: Int) -> PocketJSONValue {
             switch rng.next() % (depth > 3 ? 5 : 7) {
             case 0: return .null
             case 1: return .bool(rng.next() % 2 == 0)
@@ -76,28 +76,28 @@ final class SchemaJSONTests: XCTestCase {
                 return .string(scalars.joined())
             case 5: return .array((0..<Int(rng.next() % 5)).map { _ in random(depth + 1) })
             default:
-                return .object(JSONObject((0..<Int(rng.next() % 5)).map { i in ("k\(i)\u{0}\"", random(depth + 1)) }))
+                return .object(PocketJSONObject((0..<Int(rng.next() % 5)).map { i in ("k\(i)\u{0}\"", random(depth + 1)) }))
             }
         }
         for _ in 0..<500 {
             let value = random(0)
-            XCTAssertEqual(try JSONValue(parsing: value.jsonData()), value, value.description)
-            XCTAssertEqual(try JSONValue(parsing: value.prettyPrinted), value)
+            XCTAssertEqual(try PocketJSONValue(parsing: value.jsonData()), value, value.description)
+            XCTAssertEqual(try PocketJSONValue(parsing: value.prettyPrinted), value)
         }
     }
 
     func testWriterRefusesWhatJSONCannotHold() {
-        XCTAssertThrowsError(try JSONValue.double(.infinity).jsonData()) { error in
+        XCTAssertThrowsError(try PocketJSONValue.double(.infinity).jsonData()) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaMappingFailed)
         }
-        XCTAssertThrowsError(try (["d": .mapped(Date())] as JSONValue).jsonData()) { error in
+        XCTAssertThrowsError(try (["d": .mapped(Date())] as PocketJSONValue).jsonData()) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaMappingFailed)
             XCTAssertTrue("\(error)".contains("a Date value has no JSON form"), "\(error)")
         }
     }
 
     func testLeadingByteOrderMarkIsSkipped() throws {
-        XCTAssertEqual(try JSONValue(parsing: Data([0xEF, 0xBB, 0xBF] + Array("[1]".utf8))), [1])
+        XCTAssertEqual(try PocketJSONValue(parsing: Data([0xEF, 0xBB, 0xBF] + Array("[1]".utf8))), [1])
     }
 
     func testCodableThroughJSONValue() throws {
@@ -105,42 +105,42 @@ final class SchemaJSONTests: XCTestCase {
         struct Outer: Codable, Equatable { var name: String; var inner: Inner; var map: [String: Bool]; var opt: String? }
         let model = Outer(name: "n", inner: Inner(x: [1, nil, 3], u: URL(string: "http://h/p")!, u8: 255, f: 1.5),
                           map: ["a": true], opt: nil)
-        let json = try JSONValue(encoding: model)
+        let json = try PocketJSONValue(encoding: model)
         XCTAssertEqual(json, ["name": "n", "inner": ["x": [1, nil, 3], "u": "http://h/p", "u8": 255, "f": 1.5], "map": ["a": true]])
         XCTAssertEqual(try json.decode(Outer.self), model)
-        XCTAssertThrowsError(try (["name": 1] as JSONValue).decode(Outer.self)) { error in
+        XCTAssertThrowsError(try (["name": 1] as PocketJSONValue).decode(Outer.self)) { error in
             guard case DecodingError.typeMismatch = error else { return XCTFail("\(error)") }
         }
-        XCTAssertThrowsError(try (["u8": 256] as JSONValue).decode([String: UInt8].self))
+        XCTAssertThrowsError(try (["u8": 256] as PocketJSONValue).decode([String: UInt8].self))
     }
 
     /// The deepest document the parser accepts, mapped recursively inside a
     /// task (whose stack is smaller than the main thread's), does not
     /// exhaust the stack; one level deeper is `.jsonNestingTooDeep`.
     func testDeepestDocumentMapsInsideATask() async throws {
-        struct Chain: ObjectMapper {
-            var schema: Schema { try! Schema(json: #"{"next{?}": "{chain}"}"#) }
-            func model(from json: JSONValue) throws -> Int? { (json["next"].mapped(as: Int.self) ?? 0) + 1 }
+        struct Chain: PocketObjectMapper {
+            var schema: PocketSchema { try! PocketSchema(json: #"{"next{?}": "{chain}"}"#) }
+            func model(from json: PocketJSONValue) throws -> Int? { (json["next"].mapped(as: Int.self) ?? 0) + 1 }
         }
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.register(Chain(), for: "{chain}")
         func document(_ depth: Int) -> Data {
             Data((String(repeating: #"{"next": "#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)).utf8)
         }
         let registryCopy = registry
         let depth = try await Task.detached {
-            try registryCopy.decode(document(JSONParser.defaultMaxDepth), schema: Schema(tag: "{chain}")).mapped(as: Int.self)
+            try registryCopy.decode(document(PocketJSONParser.defaultMaxDepth), schema: PocketSchema(tag: "{chain}")).mapped(as: Int.self)
         }.value
-        XCTAssertEqual(depth, JSONParser.defaultMaxDepth)
-        XCTAssertThrowsError(try registry.decode(document(JSONParser.defaultMaxDepth + 1), schema: Schema(tag: "{chain}"))) { error in
+        XCTAssertEqual(depth, PocketJSONParser.defaultMaxDepth)
+        XCTAssertThrowsError(try registry.decode(document(PocketJSONParser.defaultMaxDepth + 1), schema: PocketSchema(tag: "{chain}"))) { error in
             XCTAssertEqual((error as? PocketError)?.code, .jsonNestingTooDeep)
         }
         // A tree built in code is held to the same bound when validated or written.
-        var tree: JSONValue = [:]
-        for _ in 0..<(JSONParser.defaultMaxDepth + 10) { tree = ["next": tree] }
+        var tree: PocketJSONValue = [:]
+        for _ in 0..<(PocketJSONParser.defaultMaxDepth + 10) { tree = ["next": tree] }
         let deepTree = tree
         let encodeError = await Task.detached { () -> PocketError? in
-            do { _ = try registryCopy.encode(deepTree, schema: Schema(tag: "{chain}")); return nil } catch { return error as? PocketError }
+            do { _ = try registryCopy.encode(deepTree, schema: PocketSchema(tag: "{chain}")); return nil } catch { return error as? PocketError }
         }.value
         XCTAssertEqual(encodeError?.code, .jsonNestingTooDeep)
         XCTAssertTrue(encodeError?.message.hasPrefix("JSON nests deeper than 128 arrays and dictionaries at root.next.next") ?? false,
@@ -158,22 +158,22 @@ final class SchemaJSONTests: XCTestCase {
             let children: [Node]
             init(name: String, children: [Node]) { self.name = name; self.children = children }
         }
-        struct NodeMapper: ObjectMapper {
-            var schema: Schema { try! Schema(json: #"{"name": "", "children{?}": ["{node}"]}"#) }
-            func model(from json: JSONValue) throws -> Node? {
+        struct NodeMapper: PocketObjectMapper {
+            var schema: PocketSchema { try! PocketSchema(json: #"{"name": "", "children{?}": ["{node}"]}"#) }
+            func model(from json: PocketJSONValue) throws -> Node? {
                 Node(name: json["name"].string!, children: json["children"].mappedArray(of: Node.self) ?? [])
             }
         }
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.register(NodeMapper(), for: "{node}")
         let tree = try registry.decode(Data(#"{"name": "a", "children": [{"name": "b"}, {"name": "c", "children": [{"name": "d"}]}]}"#.utf8),
-                                       schema: Schema(tag: "{node}"))
+                                       schema: PocketSchema(tag: "{node}"))
         let root = try XCTUnwrap(tree.mapped(as: Node.self))
         XCTAssertEqual(root.children.map(\.name), ["b", "c"])
         XCTAssertEqual(root.children[1].children.first?.name, "d")
         XCTAssertThrowsError(try registry.decode(Data(#"{"name": "a", "children": [{"name": "b"}, {"children": []}]}"#.utf8),
-                                                 schema: Schema(tag: "{node}"))) { error in
-            XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
+                                                 schema: PocketSchema(tag: "{node}"))) { error in
+            XCTAssertEqual(((error as? PocketError)?.underlying as? PocketSchemaViolation)?.reason,
                            "Can't find value for key 'name' in 'root.children[1]' dictionary")
         }
     }

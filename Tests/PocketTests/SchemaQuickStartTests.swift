@@ -21,8 +21,8 @@ struct Issue: Codable, Sendable, Equatable {
 
 /// TyphoonRestClient's quick-start mapper; its schema is
 /// `IssueMapper.response.json`, found by the mapper's name.
-struct IssueMapper: ObjectMapper {
-    func model(from json: JSONValue) throws -> Issue? {
+struct IssueMapper: PocketObjectMapper {
+    func model(from json: PocketJSONValue) throws -> Issue? {
         Issue(identifier: json["id"].int!,
               projectName: json["project"]["name"].string!,
               authorName: json["author"]["name"].string,
@@ -34,8 +34,8 @@ struct IssueMapper: ObjectMapper {
               doneRatio: json["done_ratio"].int!)
     }
 
-    func json(from issue: Issue) throws -> JSONValue {
-        var author: JSONValue = .null
+    func json(from issue: Issue) throws -> PocketJSONValue {
+        var author: PocketJSONValue = .null
         if let name = issue.authorName { author = ["id": 1, "name": .string(name)] }
         return [
             "id": .int(issue.identifier),
@@ -91,8 +91,8 @@ func jsonReply(_ text: String, status: Int = 200) -> TestServer.Reply {
 }
 
 /// Schemas with the quick-start's registrations and the test bundle's schema files.
-func quickStartSchemas() -> SchemaRegistry {
-    var schemas = SchemaRegistry()
+func quickStartSchemas() -> PocketSchemaRegistry {
+    var schemas = PocketSchemaRegistry()
     schemas.resources = Bundle.module.resourceURL
     schemas.register(IssueMapper(), for: "{issue}")
     return schemas
@@ -116,7 +116,7 @@ final class SchemaQuickStartTests: XCTestCase {
         server = nil
     }
 
-    var issuesRequest: Request { Request(url: url(server, "/issues.json")) }
+    var issuesRequest: PocketRequest { PocketRequest(url: url(server, "/issues.json")) }
 
     /// Step 1: the server's response pasted as the schema; every key is
     /// required, so the issue without a category fails with TRC's message.
@@ -124,7 +124,7 @@ final class SchemaQuickStartTests: XCTestCase {
         let error = await assertPocketError(.schemaValidationFailed) {
             try await self.client.send(self.issuesRequest, schema: .resource("RequestToGetIssuesRaw.response.json"))
         }
-        let violation = try XCTUnwrap(error?.underlying as? SchemaViolation)
+        let violation = try XCTUnwrap(error?.underlying as? PocketSchemaViolation)
         XCTAssertEqual(violation.reason, "Can't find value for key 'category' in 'root.issues[1]' dictionary")
         XCTAssertEqual(error?.message.split(separator: "\n").first.map(String.init),
                        "Can't find value for key 'category' in 'root.issues[1]' dictionary")
@@ -179,7 +179,7 @@ final class SchemaQuickStartTests: XCTestCase {
         let error = await assertPocketError(.schemaValidationFailed) {
             try await self.client.send(self.issuesRequest, schema: .response(for: RequestToGetIssues.self))
         }
-        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((error?.underlying as? PocketSchemaViolation)?.reason,
                        "Can't find value for key 'subject' in 'root.issues[1]' dictionary")
     }
 
@@ -209,7 +209,7 @@ final class SchemaQuickStartTests: XCTestCase {
         XCTAssertNil(issues[2].author)
     }
 
-    struct Page<Item: Decodable & Sendable>: Decodable, Sendable {
+    struct PocketPage<Item: Decodable & Sendable>: Decodable, Sendable {
         let issues: [Item]
         let total_count: Int
     }
@@ -220,7 +220,7 @@ final class SchemaQuickStartTests: XCTestCase {
         var request = issuesRequest
         request.schema = .response(for: RequestToGetIssues.self)
         let response = try await client.send(request)
-        let page = try response.decode(Page<Issue>.self)
+        let page = try response.decode(PocketPage<Issue>.self)
         XCTAssertEqual(page.issues.map(\.identifier), [19448, 19447, 19446])
         XCTAssertEqual(page.issues[0].created, Redmine.created)
         XCTAssertEqual(page.total_count, 4479)
@@ -229,7 +229,7 @@ final class SchemaQuickStartTests: XCTestCase {
         // Validation runs before decoding, inside send, with TRC's message.
         request.schema = .resource("RequestToGetIssuesRaw.response.json")
         let error = await assertPocketError(.schemaValidationFailed) { try await self.client.send(request) }
-        XCTAssertEqual((error?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((error?.underlying as? PocketSchemaViolation)?.reason,
                        "Can't find value for key 'category' in 'root.issues[1]' dictionary")
         XCTAssertEqual(error?.body, Data(Redmine.body.utf8))
 
@@ -248,7 +248,7 @@ final class SchemaQuickStartTests: XCTestCase {
     func testOptionalConventionSchema() async throws {
         struct NoSchemaFileForThis {}
         server.route("/missing") { _ in .text("not json", status: 404) }
-        var plain = Request(url: url(server, "/missing"))
+        var plain = PocketRequest(url: url(server, "/missing"))
         plain.schema = .response(for: NoSchemaFileForThis.self, optional: true)
         let response = try await client.send(plain)
         XCTAssertEqual(response.status, 404)
@@ -258,7 +258,7 @@ final class SchemaQuickStartTests: XCTestCase {
         var request = issuesRequest
         request.schema = .response(for: RequestToGetIssues.self, optional: true)
         XCTAssertFalse(client.configuration.schemas.isAbsent(request.schema!))
-        let page = try await client.send(request).decode(Page<Issue>.self)
+        let page = try await client.send(request).decode(PocketPage<Issue>.self)
         XCTAssertEqual(page.issues.count, 3)
         // A required file that is missing is an error, not a silent pass.
         request.schema = .response(for: NoSchemaFileForThis.self)
@@ -268,10 +268,10 @@ final class SchemaQuickStartTests: XCTestCase {
     /// A `{root}` mapper: the whole body is one issue, mapped at the root.
     func testRootMapper() async throws {
         server.route("/issues/7.json") { _ in jsonReply(Redmine.issue(7)) }
-        let request = Request(url: url(server, "/issues/7.json"))
-        let issue = try await client.send(request, schema: Schema(json: #"{"{root}": "{issue}"}"#), as: Issue.self)
+        let request = PocketRequest(url: url(server, "/issues/7.json"))
+        let issue = try await client.send(request, schema: PocketSchema(json: #"{"{root}": "{issue}"}"#), as: Issue.self)
         XCTAssertEqual(issue.identifier, 7)
-        let same = try await client.send(request, schema: Schema(tag: "issue"), as: Issue.self)
+        let same = try await client.send(request, schema: PocketSchema(tag: "issue"), as: Issue.self)
         XCTAssertEqual(same, issue)
     }
 }

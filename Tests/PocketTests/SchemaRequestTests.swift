@@ -4,15 +4,15 @@ import XCTest
 import PocketTestSupport
 
 /// The endpoint type whose name finds `RequestToGetIssue.path.json`.
-struct RequestToGetIssue: Sendable { var issueID: ParameterValue = 42 }
+struct RequestToGetIssue: Sendable { var issueID: PocketParameterValue = 42 }
 
 struct RedmineError: Error, Sendable, Equatable {
     var messages: [String]
 }
 
-struct RedmineErrorParser: ErrorParser {
-    var schema: Schema? { try? Schema(json: #"{"errors": [""]}"#) }
-    func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
+struct RedmineErrorParser: PocketErrorParser {
+    var schema: PocketSchema? { try? PocketSchema(json: #"{"errors": [""]}"#) }
+    func error(from response: PocketResponse, json: PocketJSONValue?) -> (any Error & Sendable)? {
         guard let messages = json?["errors"].array else { return nil }
         return RedmineError(messages: messages.compactMap(\.string))
     }
@@ -47,13 +47,13 @@ final class SchemaRequestTests: XCTestCase {
         let issue = Issue(identifier: 7, projectName: "Pocket", authorName: nil, statusText: "New",
                           subject: "Schemas", descriptionText: "Line 1\nLine \"2\"", created: Redmine.created,
                           updated: Date(timeIntervalSince1970: 1427021604.5), doneRatio: 30)
-        let post = Request(method: .post, url: url(server, "/echo"))
-        let echoed = try await client.send(post, body: issue, bodySchema: Schema(tag: "{issue}"), schema: Schema(tag: "{issue}"))
+        let post = PocketRequest(method: .post, url: url(server, "/echo"))
+        let echoed = try await client.send(post, body: issue, bodySchema: PocketSchema(tag: "{issue}"), schema: PocketSchema(tag: "{issue}"))
         XCTAssertEqual(echoed.mapped(as: Issue.self), issue)
 
         let sent = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(sent.header("Content-Type"), "application/json")
-        let json = try JSONValue(parsing: Data(sent.body))
+        let json = try PocketJSONValue(parsing: Data(sent.body))
         XCTAssertEqual(json["created_on"], "2015-03-22T10:53:24Z")
         XCTAssertEqual(json["updated_on"], "2015-03-22T10:53:24.500Z")
         XCTAssertNil(json.object?["author"], "a nil optional is left out, not sent as null")
@@ -75,31 +75,31 @@ final class SchemaRequestTests: XCTestCase {
     func testEncodableRequestBodyRoundTrip() async throws {
         let model = NewIssue(issue: .init(project_id: 3, subject: "Add schemas", due: Date(timeIntervalSince1970: 1735689599),
                                           watcher_ids: [1, 2]))
-        let schema = Schema.request(for: RequestToCreateIssue.self)
-        let post = Request(method: .post, url: url(server, "/echo"))
+        let schema = PocketSchema.request(for: RequestToCreateIssue.self)
+        let post = PocketRequest(method: .post, url: url(server, "/echo"))
         let echoed = try await client.send(post, body: model, bodySchema: schema, schema: schema)
         XCTAssertEqual(try echoed.decode(NewIssue.self), model)
-        let sent = try JSONValue(parsing: Data(try XCTUnwrap(server.receivedRequests.last).body))
+        let sent = try PocketJSONValue(parsing: Data(try XCTUnwrap(server.receivedRequests.last).body))
         XCTAssertEqual(sent, ["issue": ["project_id": 3, "subject": "Add schemas", "due": "2024-12-31T23:59:59Z", "watcher_ids": [1, 2]]])
     }
 
     /// A body that breaks its schema fails before anything is sent.
     func testInvalidRequestBodyIsNotSent() async throws {
-        let post = Request(method: .post, url: url(server, "/echo"))
-        let schema = Schema.request(for: RequestToCreateIssue.self)
+        let post = PocketRequest(method: .post, url: url(server, "/echo"))
+        let schema = PocketSchema.request(for: RequestToCreateIssue.self)
         let missing = await assertPocketError(.schemaValidationFailed) {
-            try await self.client.send(post, body: ["issue": ["project_id": 1]] as JSONValue, bodySchema: schema, schema: schema)
+            try await self.client.send(post, body: ["issue": ["project_id": 1]] as PocketJSONValue, bodySchema: schema, schema: schema)
         }
-        XCTAssertEqual((missing?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((missing?.underlying as? PocketSchemaViolation)?.reason,
                        "Can't find value for key 'subject' in 'root.issue' dictionary")
         let wrongType = await assertPocketError(.schemaValidationFailed) {
-            try await self.client.send(post, body: ["issue": ["project_id": 1, "subject": "x", "due": .mapped(URL(string: "http://x")!)]] as JSONValue,
+            try await self.client.send(post, body: ["issue": ["project_id": 1, "subject": "x", "due": .mapped(URL(string: "http://x")!)]] as PocketJSONValue,
                                        bodySchema: schema, schema: schema)
         }
-        XCTAssertEqual((wrongType?.underlying as? SchemaViolation)?.reason,
+        XCTAssertEqual((wrongType?.underlying as? PocketSchemaViolation)?.reason,
                        "Type mismatch for key 'due' in 'root.issue' dictionary: expected Date for {date_iso8601}, got URL")
         let unknown = await assertPocketError(.schemaUnknownTag) {
-            try await self.client.send(post, body: 5, bodySchema: Schema(tag: "{even}"), schema: Schema(json: "{}"))
+            try await self.client.send(post, body: 5, bodySchema: PocketSchema(tag: "{even}"), schema: PocketSchema(json: "{}"))
         }
         XCTAssertEqual(unknown?.message.split(separator: "\n").first,
                        "No value transformer or object mapper is registered for tag '{even}', used for 'root'")
@@ -107,9 +107,9 @@ final class SchemaRequestTests: XCTestCase {
     }
 
     func testOneWayMapperCannotWriteBodies() throws {
-        var schemas = SchemaRegistry()
+        var schemas = PocketSchemaRegistry()
         schemas.register(SchemaValidationTests.EvenOnly(), for: "{even}")
-        XCTAssertThrowsError(try schemas.encodeBody(4, schema: Schema(tag: "{even}"))) { error in
+        XCTAssertThrowsError(try schemas.encodeBody(4, schema: PocketSchema(tag: "{even}"))) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaMappingFailed)
             XCTAssertTrue("\(error)".contains("EvenOnly maps JSON to Int only"), "\(error)")
         }
@@ -119,16 +119,16 @@ final class SchemaRequestTests: XCTestCase {
 
     /// Parameters held to `RequestToGetIssue.path.json` (found from the
     /// endpoint's name), the date written by the reverse transformer, then
-    /// `Request(path:)` fills `{issue_id}` and makes the rest the query.
+    /// `PocketRequest(path:)` fills `{issue_id}` and makes the rest the query.
     func testPathParametersThroughTheirSchema() async throws {
         server.route("/issues/42.json") { _ in jsonReply(Redmine.issue(42)) }
         let schemas = client.configuration.schemas
-        let schema = Schema.pathParameters(for: RequestToGetIssue.self)
+        let schema = PocketSchema.pathParameters(for: RequestToGetIssue.self)
         let parameters = try schemas.pathParameters(["issue_id": 42, "include": ["journals", "child ren"],
                                                      "since": .mapped(Redmine.created), "skip": nil], schema: schema)
         XCTAssertEqual(parameters, ["issue_id": 42, "include": ["journals", "child ren"], "since": "2015-03-22T10:53:24Z", "skip": nil])
-        let request = try Request(path: "issues/{issue_id}.json", baseURL: url(server, "/"), parameters: parameters)
-        let issue = try await client.send(request, schema: Schema(tag: "{issue}"), as: Issue.self)
+        let request = try PocketRequest(path: "issues/{issue_id}.json", baseURL: url(server, "/"), parameters: parameters)
+        let issue = try await client.send(request, schema: PocketSchema(tag: "{issue}"), as: Issue.self)
         XCTAssertEqual(issue.identifier, 42)
         let query = try XCTUnwrap(server.receivedRequests.last?.query)
         XCTAssertTrue(query.contains("since=2015-03-22T10%3A53%3A24Z"), query)
@@ -138,11 +138,11 @@ final class SchemaRequestTests: XCTestCase {
         // The schema holds parameters to their types and required keys.
         XCTAssertThrowsError(try schemas.pathParameters(["include": ["x"]], schema: schema)) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaValidationFailed)
-            XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
+            XCTAssertEqual(((error as? PocketError)?.underlying as? PocketSchemaViolation)?.reason,
                            "Can't find value for key 'issue_id' in 'root' dictionary")
         }
         XCTAssertThrowsError(try schemas.pathParameters(["issue_id": "forty-two"], schema: schema)) { error in
-            XCTAssertEqual(((error as? PocketError)?.underlying as? SchemaViolation)?.reason,
+            XCTAssertEqual(((error as? PocketError)?.underlying as? PocketSchemaViolation)?.reason,
                            #"Type mismatch for key 'issue_id' in 'root' dictionary: expected number, got string "forty-two""#)
         }
         XCTAssertThrowsError(try schemas.pathParameters(["issue_id": 1, "since": "last week"], schema: schema)) { error in
@@ -165,7 +165,7 @@ final class SchemaRequestTests: XCTestCase {
             $0.schemas.errorParser = RedmineErrorParser()
         }
         let error = await assertPocketError(.errorResponse) {
-            try await self.client.send(Request(url: url(self.server, "/issues.json")), schema: .response(for: RequestToGetIssues.self))
+            try await self.client.send(PocketRequest(url: url(self.server, "/issues.json")), schema: .response(for: RequestToGetIssues.self))
         }
         XCTAssertEqual(error?.underlying as? RedmineError, RedmineError(messages: ["Subject cannot be blank", "Tracker is invalid"]))
         XCTAssertEqual(error?.response?.status, 422)
@@ -176,24 +176,24 @@ final class SchemaRequestTests: XCTestCase {
     /// endpoint's parser says so; `"success": true` passes to the schema.
     func testEndpointErrorParserDeclaresA200AnError() async throws {
         struct APIError: Error, Sendable, Equatable { var message: String }
-        let parser = ClosureErrorParser(schema: try Schema(json: #"{"success": true, "message{?}": ""}"#)) { _, json in
+        let parser = PocketClosureErrorParser(schema: try PocketSchema(json: #"{"success": true, "message{?}": ""}"#)) { _, json in
             json?["success"].bool == false ? APIError(message: json?["message"].string ?? "") : nil
         }
         server.route("/quota") { _ in jsonReply(#"{"success": false, "message": "quota exceeded"}"#) }
         server.route("/ok") { _ in jsonReply(#"{"success": true, "count": 3}"#) }
-        let schema = try Schema(json: #"{"success": true, "count": 0}"#)
+        let schema = try PocketSchema(json: #"{"success": true, "count": 0}"#)
         let error = await assertPocketError(.errorResponse) {
-            try await self.client.send(Request(url: url(self.server, "/quota")), schema: schema, errorParser: parser)
+            try await self.client.send(PocketRequest(url: url(self.server, "/quota")), schema: schema, errorParser: parser)
         }
         XCTAssertEqual(error?.underlying as? APIError, APIError(message: "quota exceeded"))
         XCTAssertEqual(error?.response?.status, 200)
-        let ok = try await client.send(Request(url: url(server, "/ok")), schema: schema, errorParser: parser)
+        let ok = try await client.send(PocketRequest(url: url(server, "/ok")), schema: schema, errorParser: parser)
         XCTAssertEqual(ok["count"], 3)
         // Without the parser the same 200 is a schema failure, not an error response.
         let plain = await assertPocketError(.schemaValidationFailed) {
-            try await self.client.send(Request(url: url(self.server, "/quota")), schema: schema)
+            try await self.client.send(PocketRequest(url: url(self.server, "/quota")), schema: schema)
         }
-        XCTAssertEqual((plain?.underlying as? SchemaViolation)?.reason, "Can't find value for key 'count' in 'root' dictionary")
+        XCTAssertEqual((plain?.underlying as? PocketSchemaViolation)?.reason, "Can't find value for key 'count' in 'root' dictionary")
     }
 
     /// The endpoint's parser wins over the client's; a non-2xx no parser
@@ -204,24 +204,24 @@ final class SchemaRequestTests: XCTestCase {
         server.route("/html") { _ in .response(status: 404, headers: [("Content-Type", "text/html")], body: Array("<h1>Not Found</h1>".utf8)) }
         try await client.shutdown()
         client = try makeClient { $0.schemas.errorParser = RedmineErrorParser() }
-        let endpointParser = ClosureErrorParser { response, _ in RedmineError(messages: ["endpoint saw \(response.status)"]) }
+        let endpointParser = PocketClosureErrorParser { response, _ in RedmineError(messages: ["endpoint saw \(response.status)"]) }
         let error = await assertPocketError(.errorResponse) {
-            try await self.client.send(Request(url: url(self.server, "/teapot")), schema: Schema(json: "{}"), errorParser: endpointParser)
+            try await self.client.send(PocketRequest(url: url(self.server, "/teapot")), schema: PocketSchema(json: "{}"), errorParser: endpointParser)
         }
         XCTAssertEqual(error?.underlying as? RedmineError, RedmineError(messages: ["endpoint saw 418"]))
         // No typed error: a bad status is `.unacceptableStatus`, as `validate()` says it.
         let html = await assertPocketError(.unacceptableStatus) {
-            try await self.client.send(Request(url: url(self.server, "/html")), schema: Schema(json: "{}"))
+            try await self.client.send(PocketRequest(url: url(self.server, "/html")), schema: PocketSchema(json: "{}"))
         }
         XCTAssertNil(html?.underlying)
         XCTAssertEqual(html?.message, "HTTP 404 Not Found is not acceptable (expected 200-299): <h1>Not Found</h1>")
         XCTAssertEqual(html?.response?.status, 404)
         XCTAssertEqual(html?.body, Data("<h1>Not Found</h1>".utf8))
         // A status the request's validation accepts reaches the schema.
-        var accepting = Request(url: url(server, "/teapot"))
+        var accepting = PocketRequest(url: url(server, "/teapot"))
         accepting.validation = .status([200..<300, 418..<419])
-        let teapot = try await client.send(accepting, schema: Schema(json: #"{"errors": [""]}"#),
-                                           errorParser: ClosureErrorParser { _, _ in nil })
+        let teapot = try await client.send(accepting, schema: PocketSchema(json: #"{"errors": [""]}"#),
+                                           errorParser: PocketClosureErrorParser { _, _ in nil })
         XCTAssertEqual(teapot["errors"][0], "short and stout")
     }
 }

@@ -4,13 +4,13 @@ import XCTest
 
 /// Every schema error kind with its exact message, and every option.
 final class SchemaValidationTests: XCTestCase {
-    let schemas = SchemaRegistry()
+    let schemas = PocketSchemaRegistry()
 
     /// Applies `schema` to `body` and returns the error, failing if none or another code.
-    func failure(_ body: String, _ schema: String, code: PocketError.Code, registry: SchemaRegistry? = nil,
-                 options: SchemaOptions? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> PocketError {
+    func failure(_ body: String, _ schema: String, code: PocketError.Code, registry: PocketSchemaRegistry? = nil,
+                 options: PocketSchemaOptions? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> PocketError {
         do {
-            let value = try (registry ?? schemas).decode(Data(body.utf8), schema: Schema(json: schema), options: options)
+            let value = try (registry ?? schemas).decode(Data(body.utf8), schema: PocketSchema(json: schema), options: options)
             XCTFail("expected \(code), got \(value)", file: file, line: line)
         } catch let error as PocketError {
             XCTAssertEqual(error.code, code, error.message, file: file, line: line)
@@ -19,12 +19,12 @@ final class SchemaValidationTests: XCTestCase {
         throw PocketError(.unknown, "unreachable")
     }
 
-    func reason(_ error: PocketError) -> String? { (error.underlying as? SchemaViolation)?.reason }
+    func reason(_ error: PocketError) -> String? { (error.underlying as? PocketSchemaViolation)?.reason }
 
     func testMissingKey() throws {
         let error = try failure(#"{"a": 1}"#, #"{"a": 0, "b": ""}"#, code: .schemaValidationFailed)
         XCTAssertEqual(reason(error), "Can't find value for key 'b' in 'root' dictionary")
-        XCTAssertEqual((error.underlying as? SchemaViolation)?.path.description, "root.b")
+        XCTAssertEqual((error.underlying as? PocketSchemaViolation)?.path.description, "root.b")
     }
 
     func testMissingKeyDeep() throws {
@@ -90,13 +90,13 @@ final class SchemaValidationTests: XCTestCase {
     }
 
     struct Boom: Error, CustomStringConvertible { var description: String { "boom" } }
-    struct ThrowingMapper: ObjectMapper {
-        var schema: Schema { try! Schema(json: #"{"n": 0}"#) }
-        func model(from json: JSONValue) throws -> Int? { throw Boom() }
+    struct ThrowingMapper: PocketObjectMapper {
+        var schema: PocketSchema { try! PocketSchema(json: #"{"n": 0}"#) }
+        func model(from json: PocketJSONValue) throws -> Int? { throw Boom() }
     }
 
     func testMapperFailure() throws {
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.register(ThrowingMapper(), for: "{thing}")
         let error = try failure(#"{"x": {"n": 1}}"#, #"{"x": "{thing}"}"#, code: .schemaMappingFailed, registry: registry)
         XCTAssertEqual(reason(error), "Can't map value for key 'x' in 'root' dictionary with {thing} (ThrowingMapper): boom")
@@ -105,8 +105,8 @@ final class SchemaValidationTests: XCTestCase {
 
     func testDecodableMapperFailureIsAMappingFailure() throws {
         struct Needs: Decodable, Sendable { let missing: Int }
-        var registry = SchemaRegistry()
-        registry.register(Needs.self, for: "{needs}", schema: try Schema(json: #"{"n{?}": 0}"#))
+        var registry = PocketSchemaRegistry()
+        registry.register(Needs.self, for: "{needs}", schema: try PocketSchema(json: #"{"n{?}": 0}"#))
         let error = try failure(#"{"x": {"n": 1}}"#, #"{"x": "{needs}"}"#, code: .schemaMappingFailed, registry: registry)
         XCTAssertTrue(reason(error)?.hasPrefix("Can't map value for key 'x' in 'root' dictionary with {needs}") ?? false,
                       error.message)
@@ -125,11 +125,11 @@ final class SchemaValidationTests: XCTestCase {
         let deep = String(repeating: "[", count: 129) + String(repeating: "]", count: 129)
         let error = try failure(deep, #"{"{root}": []}"#, code: .jsonNestingTooDeep)
         XCTAssertEqual(error.message, "JSON nests deeper than 128 arrays and dictionaries at line 1, column 129")
-        XCTAssertNoThrow(try JSONValue(parsing: String(repeating: "[", count: 128) + String(repeating: "]", count: 128)))
+        XCTAssertNoThrow(try PocketJSONValue(parsing: String(repeating: "[", count: 128) + String(repeating: "]", count: 128)))
     }
 
     func testSchemaNotFound() throws {
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         XCTAssertThrowsError(try registry.decode(Data("{}".utf8), schema: .resource("Missing.response.json"))) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaNotFound)
             XCTAssertTrue("\(error)".contains("SchemaRegistry.resources is not set"), "\(error)")
@@ -140,19 +140,19 @@ final class SchemaValidationTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("no schema file 'Missing.response.json'"), "\(error)")
         }
         // A mapper whose convention-named schema file is missing.
-        struct NoFileMapper: ObjectMapper { func model(from json: JSONValue) throws -> Int? { 1 } }
+        struct NoFileMapper: PocketObjectMapper { func model(from json: PocketJSONValue) throws -> Int? { 1 } }
         registry.register(NoFileMapper(), for: "{nofile}")
-        XCTAssertThrowsError(try registry.decode(Data(#"{"x": {}}"#.utf8), schema: Schema(json: #"{"x": "{nofile}"}"#))) { error in
+        XCTAssertThrowsError(try registry.decode(Data(#"{"x": {}}"#.utf8), schema: PocketSchema(json: #"{"x": "{nofile}"}"#))) { error in
             XCTAssertEqual((error as? PocketError)?.code, .schemaNotFound)
             XCTAssertTrue("\(error)".contains("NoFileMapper.response.json"), "\(error)")
         }
     }
 
     func testInvalidSchema() throws {
-        XCTAssertThrowsError(try Schema(json: #"{"a": "#)) { error in
+        XCTAssertThrowsError(try PocketSchema(json: #"{"a": "#)) { error in
             XCTAssertEqual((error as? PocketError)?.code, .invalidSchema)
         }
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.resources = Bundle.module.resourceURL
         XCTAssertThrowsError(try registry.decode(Data("{}".utf8), schema: .resource("Broken.response.json"))) { error in
             XCTAssertEqual((error as? PocketError)?.code, .invalidSchema)
@@ -161,7 +161,7 @@ final class SchemaValidationTests: XCTestCase {
     }
 
     func testSchemaFilesAreFoundInSubdirectories() throws {
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.resources = Bundle.module.resourceURL
         let body = try registry.encode(["issue": ["project_id": 1, "subject": "x"]],
                                        schema: .request(for: RequestToCreateIssue.self))
@@ -171,7 +171,7 @@ final class SchemaValidationTests: XCTestCase {
     func testExcerptMarksTheFailingLine() throws {
         let error = try failure(#"{"a": 1, "list": [{"id": 1}, {"id": "two", "x": true}], "z": null}"#,
                                 #"{"a": 0, "list": [{"id": 0}]}"#, code: .schemaValidationFailed)
-        let violation = try XCTUnwrap(error.underlying as? SchemaViolation)
+        let violation = try XCTUnwrap(error.underlying as? PocketSchemaViolation)
         XCTAssertEqual(violation.excerpt, [
             "  ...",
             #"    "a": 1,"#,
@@ -193,24 +193,24 @@ final class SchemaValidationTests: XCTestCase {
     func testExcerptOfALargeBodyIsBounded() throws {
         let items = (0..<5000).map { #"{"id": \#($0)}"# }.joined(separator: ",")
         let error = try failure(#"{"list": [\#(items), {"id": "x"}]}"#, #"{"list": [{"id": 0}]}"#, code: .schemaValidationFailed)
-        let excerpt = try XCTUnwrap((error.underlying as? SchemaViolation)?.excerpt)
+        let excerpt = try XCTUnwrap((error.underlying as? PocketSchemaViolation)?.excerpt)
         XCTAssertLessThanOrEqual(excerpt.split(separator: "\n").count, 15)
         XCTAssertTrue(excerpt.contains(#">       "id": "x""#), excerpt)
         XCTAssertTrue(excerpt.hasPrefix("  ..."), excerpt)
 
         let long = String(repeating: "x", count: 100_000)
         let wide = try failure(#"{"text": "\#(long)", "n": "1"}"#, #"{"text": "", "n": 0}"#, code: .schemaValidationFailed)
-        let wideExcerpt = try XCTUnwrap((wide.underlying as? SchemaViolation)?.excerpt)
+        let wideExcerpt = try XCTUnwrap((wide.underlying as? PocketSchemaViolation)?.excerpt)
         XCTAssertLessThan(wideExcerpt.count, 500)
         XCTAssertTrue(wideExcerpt.contains(#">   "n": "1""#), wideExcerpt)
     }
 
     func testDecodeToATypeThroughTheRegistry() throws {
-        struct Page: Decodable, Sendable { let total_count: Int; let issues: [Issue] }
-        let page = try quickStartSchemas().decode(Page.self, from: Data(Redmine.body.utf8),
+        struct PocketPage: Decodable, Sendable { let total_count: Int; let issues: [Issue] }
+        let page = try quickStartSchemas().decode(PocketPage.self, from: Data(Redmine.body.utf8),
                                                   schema: .response(for: RequestToGetIssues.self))
         XCTAssertEqual(page.issues.map(\.authorName), ["Reginaldo P. Fernandes Ribeiro Reginaldo", "Reginaldo P. Fernandes Ribeiro Reginaldo", nil])
-        let issue = try quickStartSchemas().decode(Issue.self, from: Data(Redmine.issue(5).utf8), schema: Schema(tag: "{issue}"))
+        let issue = try quickStartSchemas().decode(Issue.self, from: Data(Redmine.issue(5).utf8), schema: PocketSchema(tag: "{issue}"))
         XCTAssertEqual(issue.identifier, 5)
     }
 
@@ -218,13 +218,13 @@ final class SchemaValidationTests: XCTestCase {
 
     func testNullAndEmptyArraySamplesAcceptAnything() throws {
         let value = try schemas.decode(Data(#"{"any": [1, {"b": 2}], "list": ["x", 3, null]}"#.utf8),
-                                       schema: Schema(json: #"{"any": null, "list": []}"#))
+                                       schema: PocketSchema(json: #"{"any": null, "list": []}"#))
         XCTAssertEqual(value["list"][2], .null)
         XCTAssertEqual(value["any"][1]["b"], 2)
     }
 
     func testOptionalKeyMayBeAbsentOrNull() throws {
-        let schema = try Schema(json: #"{"a{?}": 0, "b{?}": {"c": ""}}"#)
+        let schema = try PocketSchema(json: #"{"a{?}": 0, "b{?}": {"c": ""}}"#)
         XCTAssertEqual(try schemas.decode(Data("{}".utf8), schema: schema), [:])
         let value = try schemas.decode(Data(#"{"a": null, "b": null}"#.utf8), schema: schema)
         XCTAssertEqual(value, [:], "nulls count as absent and are removed")
@@ -234,44 +234,44 @@ final class SchemaValidationTests: XCTestCase {
     }
 
     func testNullsAsIs() throws {
-        let options = SchemaOptions(nulls: .asIs)
+        let options = PocketSchemaOptions(nulls: .asIs)
         let value = try schemas.decode(Data(#"{"a": null, "d": null, "l": [null, 1]}"#.utf8),
-                                       schema: Schema(json: #"{"a": 0, "d": "{date_iso8601}", "l": [0]}"#), options: options)
+                                       schema: PocketSchema(json: #"{"a": 0, "d": "{date_iso8601}", "l": [0]}"#), options: options)
         XCTAssertEqual(value, ["a": nil, "d": nil, "l": [nil, 1]])
     }
 
     func testUnknownKeysKeptByDefaultOrDropped() throws {
         let body = Data(#"{"id": 1, "extra": {"deep": true}, "items": [{"n": 1, "junk": 2}]}"#.utf8)
-        let schema = try Schema(json: #"{"id": 0, "items": [{"n": 0}]}"#)
+        let schema = try PocketSchema(json: #"{"id": 0, "items": [{"n": 0}]}"#)
         XCTAssertEqual(try schemas.decode(body, schema: schema)["extra"]["deep"], true)
-        let dropped = try schemas.decode(body, schema: schema, options: SchemaOptions(unknownKeys: .drop))
+        let dropped = try schemas.decode(body, schema: schema, options: PocketSchemaOptions(unknownKeys: .drop))
         XCTAssertEqual(dropped, ["id": 1, "items": [["n": 1]]])
     }
 
     func testNumbersAndStringsCoercion() throws {
-        let schema = try Schema(json: #"{"n": 0, "s": "", "d": 0.5}"#)
+        let schema = try PocketSchema(json: #"{"n": 0, "s": "", "d": 0.5}"#)
         let body = Data(#"{"n": "42", "s": 7, "d": "2.5"}"#.utf8)
         XCTAssertThrowsError(try schemas.decode(body, schema: schema))
-        let value = try schemas.decode(body, schema: schema, options: SchemaOptions(coercesNumbersAndStrings: true))
+        let value = try schemas.decode(body, schema: schema, options: PocketSchemaOptions(coercesNumbersAndStrings: true))
         XCTAssertEqual(value, ["n": 42, "s": "7", "d": 2.5])
         let error = try failure(#"{"n": "forty", "s": "", "d": 1}"#, #"{"n": 0, "s": "", "d": 0.5}"#,
-                                code: .schemaValidationFailed, options: SchemaOptions(coercesNumbersAndStrings: true))
+                                code: .schemaValidationFailed, options: PocketSchemaOptions(coercesNumbersAndStrings: true))
         XCTAssertEqual(reason(error), #"Type mismatch for key 'n' in 'root' dictionary: expected number, got string "forty""#)
     }
 
-    struct EvenOnly: ObjectMapper {
-        var schema: Schema { try! Schema(json: #"{"n": 0}"#) }
-        func model(from json: JSONValue) throws -> Int? {
+    struct EvenOnly: PocketObjectMapper {
+        var schema: PocketSchema { try! PocketSchema(json: #"{"n": 0}"#) }
+        func model(from json: PocketJSONValue) throws -> Int? {
             let n = json["n"].int!
             return n % 2 == 0 ? n : nil
         }
     }
 
     func testMapperMaySkipElements() throws {
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.register(EvenOnly(), for: "{even}")
         let value = try registry.decode(Data(#"{"all": [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}], "one{?}": {"n": 5}}"#.utf8),
-                                        schema: Schema(json: #"{"all": ["{even}"], "one{?}": "{even}"}"#))
+                                        schema: PocketSchema(json: #"{"all": ["{even}"], "one{?}": "{even}"}"#))
         XCTAssertEqual(value["all"].mappedArray(of: Int.self), [2, 4])
         XCTAssertNil(value.object?["one"], "a skipped value leaves its key out")
     }
@@ -279,7 +279,7 @@ final class SchemaValidationTests: XCTestCase {
     func testBuiltInTransformers() throws {
         let value = try schemas.decode(
             Data(#"{"u": "https://example.com/a?b=1", "n": "4.5", "m": 3, "i": "42", "s": 17, "t": true, "d": "2015-03-22T12:53:24.250+02:00"}"#.utf8),
-            schema: Schema(json: #"{"u": "{url}", "n": "{number}", "m": "{number}", "i": "{int}", "s": "{string}", "t": "{string}", "d": "{date_iso8601}"}"#))
+            schema: PocketSchema(json: #"{"u": "{url}", "n": "{number}", "m": "{number}", "i": "{int}", "s": "{string}", "t": "{string}", "d": "{date_iso8601}"}"#))
         XCTAssertEqual(value["u"].mapped(as: URL.self), URL(string: "https://example.com/a?b=1"))
         XCTAssertEqual(value["n"].mapped(as: Double.self), 4.5)
         XCTAssertEqual(value["m"].mapped(as: Double.self), 3)
@@ -290,7 +290,7 @@ final class SchemaValidationTests: XCTestCase {
     }
 
     func testISO8601DatesBothWays() throws {
-        let t = ValueTransformers.ISO8601Date()
+        let t = PocketValueTransformers.ISO8601Date()
         let cases: [(String, Double)] = [
             ("1970-01-01T00:00:00Z", 0), ("2000-02-29T23:59:59Z", 951868799), ("1969-12-31T23:59:59Z", -1),
             ("2015-03-22T10:53:24+0000", 1427021604), ("2015-03-22T05:53:24-05:00", 1427021604),
@@ -317,11 +317,11 @@ final class SchemaValidationTests: XCTestCase {
     }
 
     func testPureValidatorNeverTrapsOnMutatedInput() throws {
-        var registry = SchemaRegistry()
+        var registry = PocketSchemaRegistry()
         registry.register(IssueMapper(), for: "{issue}")
         registry.register(ThrowingMapper(), for: "{thing}")
         registry.resources = Bundle.module.resourceURL
-        let schema = Schema.response(for: RequestToGetIssues.self)
+        let schema = PocketSchema.response(for: RequestToGetIssues.self)
         let seed = Array(Redmine.body.utf8)
         guard case .success = seed.withUnsafeBytes({ registry.validate($0, schema: schema) }) else {
             return XCTFail("the seed must validate")

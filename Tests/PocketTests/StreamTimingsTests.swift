@@ -3,7 +3,7 @@ import XCTest
 @testable import Pocket
 import PocketTestSupport
 
-/// `ResponseBodyStream.timings`: known once a streamed body has ended.
+/// `PocketResponseBodyStream.timings`: known once a streamed body has ended.
 final class StreamTimingsTests: XCTestCase {
     func testTimingsArriveWithTheEndOfTheBody() async throws {
         let server = try TestServer()
@@ -14,7 +14,7 @@ final class StreamTimingsTests: XCTestCase {
                   .sleep(milliseconds: 2_000), .send(Array(repeating: 0x62, count: 7_000))])
         }
         let client = try makeClient()
-        let response = try await client.stream(Request(url: url(server, "/s")))
+        let response = try await client.stream(PocketRequest(url: url(server, "/s")))
         XCTAssertNil(response.body.timings, "not before the body has ended")
         var n = 0
         for try await chunk in response.body { n += chunk.count }
@@ -25,7 +25,7 @@ final class StreamTimingsTests: XCTestCase {
         XCTAssertGreaterThan(timings.bytesSent, 0)
 
         server.route("/quick") { _ in .text("again") }
-        let again = try await client.stream(Request(url: url(server, "/quick")))
+        let again = try await client.stream(PocketRequest(url: url(server, "/quick")))
         try await again.body.discard()
         XCTAssertEqual(again.body.timings?.reusedConnection, true)
         try await client.shutdown()
@@ -36,7 +36,7 @@ final class StreamTimingsTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/cut") { _ in .closeMidBody(declaredLength: 1_000, sentPrefix: Array(repeating: 0x61, count: 10)) }
         let client = try makeClient()
-        let response = try await client.stream(Request(url: url(server, "/cut")))
+        let response = try await client.stream(PocketRequest(url: url(server, "/cut")))
         do {
             for try await _ in response.body {}
             XCTFail("a truncated body must throw")

@@ -20,7 +20,7 @@ final class StreamingResponseTests: XCTestCase {
         server.route("/chunked") { _ in .generated(size: size, seed: 11, chunked: true, pieceSize: 70_000) }
         let client = try makeClient()
         for path in ["/plain", "/chunked"] {
-            let response = try await client.stream(Request(url: url(server, path)))
+            let response = try await client.stream(PocketRequest(url: url(server, path)))
             XCTAssertEqual(response.status, 200)
             let hasher = SHA256Hasher()
             var count = 0, chunks = 0
@@ -37,7 +37,7 @@ final class StreamingResponseTests: XCTestCase {
 
     func testCompressedBodiesStreamDecoded() async throws {
         server.route("/gz") { _ in .response(headers: [("Content-Encoding", "gzip")], body: CompressedBodies.gzip) }
-        let r = try await makeClient().stream(Request(url: url(server, "/gz")))
+        let r = try await makeClient().stream(PocketRequest(url: url(server, "/gz")))
         let text = try await r.body.collect(upTo: 1 << 20)
         XCTAssertEqual(String(decoding: text, as: UTF8.self), CompressedBodies.text)
     }
@@ -45,9 +45,9 @@ final class StreamingResponseTests: XCTestCase {
     func testCollectFailsPastItsLimitAndCancels() async throws {
         server.route("/big") { _ in .generated(size: 4 << 20) }
         let client = try makeClient()
-        let r = try await client.stream(Request(url: url(server, "/big")))
+        let r = try await client.stream(PocketRequest(url: url(server, "/big")))
         await assertPocketError(.bodyTooLarge) { try await r.body.collect(upTo: 1 << 20) }
-        let ok = try await client.stream(Request(url: url(server, "/big")))
+        let ok = try await client.stream(PocketRequest(url: url(server, "/big")))
         let all = try await ok.body.collect(upTo: 4 << 20)
         XCTAssertEqual(all.count, 4 << 20)
     }
@@ -58,7 +58,7 @@ final class StreamingResponseTests: XCTestCase {
         let client = try makeClient()
         let bufferSize = 256 << 10
         let rssBefore = residentBytes()
-        let r = try await client.stream(Request(url: url(server, "/firehose")), bufferSize: bufferSize)
+        let r = try await client.stream(PocketRequest(url: url(server, "/firehose")), bufferSize: bufferSize)
         var received = 0, maxBuffered = 0, maxRSS = rssBefore
         let hasher = SHA256Hasher()
         var iterator = r.body.makeAsyncIterator()
@@ -83,7 +83,7 @@ final class StreamingResponseTests: XCTestCase {
     func testSlowReaderIsNotAReadTimeout() async throws {
         server.route("/some") { _ in .generated(size: 2 << 20) }
         let client = try makeClient { $0.timeouts.read = .milliseconds(200) }
-        let r = try await client.stream(Request(url: url(server, "/some")), bufferSize: 64 << 10)
+        let r = try await client.stream(PocketRequest(url: url(server, "/some")), bufferSize: 64 << 10)
         var count = 0, pauses = 0
         for try await chunk in r.body {
             count += chunk.count
@@ -97,7 +97,7 @@ final class StreamingResponseTests: XCTestCase {
 
     func testTruncatedBodyEndsTheIterationWithAnError() async throws {
         server.route("/cut") { _ in .closeMidBody(declaredLength: 100_000, sentPrefix: Array(repeating: 7, count: 5000)) }
-        let r = try await makeClient().stream(Request(url: url(server, "/cut")))
+        let r = try await makeClient().stream(PocketRequest(url: url(server, "/cut")))
         var got = 0
         do {
             for try await chunk in r.body { got += chunk.count }
@@ -111,14 +111,14 @@ final class StreamingResponseTests: XCTestCase {
 
     func testErrorsBeforeTheHeadAreThrownByStream() async throws {
         server.route("/reset") { _ in .reset }
-        await assertPocketError(.connectionReset) { try await makeClient().stream(Request(url: url(self.server, "/reset"))) }
+        await assertPocketError(.connectionReset) { try await makeClient().stream(PocketRequest(url: url(self.server, "/reset"))) }
     }
 
     func testDroppingTheBodyCancelsTheTransfer() async throws {
         server.route("/endless") { _ in .generated(size: 1 << 30, pieceSize: 64 << 10, delayMillisecondsPerPiece: 5) }
         let client = try makeClient()
         do {
-            let r = try await client.stream(Request(url: url(server, "/endless")))
+            let r = try await client.stream(PocketRequest(url: url(server, "/endless")))
             var it = r.body.makeAsyncIterator()
             _ = try await it.next()
         }
@@ -129,7 +129,7 @@ final class StreamingResponseTests: XCTestCase {
     func testCancellingTheReaderCancelsTheRequest() async throws {
         server.route("/slow") { _ in .generated(size: 1 << 30, pieceSize: 16 << 10, delayMillisecondsPerPiece: 50) }
         let client = try makeClient()
-        let r = try await client.stream(Request(url: url(server, "/slow")))
+        let r = try await client.stream(PocketRequest(url: url(server, "/slow")))
         let reader = Task {
             var n = 0
             for try await chunk in r.body { n += chunk.count }
@@ -148,7 +148,7 @@ final class StreamingResponseTests: XCTestCase {
     func testHeadAndNoContentStreamsEndAtOnce() async throws {
         server.route("/empty") { _ in .response(status: 204) }
         let client = try makeClient()
-        let r = try await client.stream(Request(url: url(server, "/empty")))
+        let r = try await client.stream(PocketRequest(url: url(server, "/empty")))
         XCTAssertEqual(r.status, 204)
         let all = try await r.body.collect(upTo: 10)
         XCTAssertEqual(all.count, 0)
@@ -156,10 +156,10 @@ final class StreamingResponseTests: XCTestCase {
 
     func testDownloadProgressForCompressedBodiesHasNoGuessedTotal() async throws {
         server.route("/gz") { _ in .response(headers: [("Content-Encoding", "gzip")], body: CompressedBodies.gzip) }
-        let (updates, handler) = ProgressHandler.stream(interval: .milliseconds(1))
+        let (updates, handler) = PocketProgressHandler.stream(interval: .milliseconds(1))
         let client = try makeClient(), target = url(server, "/gz")
-        async let response = client.send(Request(url: target), progress: handler)
-        var reports: [TransferProgress] = []
+        async let response = client.send(PocketRequest(url: target), progress: handler)
+        var reports: [PocketTransferProgress] = []
         for await p in updates { reports.append(p) }
         let r = try await response
         XCTAssertEqual(r.text, CompressedBodies.text)

@@ -10,7 +10,7 @@ final class StubPipeTests: XCTestCase {
     }
 
     func testPipeReadsSavesAndRemovesAgainstTheStub() async throws {
-        let stub = StubTransport()
+        let stub = PocketStubTransport()
         stub.stub(.get, "/api/projects", .json(#"[{"id":1,"title":"one"},{"id":2,"title":"two"}]"#))
         stub.stub(.get, "/api/projects/{id}", .json(#"{"id":2,"title":"two"}"#))
         stub.stub(.post, "/api/projects", .status(503), .json(#"{"id":3,"title":"three"}"#, status: 201))
@@ -19,9 +19,9 @@ final class StubPipeTests: XCTestCase {
         let client = try clientWith {
             $0.transport = stub
             $0.clock = clock
-            $0.retry = RetryPolicy(backoff: .fixed(.milliseconds(10)), nonIdempotent: .always)
+            $0.retry = PocketRetryPolicy(backoff: .fixed(.milliseconds(10)), nonIdempotent: .always)
         }
-        let pipeline = Pipeline(baseURL: URL(string: "http://todo.invalid/api")!, client: client)
+        let pipeline = PocketPipeline(baseURL: URL(string: "http://todo.invalid/api")!, client: client)
         let projects = pipeline.pipe(Project.self, name: "projects")
         let all = try await projects.read()
         XCTAssertEqual(all.map(\.title), ["one", "two"])

@@ -32,16 +32,16 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         let client = try client()
         for _ in 0..<5 {
-            let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            let r = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
             XCTAssertEqual(r.text, "secure")
         }
         XCTAssertEqual(server.tlsHandshakes, 1, "five requests, one handshake")
         // Wire bytes are counted in the BIO: records cost more than their
         // payload, and the first request on a connection pays the handshake.
-        let first = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        let first = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         XCTAssertGreaterThan(first.timings.wireBytesReceived, first.timings.bytesReceived)
         XCTAssertGreaterThan(first.timings.wireBytesSent, first.timings.bytesSent)
-        let byIP = try await client.send(Request(url: URL(string: server.url(host: "127.0.0.1", path: "/"))!))
+        let byIP = try await client.send(PocketRequest(url: URL(string: server.url(host: "127.0.0.1", path: "/"))!))
         XCTAssertEqual(byIP.text, "secure", "an IP literal is checked against the IP SANs")
         XCTAssertGreaterThan(byIP.timings.tls, .zero)
         // SNI carries DNS names only: the name went, the IP literal did not.
@@ -63,7 +63,7 @@ final class TLSTests: XCTestCase {
             defer { server.shutdown() }
             let client = try client()
             let error = await assertPocketError(code) {
-                try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+                try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
             }
             XCTAssertNotNil(error?.systemError, "OpenSSL's verify code is kept")
             XCTAssertEqual(server.requestCount, 0, "no request is sent over an unverified connection")
@@ -76,7 +76,7 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         let client = try makeClient()
         let error = await assertPocketError(.tlsUntrustedCertificate) {
-            try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         }
         XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
     }
@@ -86,7 +86,7 @@ final class TLSTests: XCTestCase {
         let server = try server(cert: c.selfSignedCert, key: c.selfSignedKey)
         defer { server.shutdown() }
         let client = try makeClient { $0.tls.insecureSkipVerification = true }
-        let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        let r = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         XCTAssertEqual(r.text, "secure")
     }
 
@@ -96,11 +96,11 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         let pin = "sha256//" + (try TestCertificates.spkiSHA256Base64(ofCertificate: c.serverCert))
         let good = try client { $0.tls.pinnedPublicKeys = ["sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", pin] }
-        let r = try await good.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        let r = try await good.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         XCTAssertEqual(r.text, "secure")
         let bad = try client { $0.tls.pinnedPublicKeys = ["sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="] }
         await assertPocketError(.tlsPinMismatch) {
-            try await bad.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            try await bad.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         }
         XCTAssertThrowsError(try client { $0.tls.pinnedPublicKeys = ["md5//xyz"] }) { error in
             XCTAssertEqual((error as? PocketError)?.code, .tlsConfiguration)
@@ -116,11 +116,11 @@ final class TLSTests: XCTestCase {
             $0.tls.certificateChainFile = c.clientCert
             $0.tls.privateKeyFile = c.clientKey
         }
-        let r = try await withCert.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        let r = try await withCert.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         XCTAssertEqual(r.text, "hello client")
         let without = try client()
         do {
-            _ = try await without.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            _ = try await without.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
             XCTFail("a server requiring a client certificate must refuse")
         } catch let error as PocketError {
             // TLS 1.3 reports the refusal after the client's handshake finished:
@@ -136,7 +136,7 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         let client = try client()
         do {
-            _ = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            _ = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
             XCTFail("h2 selected")
         } catch let error as PocketError {
             // OpenSSL itself rejects a protocol the client never offered.
@@ -150,7 +150,7 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         let client = try client { $0.tls.minimumVersion = .tls13 }
         await assertPocketError(.tlsProtocolVersion) {
-            try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         }
     }
 
@@ -160,11 +160,11 @@ final class TLSTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/bye") { _ in .text("bye", closeConnection: true) }
         let client = try client()
-        let first = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/bye"))!))
+        let first = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/bye"))!))
         XCTAssertFalse(first.timings.tlsResumed)
         var resumed = 0
         for _ in 0..<5 {
-            let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/bye"))!))
+            let r = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/bye"))!))
             XCTAssertFalse(r.timings.reusedConnection)
             if r.timings.tlsResumed { resumed += 1 }
         }
@@ -183,15 +183,15 @@ final class TLSTests: XCTestCase {
         // A framed body that was already complete is fine without close_notify.
         server.route("/framed") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfull"), .closeWithoutTLSNotify]) }
         let client = try client()
-        let ok = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/clean"))!))
+        let ok = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/clean"))!))
         XCTAssertEqual(ok.text, "all of it")
         do {
-            _ = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/cut"))!))
+            _ = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/cut"))!))
             XCTFail("a cut close-delimited body must fail")
         } catch let error as PocketError {
             XCTAssertEqual(error.code, .truncatedBody, "\(error)")
         }
-        let framed = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/framed"))!))
+        let framed = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/framed"))!))
         XCTAssertEqual(framed.text, "full")
     }
 
@@ -203,12 +203,12 @@ final class TLSTests: XCTestCase {
         let client = try client()
         let body = Data(repeating: 7, count: 8 << 20)
         do {
-            _ = try await client.send(Request(method: .put, url: URL(string: server.url(host: "localhost", path: "/upload"))!, body: .bytes(body)))
+            _ = try await client.send(PocketRequest(method: .put, url: URL(string: server.url(host: "localhost", path: "/upload"))!, body: .bytes(body)))
         } catch let error as PocketError {
             XCTAssertTrue([.connectionReset, .writeFailed, .closedBeforeResponse, .readFailed].contains(error.code), "\(error)")
         }
         // Still alive, and the client still works.
-        let r = try await client.send(Request(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        let r = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         XCTAssertEqual(r.text, "secure")
     }
 
@@ -216,12 +216,12 @@ final class TLSTests: XCTestCase {
         let nginx = try NginxFixture(tls: try .localhost())
         defer { nginx.stop() }
         let client = try client()
-        let small = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/small"))!))
+        let small = try await client.send(PocketRequest(url: URL(string: nginx.url(host: "localhost", path: "/small"))!))
         XCTAssertEqual(Array(small.body), NginxFixture.smallBody)
-        let large = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/large"))!))
+        let large = try await client.send(PocketRequest(url: URL(string: nginx.url(host: "localhost", path: "/large"))!))
         XCTAssertTrue(Array(large.body) == NginxFixture.largeBody)
         XCTAssertTrue(large.timings.reusedConnection)
-        let chunked = try await client.send(Request(url: URL(string: nginx.url(host: "localhost", path: "/chunked.shtml"))!))
+        let chunked = try await client.send(PocketRequest(url: URL(string: nginx.url(host: "localhost", path: "/chunked.shtml"))!))
         XCTAssertEqual(Array(chunked.body), NginxFixture.chunkedBody)
     }
 
@@ -232,9 +232,9 @@ final class TLSTests: XCTestCase {
         // The client trusts only the system store; requests bring the test CA.
         let client = try makeClient()
         let u = URL(string: server.url(host: "localhost", path: "/"))!
-        var trusting = TLSConfiguration()
+        var trusting = PocketTLSConfiguration()
         trusting.caFile = c.caCert
-        var request = Request(url: u)
+        var request = PocketRequest(url: u)
         request.tls = trusting
         for _ in 0..<3 {
             let r = try await client.send(request)
@@ -244,15 +244,15 @@ final class TLSTests: XCTestCase {
         // Other settings (a pin on top) get a connection of their own...
         var pinned = trusting
         pinned.pinnedPublicKeys = ["sha256//" + (try TestCertificates.spkiSHA256Base64(ofCertificate: c.serverCert))]
-        var other = Request(url: u)
+        var other = PocketRequest(url: u)
         other.tls = pinned
         let r2 = try await client.send(other)
         XCTAssertFalse(r2.timings.reusedConnection)
         XCTAssertEqual(server.tlsHandshakes, 2)
         // ...and the client's own settings never ride on either.
-        await assertPocketError(.tlsUntrustedCertificate) { try await client.send(Request(url: u)) }
+        await assertPocketError(.tlsUntrustedCertificate) { try await client.send(PocketRequest(url: u)) }
         // Codable: the settings travel with an archived request.
-        let decoded = try JSONDecoder().decode(Request.self, from: JSONEncoder().encode(other))
+        let decoded = try JSONDecoder().decode(PocketRequest.self, from: JSONEncoder().encode(other))
         XCTAssertEqual(decoded.tls, pinned)
     }
 }

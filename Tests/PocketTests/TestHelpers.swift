@@ -6,7 +6,7 @@ import PocketTestSupport
 /// A client with short timeouts so a hung test fails in seconds, not minutes.
 func makeClient(_ configure: (inout PocketClient.Configuration) -> Void = { _ in }) throws -> PocketClient {
     var config = PocketClient.Configuration()
-    config.timeouts = Timeouts(connect: .seconds(5), read: .seconds(10), total: .seconds(20))
+    config.timeouts = PocketTimeouts(connect: .seconds(5), read: .seconds(10), total: .seconds(20))
     configure(&config)
     return try PocketClient(configuration: config)
 }
@@ -47,7 +47,7 @@ func engineThreadCount() -> Int {
 
 /// Sends `request` `count` times in a row. Nonisolated, so inside
 /// `withTaskExecutorPreference(client.executor)` it runs on the loop.
-func sendSequentially(_ client: PocketClient, _ request: Request, count: Int) async throws {
+func sendSequentially(_ client: PocketClient, _ request: PocketRequest, count: Int) async throws {
     for _ in 0..<count {
         let r = try await client.send(request)
         precondition(r.status == 200)

@@ -11,9 +11,9 @@ final class TimeoutTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/") { _ in .stall(milliseconds: 5000) }
-        let client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(5), read: .milliseconds(200), total: .seconds(10)) }
+        let client = try makeClient { $0.timeouts = PocketTimeouts(connect: .seconds(5), read: .milliseconds(200), total: .seconds(10)) }
         let start = ContinuousClock.now
-        await assertPocketError(.readTimeout) { try await client.send(Request(url: url(server, "/"))) }
+        await assertPocketError(.readTimeout) { try await client.send(PocketRequest(url: url(server, "/"))) }
         let took = ContinuousClock.now - start
         XCTAssertGreaterThanOrEqual(took, .milliseconds(190))
         XCTAssertLessThan(took, .seconds(3))
@@ -28,8 +28,8 @@ final class TimeoutTests: XCTestCase {
             .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n"),
                   .trickle(body, chunkSize: 1, delayMilliseconds: 50)])
         }
-        let client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(5), read: .milliseconds(200), total: nil) }
-        let r = try await client.send(Request(url: url(server, "/")))
+        let client = try makeClient { $0.timeouts = PocketTimeouts(connect: .seconds(5), read: .milliseconds(200), total: nil) }
+        let r = try await client.send(PocketRequest(url: url(server, "/")))
         XCTAssertEqual(r.body.count, body.count)
     }
 
@@ -41,9 +41,9 @@ final class TimeoutTests: XCTestCase {
             .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n"),
                   .trickle(body, chunkSize: 1, delayMilliseconds: 30)])
         }
-        let client = try makeClient { $0.timeouts = Timeouts(connect: .seconds(5), read: .seconds(5), total: .milliseconds(300)) }
+        let client = try makeClient { $0.timeouts = PocketTimeouts(connect: .seconds(5), read: .seconds(5), total: .milliseconds(300)) }
         let start = ContinuousClock.now
-        let error = await assertPocketError(.deadlineExceeded) { try await client.send(Request(url: url(server, "/"))) }
+        let error = await assertPocketError(.deadlineExceeded) { try await client.send(PocketRequest(url: url(server, "/"))) }
         XCTAssertEqual(error?.response?.status, 200, "the head that did arrive is kept")
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(2))
     }
@@ -53,8 +53,8 @@ final class TimeoutTests: XCTestCase {
         defer { server.shutdown() }
         server.route("/") { _ in .stall(milliseconds: 3000) }
         let client = try makeClient()
-        var request = Request(url: url(server, "/"))
-        request.timeouts = Timeouts(connect: .seconds(1), read: .milliseconds(100), total: nil)
+        var request = PocketRequest(url: url(server, "/"))
+        request.timeouts = PocketTimeouts(connect: .seconds(1), read: .milliseconds(100), total: nil)
         await assertPocketError(.readTimeout) { try await client.send(request) }
     }
 
@@ -64,10 +64,10 @@ final class TimeoutTests: XCTestCase {
         let queue = try FullAcceptQueue()
         defer { queue.close() }
         let port = queue.port
-        let client = try makeClient { $0.timeouts = Timeouts(connect: .milliseconds(300), read: .seconds(5), total: .seconds(10)) }
+        let client = try makeClient { $0.timeouts = PocketTimeouts(connect: .milliseconds(300), read: .seconds(5), total: .seconds(10)) }
         let start = ContinuousClock.now
         await assertPocketError(.connectTimeout) {
-            try await client.send(Request(url: URL(string: "http://127.0.0.1:\(port)/")!))
+            try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:\(port)/")!))
         }
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(3))
     }

@@ -4,18 +4,18 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A replayable form archives (a `Request` with it can be saved and sent
+/// A replayable form archives (a `PocketRequest` with it can be saved and sent
 /// later, even from another process): fields and data parts with their
 /// bytes, file parts by path (read when sent), and the boundary. A form
 /// with a stream part cannot be encoded (`EncodingError.invalidValue`).
-extension MultipartForm: Codable {
+extension PocketMultipartForm: Codable {
     private enum CodingKeys: String, CodingKey { case boundary, customBoundary, parts }
     private enum PartKeys: String, CodingKey { case name, fileName, contentType, headers, bytes, file }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let boundary = try c.decode(String.self, forKey: .boundary)
-        self = try c.decode(Bool.self, forKey: .customBoundary) ? MultipartForm(boundary: boundary) : MultipartForm()
+        self = try c.decode(Bool.self, forKey: .customBoundary) ? PocketMultipartForm(boundary: boundary) : PocketMultipartForm()
         var list = try c.nestedUnkeyedContainer(forKey: .parts)
         var parts: [Part] = []
         while !list.isAtEnd {
@@ -29,7 +29,7 @@ extension MultipartForm: Codable {
             parts.append(Part(name: try p.decode(String.self, forKey: .name),
                               fileName: try p.decodeIfPresent(String.self, forKey: .fileName),
                               contentType: try p.decodeIfPresent(String.self, forKey: .contentType),
-                              headers: try p.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:], content: content))
+                              headers: try p.decodeIfPresent(PocketHeaders.self, forKey: .headers) ?? [:], content: content))
         }
         // The archived boundary was checked against these parts when they were added.
         self.restore(parts: parts, boundary: boundary)

@@ -53,7 +53,7 @@ enum MultipartEncoding {
     }
 
     /// `s` as the inside of a quoted-string: UTF-8 as-is; `"`, `\`, CR, LF
-    /// and the other control bytes (HTAB aside) as `%XX` (see `MultipartForm`).
+    /// and the other control bytes (HTAB aside) as `%XX` (see `PocketMultipartForm`).
     static func escape(_ s: String) -> String {
         var out = [UInt8]()
         out.reserveCapacity(s.utf8.count)
@@ -86,7 +86,7 @@ enum MultipartEncoding {
     /// The header block of one part (without the delimiter before it).
     /// A header name starting with `--` and the boundary is refused: its
     /// line would read as a delimiter (RFC 2046 §5.1.1), splitting the part.
-    static func head(of part: MultipartForm.Part, boundary: String) throws(PocketError) -> String {
+    static func head(of part: PocketMultipartForm.Part, boundary: String) throws(PocketError) -> String {
         var fields: [(String, String)] = []
         var disposition = "form-data; name=\"\(escape(part.name))\""
         if let fileName = part.fileName { disposition += "; filename=\"\(escape(fileName))\"" }
@@ -112,7 +112,7 @@ enum MultipartEncoding {
 
     /// The form's segments. Fails with `.invalidMultipartForm` for a bad
     /// custom boundary or part header.
-    static func layout(_ form: MultipartForm) throws(PocketError) -> MultipartLayout {
+    static func layout(_ form: PocketMultipartForm) throws(PocketError) -> MultipartLayout {
         let boundary = form.boundary
         if form.boundaryIsCustom {
             guard isValidBoundary(boundary) else {

@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 
-extension MultipartForm {
+extension PocketMultipartForm {
     /// The bytes the form's body would have if sent now: part heads,
     /// contents and delimiters, with file parts at their current size
     /// (`stat`). Nil when a stream part has no length (the form goes out

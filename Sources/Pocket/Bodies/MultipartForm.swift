@@ -35,7 +35,7 @@ import Synchronization
 /// (`isReplayable`) unless it has a stream part: then it can be sent once,
 /// and a second send — or the engine's retry-once on a stale pooled
 /// connection — fails with `.requestBodyNotReplayable`.
-public struct MultipartForm: Sendable, Hashable {
+public struct PocketMultipartForm: Sendable, Hashable {
     /// One part: its name, optional file name and type, extra headers and content.
     public struct Part: Sendable, Hashable {
         /// The form field name (`Content-Disposition: form-data; name=...`).
@@ -47,7 +47,7 @@ public struct MultipartForm: Sendable, Hashable {
         public let contentType: String?
         /// Extra header fields of the part, after the two above. A
         /// `Content-Disposition` or `Content-Type` here replaces Pocket's.
-        public let headers: HTTPHeaders
+        public let headers: PocketHeaders
         let content: Content
 
         /// The content's size when known without reading it: the bytes of a
@@ -107,7 +107,7 @@ public struct MultipartForm: Sendable, Hashable {
     }
 
     /// A text field, sent as its UTF-8 bytes without a `Content-Type`.
-    public mutating func addField(_ name: String, _ value: String, headers: HTTPHeaders = [:]) {
+    public mutating func addField(_ name: String, _ value: String, headers: PocketHeaders = [:]) {
         append(Part(name: name, fileName: nil, contentType: nil, headers: headers, content: .bytes(Data(value.utf8))))
     }
 
@@ -118,7 +118,7 @@ public struct MultipartForm: Sendable, Hashable {
     /// file that cannot be opened, or shrinks while it is sent, fails the
     /// request with `.fileReadFailed`.
     public mutating func addFile(_ name: String, at url: URL, fileName: String? = nil, contentType: String? = nil,
-                                 headers: HTTPHeaders = [:]) {
+                                 headers: PocketHeaders = [:]) {
         let file = fileName ?? url.lastPathComponent
         append(Part(name: name, fileName: file, contentType: contentType ?? MIMETypes.type(forFileName: file),
                     headers: headers, content: .file(path: url.path(percentEncoded: false))))
@@ -128,7 +128,7 @@ public struct MultipartForm: Sendable, Hashable {
     /// `contentType` defaults to the type of the name's extension; without,
     /// `contentType` defaults to `application/octet-stream`.
     public mutating func addData(_ name: String, _ data: Data, fileName: String? = nil, contentType: String? = nil,
-                                 headers: HTTPHeaders = [:]) {
+                                 headers: PocketHeaders = [:]) {
         append(Part(name: name, fileName: fileName, contentType: contentType ?? Self.defaultType(fileName),
                     headers: headers, content: .bytes(data)))
     }
@@ -141,13 +141,13 @@ public struct MultipartForm: Sendable, Hashable {
     /// `contentType` defaults as for `addData`.
     public mutating func addStream<S: AsyncSequence & Sendable>(_ name: String, _ chunks: S, length: Int?,
                                                                fileName: String? = nil, contentType: String? = nil,
-                                                               headers: HTTPHeaders = [:]) where S.Element == Data {
+                                                               headers: PocketHeaders = [:]) where S.Element == Data {
         addStream(name, StreamSource(chunks), length: length, fileName: fileName, contentType: contentType, headers: headers)
     }
 
     /// `addStream` for an already type-erased sequence.
     mutating func addStream(_ name: String, _ source: StreamSource, length: Int?, fileName: String?, contentType: String?,
-                            headers: HTTPHeaders = [:]) {
+                            headers: PocketHeaders = [:]) {
         append(Part(name: name, fileName: fileName, contentType: contentType ?? Self.defaultType(fileName),
                     headers: headers, content: .stream(source, length: length.map { max(0, $0) })))
     }

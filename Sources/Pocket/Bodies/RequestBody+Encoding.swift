@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension RequestBody {
+extension PocketRequestBody {
     /// `value` encoded as JSON, as bytes (replayable, `Content-Length`).
     ///
     /// The default encoder sorts keys, so the same value always gives the same
@@ -12,8 +12,8 @@ extension RequestBody {
     /// Throws `.encodingFailed` (the `EncodingError` as `underlying`), e.g.
     /// for a non-finite `Double`. The `Content-Type` comes from the request's
     /// format (JSON by default) or its headers: a body is bytes only.
-    public static func json<T: Encodable>(_ value: T, encoder: JSONEncoder = RequestBody.defaultJSONEncoder())
-        throws -> RequestBody {
+    public static func json<T: Encodable>(_ value: T, encoder: JSONEncoder = PocketRequestBody.defaultJSONEncoder())
+        throws -> PocketRequestBody {
         do {
             return .bytes(try encoder.encode(value))
         } catch {
@@ -31,9 +31,9 @@ extension RequestBody {
     /// `fields` as `application/x-www-form-urlencoded` (HTML's form
     /// encoding: UTF-8, `+` for a space, everything but `A–Z a–z 0–9 - . _ ~`
     /// percent-encoded; keys in order; nested values and arrays as in
-    /// `QueryEncoding`, brackets by default). Use with `format: .form`
+    /// `PocketQueryEncoding`, brackets by default). Use with `format: .form`
     /// (or a `Content-Type` header).
-    public static func form(_ fields: [String: ParameterValue], encoding: QueryEncoding = QueryEncoding()) -> RequestBody {
+    public static func form(_ fields: [String: PocketParameterValue], encoding: PocketQueryEncoding = PocketQueryEncoding()) -> PocketRequestBody {
         .bytes(Data(encoding.encode(fields, spaceAsPlus: true).utf8))
     }
 }

@@ -16,21 +16,21 @@ import Foundation
 /// retry-once rule on a pooled connection, later redirects and retries). A
 /// stream is one-shot: it is never re-sent, so a request with a stream body
 /// is never retried.
-public struct RequestBody: Sendable, Hashable, Codable {
+public struct PocketRequestBody: Sendable, Hashable, Codable {
     enum Source: Sendable, Hashable {
         case bytes(Data)
         case file(path: String, offset: Int, length: Int?)
         case stream(StreamSource, length: Int?)
-        case multipart(MultipartForm) // RequestBody+Multipart.swift
+        case multipart(PocketMultipartForm) // PocketRequestBody+Multipart.swift
     }
 
     let source: Source
 
     /// These bytes, with `Content-Length`.
-    public static func bytes(_ data: Data) -> RequestBody { RequestBody(source: .bytes(data)) }
+    public static func bytes(_ data: Data) -> PocketRequestBody { PocketRequestBody(source: .bytes(data)) }
 
     /// The UTF-8 bytes of `text`, with `Content-Length`.
-    public static func text(_ text: String) -> RequestBody { .bytes(Data(text.utf8)) }
+    public static func text(_ text: String) -> PocketRequestBody { .bytes(Data(text.utf8)) }
 
     /// A file's bytes from `offset`, `length` of them (nil: to the end of the
     /// file as it is when the request is sent), with `Content-Length`. Sent
@@ -38,8 +38,8 @@ public struct RequestBody: Sendable, Hashable, Codable {
     /// TLS ones: the file is never loaded into memory. Replayable. A file
     /// that cannot be opened, or ends before `length`, fails the request with
     /// `.fileReadFailed`.
-    public static func file(_ url: URL, offset: Int = 0, length: Int? = nil) -> RequestBody {
-        RequestBody(source: .file(path: url.path(percentEncoded: false), offset: offset, length: length))
+    public static func file(_ url: URL, offset: Int = 0, length: Int? = nil) -> PocketRequestBody {
+        PocketRequestBody(source: .file(path: url.path(percentEncoded: false), offset: offset, length: length))
     }
 
     /// Chunks from an `AsyncSequence`, pulled as the socket takes them (one
@@ -48,9 +48,9 @@ public struct RequestBody: Sendable, Hashable, Codable {
     /// (`.requestBodyLengthMismatch`); without, it is sent chunked. One-shot.
     /// If the sequence throws, the request fails with
     /// `.requestBodyStreamFailed` and the error as `underlying`.
-    public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int?) -> RequestBody
+    public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int?) -> PocketRequestBody
     where S.Element == Data {
-        RequestBody(source: .stream(StreamSource(chunks), length: length))
+        PocketRequestBody(source: .stream(StreamSource(chunks), length: length))
     }
 
     /// The body's length, when known before sending (nil: a stream without
@@ -85,7 +85,7 @@ public struct RequestBody: Sendable, Hashable, Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         if let d = try c.decodeIfPresent(Data.self, forKey: .bytes) {
             source = .bytes(d)
-        } else if let form = try c.decodeIfPresent(MultipartForm.self, forKey: .multipart) {
+        } else if let form = try c.decodeIfPresent(PocketMultipartForm.self, forKey: .multipart) {
             source = .multipart(form)
         } else {
             source = .file(path: try c.decode(String.self, forKey: .file),

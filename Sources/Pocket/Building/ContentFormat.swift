@@ -1,7 +1,7 @@
 /// The format of a request's body and of the response it asks for, as
 /// MTPocket's `format`: it writes `Accept` (and `Content-Type` when the
 /// request has a body), names the content types validation accepts, and
-/// tells `Response.decode` how to read the body.
+/// tells `PocketResponse.decode` how to read the body.
 ///
 /// JSON is the default everywhere (`Configuration.format`), as in MTPocket
 /// and TyphoonRestClient: it is what REST services speak.
@@ -9,8 +9,8 @@
 /// ```swift
 /// let request = try client.request(.post, "login", body: .form(["user": "ada"]), format: .form)
 /// ```
-public struct ContentFormat: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// How `Response.decode` reads a body of this format.
+public struct PocketContentFormat: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How `PocketResponse.decode` reads a body of this format.
     public enum Decoding: String, Sendable, Hashable, Codable {
         /// `JSONDecoder`.
         case json
@@ -25,7 +25,7 @@ public struct ContentFormat: Sendable, Hashable, Codable, CustomStringConvertibl
     /// The `Accept` header, e.g. `application/json`.
     public var accept: String
     /// Media types a response may have to pass validation when
-    /// `Validation.contentTypes` is nil: exact types (`application/json`),
+    /// `PocketValidation.contentTypes` is nil: exact types (`application/json`),
     /// structured suffixes (`+json`) or wildcards (`text/*`, `*/*`).
     public var acceptableContentTypes: [String]
     /// How the body decodes.
@@ -41,21 +41,21 @@ public struct ContentFormat: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// `application/json` both ways; `application/*+json` (RFC 6839) also
     /// accepted, so `application/problem+json` error bodies validate and decode.
-    public static let json = ContentFormat(contentType: "application/json", accept: "application/json",
+    public static let json = PocketContentFormat(contentType: "application/json", accept: "application/json",
                                            acceptableContentTypes: ["application/json", "+json"], decoding: .json)
-    /// An `application/x-www-form-urlencoded` body (`RequestBody.form`);
+    /// An `application/x-www-form-urlencoded` body (`PocketRequestBody.form`);
     /// the response may be anything (`Accept: */*`), decoded as JSON when it is JSON.
-    public static let form = ContentFormat(contentType: "application/x-www-form-urlencoded", accept: "*/*",
+    public static let form = PocketContentFormat(contentType: "application/x-www-form-urlencoded", accept: "*/*",
                                            acceptableContentTypes: ["*/*"], decoding: .json)
     /// `text/plain; charset=utf-8` both ways; any `text/*` response is accepted.
-    public static let text = ContentFormat(contentType: "text/plain; charset=utf-8", accept: "text/plain",
+    public static let text = PocketContentFormat(contentType: "text/plain; charset=utf-8", accept: "text/plain",
                                            acceptableContentTypes: ["text/*"], decoding: .text)
     /// `application/xml`; `text/xml` and `+xml` types accepted. Decodes as text
     /// (Pocket has no XML mapper).
-    public static let xml = ContentFormat(contentType: "application/xml", accept: "application/xml",
+    public static let xml = PocketContentFormat(contentType: "application/xml", accept: "application/xml",
                                           acceptableContentTypes: ["application/xml", "text/xml", "+xml"], decoding: .text)
     /// Raw bytes: `application/octet-stream` out, any type accepted back.
-    public static let binary = ContentFormat(contentType: "application/octet-stream", accept: "*/*",
+    public static let binary = PocketContentFormat(contentType: "application/octet-stream", accept: "*/*",
                                              acceptableContentTypes: ["*/*"], decoding: .binary)
 
     /// The request content type.

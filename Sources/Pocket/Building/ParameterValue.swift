@@ -13,26 +13,26 @@
 ///
 /// `Codable` and `Hashable`, so templates and archived requests that hold
 /// parameters stay values.
-public enum ParameterValue: Sendable, Hashable, Codable {
+public enum PocketParameterValue: Sendable, Hashable, Codable {
     /// Text, percent-encoded where it goes.
     case string(String)
     /// An integer, written in decimal.
     case integer(Int)
     /// A floating-point number, written as Swift's shortest round-trip form (`1.5`).
     case double(Double)
-    /// A boolean: `true`/`false` (or `1`/`0`, `QueryEncoding.boolStyle`).
+    /// A boolean: `true`/`false` (or `1`/`0`, `PocketQueryEncoding.boolStyle`).
     case bool(Bool)
-    /// A list: comma-joined in a path, per `QueryEncoding.arrayStyle` in a query.
-    case array([ParameterValue])
+    /// A list: comma-joined in a path, per `PocketQueryEncoding.arrayStyle` in a query.
+    case array([PocketParameterValue])
     /// Nested fields, `key[sub]=value` in a query (not allowed in a path).
-    case dictionary([String: ParameterValue])
+    case dictionary([String: PocketParameterValue])
     /// No value: a query parameter or form field is left out, an identifier
     /// removes its `:placeholder`, a `{placeholder}` is an error.
     case null
 
     /// `value`'s text (`LosslessStringConvertible`: `Int`, `String`, `Double`,
     /// `Bool`, `Character`, …), or `.null` for nil. Integers and booleans keep
-    /// their kind, so `Bool` follows `QueryEncoding.boolStyle`.
+    /// their kind, so `Bool` follows `PocketQueryEncoding.boolStyle`.
     public init<T: LosslessStringConvertible>(_ value: T?) {
         switch value {
         case nil: self = .null
@@ -55,8 +55,8 @@ public enum ParameterValue: Sendable, Hashable, Codable {
         else if let i = try? c.decode(Int.self) { self = .integer(i) }
         else if let d = try? c.decode(Double.self) { self = .double(d) }
         else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([ParameterValue].self) { self = .array(a) }
-        else { self = .dictionary(try c.decode([String: ParameterValue].self)) }
+        else if let a = try? c.decode([PocketParameterValue].self) { self = .array(a) }
+        else { self = .dictionary(try c.decode([String: PocketParameterValue].self)) }
     }
 
     /// Encodes the plain JSON value.
@@ -74,7 +74,7 @@ public enum ParameterValue: Sendable, Hashable, Codable {
     }
 }
 
-extension ParameterValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+extension PocketParameterValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
     /// `"text"` → `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
@@ -85,9 +85,9 @@ extension ParameterValue: ExpressibleByStringLiteral, ExpressibleByIntegerLitera
     /// `true` → `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     /// `[1, 2]` → `.array`.
-    public init(arrayLiteral elements: ParameterValue...) { self = .array(elements) }
+    public init(arrayLiteral elements: PocketParameterValue...) { self = .array(elements) }
     /// `["a": 1]` → `.dictionary` (a repeated key keeps its last value).
-    public init(dictionaryLiteral elements: (String, ParameterValue)...) {
+    public init(dictionaryLiteral elements: (String, PocketParameterValue)...) {
         self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
     /// `nil` → `.null`.

@@ -17,8 +17,8 @@ struct PathTemplate {
     let template: String
 
     /// The filled path and the parameters no `{placeholder}` used.
-    func fill(identifiers: [ParameterValue], parameters: [String: ParameterValue]) throws
-        -> (path: String, unused: [String: ParameterValue]) {
+    func fill(identifiers: [PocketParameterValue], parameters: [String: PocketParameterValue]) throws
+        -> (path: String, unused: [String: PocketParameterValue]) {
         let bytes = Array(template.utf8)
         var unused = parameters
         var nextIdentifier = 0
@@ -84,7 +84,7 @@ struct PathTemplate {
     }
 
     /// A value as path text: scalars encoded, arrays comma-joined.
-    static func segment(_ value: ParameterValue, name: String) throws -> String {
+    static func segment(_ value: PocketParameterValue, name: String) throws -> String {
         switch value {
         case .string(let s): return PercentEncoding.pathSegment(s)
         case .integer(let n): return String(n)

@@ -11,7 +11,7 @@
 /// var encoding = QueryEncoding()
 /// encoding.arrayStyle = .commaSeparated         // ids=1,2
 /// ```
-public struct QueryEncoding: Sendable, Hashable, Codable {
+public struct PocketQueryEncoding: Sendable, Hashable, Codable {
     /// How an array value is written.
     public enum ArrayStyle: String, Sendable, Hashable, Codable {
         /// `a[]=1&a[]=2` (Rails, PHP, AFNetworking's default).
@@ -52,11 +52,11 @@ public struct QueryEncoding: Sendable, Hashable, Codable {
     /// except that containers inside an array are always indexed
     /// (`a[0][b]=1`), since the flat styles cannot express them. An empty
     /// array or dictionary writes nothing, in every style.
-    public func encode(_ parameters: [String: ParameterValue]) -> String {
+    public func encode(_ parameters: [String: PocketParameterValue]) -> String {
         encode(parameters, spaceAsPlus: false)
     }
 
-    func encode(_ parameters: [String: ParameterValue], spaceAsPlus: Bool) -> String {
+    func encode(_ parameters: [String: PocketParameterValue], spaceAsPlus: Bool) -> String {
         var out = ""
         for key in parameters.keys.sorted() {
             append(parameters[key]!, key: key, to: &out, spaceAsPlus: spaceAsPlus)
@@ -64,7 +64,7 @@ public struct QueryEncoding: Sendable, Hashable, Codable {
         return out
     }
 
-    private func scalar(_ value: ParameterValue) -> String? {
+    private func scalar(_ value: PocketParameterValue) -> String? {
         switch value {
         case .string(let s): return s
         case .integer(let i): return String(i)
@@ -74,7 +74,7 @@ public struct QueryEncoding: Sendable, Hashable, Codable {
         }
     }
 
-    private func append(_ value: ParameterValue, key: String, to out: inout String, spaceAsPlus: Bool) {
+    private func append(_ value: PocketParameterValue, key: String, to out: inout String, spaceAsPlus: Bool) {
         func field(_ k: String, _ v: String) {
             if !out.isEmpty { out += "&" }
             out += PercentEncoding.encode(k, spaceAsPlus: spaceAsPlus)

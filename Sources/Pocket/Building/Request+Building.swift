@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension Request {
+extension PocketRequest {
     /// A request for `path` resolved against `baseURL`: the building block of
     /// templates, scoped clients and pipes.
     ///
@@ -34,10 +34,10 @@ extension Request {
     ///
     /// Throws `.invalidURL` (no base for a relative path, or the result does
     /// not parse) and `.unsupportedScheme` (not http/https).
-    public init(_ method: HTTPMethod = .get, path: String, baseURL: URL? = nil,
-                identifiers: [ParameterValue] = [], parameters: [String: ParameterValue] = [:],
-                headers: HTTPHeaders = [:], body: RequestBody? = nil,
-                format: ContentFormat = .json, queryEncoding: QueryEncoding = QueryEncoding()) throws {
+    public init(_ method: PocketMethod = .get, path: String, baseURL: URL? = nil,
+                identifiers: [PocketParameterValue] = [], parameters: [String: PocketParameterValue] = [:],
+                headers: PocketHeaders = [:], body: PocketRequestBody? = nil,
+                format: PocketContentFormat = .json, queryEncoding: PocketQueryEncoding = PocketQueryEncoding()) throws {
         var origin = ""
         var template = path
         if let absolute = URLResolution.splitAbsolute(path) {
@@ -67,7 +67,7 @@ extension Request {
     /// Whether the format's `Content-Type` is the right one for `body`.
     /// Exhaustive on purpose: a kind of body that brings its own type
     /// (a multipart form's boundary) must answer false here.
-    private static func formatDescribes(_ body: RequestBody) -> Bool {
+    private static func formatDescribes(_ body: PocketRequestBody) -> Bool {
         switch body.source {
         case .bytes, .file, .stream: return true
         case .multipart: return false // its Content-Type carries the boundary

@@ -19,23 +19,23 @@
 /// When the call ends, its completion handlers run first, then its success
 /// handlers (2xx) or its failure handlers (anything else: a transport error,
 /// `.cancelled`, or another status, with the response when there is one),
-/// each kind in the order attached, all on the call's `CallbackQueue`, after
+/// each kind in the order attached, all on the call's `PocketCallbackQueue`, after
 /// every progress report. A handler attached after the end runs at once with
 /// the outcome. Progress handlers must be attached before `start()`.
-public final class Call: Sendable {
+public final class PocketCall: Sendable {
     /// Gets a 2xx response.
-    public typealias SuccessHandler = @Sendable (Response) -> Void
+    public typealias SuccessHandler = @Sendable (PocketResponse) -> Void
     /// Gets the error, and the response when the server answered.
-    public typealias FailureHandler = @Sendable (PocketError, Response?) -> Void
+    public typealias FailureHandler = @Sendable (PocketError, PocketResponse?) -> Void
     /// Gets every outcome, before success and failure handlers.
-    public typealias CompletionHandler = @Sendable (CallOutcome) -> Void
+    public typealias CompletionHandler = @Sendable (PocketCallOutcome) -> Void
     /// Gets upload or download progress.
-    public typealias ProgressReport = @Sendable (TransferProgress) -> Void
+    public typealias ProgressReport = @Sendable (PocketTransferProgress) -> Void
 
     /// The request this call sends.
-    public let request: Request
+    public let request: PocketRequest
     /// Where the handlers run.
-    public let queue: CallbackQueue
+    public let queue: PocketCallbackQueue
     private let client: PocketClient
 
     private struct Handlers {
@@ -49,24 +49,24 @@ public final class Call: Sendable {
     private enum Phase {
         case idle
         case running(Task<Void, Never>?)
-        case done(CallOutcome)
+        case done(PocketCallOutcome)
     }
 
     private struct State {
         var handlers = Handlers()
         var phase = Phase.idle
         var cancelRequested = false
-        var waiters: [CheckedContinuation<CallOutcome, Never>] = []
+        var waiters: [CheckedContinuation<PocketCallOutcome, Never>] = []
     }
 
     private enum Event: Sendable {
-        case progress(TransferProgress)
-        case done(CallOutcome)
+        case progress(PocketTransferProgress)
+        case done(PocketCallOutcome)
     }
 
     private let state = Lock(State())
 
-    init(client: PocketClient, request: Request, queue: CallbackQueue) {
+    init(client: PocketClient, request: PocketRequest, queue: PocketCallbackQueue) {
         self.client = client
         self.request = request
         self.queue = queue
@@ -76,13 +76,13 @@ public final class Call: Sendable {
 
     /// Runs `handler` with every outcome, before the success and failure handlers.
     @discardableResult
-    public func onComplete(_ handler: @escaping CompletionHandler) -> Call {
+    public func onComplete(_ handler: @escaping CompletionHandler) -> PocketCall {
         attach({ $0.completion.append(handler) }, late: handler)
     }
 
     /// Runs `handler` with a 2xx response.
     @discardableResult
-    public func onSuccess(_ handler: @escaping SuccessHandler) -> Call {
+    public func onSuccess(_ handler: @escaping SuccessHandler) -> PocketCall {
         attach({ $0.success.append(handler) }, late: { o in
             if o.isSuccess, let r = o.response { handler(r) }
         })
@@ -91,32 +91,32 @@ public final class Call: Sendable {
     /// Runs `handler` with the error, and the response when the server
     /// answered (a status outside 2xx).
     @discardableResult
-    public func onFailure(_ handler: @escaping FailureHandler) -> Call {
+    public func onFailure(_ handler: @escaping FailureHandler) -> PocketCall {
         attach({ $0.failure.append(handler) }, late: { o in
             if let e = o.error { handler(e, o.response) }
         })
     }
 
-    /// Runs `handler` with upload progress (rate-limited, see `ProgressHandler`).
+    /// Runs `handler` with upload progress (rate-limited, see `PocketProgressHandler`).
     @discardableResult
-    public func onUploadProgress(_ handler: @escaping ProgressReport) -> Call {
+    public func onUploadProgress(_ handler: @escaping ProgressReport) -> PocketCall {
         attach({ $0.upload.append(handler) }, late: { _ in })
     }
 
-    /// Runs `handler` with download progress (rate-limited, see `ProgressHandler`).
+    /// Runs `handler` with download progress (rate-limited, see `PocketProgressHandler`).
     @discardableResult
-    public func onDownloadProgress(_ handler: @escaping ProgressReport) -> Call {
+    public func onDownloadProgress(_ handler: @escaping ProgressReport) -> PocketCall {
         attach({ $0.download.append(handler) }, late: { _ in })
     }
 
-    private func attach(_ register: (inout Handlers) -> Void, late: @escaping CompletionHandler) -> Call {
-        let ended = state.withLock { s -> CallOutcome? in
+    private func attach(_ register: (inout Handlers) -> Void, late: @escaping CompletionHandler) -> PocketCall {
+        let ended = state.withLock { s -> PocketCallOutcome? in
             if case .done(let outcome) = s.phase { return outcome }
             register(&s.handlers)
             return nil
         }
         if let ended {
-            let delivery = CallbackDelivery<CallOutcome>(queue, handle: late)
+            let delivery = CallbackDelivery<PocketCallOutcome>(queue, handle: late)
             delivery.send(ended)
             delivery.finish()
         }
@@ -127,7 +127,7 @@ public final class Call: Sendable {
 
     /// Sends the request. A second call does nothing.
     @discardableResult
-    public func start() -> Call {
+    public func start() -> PocketCall {
         let progressWanted = state.withLock { s -> Bool? in
             guard case .idle = s.phase else { return nil }
             s.phase = .running(nil)
@@ -135,10 +135,10 @@ public final class Call: Sendable {
         }
         guard let progressWanted else { return self }
         let delivery = CallbackDelivery<Event>(queue) { [self] event in handle(event) }
-        let progress = progressWanted ? ProgressHandler { delivery.send(.progress($0)) } : nil
+        let progress = progressWanted ? PocketProgressHandler { delivery.send(.progress($0)) } : nil
         let (client, request) = (self.client, self.request)
         let task = Task {
-            let outcome: CallOutcome
+            let outcome: PocketCallOutcome
             do {
                 if self.state.withLock({ $0.cancelRequested }) {
                     throw PocketError(.cancelled, "the call was cancelled before it started")
@@ -146,15 +146,15 @@ public final class Call: Sendable {
                 let response = try await client.send(request, progress: progress)
                 do {
                     try response.validate(.status()) // success is 2xx, as in MTPocket
-                    outcome = CallOutcome(response: response, error: nil)
+                    outcome = PocketCallOutcome(response: response, error: nil)
                 } catch let error as PocketError {
-                    outcome = CallOutcome(response: response, error: error)
+                    outcome = PocketCallOutcome(response: response, error: error)
                 }
             } catch let error as PocketError {
-                outcome = CallOutcome(response: nil, error: error)
+                outcome = PocketCallOutcome(response: nil, error: error)
             } catch {
                 // Only a redirect hook throws anything else.
-                outcome = CallOutcome(response: nil, error: PocketError(.unknown, "\(error)"))
+                outcome = PocketCallOutcome(response: nil, error: PocketError(.unknown, "\(error)"))
             }
             self.end(outcome, delivery)
         }
@@ -182,11 +182,11 @@ public final class Call: Sendable {
     /// response, or the error the failure handlers get. Returns as soon as
     /// the outcome is known (handlers may still be running). Cancelling
     /// the waiting task cancels the call.
-    public func response() async throws -> Response {
+    public func response() async throws -> PocketResponse {
         start()
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<CallOutcome, Never>) in
-                let ended = state.withLock { s -> CallOutcome? in
+            await withCheckedContinuation { (c: CheckedContinuation<PocketCallOutcome, Never>) in
+                let ended = state.withLock { s -> PocketCallOutcome? in
                     if case .done(let o) = s.phase { return o }
                     s.waiters.append(c)
                     return nil
@@ -200,8 +200,8 @@ public final class Call: Sendable {
         return outcome.response!
     }
 
-    private func end(_ outcome: CallOutcome, _ delivery: CallbackDelivery<Event>) {
-        let waiters = state.withLock { s -> [CheckedContinuation<CallOutcome, Never>] in
+    private func end(_ outcome: PocketCallOutcome, _ delivery: CallbackDelivery<Event>) {
+        let waiters = state.withLock { s -> [CheckedContinuation<PocketCallOutcome, Never>] in
             s.phase = .done(outcome)
             defer { s.waiters = [] }
             return s.waiters

@@ -6,9 +6,9 @@ import Foundation
 
 extension PocketClient {
     /// A call for `request`, not started: attach handlers, then `start()`.
-    /// Handlers run on `queue` (`.task` by default: see `CallbackQueue`).
-    public func call(_ request: Request, on queue: CallbackQueue = .task) -> Call {
-        Call(client: self, request: request, queue: queue)
+    /// Handlers run on `queue` (`.task` by default: see `PocketCallbackQueue`).
+    public func call(_ request: PocketRequest, on queue: PocketCallbackQueue = .task) -> PocketCall {
+        PocketCall(client: self, request: request, queue: queue)
     }
 
     /// Sends `request` and calls `success` with a 2xx response or `failure`
@@ -20,12 +20,12 @@ extension PocketClient {
     ///             failure: { error, response in print(error) })
     /// ```
     ///
-    /// Returns the started `Call`: attach more handlers or `cancel()` it.
+    /// Returns the started `PocketCall`: attach more handlers or `cancel()` it.
     @discardableResult
-    public func send(_ request: Request, on queue: CallbackQueue = .task,
-                     success: @escaping Call.SuccessHandler, failure: @escaping Call.FailureHandler,
-                     uploadProgress: Call.ProgressReport? = nil, downloadProgress: Call.ProgressReport? = nil) -> Call {
-        let call = Call(client: self, request: request, queue: queue).onSuccess(success).onFailure(failure)
+    public func send(_ request: PocketRequest, on queue: PocketCallbackQueue = .task,
+                     success: @escaping PocketCall.SuccessHandler, failure: @escaping PocketCall.FailureHandler,
+                     uploadProgress: PocketCall.ProgressReport? = nil, downloadProgress: PocketCall.ProgressReport? = nil) -> PocketCall {
+        let call = PocketCall(client: self, request: request, queue: queue).onSuccess(success).onFailure(failure)
         if let uploadProgress { call.onUploadProgress(uploadProgress) }
         if let downloadProgress { call.onDownloadProgress(downloadProgress) }
         return call.start()
@@ -45,13 +45,13 @@ extension PocketClient {
     /// ```
     ///
     /// `mimeType` nil infers it from the file name's extension. Returns the
-    /// started `Call`.
+    /// started `PocketCall`.
     @discardableResult
     public func sendFileData(_ data: Data, fileName: String, formField: String, mimeType: String?,
-                             with request: Request, on queue: CallbackQueue = .task,
-                             success: @escaping Call.SuccessHandler, failure: @escaping Call.FailureHandler,
-                             uploadProgress: Call.ProgressReport? = nil) -> Call {
-        var form = MultipartForm()
+                             with request: PocketRequest, on queue: PocketCallbackQueue = .task,
+                             success: @escaping PocketCall.SuccessHandler, failure: @escaping PocketCall.FailureHandler,
+                             uploadProgress: PocketCall.ProgressReport? = nil) -> PocketCall {
+        var form = PocketMultipartForm()
         form.addData(formField, data, fileName: fileName, contentType: mimeType)
         var upload = request
         if upload.method == .get || upload.method == .head { upload.method = .post }

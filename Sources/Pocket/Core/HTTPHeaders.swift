@@ -3,7 +3,7 @@
 /// Order and duplicates are preserved as sent or received (RFC 9110 §5.3):
 /// `Set-Cookie` may appear several times, and the order of fields with the
 /// same name is significant. Lookups ignore ASCII case.
-public struct HTTPHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable, Codable {
         public var name: String
@@ -73,7 +73,7 @@ public struct HTTPHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryL
     }
 
     /// Adds `other`'s fields, replacing same-named ones of `self`.
-    public mutating func merge(_ other: HTTPHeaders) {
+    public mutating func merge(_ other: PocketHeaders) {
         for name in other.fields.map(\.name) where contains(name) { remove(name) }
         fields.append(contentsOf: other.fields)
     }
@@ -99,7 +99,7 @@ public struct HTTPHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryL
     }
 
     /// Equality ignores name case but keeps order.
-    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    public static func == (lhs: PocketHeaders, rhs: PocketHeaders) -> Bool {
         lhs.fields.count == rhs.fields.count
             && zip(lhs.fields, rhs.fields).allSatisfy { equalNames($0.name, $1.name) && $0.value == $1.value }
     }
@@ -113,6 +113,6 @@ public struct HTTPHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryL
     }
 }
 
-extension HTTPHeaders: Sequence {
+extension PocketHeaders: Sequence {
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 }

@@ -3,21 +3,21 @@
 ///
 /// Methods are case-sensitive (RFC 9110 §9.1); the engine rejects a method
 /// that is empty or not a token before anything is sent.
-public struct HTTPMethod: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct PocketMethod: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
 
-    public static let get = HTTPMethod("GET")
-    public static let head = HTTPMethod("HEAD")
-    public static let post = HTTPMethod("POST")
-    public static let put = HTTPMethod("PUT")
-    public static let patch = HTTPMethod("PATCH")
-    public static let delete = HTTPMethod("DELETE")
-    public static let options = HTTPMethod("OPTIONS")
-    public static let trace = HTTPMethod("TRACE")
-    public static let connect = HTTPMethod("CONNECT")
+    public static let get = PocketMethod("GET")
+    public static let head = PocketMethod("HEAD")
+    public static let post = PocketMethod("POST")
+    public static let put = PocketMethod("PUT")
+    public static let patch = PocketMethod("PATCH")
+    public static let delete = PocketMethod("DELETE")
+    public static let options = PocketMethod("OPTIONS")
+    public static let trace = PocketMethod("TRACE")
+    public static let connect = PocketMethod("CONNECT")
 
     /// Idempotent methods (RFC 9110 §9.2.2) may be retried automatically when a
     /// reused connection turns out to be closed before any response byte.

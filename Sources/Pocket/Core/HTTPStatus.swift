@@ -3,7 +3,7 @@
 /// (`.code`) and the class (`.kind`). Any code from 100 to 999 is
 /// representable; `name` is the RFC 9110 reason phrase, or "" for a code
 /// it does not define.
-public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByIntegerLiteral,
+public struct PocketStatus: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByIntegerLiteral,
     CustomStringConvertible {
     /// The numeric code, e.g. 404.
     public let code: Int
@@ -14,7 +14,7 @@ public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, Express
     public init(rawValue: Int) { code = rawValue }
     /// The status of `code`.
     public init(_ code: Int) { self.code = code }
-    /// A status literal: `let s: HTTPStatus = 404`.
+    /// A status literal: `let s: PocketStatus = 404`.
     public init(integerLiteral value: Int) { code = value }
 
     /// The class of a status (RFC 9110 §15).
@@ -35,93 +35,93 @@ public struct HTTPStatus: RawRepresentable, Hashable, Sendable, Codable, Express
     }
 
     /// 100 Continue.
-    public static let `continue`: HTTPStatus = 100
+    public static let `continue`: PocketStatus = 100
     /// 101 Switching Protocols.
-    public static let switchingProtocols: HTTPStatus = 101
+    public static let switchingProtocols: PocketStatus = 101
     /// 200 OK.
-    public static let ok: HTTPStatus = 200
+    public static let ok: PocketStatus = 200
     /// 201 Created.
-    public static let created: HTTPStatus = 201
+    public static let created: PocketStatus = 201
     /// 202 Accepted.
-    public static let accepted: HTTPStatus = 202
+    public static let accepted: PocketStatus = 202
     /// 203 Non-Authoritative Information.
-    public static let nonAuthoritativeInformation: HTTPStatus = 203
+    public static let nonAuthoritativeInformation: PocketStatus = 203
     /// 204 No Content.
-    public static let noContent: HTTPStatus = 204
+    public static let noContent: PocketStatus = 204
     /// 205 Reset Content.
-    public static let resetContent: HTTPStatus = 205
+    public static let resetContent: PocketStatus = 205
     /// 206 Partial Content.
-    public static let partialContent: HTTPStatus = 206
+    public static let partialContent: PocketStatus = 206
     /// 300 Multiple Choices.
-    public static let multipleChoices: HTTPStatus = 300
+    public static let multipleChoices: PocketStatus = 300
     /// 301 Moved Permanently.
-    public static let movedPermanently: HTTPStatus = 301
+    public static let movedPermanently: PocketStatus = 301
     /// 302 Found.
-    public static let found: HTTPStatus = 302
+    public static let found: PocketStatus = 302
     /// 303 See Other.
-    public static let seeOther: HTTPStatus = 303
+    public static let seeOther: PocketStatus = 303
     /// 304 Not Modified.
-    public static let notModified: HTTPStatus = 304
+    public static let notModified: PocketStatus = 304
     /// 307 Temporary Redirect.
-    public static let temporaryRedirect: HTTPStatus = 307
+    public static let temporaryRedirect: PocketStatus = 307
     /// 308 Permanent Redirect.
-    public static let permanentRedirect: HTTPStatus = 308
+    public static let permanentRedirect: PocketStatus = 308
     /// 400 Bad Request.
-    public static let badRequest: HTTPStatus = 400
+    public static let badRequest: PocketStatus = 400
     /// 401 Unauthorized.
-    public static let unauthorized: HTTPStatus = 401
+    public static let unauthorized: PocketStatus = 401
     /// 402 Payment Required.
-    public static let paymentRequired: HTTPStatus = 402
+    public static let paymentRequired: PocketStatus = 402
     /// 403 Forbidden.
-    public static let forbidden: HTTPStatus = 403
+    public static let forbidden: PocketStatus = 403
     /// 404 Not Found.
-    public static let notFound: HTTPStatus = 404
+    public static let notFound: PocketStatus = 404
     /// 405 Method Not Allowed.
-    public static let methodNotAllowed: HTTPStatus = 405
+    public static let methodNotAllowed: PocketStatus = 405
     /// 406 Not Acceptable.
-    public static let notAcceptable: HTTPStatus = 406
+    public static let notAcceptable: PocketStatus = 406
     /// 407 Proxy Authentication Required.
-    public static let proxyAuthenticationRequired: HTTPStatus = 407
+    public static let proxyAuthenticationRequired: PocketStatus = 407
     /// 408 Request Timeout.
-    public static let requestTimeout: HTTPStatus = 408
+    public static let requestTimeout: PocketStatus = 408
     /// 409 Conflict.
-    public static let conflict: HTTPStatus = 409
+    public static let conflict: PocketStatus = 409
     /// 410 Gone.
-    public static let gone: HTTPStatus = 410
+    public static let gone: PocketStatus = 410
     /// 411 Length Required.
-    public static let lengthRequired: HTTPStatus = 411
+    public static let lengthRequired: PocketStatus = 411
     /// 412 Precondition Failed.
-    public static let preconditionFailed: HTTPStatus = 412
+    public static let preconditionFailed: PocketStatus = 412
     /// 413 Content Too Large.
-    public static let contentTooLarge: HTTPStatus = 413
+    public static let contentTooLarge: PocketStatus = 413
     /// 414 URI Too Long.
-    public static let uriTooLong: HTTPStatus = 414
+    public static let uriTooLong: PocketStatus = 414
     /// 415 Unsupported Media Type.
-    public static let unsupportedMediaType: HTTPStatus = 415
+    public static let unsupportedMediaType: PocketStatus = 415
     /// 416 Range Not Satisfiable.
-    public static let rangeNotSatisfiable: HTTPStatus = 416
+    public static let rangeNotSatisfiable: PocketStatus = 416
     /// 417 Expectation Failed.
-    public static let expectationFailed: HTTPStatus = 417
+    public static let expectationFailed: PocketStatus = 417
     /// 421 Misdirected Request.
-    public static let misdirectedRequest: HTTPStatus = 421
+    public static let misdirectedRequest: PocketStatus = 421
     /// 422 Unprocessable Content.
-    public static let unprocessableContent: HTTPStatus = 422
+    public static let unprocessableContent: PocketStatus = 422
     /// 426 Upgrade Required.
-    public static let upgradeRequired: HTTPStatus = 426
+    public static let upgradeRequired: PocketStatus = 426
     /// 429 Too Many Requests.
-    public static let tooManyRequests: HTTPStatus = 429
+    public static let tooManyRequests: PocketStatus = 429
     /// 500 Internal Server Error.
-    public static let internalServerError: HTTPStatus = 500
+    public static let internalServerError: PocketStatus = 500
     /// 501 Not Implemented.
-    public static let notImplemented: HTTPStatus = 501
+    public static let notImplemented: PocketStatus = 501
     /// 502 Bad Gateway.
-    public static let badGateway: HTTPStatus = 502
+    public static let badGateway: PocketStatus = 502
     /// 503 Service Unavailable.
-    public static let serviceUnavailable: HTTPStatus = 503
+    public static let serviceUnavailable: PocketStatus = 503
     /// 504 Gateway Timeout.
-    public static let gatewayTimeout: HTTPStatus = 504
+    public static let gatewayTimeout: PocketStatus = 504
     /// 505 HTTP Version Not Supported.
-    public static let httpVersionNotSupported: HTTPStatus = 505
+    public static let httpVersionNotSupported: PocketStatus = 505
 
     /// The RFC 9110 reason phrase ("Not Found"), or "" for other codes.
     public var name: String {

@@ -24,7 +24,7 @@ public final class PocketClient: Sendable {
     /// other services; each says why it is what it is.
     public struct Configuration: Sendable {
         /// Deadlines; connect 10 s, read 30 s, no total deadline by default.
-        public var timeouts = Timeouts()
+        public var timeouts = PocketTimeouts()
         /// Connections per origin (scheme, host, port), 64 by default: enough
         /// to keep a loopback server busy, few enough not to exhaust its
         /// accept queue. Requests beyond it wait in FIFO order.
@@ -46,21 +46,21 @@ public final class PocketClient: Sendable {
         /// other than gzip and deflate are left as sent.
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
-        public var tls = TLSConfiguration()
+        public var tls = PocketTLSConfiguration()
         /// How redirects are followed unless a request sets its own
-        /// (`Request.redirects`): up to 10 hops by default, no https → http
-        /// (see `RedirectPolicy` for why and for the rules of each hop).
-        public var redirects: RedirectPolicy = .follow
+        /// (`PocketRequest.redirects`): up to 10 hops by default, no https → http
+        /// (see `PocketRedirectPolicy` for why and for the rules of each hop).
+        public var redirects: PocketRedirectPolicy = .follow
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.1`.
-        public var defaultHeaders: HTTPHeaders = ["User-Agent": "Pocket/0.1"]
+        public var defaultHeaders: PocketHeaders = ["User-Agent": "Pocket/0.1"]
         /// Schema tags, schema files, options and the error parser for
         /// `send(_:schema:)`: the built-in transformers, no files, no parser
-        /// by default (see `SchemaRegistry`).
-        public var schemas = SchemaRegistry()
-        /// Middleware, retry policy, transport and clock (see `RequestHandling`).
+        /// by default (see `PocketSchemaRegistry`).
+        public var schemas = PocketSchemaRegistry()
+        /// Middleware, retry policy, transport and clock (see `PocketRequestHandling`).
         /// Empty by default, which keeps `send` on its direct engine path.
-        public var handling = RequestHandling()
+        public var handling = PocketRequestHandling()
 
         // Building requests from paths (`client.request`, templates, scoped clients)
 
@@ -69,17 +69,17 @@ public final class PocketClient: Sendable {
         /// template's base URL). Requests made from a URL ignore it.
         public var baseURL: URL?
         /// Format of requests built from paths: JSON by default, as MTPocket.
-        public var format: ContentFormat = .json
+        public var format: PocketContentFormat = .json
         /// Query parameters added to every request built from a path (under
         /// the template's and the request's own); empty by default.
-        public var defaultQuery: [String: ParameterValue] = [:]
+        public var defaultQuery: [String: PocketParameterValue] = [:]
         /// Query encoding of requests built from paths: brackets for arrays,
-        /// `true`/`false` by default (see `QueryEncoding`).
-        public var queryEncoding = QueryEncoding()
+        /// `true`/`false` by default (see `PocketQueryEncoding`).
+        public var queryEncoding = PocketQueryEncoding()
         /// Validation `send` applies to every response unless the request has
-        /// its own; nil by default: any status is a response (see `Validation`
+        /// its own; nil by default: any status is a response (see `PocketValidation`
         /// for why), and `send` does no work for it.
-        public var validation: Validation?
+        public var validation: PocketValidation?
 
         public init() {}
     }
@@ -153,26 +153,26 @@ public final class PocketClient: Sendable {
     /// given, before any redirect).
     ///
     /// With `progress`, upload and download progress is reported as the
-    /// bytes move (rate-limited; see `ProgressHandler`).
+    /// bytes move (rate-limited; see `PocketProgressHandler`).
     ///
     /// The response keeps the request (`response.request`). When the request
-    /// or the client has a `Validation`, a response that fails it is thrown
+    /// or the client has a `PocketValidation`, a response that fails it is thrown
     /// (`.unacceptableStatus`, `.unacceptableContentType`).
     ///
     /// With middleware, a retry policy or a transport configured
     /// (`Configuration.handling`), or event listeners, the request runs
     /// through them (validation applies to the final response); otherwise
     /// it goes straight to the engine.
-    public func send(_ request: Request, progress: ProgressHandler? = nil) async throws -> Response {
+    public func send(_ request: PocketRequest, progress: PocketProgressHandler? = nil) async throws -> PocketResponse {
         if pipeline.isEngaged {
-            return try await send(request, options: SendOptions(), progress: progress)
+            return try await send(request, options: PocketSendOptions(), progress: progress)
         }
         return try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete
     /// response, or only its head for a streamed body.
-    func run(_ request: Request, _ inflight: InFlightRequest) async throws -> Response {
+    func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
         let configuration = self.configuration
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in

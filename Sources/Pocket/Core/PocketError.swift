@@ -113,14 +113,14 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     /// The system `errno` (or `getaddrinfo` code for `.dnsFailure`), when one applies.
     public var systemError: Int32?
     /// The response head, when the server answered before the failure.
-    public var response: ResponseHead?
+    public var response: PocketResponseHead?
     /// The response body, for errors raised on a complete response
     /// (`.unacceptableStatus`, `.unacceptableContentType`, `.decodingFailed`);
     /// nil otherwise.
     public var body: Data?
 
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
-                systemError: Int32? = nil, response: ResponseHead? = nil, body: Data? = nil) {
+                systemError: Int32? = nil, response: PocketResponseHead? = nil, body: Data? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying

@@ -12,9 +12,9 @@ import Foundation
 /// request.body = .bytes(Data(#"{"name":"pocket"}"#.utf8))
 /// let response = try await client.send(request)
 /// ```
-public struct Request: Sendable, Hashable, Codable {
+public struct PocketRequest: Sendable, Hashable, Codable {
     /// The method; `.get` by default.
-    public var method: HTTPMethod
+    public var method: PocketMethod
     /// An absolute `http` or `https` URL. Its path and query are sent as they
     /// are percent-encoded in the URL.
     public var url: URL {
@@ -22,10 +22,10 @@ public struct Request: Sendable, Hashable, Codable {
     }
     /// Header fields sent after the client's defaults (a field here replaces a
     /// default of the same name). `Host` and `Content-Length` are written by the engine.
-    public var headers: HTTPHeaders
-    /// The body, or nil for none: bytes, a file or a stream (`RequestBody`).
+    public var headers: PocketHeaders
+    /// The body, or nil for none: bytes, a file or a stream (`PocketRequestBody`).
     /// An empty body sends `Content-Length: 0`.
-    public var body: RequestBody?
+    public var body: PocketRequestBody?
     /// Send `Expect: 100-continue` and wait up to this long for the server's
     /// `100 Continue` before sending the body; nil (the default) sends the
     /// body at once. Worth it for large uploads a server may refuse (auth,
@@ -34,40 +34,40 @@ public struct Request: Sendable, Hashable, Codable {
     public var expectContinue: Duration?
     /// How this request follows redirects; nil (the default) uses the
     /// client's `Configuration.redirects`.
-    public var redirects: RedirectPolicy?
+    public var redirects: PocketRedirectPolicy?
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
-    public var timeouts: Timeouts?
+    public var timeouts: PocketTimeouts?
     /// TLS settings for this request only; nil uses the client's
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
-    public var tls: TLSConfiguration?
-    /// The format the request was built with (`Request(path:…)`,
+    public var tls: PocketTLSConfiguration?
+    /// The format the request was built with (`PocketRequest(path:…)`,
     /// `client.request`, templates), which also wrote its `Accept` and
-    /// `Content-Type`. Here it tells validation and `Response.decode` what to
+    /// `Content-Type`. Here it tells validation and `PocketResponse.decode` what to
     /// expect; nil (a request made from a URL) means JSON to them. Setting it
     /// does not change the headers.
-    public var format: ContentFormat?
+    public var format: PocketContentFormat?
     /// Validation `client.send` applies to this request's response; nil (the
     /// default) uses the client's `Configuration.validation`, which is off by default.
-    public var validation: Validation?
+    public var validation: PocketValidation?
     /// The schema `client.send` applies to the response before returning it
     /// (with the client's `Configuration.schemas`: its error parser, then
     /// validation, transformers, mappers); the result is
     /// `response.schemaResult`, which `response.decode` reads. nil (the
     /// default): no schema, no work. Not compared, hashed or archived.
-    public var schema: Schema?
+    public var schema: PocketSchema?
     /// This request's error parser (TyphoonRestClient's per-request one):
     /// `client.send` asks it about the response (and throws `.errorResponse`
     /// with its typed error) before the schema applies, in place of
     /// `Configuration.schemas.errorParser`; with no `schema`, it runs alone.
     /// nil by default. Not compared, hashed or archived.
-    public var errorParser: (any ErrorParser)?
+    public var errorParser: (any PocketErrorParser)?
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
     var target: Target
 
-    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
+    public init(method: PocketMethod = .get, url: URL, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -76,7 +76,7 @@ public struct Request: Sendable, Hashable, Codable {
     }
 
     /// A request for a URL string; throws `PocketError.invalidURL` when it does not parse.
-    public init(method: HTTPMethod = .get, _ urlString: String, headers: HTTPHeaders = [:], body: RequestBody? = nil) throws {
+    public init(method: PocketMethod = .get, _ urlString: String, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) throws {
         guard let url = URL(string: urlString) else {
             throw PocketError(.invalidURL, "not a URL: \(urlString)")
         }
@@ -89,16 +89,16 @@ public struct Request: Sendable, Hashable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(method: try c.decode(HTTPMethod.self, forKey: .method),
+        self.init(method: try c.decode(PocketMethod.self, forKey: .method),
                   url: try c.decode(URL.self, forKey: .url),
-                  headers: try c.decodeIfPresent(HTTPHeaders.self, forKey: .headers) ?? [:],
-                  body: try c.decodeIfPresent(RequestBody.self, forKey: .body))
+                  headers: try c.decodeIfPresent(PocketHeaders.self, forKey: .headers) ?? [:],
+                  body: try c.decodeIfPresent(PocketRequestBody.self, forKey: .body))
         expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
-        redirects = try c.decodeIfPresent(RedirectPolicy.self, forKey: .redirects)
-        timeouts = try c.decodeIfPresent(Timeouts.self, forKey: .timeouts)
-        tls = try c.decodeIfPresent(TLSConfiguration.self, forKey: .tls)
-        format = try c.decodeIfPresent(ContentFormat.self, forKey: .format)
-        validation = try c.decodeIfPresent(Validation.self, forKey: .validation)
+        redirects = try c.decodeIfPresent(PocketRedirectPolicy.self, forKey: .redirects)
+        timeouts = try c.decodeIfPresent(PocketTimeouts.self, forKey: .timeouts)
+        tls = try c.decodeIfPresent(PocketTLSConfiguration.self, forKey: .tls)
+        format = try c.decodeIfPresent(PocketContentFormat.self, forKey: .format)
+        validation = try c.decodeIfPresent(PocketValidation.self, forKey: .validation)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -115,7 +115,7 @@ public struct Request: Sendable, Hashable, Codable {
         try c.encodeIfPresent(validation, forKey: .validation)
     }
 
-    public static func == (lhs: Request, rhs: Request) -> Bool {
+    public static func == (lhs: PocketRequest, rhs: PocketRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
             && lhs.expectContinue == rhs.expectContinue && lhs.format == rhs.format

@@ -5,9 +5,9 @@ import Foundation
 #endif
 
 /// MTPocket's response object, in Swift: the details around status and body.
-extension Response {
+extension PocketResponse {
     /// The status with a name (`.ok`, `.notFound`, …); `status` is its code.
-    public var httpStatus: HTTPStatus { HTTPStatus(status) }
+    public var httpStatus: PocketStatus { PocketStatus(status) }
 
     /// The media type of `Content-Type`, lowercased, without parameters
     /// (`application/json`), or nil when the server sent none.
@@ -34,7 +34,7 @@ extension Response {
 
     /// The format the request was built with (JSON when it had none): what
     /// `decode` and validation expect.
-    public var format: ContentFormat { request?.format ?? .json }
+    public var format: PocketContentFormat { request?.format ?? .json }
 
     /// The sent request's body bytes, or nil when it had none or it was a
     /// file or stream (not kept in memory).
@@ -45,5 +45,5 @@ extension Response {
     public var requestText: String? { requestData.map { String(decoding: $0, as: UTF8.self) } }
 
     /// The head: status, reason and headers.
-    public var head: ResponseHead { ResponseHead(status: status, reason: reason, headers: headers) }
+    public var head: PocketResponseHead { PocketResponseHead(status: status, reason: reason, headers: headers) }
 }

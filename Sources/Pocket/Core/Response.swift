@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// A complete response: status, header fields, body and timings.
-public struct Response: Sendable {
+public struct PocketResponse: Sendable {
     /// The status code, e.g. 200.
     public var status: Int
     /// The reason phrase as sent (may be empty).
@@ -13,7 +13,7 @@ public struct Response: Sendable {
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     public var httpMinorVersion: Int
     /// Header fields in the order received.
-    public var headers: HTTPHeaders
+    public var headers: PocketHeaders
     /// The body bytes, after de-chunking. Empty for HEAD, 204 and 304.
     public var body: Data
     /// The URL this response came from: the request's, or where its
@@ -21,20 +21,20 @@ public struct Response: Sendable {
     public var url: URL?
     /// The redirects followed to get here, in order; empty for none (then
     /// `timings` are the last hop's).
-    public var redirects: [RedirectHop] = []
+    public var redirects: [PocketRedirectHop] = []
     /// Where the time went.
-    public var timings: Timings
+    public var timings: PocketTimings
     /// The request that was sent (set by `client.send`), for debugging and
     /// for validation and decoding, which read its format; nil for a
     /// response made by hand.
-    public var request: Request?
+    public var request: PocketRequest?
     /// The body as the request's `schema` made it (validated, transformed,
     /// mapped: models and dates as `.mapped`), set by `client.send`; nil
     /// when the request had no schema. `decode` reads it instead of the bytes.
-    public var schemaResult: JSONValue?
+    public var schemaResult: PocketJSONValue?
 
-    public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: HTTPHeaders = [:],
-                body: Data = Data(), timings: Timings = Timings(), request: Request? = nil) {
+    public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: PocketHeaders = [:],
+                body: Data = Data(), timings: PocketTimings = PocketTimings(), request: PocketRequest? = nil) {
         self.status = status
         self.reason = reason
         self.httpMinorVersion = httpMinorVersion
@@ -66,14 +66,14 @@ public struct Response: Sendable {
 }
 
 /// The head of a response, kept with errors raised after the server answered.
-public struct ResponseHead: Sendable, Hashable {
+public struct PocketResponseHead: Sendable, Hashable {
     public var status: Int
     public var reason: String
-    public var headers: HTTPHeaders
+    public var headers: PocketHeaders
 }
 
 /// Per-request timings, like curl's `-w` variables.
-public struct Timings: Sendable, Hashable {
+public struct PocketTimings: Sendable, Hashable {
     /// Name resolution; zero for numeric hosts, cache hits and reused connections.
     public var dns: Duration = .zero
     /// TCP connect; zero on a reused connection.

@@ -1,6 +1,6 @@
 /// TLS settings of a client. Verification is on by default against the
 /// system trust store; every relaxation is explicit.
-public struct TLSConfiguration: Sendable, Hashable, Codable {
+public struct PocketTLSConfiguration: Sendable, Hashable, Codable {
     /// A PEM file of trusted CA certificates, replacing the system store. Default nil.
     public var caFile: String?
     /// A hashed directory of CA certificates (`c_rehash`), replacing the system store. Default nil.

@@ -1,5 +1,5 @@
 /// Deadlines of a request. `nil` disables one.
-public struct Timeouts: Sendable, Hashable, Codable {
+public struct PocketTimeouts: Sendable, Hashable, Codable {
     /// Name resolution plus TCP connect (per new connection). Default 10 s.
     public var connect: Duration?
     /// Longest silence while the request is in flight: no byte written or
@@ -15,7 +15,7 @@ public struct Timeouts: Sendable, Hashable, Codable {
     }
 
     /// The client's defaults: connect 10 s, read 30 s, no total deadline.
-    public static let `default` = Timeouts()
+    public static let `default` = PocketTimeouts()
 
     static func milliseconds(_ d: Duration?) -> UInt32 {
         guard let d, d > .zero else { return 0 }

@@ -29,40 +29,40 @@ import Foundation
 /// let issue = try await client.send(GetIssue(id: 42))   // against Configuration.baseURL
 /// ```
 ///
-/// Parameters are packed from an `Encodable` value (`ParameterPacking`:
+/// Parameters are packed from an `Encodable` value (`PocketParameterPacking`:
 /// snake_case keys, ignored fields, date transforms). GET, HEAD and DELETE
 /// put them in the query; other methods in the body, in the endpoint's
 /// `format` (the client's, JSON by default; `.form` for a form body). A packed parameter
 /// named like a `{placeholder}` fills it and is not sent again.
-public protocol Endpoint: Sendable {
+public protocol PocketEndpoint: Sendable {
     /// What `process` makes of the response.
     associatedtype Output: Sendable
-    /// The packed parameters; `NoParameters` by default.
-    associatedtype Parameters: Encodable & Sendable = NoParameters
+    /// The packed parameters; `PocketNoParameters` by default.
+    associatedtype Parameters: Encodable & Sendable = PocketNoParameters
 
     /// `.get` by default.
-    var method: HTTPMethod { get }
+    var method: PocketMethod { get }
     /// Relative to the client's `baseURL` (or an absolute URL), with
     /// `{name}` placeholders filled from `pathParameters` and the packed parameters.
     var path: String { get }
     /// Values for `{name}` placeholders; none by default.
-    var pathParameters: [String: ParameterValue] { get }
+    var pathParameters: [String: PocketParameterValue] { get }
     /// Query parameters besides the packed ones; none by default.
-    var query: [String: ParameterValue] { get }
+    var query: [String: PocketParameterValue] { get }
     /// Header fields; none by default (the format writes `Accept` and `Content-Type`).
-    var headers: HTTPHeaders { get }
+    var headers: PocketHeaders { get }
     /// The value packed into parameters (see the type's doc).
     var parameters: Parameters { get }
     /// How `parameters` are packed: snake_case keys, dates as epoch seconds by default.
-    var packing: ParameterPacking { get }
+    var packing: PocketParameterPacking { get }
     /// An explicit body; nil (the default) sends the packed parameters as
     /// the body for methods other than GET, HEAD and DELETE.
-    var body: RequestBody? { get }
+    var body: PocketRequestBody? { get }
     /// The body and response format; nil (the default) uses the client's
     /// `Configuration.format` (JSON unless changed).
-    var format: ContentFormat? { get }
+    var format: PocketContentFormat? { get }
     /// This endpoint's retry policy; nil (the default) uses the client's.
-    var retryPolicy: RetryPolicy? { get }
+    var retryPolicy: PocketRetryPolicy? { get }
     /// A total deadline for each attempt; nil (the default) uses the client's timeouts.
     var timeout: Duration? { get }
     /// A request template registered on the client (`client.register(_:as:)`)
@@ -70,32 +70,32 @@ public protocol Endpoint: Sendable {
     /// default) builds from the client's configuration.
     var template: String? { get }
     /// Middleware for this endpoint's requests, after the client's; none by default.
-    var middleware: [any Middleware] { get }
+    var middleware: [any PocketMiddleware] { get }
     /// The key endpoint observers subscribe to; the `path` template by default,
     /// so one observer hears every `GetIssue` whatever its id.
     var observerKey: String { get }
     /// The schema the response is held to in `send`, before `process`
-    /// (`Request.schema`). Default: `TypeName.response.json` in the client's
+    /// (`PocketRequest.schema`). Default: `TypeName.response.json` in the client's
     /// `Configuration.schemas.resources` when that file exists, else none.
-    var responseSchema: Schema? { get }
+    var responseSchema: PocketSchema? { get }
     /// The schema the URL parameters (path placeholders, query, packed
     /// parameters that go to the URL) are held to before anything is sent.
     /// Default: `TypeName.path.json` when that file exists, else none.
-    var pathParametersSchema: Schema? { get }
+    var pathParametersSchema: PocketSchema? { get }
     /// The schema packed parameters sent as the body are held to before
     /// anything is sent. Default: `TypeName.request.json` when that file exists, else none.
-    var requestSchema: Schema? { get }
-    /// This endpoint's error parser (`Request.errorParser`), in place of the
+    var requestSchema: PocketSchema? { get }
+    /// This endpoint's error parser (`PocketRequest.errorParser`), in place of the
     /// client's `Configuration.schemas.errorParser`; nil by default.
-    var errorParser: (any ErrorParser)? { get }
+    var errorParser: (any PocketErrorParser)? { get }
     /// Turns the response into `Output`. Defaults: the response itself for
-    /// `Response`; for a `Decodable` output, validated (2xx, else
+    /// `PocketResponse`; for a `Decodable` output, validated (2xx, else
     /// `.unacceptableStatus`) then decoded (`.decodingFailed`).
-    func process(_ response: Response) throws -> Output
+    func process(_ response: PocketResponse) throws -> Output
 }
 
 /// No parameters: packs to nothing.
-public struct NoParameters: Encodable, Sendable, Hashable {
+public struct PocketNoParameters: Encodable, Sendable, Hashable {
     /// The empty parameters.
     public init() {}
     /// Encodes an empty keyed container.
@@ -105,73 +105,73 @@ public struct NoParameters: Encodable, Sendable, Hashable {
     private enum NoKeys: CodingKey {}
 }
 
-extension Endpoint {
+extension PocketEndpoint {
     /// Default: GET.
-    public var method: HTTPMethod { .get }
+    public var method: PocketMethod { .get }
     /// Default: none.
-    public var pathParameters: [String: ParameterValue] { [:] }
+    public var pathParameters: [String: PocketParameterValue] { [:] }
     /// Default: none.
-    public var query: [String: ParameterValue] { [:] }
+    public var query: [String: PocketParameterValue] { [:] }
     /// Default: none.
-    public var headers: HTTPHeaders { [:] }
+    public var headers: PocketHeaders { [:] }
     /// Default: snake_case keys, dates as epoch seconds.
-    public var packing: ParameterPacking { ParameterPacking() }
+    public var packing: PocketParameterPacking { PocketParameterPacking() }
     /// Default: nil (packed parameters for body methods).
-    public var body: RequestBody? { nil }
+    public var body: PocketRequestBody? { nil }
     /// Default: nil, the client's format.
-    public var format: ContentFormat? { nil }
+    public var format: PocketContentFormat? { nil }
     /// Default: nil, the client's policy.
-    public var retryPolicy: RetryPolicy? { nil }
+    public var retryPolicy: PocketRetryPolicy? { nil }
     /// Default: nil, the client's timeouts.
     public var timeout: Duration? { nil }
     /// Default: none (the client's configuration).
     public var template: String? { nil }
     /// Default: none.
-    public var middleware: [any Middleware] { [] }
+    public var middleware: [any PocketMiddleware] { [] }
     /// Default: the `path` template.
     public var observerKey: String { path }
     /// Default: `TypeName.response.json`, if the client's schema resources have it.
-    public var responseSchema: Schema? { .response(for: Self.self, optional: true) }
+    public var responseSchema: PocketSchema? { .response(for: Self.self, optional: true) }
     /// Default: `TypeName.path.json`, if the client's schema resources have it.
-    public var pathParametersSchema: Schema? { .pathParameters(for: Self.self, optional: true) }
+    public var pathParametersSchema: PocketSchema? { .pathParameters(for: Self.self, optional: true) }
     /// Default: `TypeName.request.json`, if the client's schema resources have it.
-    public var requestSchema: Schema? { .request(for: Self.self, optional: true) }
+    public var requestSchema: PocketSchema? { .request(for: Self.self, optional: true) }
     /// Default: nil, the client's.
-    public var errorParser: (any ErrorParser)? { nil }
+    public var errorParser: (any PocketErrorParser)? { nil }
 }
 
-extension Endpoint where Parameters == NoParameters {
+extension PocketEndpoint where Parameters == PocketNoParameters {
     /// Nothing to pack.
-    public var parameters: NoParameters { NoParameters() }
+    public var parameters: PocketNoParameters { PocketNoParameters() }
 }
 
-extension Endpoint where Output == Response {
+extension PocketEndpoint where Output == PocketResponse {
     /// The response as it is.
-    public func process(_ response: Response) throws -> Response { response }
+    public func process(_ response: PocketResponse) throws -> PocketResponse { response }
 }
 
-extension Endpoint where Output: Decodable {
+extension PocketEndpoint where Output: Decodable {
     /// `response.validate().decode(Output.self)`: 2xx only, then decoded per `format`.
-    public func process(_ response: Response) throws -> Output {
+    public func process(_ response: PocketResponse) throws -> Output {
         try response.validate().decode(Output.self)
     }
 }
 
-extension Endpoint {
+extension PocketEndpoint {
     /// Whether packed parameters go to the query (GET, HEAD, DELETE) rather than the body.
     public var packsIntoQuery: Bool { method == .get || method == .head || method == .delete }
 
     /// The request this endpoint describes, built by `client.request` (the
     /// API layer: base URL, default query, query encoding, `{placeholder}`
     /// filling, the endpoint's template). Nothing is sent.
-    public func request(on client: PocketClient) throws -> Request {
+    public func request(on client: PocketClient) throws -> PocketRequest {
         // The same precedence as `client.request`: the endpoint's, then its template's, then the client's.
         let registered = template.flatMap { client.template(named: $0) }
         let queryEncoding = registered?.queryEncoding ?? client.configuration.queryEncoding
         let format = self.format ?? registered?.format ?? client.configuration.format
         let packed = try packing.pack(parameters)
         var placeholders = pathParameters
-        var rest: [String: ParameterValue] = [:]
+        var rest: [String: PocketParameterValue] = [:]
         for (key, value) in packed {
             if placeholders[key] == nil, path.contains("{\(key)}") { placeholders[key] = value } else { rest[key] = value }
         }
@@ -197,14 +197,14 @@ extension Endpoint {
     }
 
     /// Packed parameters as a body in `format`: a form for `.form`, JSON otherwise.
-    static func encodeBody(_ fields: [String: ParameterValue], format: ContentFormat,
-                           queryEncoding: QueryEncoding) throws -> RequestBody {
-        if format.contentType == ContentFormat.form.contentType { return .form(fields, encoding: queryEncoding) }
+    static func encodeBody(_ fields: [String: PocketParameterValue], format: PocketContentFormat,
+                           queryEncoding: PocketQueryEncoding) throws -> PocketRequestBody {
+        if format.contentType == PocketContentFormat.form.contentType { return .form(fields, encoding: queryEncoding) }
         return try .json(fields)
     }
 
     /// Send options carrying this endpoint's policy, middleware and observer key.
-    func sendOptions() -> SendOptions {
-        SendOptions(middleware: middleware, retry: retryPolicy, endpoint: observerKey)
+    func sendOptions() -> PocketSendOptions {
+        PocketSendOptions(middleware: middleware, retry: retryPolicy, endpoint: observerKey)
     }
 }

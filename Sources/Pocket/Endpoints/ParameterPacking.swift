@@ -18,7 +18,7 @@ import Foundation
 /// }
 /// let fields = try ParameterPacking().pack(Search(createdAfter: date))
 /// ```
-public struct ParameterPacking: Sendable {
+public struct PocketParameterPacking: Sendable {
     /// How property names become keys.
     public enum KeyStyle: Sendable, Hashable {
         /// As written.
@@ -44,7 +44,7 @@ public struct ParameterPacking: Sendable {
     /// `.secondsSince1970` by default.
     public var dates: DateStyle
     /// Property names (as written in Swift, or as converted) left out, at any
-    /// depth; none by default. `@Unpacked` marks a property in the type itself.
+    /// depth; none by default. `@PocketUnpacked` marks a property in the type itself.
     public var ignored: Set<String>
 
     /// A packing; each parameter defaults as its property says.
@@ -57,8 +57,8 @@ public struct ParameterPacking: Sendable {
     /// The packed fields of `value`, which must encode as a keyed container
     /// (a struct or class, or a dictionary with string keys). Throws
     /// `.encodingFailed` otherwise, or when the value cannot be encoded.
-    public func pack<T: Encodable>(_ value: T) throws -> [String: ParameterValue] {
-        if value is NoParameters { return [:] }
+    public func pack<T: Encodable>(_ value: T) throws -> [String: PocketParameterValue] {
+        if value is PocketNoParameters { return [:] }
         let encoder = JSONEncoder()
         let keys = self.keys
         let ignored = self.ignored
@@ -79,9 +79,9 @@ public struct ParameterPacking: Sendable {
                 try container.encode(format(date))
             }
         }
-        let tree: ParameterValue
+        let tree: PocketParameterValue
         do {
-            tree = try JSONDecoder().decode(ParameterValue.self, from: encoder.encode(value))
+            tree = try JSONDecoder().decode(PocketParameterValue.self, from: encoder.encode(value))
         } catch {
             throw PocketError(.encodingFailed, "cannot pack \(T.self) into parameters: \(error)", underlying: error)
         }
@@ -113,10 +113,10 @@ public struct ParameterPacking: Sendable {
     /// A key no Swift property can have, given to ignored fields and then removed.
     static let ignoredMarker = "\u{0}ignored"
 
-    static func stripIgnored(_ value: ParameterValue) -> ParameterValue {
+    static func stripIgnored(_ value: PocketParameterValue) -> PocketParameterValue {
         switch value {
         case .dictionary(let fields):
-            var kept: [String: ParameterValue] = [:]
+            var kept: [String: PocketParameterValue] = [:]
             for (key, field) in fields where key != ignoredMarker { kept[key] = stripIgnored(field) }
             return .dictionary(kept)
         case .array(let elements):

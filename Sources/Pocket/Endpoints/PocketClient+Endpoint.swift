@@ -6,17 +6,17 @@ extension PocketClient {
     /// ```swift
     /// let issue = try await client.send(GetIssue(id: 42))
     /// ```
-    public func send<E: Endpoint>(_ endpoint: E, progress: ProgressHandler? = nil) async throws -> E.Output {
+    public func send<E: PocketEndpoint>(_ endpoint: E, progress: PocketProgressHandler? = nil) async throws -> E.Output {
         let request = try endpoint.request(on: self)
         let response = try await send(request, options: endpoint.sendOptions(), progress: progress)
         return try endpoint.process(response)
     }
 }
 
-extension RequestQueue {
+extension PocketRequestQueue {
     /// Queues `endpoint` (see `PocketClient.send(_:progress:)` for endpoints)
     /// and returns its processed output.
-    public func send<E: Endpoint>(_ endpoint: E, priority: QueuePriority = .normal) async throws -> E.Output {
+    public func send<E: PocketEndpoint>(_ endpoint: E, priority: PocketQueuePriority = .normal) async throws -> E.Output {
         let request = try endpoint.request(on: client)
         return try endpoint.process(try await send(request, priority: priority, options: endpoint.sendOptions()))
     }

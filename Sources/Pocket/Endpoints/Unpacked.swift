@@ -5,14 +5,14 @@
 /// struct Login: Encodable, Sendable { var user: String; @Unpacked var rememberLocally = true }
 /// ```
 @propertyWrapper
-public struct Unpacked<Value: Sendable>: Sendable {
+public struct PocketUnpacked<Value: Sendable>: Sendable {
     /// The value, usable in Swift but never packed.
     public var wrappedValue: Value
     /// Wraps `wrappedValue`.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
 }
 
-extension Unpacked: Encodable {
+extension PocketUnpacked: Encodable {
     /// Writes nothing (reached only outside a keyed container).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -20,10 +20,10 @@ extension Unpacked: Encodable {
     }
 }
 
-extension Unpacked: Hashable where Value: Hashable {}
-extension Unpacked: Equatable where Value: Equatable {}
+extension PocketUnpacked: Hashable where Value: Hashable {}
+extension PocketUnpacked: Equatable where Value: Equatable {}
 
 extension KeyedEncodingContainer {
-    /// Skips an `@Unpacked` property: its key is not written at all.
-    public mutating func encode<Value>(_ value: Unpacked<Value>, forKey key: Key) throws {}
+    /// Skips an `@PocketUnpacked` property: its key is not written at all.
+    public mutating func encode<Value>(_ value: PocketUnpacked<Value>, forKey key: Key) throws {}
 }

@@ -24,8 +24,8 @@ final class Engine: @unchecked Sendable {
         pk_engine_config_init(&cfg)
         cfg.loops = UInt32(clamping: max(1, c.engineThreads))
         cfg.max_conns_per_origin = UInt32(clamping: max(1, c.maxConnectionsPerOrigin))
-        cfg.idle_timeout_ms = Timeouts.milliseconds(c.idleConnectionTimeout)
-        cfg.dns_cache_ttl_ms = Timeouts.milliseconds(c.dnsCacheTTL)
+        cfg.idle_timeout_ms = PocketTimeouts.milliseconds(c.idleConnectionTimeout)
+        cfg.dns_cache_ttl_ms = PocketTimeouts.milliseconds(c.dnsCacheTTL)
         cfg.max_interim = UInt32(clamping: c.limits.maxInterimResponses)
         cfg.max_body_bytes = c.limits.maxBodyBytes.map { UInt64(clamping: $0) } ?? 0
         cfg.limits.max_head_bytes = max(64, c.limits.maxHeadBytes)
@@ -81,13 +81,13 @@ final class Engine: @unchecked Sendable {
     }
 
     /// The client's own TLS settings (engine id 0).
-    private let defaultTLS: TLSConfiguration
+    private let defaultTLS: PocketTLSConfiguration
     /// Per-request TLS settings registered so far, by value.
-    private let tlsIDs = Lock<[TLSConfiguration: UInt32]>([:])
+    private let tlsIDs = Lock<[PocketTLSConfiguration: UInt32]>([:])
 
     /// The engine id of `tls` (nil or the client's own: 0), registering it on
     /// first use. Connections are pooled per id.
-    func tlsID(for tls: TLSConfiguration?) throws(PocketError) -> UInt32 {
+    func tlsID(for tls: PocketTLSConfiguration?) throws(PocketError) -> UInt32 {
         guard let tls, tls != defaultTLS else { return 0 }
         return try tlsIDs.withLock { ids throws(PocketError) -> UInt32 in
             if let id = ids[tls] { return id }
@@ -102,7 +102,7 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Builds the C view of `tls` for the duration of `body`.
-    static func withTLSConfig(_ tls: TLSConfiguration, _ body: (inout pk_tls_config) -> Int32) throws(PocketError) -> Int32 {
+    static func withTLSConfig(_ tls: PocketTLSConfiguration, _ body: (inout pk_tls_config) -> Int32) throws(PocketError) -> Int32 {
         var pins: [UInt8] = []
         for pin in tls.pinnedPublicKeys {
             guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))),
@@ -171,7 +171,7 @@ final class Engine: @unchecked Sendable {
 
 extension PocketError {
     /// The Swift error for an engine error number (negative or positive).
-    static func engine(_ code: Int32, errno: Int32, response: ResponseHead? = nil) -> PocketError {
+    static func engine(_ code: Int32, errno: Int32, response: PocketResponseHead? = nil) -> PocketError {
         let c = abs(code)
         var message = String(cString: pk_error_message(c))
         var underlying: (any Error & Sendable)?

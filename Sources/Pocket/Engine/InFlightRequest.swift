@@ -34,7 +34,7 @@ final class InFlightRequest: @unchecked Sendable {
     private var handleReq: UInt = 0
     private var handleID: UInt64 = 0
     private var handleLoop: UInt32 = 0
-    private var continuation: UnsafeContinuation<Response, any Error>?
+    private var continuation: UnsafeContinuation<PocketResponse, any Error>?
     let engine: Engine
     private var bodyCopy: UnsafeMutableRawBufferPointer?
     /// A file request body, open from submit to `on_done`.
@@ -46,12 +46,12 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// Where the response body goes.
     enum Delivery {
-        /// Collected into `Response.body` (bounded by `maxBodyBytes`).
+        /// Collected into `PocketResponse.body` (bounded by `maxBodyBytes`).
         case collect
-        /// Handed to a `ResponseBodyStream` as it arrives; `send` returns at the head.
+        /// Handed to a `PocketResponseBodyStream` as it arrives; `send` returns at the head.
         case stream(BodyStreamState)
         /// Written by the engine to `fd`; `decide` looks at the head first (loop thread).
-        case file(fd: Int32, decide: @Sendable (ResponseHead) -> FileDecision)
+        case file(fd: Int32, decide: @Sendable (PocketResponseHead) -> FileDecision)
     }
 
     enum FileDecision {
@@ -61,7 +61,7 @@ final class InFlightRequest: @unchecked Sendable {
     }
 
     private let delivery: Delivery
-    private let progress: ProgressHandler?
+    private let progress: PocketProgressHandler?
     /// Set when the request is ended from our side for a reason of its own.
     private var abortError: PocketError?
     private var headDelivered = false
@@ -72,9 +72,9 @@ final class InFlightRequest: @unchecked Sendable {
     private var status = 0
     private var reason = ""
     private var minorVersion = 1
-    private var headers = HTTPHeaders()
+    private var headers = PocketHeaders()
     private var body = Data()
-    private var outcome: Result<Response, PocketError>?
+    private var outcome: Result<PocketResponse, PocketError>?
     /// Link in the loop's list of requests finished in the current pass.
     var nextCompleted: InFlightRequest?
     /// The sending task runs on the engine's loop (loop executor preference),
@@ -82,7 +82,7 @@ final class InFlightRequest: @unchecked Sendable {
     var resumesOnLoop = false
     private let maxBodyReserve = 1 << 20
 
-    init(engine: Engine, delivery: Delivery = .collect, progress: ProgressHandler? = nil) {
+    init(engine: Engine, delivery: Delivery = .collect, progress: PocketProgressHandler? = nil) {
         self.engine = engine
         self.delivery = delivery
         self.progress = progress
@@ -97,8 +97,8 @@ final class InFlightRequest: @unchecked Sendable {
     }
 
     /// Submits the request; the continuation is resumed exactly once.
-    func start(_ request: Request, configuration: PocketClient.Configuration,
-               continuation: UnsafeContinuation<Response, any Error>) {
+    func start(_ request: PocketRequest, configuration: PocketClient.Configuration,
+               continuation: UnsafeContinuation<PocketResponse, any Error>) {
         self.continuation = continuation
         resumesOnLoop = pk_engine_on_loop_thread(engine.raw) != 0
         let target = request.target
@@ -117,7 +117,7 @@ final class InFlightRequest: @unchecked Sendable {
         }
 
         // Header list: client defaults the request does not override, then the request's own.
-        var extra = HTTPHeaders()
+        var extra = PocketHeaders()
         if let userInfo = target.userInfo, !request.headers.contains("Authorization") {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
             extra.add(name: "Authorization", value: "Basic \(token)")
@@ -187,8 +187,8 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// Builds the C spec on the stack (no heap allocation for typical sizes)
     /// and submits it. Returns the engine's code.
-    private func submit(_ request: Request, _ target: Target, _ fields: HeaderSources,
-                        _ timeouts: Timeouts, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
+    private func submit(_ request: PocketRequest, _ target: Target, _ fields: HeaderSources,
+                        _ timeouts: PocketTimeouts, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
         var method = request.method.rawValue
         var host = target.host
         var path = target.pathAndQuery
@@ -238,7 +238,7 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.body_chunked = body.chunked ? 1 : 0
                 spec.segments = multipart?.segmentArray
                 spec.num_segments = multipart?.segmentCount ?? 0
-                if let wait = request.expectContinue { spec.expect_continue_ms = max(1, Timeouts.milliseconds(wait)) }
+                if let wait = request.expectContinue { spec.expect_continue_ms = max(1, PocketTimeouts.milliseconds(wait)) }
                 switch delivery {
                 case .collect: break
                 case .stream: spec.max_body_bytes = UInt64.max // the reader sets its own bound (collect(upTo:))
@@ -246,10 +246,10 @@ final class InFlightRequest: @unchecked Sendable {
                     spec.use_sink = 1
                     spec.sink_fd = fd
                 }
-                if let progress { spec.progress_interval_ms = max(1, Timeouts.milliseconds(progress.interval)) }
-                spec.connect_timeout_ms = Timeouts.milliseconds(timeouts.connect)
-                spec.read_timeout_ms = Timeouts.milliseconds(timeouts.read)
-                spec.total_timeout_ms = Timeouts.milliseconds(timeouts.total)
+                if let progress { spec.progress_interval_ms = max(1, PocketTimeouts.milliseconds(progress.interval)) }
+                spec.connect_timeout_ms = PocketTimeouts.milliseconds(timeouts.connect)
+                spec.read_timeout_ms = PocketTimeouts.milliseconds(timeouts.read)
+                spec.total_timeout_ms = PocketTimeouts.milliseconds(timeouts.total)
                 spec.idempotent = -1
                 spec.tls_id = tlsID
                 spec.ctx = Unmanaged.passRetained(self).toOpaque()
@@ -340,7 +340,7 @@ final class InFlightRequest: @unchecked Sendable {
         if head.reason_len > 0 {
             reason = String(decoding: UnsafeRawBufferPointer(start: head.reason, count: head.reason_len), as: UTF8.self)
         }
-        var list = HTTPHeaders()
+        var list = PocketHeaders()
         list.reserveCapacity(head.num_headers)
         for i in 0..<head.num_headers {
             let h = head.headers[i]
@@ -360,11 +360,11 @@ final class InFlightRequest: @unchecked Sendable {
         case .stream:
             // The caller gets the head now; the body follows through the stream.
             headDelivered = true
-            outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers))
+            outcome = .success(PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers))
             engine.executor.complete(self)
             return Int32(PK_HEAD_CONTINUE)
         case .file(_, let decide):
-            switch decide(ResponseHead(status: status, reason: reason, headers: headers)) {
+            switch decide(PocketResponseHead(status: status, reason: reason, headers: headers)) {
             case .write: return Int32(PK_HEAD_CONTINUE)
             case .memory:
                 reserve()
@@ -403,7 +403,7 @@ final class InFlightRequest: @unchecked Sendable {
         if p.body_sent > 0 || (p.body_send_total > 0 && final), Int(p.body_sent) != lastUploadReport || final {
             lastUploadReport = Int(p.body_sent)
             let total = p.body_send_total >= 0 ? Int(p.body_send_total) : nil
-            progress.report(TransferProgress(direction: .upload, bytes: Int(p.body_sent), total: total,
+            progress.report(PocketTransferProgress(direction: .upload, bytes: Int(p.body_sent), total: total,
                                              wireBytes: Int(p.body_sent), wireTotal: total, isFinal: final,
                                              part: multipart?.part(segment: Int(p.segment), sent: Int(p.segment_sent))))
         }
@@ -415,7 +415,7 @@ final class InFlightRequest: @unchecked Sendable {
             if !final, let name = progress.contentLengthHeader, let declared = headers[name].flatMap({ Int($0) }), declared >= 0 {
                 total = declared
             }
-            progress.report(TransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,
+            progress.report(PocketTransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,
                                              wireBytes: Int(p.body_received), wireTotal: wireTotal, isFinal: final))
         }
     }
@@ -427,7 +427,7 @@ final class InFlightRequest: @unchecked Sendable {
         progress?.finish?()
         var failure: PocketError?
         if error != 0 {
-            let head = status != 0 ? ResponseHead(status: status, reason: reason, headers: headers) : nil
+            let head = status != 0 ? PocketResponseHead(status: status, reason: reason, headers: headers) : nil
             if error == Int32(PK_E_CANCELLED.rawValue), var mine = abortError ?? pumpError {
                 if mine.response == nil { mine.response = head }
                 failure = mine
@@ -444,14 +444,14 @@ final class InFlightRequest: @unchecked Sendable {
         if headDelivered, case .stream(let stream) = delivery {
             // The caller already has the head; the stream ends here (its
             // reader is woken at the end of this pass, after any chunks).
-            if stream.finish(failure, timings: Timings(t)) { engine.executor.wakeAtPassEnd(stream) }
+            if stream.finish(failure, timings: PocketTimings(t)) { engine.executor.wakeAtPassEnd(stream) }
             return
         }
         if let failure {
             outcome = .failure(failure)
         } else {
-            outcome = .success(Response(status: status, reason: reason, httpMinorVersion: minorVersion,
-                                        headers: headers, body: body, timings: Timings(t)))
+            outcome = .success(PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion,
+                                        headers: headers, body: body, timings: PocketTimings(t)))
         }
         engine.executor.complete(self)
     }
@@ -503,15 +503,15 @@ struct RequestHandle: @unchecked Sendable {
 /// client's defaults the request does not override, then URL credentials,
 /// then the request's own fields.
 struct HeaderSources {
-    let defaults: HTTPHeaders
-    let extra: HTTPHeaders
-    let own: HTTPHeaders
+    let defaults: PocketHeaders
+    let extra: PocketHeaders
+    let own: PocketHeaders
     /// Adds `Accept-Encoding: gzip, deflate` (decompression on, none set).
     let acceptEncoding: Bool
 
-    private static let acceptEncodingField = HTTPHeaders.Field(name: "Accept-Encoding", value: "gzip, deflate")
+    private static let acceptEncodingField = PocketHeaders.Field(name: "Accept-Encoding", value: "gzip, deflate")
 
-    func forEach(_ body: (HTTPHeaders.Field) -> Void) {
+    func forEach(_ body: (PocketHeaders.Field) -> Void) {
         if acceptEncoding { body(Self.acceptEncodingField) }
         for f in defaults.fields where !own.contains(f.name) && !extra.contains(f.name) { body(f) }
         for f in extra.fields { body(f) }

@@ -31,7 +31,7 @@ final class MultipartUpload {
 
     /// Lays the form out and opens its files. Throws `.invalidMultipartForm`
     /// or `.fileReadFailed` (nothing stays open then).
-    init(_ form: MultipartForm) throws(PocketError) {
+    init(_ form: PocketMultipartForm) throws(PocketError) {
         let layout = try MultipartEncoding.layout(form)
         spans = layout.spans
         segments = .allocate(capacity: max(1, layout.segments.count))
@@ -101,7 +101,7 @@ final class MultipartUpload {
 
     /// The part being sent when the engine is at `sent` bytes of segment
     /// `segment` (loop thread, from a progress report).
-    func part(segment: Int, sent: Int) -> PartProgress? {
+    func part(segment: Int, sent: Int) -> PocketPartProgress? {
         guard !spans.isEmpty else { return nil }
         func started(_ s: MultipartLayout.Span) -> Bool { s.segment < segment || (s.segment == segment && s.offset <= sent) }
         let k = spans.lastIndex(where: started) ?? 0
@@ -116,7 +116,7 @@ final class MultipartUpload {
                 bytes = pump?.produced.withLock { $0[stream] } ?? 0 // complete: all it produced went out
             }
         }
-        return PartProgress(index: k, count: spans.count, name: span.name, bytes: bytes, total: span.length)
+        return PocketPartProgress(index: k, count: spans.count, name: span.name, bytes: bytes, total: span.length)
     }
 
     /// Frees the buffer and segments, closes the files, stops the pump. Once.

@@ -1,6 +1,6 @@
 internal import CHTTPEngine
 
-extension Timings {
+extension PocketTimings {
     /// The engine's timings of a finished request.
     init(_ t: pk_timings) {
         self.init()

@@ -9,7 +9,7 @@ import Logging
 /// connection logger): method, URL, status or error, time in ms, attempt;
 /// at `.debug` and below also the header fields, the bodies (truncated) and
 /// the engine's timings (DNS, connect, TLS, first byte, total, reuse).
-/// Credentials are never logged: `Authorization`, `Proxy-Authorization`,
+/// Credentials are never logged: `PocketAuthorization`, `Proxy-PocketAuthorization`,
 /// `Cookie` and `Set-Cookie` values (and any field in `redactedHeaders`)
 /// are replaced by `<redacted>`, and a URL's password is dropped.
 ///
@@ -17,7 +17,7 @@ import Logging
 /// config.handling.middleware = [LoggingMiddleware(logger: Logger(label: "api"))]
 /// // info: GET http://api/users/7 -> 200 (12.4 ms)
 /// ```
-public struct LoggingMiddleware: Middleware {
+public struct PocketLoggingMiddleware: PocketMiddleware {
     /// Header fields whose values are never logged.
     public static let defaultRedactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
 
@@ -42,7 +42,7 @@ public struct LoggingMiddleware: Middleware {
         self.redacted = Self.defaultRedactedHeaders.union(redactedHeaders.map { $0.lowercased() })
     }
 
-    public func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async {
+    public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {
         let failed = if case .failure = outcome { true } else { false }
         guard logger.logLevel <= (failed ? failureLevel : level) else { return }
         let rounded = Self.milliseconds(context.attemptElapsed)
@@ -82,7 +82,7 @@ public struct LoggingMiddleware: Middleware {
     }
 
     /// The fields as `Name: value` lines, credentials redacted.
-    func headerText(_ headers: HTTPHeaders) -> String {
+    func headerText(_ headers: PocketHeaders) -> String {
         headers.fields.map { field in
             "\(field.name): \(redacted.contains(field.name.lowercased()) ? "<redacted>" : field.value)"
         }.joined(separator: "\n")

@@ -16,29 +16,29 @@
 ///     }
 /// }
 /// ```
-public protocol Middleware: Sendable {
+public protocol PocketMiddleware: Sendable {
     /// Returns the request to send for this attempt. Throwing fails the
     /// attempt with that error (the retry policy sees it). Default: unchanged.
-    func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request
+    func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest
 
     /// Sees the outcome of an attempt: the response (any status) or the error.
     /// `request` is the request as sent. Default: nothing.
-    func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async
+    func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async
 
     /// Says whether to retry; nil (the default) leaves it to the next
     /// middleware, then to the retry policy. A middleware's `.retry` is not
     /// limited by the policy's `maxAttempts` (only by
-    /// `RequestHandling.maxAttempts`), so it must guard itself. Throwing
+    /// `PocketRequestHandling.maxAttempts`), so it must guard itself. Throwing
     /// ends the request with that error.
-    func retry(_ outcome: Result<Response, any Error>, for request: Request,
-               context: MiddlewareContext) async throws -> RetryDecision?
+    func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+               context: PocketMiddlewareContext) async throws -> PocketRetryDecision?
 }
 
-extension Middleware {
-    public func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request { request }
-    public func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async {}
-    public func retry(_ outcome: Result<Response, any Error>, for request: Request,
-                      context: MiddlewareContext) async throws -> RetryDecision? { nil }
+extension PocketMiddleware {
+    public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest { request }
+    public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {}
+    public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                      context: PocketMiddlewareContext) async throws -> PocketRetryDecision? { nil }
 }
 
 /// A middleware made of closures, for one-off hooks.
@@ -48,30 +48,30 @@ extension Middleware {
 ///     var request = request; request.headers["X-Trace"] = UUID().uuidString; return request
 /// }))
 /// ```
-public struct ClosureMiddleware: Middleware {
-    let adaptBody: (@Sendable (Request, MiddlewareContext) async throws -> Request)?
-    let observeBody: (@Sendable (Result<Response, any Error>, Request, MiddlewareContext) async -> Void)?
-    let retryBody: (@Sendable (Result<Response, any Error>, Request, MiddlewareContext) async throws -> RetryDecision?)?
+public struct PocketClosureMiddleware: PocketMiddleware {
+    let adaptBody: (@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)?
+    let observeBody: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async -> Void)?
+    let retryBody: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async throws -> PocketRetryDecision?)?
 
     /// Any hook left nil does nothing.
-    public init(adapt: (@Sendable (Request, MiddlewareContext) async throws -> Request)? = nil,
-                observe: (@Sendable (Result<Response, any Error>, Request, MiddlewareContext) async -> Void)? = nil,
-                retry: (@Sendable (Result<Response, any Error>, Request, MiddlewareContext) async throws -> RetryDecision?)? = nil) {
+    public init(adapt: (@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)? = nil,
+                observe: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async -> Void)? = nil,
+                retry: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async throws -> PocketRetryDecision?)? = nil) {
         adaptBody = adapt
         observeBody = observe
         retryBody = retry
     }
 
-    public func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request {
+    public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
         try await adaptBody?(request, context) ?? request
     }
 
-    public func observe(_ outcome: Result<Response, any Error>, for request: Request, context: MiddlewareContext) async {
+    public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {
         await observeBody?(outcome, request, context)
     }
 
-    public func retry(_ outcome: Result<Response, any Error>, for request: Request,
-                      context: MiddlewareContext) async throws -> RetryDecision? {
+    public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                      context: PocketMiddlewareContext) async throws -> PocketRetryDecision? {
         try await retryBody?(outcome, request, context)
     }
 }

@@ -2,11 +2,11 @@
 /// which attempt, how long the attempt took, plus a small per-request
 /// store that lives across attempts (e.g. how often a token was refreshed
 /// for this request).
-public final class MiddlewareContext: Sendable {
-    /// The task's id, as in its `TaskEvent`s.
+public final class PocketMiddlewareContext: Sendable {
+    /// The task's id, as in its `PocketTaskEvent`s.
     public let taskID: UInt64
     /// The endpoint key observers subscribe to (the URL path unless the
-    /// caller or an `Endpoint` named one).
+    /// caller or an `PocketEndpoint` named one).
     public let endpoint: String
     private let state: Lock<State>
 

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension Request {
+extension PocketRequest {
     /// A `curl` command line that sends this request, for debugging: method,
     /// URL, header fields and body, each shell-quoted for a POSIX shell.
     ///
@@ -24,7 +24,7 @@ extension Request {
         curlCommand(defaults: [:], redacting: redacting)
     }
 
-    func curlCommand(defaults: HTTPHeaders, compressed: Bool = false, timeouts: Timeouts? = nil,
+    func curlCommand(defaults: PocketHeaders, compressed: Bool = false, timeouts: PocketTimeouts? = nil,
                      insecure: Bool = false, redacting: Set<String>) -> String {
         let redacted = Set(redacting.map { $0.lowercased() })
         var words = ["curl"]
@@ -88,7 +88,7 @@ extension Request {
     /// a file part is `@path` with its file name and type; parts held in
     /// memory with a file name, binary data and streams cannot be written
     /// on a command line and are listed in `hidden`.
-    static func curlFormArguments(_ part: MultipartForm.Part, hidden: inout [String]) -> [String] {
+    static func curlFormArguments(_ part: PocketMultipartForm.Part, hidden: inout [String]) -> [String] {
         var options = ""
         if let fileName = part.fileName { options += ";filename=\"\(fileName)\"" }
         if let type = part.contentType { options += ";type=\(type)" }
@@ -125,7 +125,7 @@ extension PocketClient {
     /// `--compressed` when decompression is on, its connect and total
     /// timeouts, and `--insecure` when verification is off. Credentials are
     /// shown unless named in `redacting`.
-    public func curlCommand(for request: Request, redacting: Set<String> = []) -> String {
+    public func curlCommand(for request: PocketRequest, redacting: Set<String> = []) -> String {
         let tls = request.tls ?? configuration.tls
         let acceptEncoding = configuration.decompression && !request.headers.contains("Accept-Encoding")
             && !configuration.defaultHeaders.contains("Accept-Encoding")

@@ -8,12 +8,12 @@ import Foundation
 /// reporting each state to the task's observers and the client's events.
 /// One per client, made at init; `send` uses it only when `isEngaged`.
 final class RequestPipeline: Sendable {
-    let handling: RequestHandling
+    let handling: PocketRequestHandling
     let hub = EventHub()
     /// `handling.isActive`, computed once.
     private let active: Bool
 
-    init(_ handling: RequestHandling) {
+    init(_ handling: PocketRequestHandling) {
         self.handling = handling
         self.active = handling.isActive
     }
@@ -24,14 +24,14 @@ final class RequestPipeline: Sendable {
         active || hub.listenerCount.load(ordering: .relaxed) > 0
     }
 
-    func sink(for request: Request, options: SendOptions, taskID: UInt64? = nil) -> EventSink {
+    func sink(for request: PocketRequest, options: PocketSendOptions, taskID: UInt64? = nil) -> EventSink {
         EventSink(hub: hub, taskID: taskID ?? hub.newTaskID(), method: request.method, url: request.url,
                   endpoint: options.endpoint ?? request.url.path(percentEncoded: false), observers: options.observers)
     }
 
-    func send(_ request: Request, options: SendOptions, progress: ProgressHandler?, client: PocketClient,
-              sink: EventSink) async throws -> Response {
-        let context = MiddlewareContext(taskID: sink.taskID, endpoint: sink.endpoint)
+    func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, client: PocketClient,
+              sink: EventSink) async throws -> PocketResponse {
+        let context = PocketMiddlewareContext(taskID: sink.taskID, endpoint: sink.endpoint)
         do {
             return try await attempts(request, options: options, progress: progress, client: client, sink: sink,
                                       context: context)
@@ -45,8 +45,8 @@ final class RequestPipeline: Sendable {
         }
     }
 
-    private func attempts(_ request: Request, options: SendOptions, progress: ProgressHandler?,
-                          client: PocketClient, sink: EventSink, context: MiddlewareContext) async throws -> Response {
+    private func attempts(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
+                          client: PocketClient, sink: EventSink, context: PocketMiddlewareContext) async throws -> PocketResponse {
         let chain = options.middleware.isEmpty ? handling.middleware : handling.middleware + options.middleware
         let policy = options.retry ?? handling.retry
         let clock = handling.clock
@@ -60,7 +60,7 @@ final class RequestPipeline: Sendable {
             sink.emit(.running, attempt: attempt)
             var sent = request
             let attemptStart = ContinuousClock.now
-            let outcome: Result<Response, any Error>
+            let outcome: Result<PocketResponse, any Error>
             do {
                 for middleware in chain { sent = try await middleware.adapt(sent, context: context) }
                 if let deadline = policy?.deadline {
@@ -72,7 +72,7 @@ final class RequestPipeline: Sendable {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
-                var response: Response
+                var response: PocketResponse
                 if let transport = handling.transport {
                     response = try await transport.send(sent, progress: progress)
                 } else {
@@ -87,7 +87,7 @@ final class RequestPipeline: Sendable {
             for middleware in chain.reversed() { await middleware.observe(outcome, for: sent, context: context) }
             if Self.isCancellation(outcome) { return try outcome.get() }
 
-            var decision: RetryDecision?
+            var decision: PocketRetryDecision?
             do {
                 for middleware in chain {
                     decision = try await middleware.retry(outcome, for: sent, context: context)
@@ -97,7 +97,7 @@ final class RequestPipeline: Sendable {
                 sink.emit(.finished, attempt: attempt, error: error)
                 throw error
             }
-            let record = RetryAttempt(request: sent, number: attempt, response: try? outcome.get(),
+            let record = PocketRetryAttempt(request: sent, number: attempt, response: try? outcome.get(),
                                       error: outcome.failure, elapsed: clock.uptime() - started)
             let delay: Duration
             if let decision {
@@ -133,7 +133,7 @@ final class RequestPipeline: Sendable {
         }
     }
 
-    private func finish(_ outcome: Result<Response, any Error>, attempt: Int, sink: EventSink) throws -> Response {
+    private func finish(_ outcome: Result<PocketResponse, any Error>, attempt: Int, sink: EventSink) throws -> PocketResponse {
         switch outcome {
         case .success(let response):
             sink.emit(.finished, attempt: attempt, status: response.status)
@@ -149,19 +149,19 @@ final class RequestPipeline: Sendable {
         }
     }
 
-    static func isCancellation(_ outcome: Result<Response, any Error>) -> Bool {
+    static func isCancellation(_ outcome: Result<PocketResponse, any Error>) -> Bool {
         guard case .failure(let error) = outcome else { return false }
         return (error as? PocketError)?.code == .cancelled || error is CancellationError
     }
 
-    static func head(_ outcome: Result<Response, any Error>) -> ResponseHead? {
+    static func head(_ outcome: Result<PocketResponse, any Error>) -> PocketResponseHead? {
         switch outcome {
-        case .success(let r): return ResponseHead(status: r.status, reason: r.reason, headers: r.headers)
+        case .success(let r): return PocketResponseHead(status: r.status, reason: r.reason, headers: r.headers)
         case .failure(let e): return (e as? PocketError)?.response
         }
     }
 
-    static func describe(_ outcome: Result<Response, any Error>) -> String {
+    static func describe(_ outcome: Result<PocketResponse, any Error>) -> String {
         switch outcome {
         case .success(let r): return "HTTP \(r.status)"
         case .failure(let e): return "\(e)"

@@ -4,12 +4,12 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// One canned answer of a `StubTransport`.
-public struct StubResponse: Sendable {
+/// One canned answer of a `PocketStubTransport`.
+public struct PocketStubResponse: Sendable {
     /// The status, 200 by default.
     public var status: Int
     /// Header fields; `Content-Length` is added when missing.
-    public var headers: HTTPHeaders
+    public var headers: PocketHeaders
     /// The body, empty by default.
     public var body: Data
     /// Waited (on the stub's clock) before answering; none by default.
@@ -18,7 +18,7 @@ public struct StubResponse: Sendable {
     public var error: PocketError?
 
     /// A canned answer; each parameter defaults as its property says.
-    public init(status: Int = 200, headers: HTTPHeaders = [:], body: Data = Data(), delay: Duration? = nil,
+    public init(status: Int = 200, headers: PocketHeaders = [:], body: Data = Data(), delay: Duration? = nil,
                 error: PocketError? = nil) {
         self.status = status
         self.headers = headers
@@ -28,22 +28,22 @@ public struct StubResponse: Sendable {
     }
 
     /// An empty response with `status`.
-    public static func status(_ status: Int, headers: HTTPHeaders = [:]) -> StubResponse {
-        StubResponse(status: status, headers: headers)
+    public static func status(_ status: Int, headers: PocketHeaders = [:]) -> PocketStubResponse {
+        PocketStubResponse(status: status, headers: headers)
     }
 
     /// A JSON body (`Content-Type: application/json`).
-    public static func json(_ text: String, status: Int = 200) -> StubResponse {
-        StubResponse(status: status, headers: ["Content-Type": "application/json"], body: Data(text.utf8))
+    public static func json(_ text: String, status: Int = 200) -> PocketStubResponse {
+        PocketStubResponse(status: status, headers: ["Content-Type": "application/json"], body: Data(text.utf8))
     }
 
     /// A text body (`Content-Type: text/plain; charset=utf-8`).
-    public static func text(_ text: String, status: Int = 200) -> StubResponse {
-        StubResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Data(text.utf8))
+    public static func text(_ text: String, status: Int = 200) -> PocketStubResponse {
+        PocketStubResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Data(text.utf8))
     }
 
     /// A failure instead of a response.
-    public static func failure(_ error: PocketError, delay: Duration? = nil) -> StubResponse {
-        StubResponse(delay: delay, error: error)
+    public static func failure(_ error: PocketError, delay: Duration? = nil) -> PocketStubResponse {
+        PocketStubResponse(delay: delay, error: error)
     }
 }

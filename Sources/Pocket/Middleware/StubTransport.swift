@@ -21,37 +21,37 @@ import Foundation
 /// A request with no stub fails with `.stubNotFound` (never a silent 404).
 /// Paths match exactly (percent-decoded, without the query), or by a
 /// template segment in braces (`/users/{id}`). Every request received is kept.
-public final class StubTransport: HTTPTransport {
+public final class PocketStubTransport: PocketTransport {
     private struct Route {
-        var method: HTTPMethod
+        var method: PocketMethod
         var segments: [Substring]
-        var responses: [StubResponse]
+        var responses: [PocketStubResponse]
         var served = 0
     }
 
     private struct State {
         var routes: [Route] = []
-        var received: [Request] = []
+        var received: [PocketRequest] = []
     }
 
     private let state = Lock(State())
-    private let clock: any RetryClock
+    private let clock: any PocketRetryClock
 
     /// `clock` times the stubs' delays (the system clock by default).
-    public init(clock: any RetryClock = SystemRetryClock()) {
+    public init(clock: any PocketRetryClock = PocketSystemRetryClock()) {
         self.clock = clock
     }
 
     /// Answers `method` `path` with `responses` in turn; the last one repeats.
     /// A later stub for the same method and path replaces this one.
-    public func stub(_ method: HTTPMethod, _ path: String, _ responses: StubResponse...) {
+    public func stub(_ method: PocketMethod, _ path: String, _ responses: PocketStubResponse...) {
         stub(method, path, responses: responses)
     }
 
     /// As `stub(_:_:_:)`, with an array.
-    public func stub(_ method: HTTPMethod, _ path: String, responses: [StubResponse]) {
+    public func stub(_ method: PocketMethod, _ path: String, responses: [PocketStubResponse]) {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        let responses = responses.isEmpty ? [StubResponse(status: 200)] : responses
+        let responses = responses.isEmpty ? [PocketStubResponse(status: 200)] : responses
         state.withLock { s in
             s.routes.removeAll { $0.method == method && $0.segments == segments }
             s.routes.append(Route(method: method, segments: segments, responses: responses))
@@ -59,16 +59,16 @@ public final class StubTransport: HTTPTransport {
     }
 
     /// Every request received, in order (as sent, after middleware).
-    public var requests: [Request] { state.withLock { $0.received } }
+    public var requests: [PocketRequest] { state.withLock { $0.received } }
 
     /// Forgets received requests (stubs stay).
     public func reset() { state.withLock { $0.received = [] } }
 
     /// The canned answer for `request`, after its delay; `.stubNotFound` when there is none.
-    public func send(_ request: Request, progress: ProgressHandler?) async throws -> Response {
+    public func send(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
         let path = request.url.path(percentEncoded: false)
         let segments = (path.isEmpty ? "/" : path).split(separator: "/", omittingEmptySubsequences: false)
-        let canned: StubResponse? = state.withLock { s in
+        let canned: PocketStubResponse? = state.withLock { s in
             s.received.append(request)
             guard let i = s.routes.lastIndex(where: { $0.method == request.method && Self.matches($0.segments, segments) })
             else { return nil }
@@ -88,13 +88,13 @@ public final class StubTransport: HTTPTransport {
         }
         if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
         if let error = canned.error { throw error }
-        var timings = Timings()
+        var timings = PocketTimings()
         timings.total = canned.delay ?? .zero
         timings.firstByte = timings.total
         timings.bytesReceived = canned.body.count
         var headers = canned.headers
         if !headers.contains("Content-Length") { headers["Content-Length"] = String(canned.body.count) }
-        return Response(status: canned.status, reason: "", headers: headers,
+        return PocketResponse(status: canned.status, reason: "", headers: headers,
                         body: request.method == .head ? Data() : canned.body, timings: timings)
     }
 

@@ -16,7 +16,7 @@
 /// recurse); a refresh that returns the token just rejected fails with
 /// `.tokenRefreshLoop`. A refresh that throws fails the waiting requests
 /// with `.tokenRefreshFailed`.
-public final class TokenRefreshMiddleware: Middleware {
+public final class PocketTokenRefreshMiddleware: PocketMiddleware {
     private struct State {
         var token: String?
         var inFlight: Task<String, any Error>?
@@ -34,7 +34,7 @@ public final class TokenRefreshMiddleware: Middleware {
     private let refreshToken: @Sendable (_ rejected: String?) async throws -> String
 
     /// - Parameters:
-    ///   - header: the field carrying the token, `Authorization` by default.
+    ///   - header: the field carrying the token, `PocketAuthorization` by default.
     ///   - prefix: written before the token, `"Bearer "` by default (RFC 6750).
     ///   - token: the token to start with; nil (the default) refreshes before the first request.
     ///   - refreshStatuses: statuses that mean "token rejected", 401 by default.
@@ -57,7 +57,7 @@ public final class TokenRefreshMiddleware: Middleware {
     /// How many refreshes have run (each shared by all its waiters).
     public var refreshCount: Int { state.withLock { $0.refreshes } }
 
-    public func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request {
+    public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
         if Self.isRefreshing { return request }
         let current = state.withLock { $0.inFlight == nil ? $0.token : nil }
         let token: String
@@ -67,8 +67,8 @@ public final class TokenRefreshMiddleware: Middleware {
         return request
     }
 
-    public func retry(_ outcome: Result<Response, any Error>, for request: Request,
-                      context: MiddlewareContext) async throws -> RetryDecision? {
+    public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                      context: PocketMiddlewareContext) async throws -> PocketRetryDecision? {
         guard !Self.isRefreshing, case .success(let response) = outcome, refreshStatuses.contains(response.status)
         else { return nil }
         let rounds = context[Self.countKey] as? Int ?? 0

@@ -16,7 +16,7 @@ import Foundation
 /// }
 /// let saved = try await projects.save(project)   // multipart: title, logo
 /// ```
-public struct FilePart: Sendable, Hashable {
+public struct PocketFilePart: Sendable, Hashable {
     enum Content: Sendable, Hashable {
         case file(URL)
         case data(Data)
@@ -31,24 +31,24 @@ public struct FilePart: Sendable, Hashable {
     public var contentType: String?
 
     /// A file read when the record is sent (sendfile(2), never loaded).
-    public static func file(_ url: URL, fileName: String? = nil, contentType: String? = nil) -> FilePart {
-        FilePart(content: .file(url), fileName: fileName, contentType: contentType)
+    public static func file(_ url: URL, fileName: String? = nil, contentType: String? = nil) -> PocketFilePart {
+        PocketFilePart(content: .file(url), fileName: fileName, contentType: contentType)
     }
 
     /// Bytes in memory, sent as a file called `fileName`.
-    public static func data(_ data: Data, fileName: String, contentType: String? = nil) -> FilePart {
-        FilePart(content: .data(data), fileName: fileName, contentType: contentType)
+    public static func data(_ data: Data, fileName: String, contentType: String? = nil) -> PocketFilePart {
+        PocketFilePart(content: .data(data), fileName: fileName, contentType: contentType)
     }
 
     /// Bytes from an `AsyncSequence` (one-shot: the save cannot be re-sent);
     /// without `length` the form goes out chunked.
     public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int?, fileName: String,
-                                                           contentType: String? = nil) -> FilePart where S.Element == Data {
-        FilePart(content: .stream(StreamSource(chunks), length: length), fileName: fileName, contentType: contentType)
+                                                           contentType: String? = nil) -> PocketFilePart where S.Element == Data {
+        PocketFilePart(content: .stream(StreamSource(chunks), length: length), fileName: fileName, contentType: contentType)
     }
 
     /// Appends this file as the part `name` of `form`.
-    func add(to form: inout MultipartForm, name: String) {
+    func add(to form: inout PocketMultipartForm, name: String) {
         switch content {
         case .file(let url):
             form.addFile(name, at: url, fileName: fileName, contentType: contentType)
@@ -60,33 +60,33 @@ public struct FilePart: Sendable, Hashable {
     }
 }
 
-/// A record that carries files: `Pipe.save` sends it as
+/// A record that carries files: `PocketPipe.save` sends it as
 /// `multipart/form-data` instead of JSON, as AGPipe does for a payload with
 /// file parts. Every top-level property of the record's JSON encoding that
 /// is not a key of `fileParts` becomes a text field (strings as they are,
 /// numbers and booleans as their JSON text, arrays and objects as JSON,
 /// nulls left out); then each file part follows, in key order. Upload
-/// progress comes through `PipeConfiguration.uploadProgress`, per part and
-/// in total (`TransferProgress.part`).
-public protocol MultipartRecord: PipeBodyProviding, Encodable {
+/// progress comes through `PocketPipeConfiguration.uploadProgress`, per part and
+/// in total (`PocketTransferProgress.part`).
+public protocol PocketMultipartRecord: PocketPipeBodyProviding, Encodable {
     /// The files to upload, by form field name.
-    var fileParts: [String: FilePart] { get }
+    var fileParts: [String: PocketFilePart] { get }
 }
 
-extension MultipartRecord {
-    public func pipeRequestBody() throws -> (body: RequestBody, contentType: String) {
+extension PocketMultipartRecord {
+    public func pipeRequestBody() throws -> (body: PocketRequestBody, contentType: String) {
         let form = try multipartForm()
         return (.multipart(form), form.contentType)
     }
 
-    /// The form `Pipe.save` sends for this record.
-    public func multipartForm() throws -> MultipartForm {
+    /// The form `PocketPipe.save` sends for this record.
+    public func multipartForm() throws -> PocketMultipartForm {
         let files = fileParts
-        guard let encoded = try RequestBody.json(self).data,
-              case .dictionary(let fields)? = try? JSONDecoder().decode(ParameterValue.self, from: encoded) else {
+        guard let encoded = try PocketRequestBody.json(self).data,
+              case .dictionary(let fields)? = try? JSONDecoder().decode(PocketParameterValue.self, from: encoded) else {
             throw PocketError(.encodingFailed, "\(Self.self) does not encode as a JSON object")
         }
-        var form = MultipartForm()
+        var form = PocketMultipartForm()
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) where files[name] == nil {
             guard let text = try Self.fieldText(value) else { continue }
             form.addField(name, text)
@@ -97,12 +97,12 @@ extension MultipartRecord {
         return form
     }
 
-    private static func fieldText(_ value: ParameterValue) throws -> String? {
+    private static func fieldText(_ value: PocketParameterValue) throws -> String? {
         switch value {
         case .null: return nil
         case .string(let s): return s
         default:
-            return try RequestBody.json(value).data.map { String(decoding: $0, as: UTF8.self) }
+            return try PocketRequestBody.json(value).data.map { String(decoding: $0, as: UTF8.self) }
         }
     }
 }

@@ -12,7 +12,7 @@ import Foundation
 /// // or
 /// for try await page in projects.pages(params: ["limit": 20]) { show(page.items) }
 /// ```
-public struct Page<Model: Codable & Sendable>: Sendable {
+public struct PocketPage<Model: Codable & Sendable>: Sendable {
     /// The records on this page.
     public var items: [Model]
     /// The next page's URL, or nil on the last page.
@@ -20,10 +20,10 @@ public struct Page<Model: Codable & Sendable>: Sendable {
     /// The previous page's URL, or nil on the first page.
     public var previousURL: URL?
     /// The response the page came in (status, headers, raw body).
-    public var response: Response
-    let pipe: Pipe<Model>
+    public var response: PocketResponse
+    let pipe: PocketPipe<Model>
 
-    init(items: [Model], next: URL?, previous: URL?, response: Response, pipe: Pipe<Model>) {
+    init(items: [Model], next: URL?, previous: URL?, response: PocketResponse, pipe: PocketPipe<Model>) {
         self.items = items
         self.nextURL = next
         self.previousURL = previous
@@ -32,13 +32,13 @@ public struct Page<Model: Codable & Sendable>: Sendable {
     }
 
     /// Reads the next page; nil when this is the last.
-    public func next() async throws -> Page? {
+    public func next() async throws -> PocketPage? {
         guard let nextURL else { return nil }
         return try await pipe.readPage(at: nextURL)
     }
 
     /// Reads the previous page; nil when this is the first.
-    public func previous() async throws -> Page? {
+    public func previous() async throws -> PocketPage? {
         guard let previousURL else { return nil }
         return try await pipe.readPage(at: previousURL)
     }
@@ -47,21 +47,21 @@ public struct Page<Model: Codable & Sendable>: Sendable {
 /// A pipe's pages as an `AsyncSequence`, from the first page forward along
 /// the next links; each page is read when the iteration asks for it.
 /// A next link back to a page already read ends it with `.pagingLoop`.
-public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
+public struct PocketPageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
     /// One page of records.
-    public typealias Element = Page<Model>
-    let pipe: Pipe<Model>
-    let params: [String: ParameterValue]
+    public typealias Element = PocketPage<Model>
+    let pipe: PocketPipe<Model>
+    let params: [String: PocketParameterValue]
 
     /// Reads one page per `next()`, along the next links.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let pipe: Pipe<Model>
-        var params: [String: ParameterValue]?
+        let pipe: PocketPipe<Model>
+        var params: [String: PocketParameterValue]?
         var upcoming: URL?
         var seen: Set<String> = []
 
         /// The next page; nil after the last (a page without a next link).
-        public mutating func next() async throws -> Page<Model>? {
+        public mutating func next() async throws -> PocketPage<Model>? {
             if let first = params {
                 params = nil
                 upcoming = try pipe.collectionURL(adding: first)
@@ -81,16 +81,16 @@ public struct PageSequence<Model: Codable & Sendable>: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pipe: pipe, params: params) }
 }
 
-extension Pipe {
+extension PocketPipe {
     /// The first page of the list, with `params` (nil: the configuration's
     /// `pageParameters`).
-    public func firstPage(params: [String: ParameterValue]? = nil) async throws -> Page<Model> {
+    public func firstPage(params: [String: PocketParameterValue]? = nil) async throws -> PocketPage<Model> {
         try await readPage(at: collectionURL(adding: params ?? configuration.pageParameters))
     }
 
     /// Every page, from the first (with `params`, nil: the configuration's
     /// `pageParameters`) along the next links.
-    public func pages(params: [String: ParameterValue]? = nil) -> PageSequence<Model> {
-        PageSequence(pipe: self, params: params ?? configuration.pageParameters)
+    public func pages(params: [String: PocketParameterValue]? = nil) -> PocketPageSequence<Model> {
+        PocketPageSequence(pipe: self, params: params ?? configuration.pageParameters)
     }
 }

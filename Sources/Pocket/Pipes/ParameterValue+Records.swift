@@ -1,8 +1,8 @@
 /// Reading records a pipe does not know the shape of: the record id, paging
-/// links in a body, a list under a key. JSON decodes into `ParameterValue`.
-extension ParameterValue {
+/// links in a body, a list under a key. JSON decodes into `PocketParameterValue`.
+extension PocketParameterValue {
     /// The value at a dot-separated key path (`"meta.paging.next"`), or nil.
-    func value(at path: String) -> ParameterValue? {
+    func value(at path: String) -> PocketParameterValue? {
         var current = self
         for key in path.split(separator: ".") {
             guard case .dictionary(let fields) = current, let next = fields[String(key)] else { return nil }

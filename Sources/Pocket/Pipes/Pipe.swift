@@ -26,11 +26,11 @@ import Foundation
 /// without an id where one is needed (`.missingRecordID`), or `.cancelled`
 /// after `cancel()`.
 ///
-/// (In a file that also imports Foundation, which has a `Pipe` class of its
-/// own, name this type `Pocket.Pipe`; usually it is inferred.)
-public final class Pipe<Model: Codable & Sendable>: Sendable {
+/// (In a file that also imports Foundation, which has a `PocketPipe` class of its
+/// own, name this type `Pocket.PocketPipe`; usually it is inferred.)
+public final class PocketPipe<Model: Codable & Sendable>: Sendable {
     /// The settings the pipe was made with.
-    public let configuration: PipeConfiguration
+    public let configuration: PocketPipeConfiguration
     /// The resource's URL: the pipeline's base URL joined with the endpoint
     /// (the base URL itself when they do not make a URL; every operation
     /// then fails with the reason).
@@ -39,7 +39,7 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     let client: PocketClient
     private let operations = PipeOperations()
 
-    init(configuration: PipeConfiguration, baseURL: URL, client: PocketClient) {
+    init(configuration: PocketPipeConfiguration, baseURL: URL, client: PocketClient) {
         self.configuration = configuration
         self.client = client
         do {
@@ -64,7 +64,7 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
 
     /// The records matching `params`: `GET endpoint?name=value…` (AGPipe's
     /// `readWithParams:`), encoded with the client's `queryEncoding`.
-    public func read(params: [String: ParameterValue]) async throws -> [Model] {
+    public func read(params: [String: PocketParameterValue]) async throws -> [Model] {
         try await readPage(at: collectionURL(adding: params)).items
     }
 
@@ -82,15 +82,15 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     /// (with its id). A record without an id (its `recordIDKey` missing,
     /// null or empty) is POSTed to the endpoint; one with an id is PUT to
     /// `endpoint/id`. A PUT answered with no body returns `record` as sent.
-    /// A record that is `PipeBodyProviding` chooses its own body.
+    /// A record that is `PocketPipeBodyProviding` chooses its own body.
     public func save(_ record: Model) async throws -> Model {
         let id = try Self.recordID(of: record, key: configuration.recordIDKey)
-        let (method, target) = try id.map { (HTTPMethod.put, try recordURL($0)) } ?? (.post, try collectionURL())
-        let body: (RequestBody, String)
-        if let custom = record as? any PipeBodyProviding {
+        let (method, target) = try id.map { (PocketMethod.put, try recordURL($0)) } ?? (.post, try collectionURL())
+        let body: (PocketRequestBody, String)
+        if let custom = record as? any PocketPipeBodyProviding {
             body = try custom.pipeRequestBody()
         } else {
-            body = (try RequestBody.json(record), "application/json")
+            body = (try PocketRequestBody.json(record), "application/json")
         }
         return try await operations.run { [self] in
             let response = try await send(method, target, body: body, progress: configuration.uploadProgress)
@@ -131,9 +131,9 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
 
     /// Sends one operation's request with the pipe's settings; the response
     /// must pass `validation`: by default 2xx and, when it has a body, JSON.
-    func send(_ method: HTTPMethod, _ target: URL, body: (RequestBody, String)?,
-              progress: ProgressHandler? = nil, validation: Validation = Validation()) async throws -> Response {
-        var request = Request(method: method, url: target)
+    func send(_ method: PocketMethod, _ target: URL, body: (PocketRequestBody, String)?,
+              progress: PocketProgressHandler? = nil, validation: PocketValidation = PocketValidation()) async throws -> PocketResponse {
+        var request = PocketRequest(method: method, url: target)
         request.headers["Accept"] = "application/json"
         if let (payload, contentType) = body {
             request.body = payload
@@ -150,33 +150,33 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
     }
 
     /// The endpoint's URL with `params` as its query.
-    func collectionURL(adding params: [String: ParameterValue] = [:]) throws -> URL {
+    func collectionURL(adding params: [String: PocketParameterValue] = [:]) throws -> URL {
         if let urlProblem { throw urlProblem }
         return try PipeRequests.url(url, adding: params, encoding: client.configuration.queryEncoding)
     }
 
     /// GETs one page of the list and finds its neighbours.
-    func readPage(at target: URL) async throws -> Page<Model> {
+    func readPage(at target: URL) async throws -> PocketPage<Model> {
         try await operations.run { [self] in
             let response = try await send(.get, target, body: nil)
             return try page(from: response, at: target)
         }
     }
 
-    private func page(from response: Response, at target: URL) throws -> Page<Model> {
+    private func page(from response: PocketResponse, at target: URL) throws -> PocketPage<Model> {
         let base = response.url ?? target
         switch configuration.paging {
         case let .linkHeader(next, previous):
             let links = response.headers.values(for: "Link")
             var prev = LinkHeader.target(rel: previous, in: links)
             if prev == nil, previous.lowercased() == "prev" { prev = LinkHeader.target(rel: "previous", in: links) }
-            return Page(items: try response.decode([Model].self), next: Self.resolve(LinkHeader.target(rel: next, in: links), base),
+            return PocketPage(items: try response.decode([Model].self), next: Self.resolve(LinkHeader.target(rel: next, in: links), base),
                         previous: Self.resolve(prev, base), response: response, pipe: self)
         case let .headers(next, previous):
-            return Page(items: try response.decode([Model].self), next: Self.resolve(response.headers[next], base),
+            return PocketPage(items: try response.decode([Model].self), next: Self.resolve(response.headers[next], base),
                         previous: Self.resolve(response.headers[previous], base), response: response, pipe: self)
         case let .body(next, previous, items):
-            let json = try response.decode(ParameterValue.self)
+            let json = try response.decode(PocketParameterValue.self)
             var records = response
             if let items {
                 guard let list = json.value(at: items) else {
@@ -184,13 +184,13 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
                 }
                 records.body = try JSONEncoder().encode(list)
             }
-            return Page(items: try records.decode([Model].self), next: try link(json.value(at: next), base),
+            return PocketPage(items: try records.decode([Model].self), next: try link(json.value(at: next), base),
                         previous: try link(json.value(at: previous), base), response: response, pipe: self)
         }
     }
 
     /// A page link in a body: a URL string, or query parameters for `base`.
-    private func link(_ value: ParameterValue?, _ base: URL) throws -> URL? {
+    private func link(_ value: PocketParameterValue?, _ base: URL) throws -> URL? {
         switch value {
         case .string(let s): return Self.resolve(s, base)
         case .dictionary(let params) where !params.isEmpty:
@@ -212,8 +212,8 @@ public final class Pipe<Model: Codable & Sendable>: Sendable {
 
     /// The record's id as a URL segment value, or nil when it has none.
     static func recordID(of record: Model, key: String) throws -> String? {
-        guard let json = try RequestBody.json(record).data,
-              case .dictionary(let fields) = try JSONDecoder().decode(ParameterValue.self, from: json) else { return nil }
+        guard let json = try PocketRequestBody.json(record).data,
+              case .dictionary(let fields) = try JSONDecoder().decode(PocketParameterValue.self, from: json) else { return nil }
         return fields[key]?.recordID
     }
 }

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// How a `Pipe` talks to its resource (AeroGear's `AGPipeConfig`).
+/// How a `PocketPipe` talks to its resource (AeroGear's `AGPipeConfig`).
 ///
 /// ```swift
 /// let projects = pipeline.pipe(Project.self, name: "projects") { config in
@@ -12,7 +12,7 @@ import Foundation
 ///     config.headers["X-Client"] = "todo"
 /// }
 /// ```
-public struct PipeConfiguration: Sendable {
+public struct PocketPipeConfiguration: Sendable {
     /// The pipe's name and its key in the pipeline.
     public var name: String
     /// The resource's path under the pipeline's base URL; nil (the default)
@@ -27,19 +27,19 @@ public struct PipeConfiguration: Sendable {
     public var timeout: Duration = .seconds(60)
     /// Header fields sent with every operation of the pipe. Default none
     /// (the client's default headers still go).
-    public var headers: HTTPHeaders = [:]
-    /// The `Authorization` sent with every operation (`try .bearer(token)`,
+    public var headers: PocketHeaders = [:]
+    /// The `PocketAuthorization` sent with every operation (`try .bearer(token)`,
     /// `.basic(username:password:)`, `.token(_:)`); nil (the default) sends none.
-    public var authorization: Authorization?
+    public var authorization: PocketAuthorization?
     /// Where next/previous page links are found: `Link` headers by default.
-    public var paging: PipePaging = .default
+    public var paging: PocketPipePaging = .default
     /// Query parameters of the first page when `pages()` is given none
     /// (AeroGear's `parameterProvider`), e.g. `["limit": 20]`. Default none.
-    public var pageParameters: [String: ParameterValue] = [:]
+    public var pageParameters: [String: PocketParameterValue] = [:]
     /// Upload progress of every `save` (AGPipe's `setUploadProgressBlock`);
-    /// nil by default. Use a closure handler: a `ProgressHandler.stream()`
+    /// nil by default. Use a closure handler: a `PocketProgressHandler.stream()`
     /// ends with the first operation.
-    public var uploadProgress: ProgressHandler?
+    public var uploadProgress: PocketProgressHandler?
 
     /// A configuration named `name`, every other setting at its default.
     public init(name: String) {
@@ -50,11 +50,11 @@ public struct PipeConfiguration: Sendable {
     var resolvedEndpoint: String { endpoint ?? name }
 }
 
-/// A record that chooses its own request body for `Pipe.save` instead of
-/// JSON. `MultipartRecord` adopts it for records that carry files (sent as
+/// A record that chooses its own request body for `PocketPipe.save` instead of
+/// JSON. `PocketMultipartRecord` adopts it for records that carry files (sent as
 /// multipart/form-data, with upload progress through
-/// `PipeConfiguration.uploadProgress`).
-public protocol PipeBodyProviding: Sendable {
+/// `PocketPipeConfiguration.uploadProgress`).
+public protocol PocketPipeBodyProviding: Sendable {
     /// The body `save` sends for this record, and its `Content-Type`.
-    func pipeRequestBody() throws -> (body: RequestBody, contentType: String)
+    func pipeRequestBody() throws -> (body: PocketRequestBody, contentType: String)
 }

@@ -1,6 +1,6 @@
 /// Where a pipe finds the next and previous pages of a list (AeroGear's
 /// `AGPageConfig` metadata locations).
-public enum PipePaging: Sendable, Hashable {
+public enum PocketPipePaging: Sendable, Hashable {
     /// RFC 8288 `Link` header fields: the targets of the links whose `rel`
     /// is `next` and `previous` (defaults `"next"` and `"prev"`; `"previous"`
     /// is also accepted for the latter). The default: it is the standard,
@@ -17,5 +17,5 @@ public enum PipePaging: Sendable, Hashable {
     case body(next: String, previous: String, items: String?)
 
     /// `Link` headers with `rel="next"` and `rel="prev"`.
-    public static let `default` = PipePaging.linkHeader()
+    public static let `default` = PocketPipePaging.linkHeader()
 }

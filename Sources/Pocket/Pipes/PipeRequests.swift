@@ -9,7 +9,7 @@ enum PipeRequests {
     /// `url` with `params` added to its query (`encoding`); with `replacing`,
     /// fields of the same names already there are dropped first (a body's
     /// `{"page": 3}` moves the current page's `page=2`).
-    static func url(_ url: URL, adding params: [String: ParameterValue], encoding: QueryEncoding,
+    static func url(_ url: URL, adding params: [String: PocketParameterValue], encoding: PocketQueryEncoding,
                     replacing: Bool = false) throws -> URL {
         let query = encoding.encode(params)
         guard !query.isEmpty else { return url }

@@ -12,7 +12,7 @@ import Foundation
 /// let tasks = todo.pipe(Task.self, name: "tasks") { $0.endpoint = "v2/tasks" }
 /// todo.pipe(named: "projects", as: Project.self)   // the same pipe, found by name
 /// ```
-public final class Pipeline: Sendable {
+public final class PocketPipeline: Sendable {
     /// What every pipe's endpoint is joined to.
     public let baseURL: URL
     /// The client every pipe sends with.
@@ -29,17 +29,17 @@ public final class Pipeline: Sendable {
     /// `configure`, and keeps it under that name (replacing an earlier one).
     @discardableResult
     public func pipe<Model: Codable & Sendable>(_ type: Model.Type, name: String,
-                                                 _ configure: (inout PipeConfiguration) -> Void = { _ in }) -> Pipe<Model> {
-        var configuration = PipeConfiguration(name: name)
+                                                 _ configure: (inout PocketPipeConfiguration) -> Void = { _ in }) -> PocketPipe<Model> {
+        var configuration = PocketPipeConfiguration(name: name)
         configure(&configuration)
-        let pipe = Pipe<Model>(configuration: configuration, baseURL: baseURL, client: client)
+        let pipe = PocketPipe<Model>(configuration: configuration, baseURL: baseURL, client: client)
         pipes.withLock { $0[configuration.name] = pipe }
         return pipe
     }
 
     /// The pipe kept under `name`, if there is one for `Model` records.
-    public func pipe<Model: Codable & Sendable>(named name: String, as type: Model.Type = Model.self) -> Pipe<Model>? {
-        pipes.withLock { $0[name] } as? Pipe<Model>
+    public func pipe<Model: Codable & Sendable>(named name: String, as type: Model.Type = Model.self) -> PocketPipe<Model>? {
+        pipes.withLock { $0[name] } as? PocketPipe<Model>
     }
 
     /// Forgets the pipe `name` (operations in flight go on); returns whether there was one.

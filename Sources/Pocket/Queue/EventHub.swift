@@ -11,8 +11,8 @@ import Synchronization
 final class EventHub: Sendable {
     private struct State {
         var nextID: UInt64 = 1
-        var streams: [UInt64: AsyncStream<TaskEvent>.Continuation] = [:]
-        var endpointObservers: [String: [(id: UInt64, observer: TaskObserver)]] = [:]
+        var streams: [UInt64: AsyncStream<PocketTaskEvent>.Continuation] = [:]
+        var endpointObservers: [String: [(id: UInt64, observer: PocketTaskObserver)]] = [:]
     }
 
     private let state = Lock(State())
@@ -22,8 +22,8 @@ final class EventHub: Sendable {
 
     func newTaskID() -> UInt64 { nextTask.add(1, ordering: .relaxed).oldValue }
 
-    func subscribe(bufferingNewest limit: Int) -> AsyncStream<TaskEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: TaskEvent.self,
+    func subscribe(bufferingNewest limit: Int) -> AsyncStream<PocketTaskEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PocketTaskEvent.self,
                                                             bufferingPolicy: .bufferingNewest(max(1, limit)))
         let id = state.withLock { s -> UInt64 in
             let id = s.nextID
@@ -40,7 +40,7 @@ final class EventHub: Sendable {
         return stream
     }
 
-    func addObserver(endpoint: String, _ observer: TaskObserver) -> ObserverToken {
+    func addObserver(endpoint: String, _ observer: PocketTaskObserver) -> PocketObserverToken {
         let id = state.withLock { s -> UInt64 in
             let id = s.nextID
             s.nextID += 1
@@ -48,10 +48,10 @@ final class EventHub: Sendable {
             return id
         }
         listenerCount.add(1, ordering: .relaxed)
-        return ObserverToken(id: id)
+        return PocketObserverToken(id: id)
     }
 
-    func removeObserver(_ token: ObserverToken) {
+    func removeObserver(_ token: PocketObserverToken) {
         let removed = state.withLock { s -> Bool in
             for (key, list) in s.endpointObservers {
                 guard let i = list.firstIndex(where: { $0.id == token.id }) else { continue }
@@ -66,7 +66,7 @@ final class EventHub: Sendable {
 
     /// Delivers `event` to the endpoint's observers and every subscriber
     /// (outside the lock).
-    func publish(_ event: TaskEvent) {
+    func publish(_ event: PocketTaskEvent) {
         let (streams, observers) = state.withLock { s in
             (Array(s.streams.values), s.endpointObservers[event.endpoint] ?? [])
         }
@@ -84,15 +84,15 @@ final class EventHub: Sendable {
 struct EventSink: Sendable {
     let hub: EventHub
     let taskID: UInt64
-    let method: HTTPMethod
+    let method: PocketMethod
     let url: URL
     let endpoint: String
-    let observers: [TaskObserver]
+    let observers: [PocketTaskObserver]
     /// A queued task, whose observers may change while it runs.
-    let task: QueuedTask?
+    let task: PocketQueuedTask?
 
-    init(hub: EventHub, taskID: UInt64, method: HTTPMethod, url: URL, endpoint: String, observers: [TaskObserver],
-         task: QueuedTask? = nil) {
+    init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: String, observers: [PocketTaskObserver],
+         task: PocketQueuedTask? = nil) {
         self.hub = hub
         self.taskID = taskID
         self.method = method
@@ -102,12 +102,12 @@ struct EventSink: Sendable {
         self.task = task
     }
 
-    func emit(_ state: TaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
+    func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
               retryDelay: Duration? = nil) {
         let hubListens = hub.listenerCount.load(ordering: .relaxed) > 0
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
-        let event = TaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
+        let event = PocketTaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
                               attempt: attempt, status: status, error: error, retryDelay: retryDelay)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
         if hubListens { hub.publish(event) }

@@ -1,5 +1,5 @@
 /// How one member of a group ended.
-public enum GroupMemberResult<Output: Sendable>: Sendable {
+public enum PocketGroupMemberResult<Output: Sendable>: Sendable {
     /// It returned this.
     case success(Output)
     /// It threw this (not a cancellation).
@@ -23,7 +23,7 @@ public enum GroupMemberResult<Output: Sendable>: Sendable {
 }
 
 /// Finished and total members of a group.
-public struct GroupProgress: Sendable, Hashable {
+public struct PocketGroupProgress: Sendable, Hashable {
     /// Members completed so far.
     public var finished: Int
     /// Members in the group.
@@ -33,17 +33,17 @@ public struct GroupProgress: Sendable, Hashable {
 }
 
 /// What a group did.
-public struct GroupOutcome<Output: Sendable>: Sendable {
+public struct PocketGroupOutcome<Output: Sendable>: Sendable {
     /// One result per member, in the members' order.
-    public var results: [GroupMemberResult<Output>]
+    public var results: [PocketGroupMemberResult<Output>]
     /// Member indices in the order they completed.
     public var completionOrder: [Int] = []
 
-    init(results: [GroupMemberResult<Output>]) {
+    init(results: [PocketGroupMemberResult<Output>]) {
         self.results = results
     }
 
-    mutating func record(_ result: GroupMemberResult<Output>, at index: Int) {
+    mutating func record(_ result: PocketGroupMemberResult<Output>, at index: Int) {
         results[index] = result
         completionOrder.append(index)
     }

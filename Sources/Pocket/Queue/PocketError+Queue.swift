@@ -1,5 +1,5 @@
 extension PocketError.Code {
-    /// A `RequestQueue` with `maxPending` set already holds that many
+    /// A `PocketRequestQueue` with `maxPending` set already holds that many
     /// pending requests; this one was not queued.
     public static let queueFull = PocketError.Code("queue_full")
 }

@@ -1,5 +1,5 @@
-/// A snapshot of a `RequestQueue`'s counters.
-public struct QueueMetrics: Sendable, Hashable {
+/// A snapshot of a `PocketRequestQueue`'s counters.
+public struct PocketQueueMetrics: Sendable, Hashable {
     /// Requests waiting now (the queue depth).
     public var pending = 0
     /// Requests running now.

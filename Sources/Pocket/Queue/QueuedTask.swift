@@ -4,46 +4,46 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// One request in a `RequestQueue`: observe it, wait for it, cancel it.
+/// One request in a `PocketRequestQueue`: observe it, wait for it, cancel it.
 ///
 /// ```swift
 /// let task = try queue.enqueue(request, priority: .high)
 /// task.observe(states: [.retrying]) { print("retrying", $0.attempt) }
 /// let response = try await task.response()
 /// ```
-public final class QueuedTask: Sendable {
+public final class PocketQueuedTask: Sendable {
     enum Phase { case pending, running, finished, cancelled }
 
     struct State {
         var phase = Phase.pending
-        var request: Request?
-        var result: Result<Response, any Error>?
-        var waiters: [CheckedContinuation<Response, any Error>] = []
+        var request: PocketRequest?
+        var result: Result<PocketResponse, any Error>?
+        var waiters: [CheckedContinuation<PocketResponse, any Error>] = []
         var runner: Task<Void, Never>?
         var cancelRequested = false
         /// `.pending` has been reported: the task may start (so no observer
         /// sees `.running` before `.pending`).
         var announced = false
-        var observers: [TaskObserver]
+        var observers: [PocketTaskObserver]
     }
 
-    /// The task's id, as in its `TaskEvent`s.
+    /// The task's id, as in its `PocketTaskEvent`s.
     public let id: UInt64
     /// The queue position key: priority first, then arrival.
-    let priority: QueuePriority
+    let priority: PocketQueuePriority
     let sequence: UInt64
     let host: String
     let enqueuedAt: Duration
-    let options: SendOptions
-    let method: HTTPMethod
+    let options: PocketSendOptions
+    let method: PocketMethod
     let url: URL
     let endpoint: String
-    let progress: ProgressHandler?
+    let progress: PocketProgressHandler?
     let state: Lock<State>
-    weak let queue: RequestQueue?
+    weak let queue: PocketRequestQueue?
 
-    init(id: UInt64, request: Request, priority: QueuePriority, sequence: UInt64, host: String, enqueuedAt: Duration,
-         options: SendOptions, progress: ProgressHandler?, queue: RequestQueue) {
+    init(id: UInt64, request: PocketRequest, priority: PocketQueuePriority, sequence: UInt64, host: String, enqueuedAt: Duration,
+         options: PocketSendOptions, progress: PocketProgressHandler?, queue: PocketRequestQueue) {
         self.id = id
         self.priority = priority
         self.sequence = sequence
@@ -60,7 +60,7 @@ public final class QueuedTask: Sendable {
 
     /// Where the task is now: `.pending`, `.running` (retries included),
     /// `.finished` or `.cancelled`.
-    public var currentState: TaskState {
+    public var currentState: PocketTaskState {
         switch state.withLock({ $0.phase }) {
         case .pending: return .pending
         case .running: return .running
@@ -70,18 +70,18 @@ public final class QueuedTask: Sendable {
     }
 
     /// Adds an observer of this task's later events (several may be added).
-    public func observe(states: Set<TaskState> = Set(TaskState.allCases), _ handler: @escaping @Sendable (TaskEvent) -> Void) {
-        state.withLock { $0.observers.append(TaskObserver(states: states, handler)) }
+    public func observe(states: Set<PocketTaskState> = Set(PocketTaskState.allCases), _ handler: @escaping @Sendable (PocketTaskEvent) -> Void) {
+        state.withLock { $0.observers.append(PocketTaskObserver(states: states, handler)) }
     }
 
-    var observers: [TaskObserver] { state.withLock { $0.observers } }
+    var observers: [PocketTaskObserver] { state.withLock { $0.observers } }
 
     /// Waits for the outcome: the response, or the error (`.cancelled` after
     /// `cancel()`). Any number of callers may wait. Cancelling a waiting
     /// caller does not cancel the task (others may be waiting): call `cancel()`.
-    public func response() async throws -> Response {
+    public func response() async throws -> PocketResponse {
         try await withCheckedThrowingContinuation { continuation in
-            let result: Result<Response, any Error>? = state.withLock { s in
+            let result: Result<PocketResponse, any Error>? = state.withLock { s in
                 if let r = s.result { return r }
                 s.waiters.append(continuation)
                 return nil
@@ -125,7 +125,7 @@ public final class QueuedTask: Sendable {
 
     /// Moves a pending task to running; returns its request, or nil if it
     /// was cancelled meanwhile.
-    func takeForRunning() -> Request? {
+    func takeForRunning() -> PocketRequest? {
         state.withLock { s in
             guard s.phase == .pending, let request = s.request else { return nil }
             s.phase = .running
@@ -143,8 +143,8 @@ public final class QueuedTask: Sendable {
     }
 
     /// Records the outcome and resumes every waiter.
-    func complete(_ result: Result<Response, any Error>) {
-        let waiters = state.withLock { s -> [CheckedContinuation<Response, any Error>] in
+    func complete(_ result: Result<PocketResponse, any Error>) {
+        let waiters = state.withLock { s -> [CheckedContinuation<PocketResponse, any Error>] in
             guard s.result == nil else { return [] }
             s.result = result
             if s.phase == .running || s.phase == .pending {

@@ -11,7 +11,7 @@
 ///
 /// Members are closures, so a group can hold endpoint calls, queued
 /// requests (`{ try await queue.send(r) }`) or anything else that can fail.
-public struct RequestGroup<Output: Sendable>: Sendable {
+public struct PocketRequestGroup<Output: Sendable>: Sendable {
     /// How members run.
     public enum Mode: Sendable, Hashable {
         /// One after another, in order; the first error stops the group
@@ -46,27 +46,27 @@ public struct RequestGroup<Output: Sendable>: Sendable {
     /// Runs the members. `progress` is called after each member completes
     /// (in completion order, never concurrently). Cancelling the calling
     /// task cancels the members.
-    public func run(progress: (@Sendable (GroupProgress) -> Void)? = nil) async -> GroupOutcome<Output> {
-        var outcome = GroupOutcome<Output>(results: Array(repeating: .notStarted, count: members.count))
+    public func run(progress: (@Sendable (PocketGroupProgress) -> Void)? = nil) async -> PocketGroupOutcome<Output> {
+        var outcome = PocketGroupOutcome<Output>(results: Array(repeating: .notStarted, count: members.count))
         guard !members.isEmpty else { return outcome }
         switch mode {
         case .serial:
             for (index, member) in members.enumerated() {
                 let result = await Self.result(of: member)
                 outcome.record(result, at: index)
-                progress?(GroupProgress(finished: outcome.completionOrder.count, total: members.count))
+                progress?(PocketGroupProgress(finished: outcome.completionOrder.count, total: members.count))
                 if case .success = result { continue }
                 break
             }
         case .concurrent(let policy):
-            await withTaskGroup(of: (Int, GroupMemberResult<Output>).self) { group in
+            await withTaskGroup(of: (Int, PocketGroupMemberResult<Output>).self) { group in
                 for (index, member) in members.enumerated() {
                     group.addTask { (index, await Self.result(of: member)) }
                 }
                 var cancelled = false
                 for await (index, result) in group {
                     outcome.record(result, at: index)
-                    progress?(GroupProgress(finished: outcome.completionOrder.count, total: members.count))
+                    progress?(PocketGroupProgress(finished: outcome.completionOrder.count, total: members.count))
                     if policy == .cancelRest, !cancelled, result.isFailure {
                         cancelled = true
                         group.cancelAll()
@@ -77,7 +77,7 @@ public struct RequestGroup<Output: Sendable>: Sendable {
         return outcome
     }
 
-    private static func result(of member: Member) async -> GroupMemberResult<Output> {
+    private static func result(of member: Member) async -> PocketGroupMemberResult<Output> {
         if Task.isCancelled { return .cancelled }
         do {
             return .success(try await member())
@@ -91,14 +91,14 @@ public struct RequestGroup<Output: Sendable>: Sendable {
     }
 }
 
-extension RequestGroup where Output == Response {
+extension PocketRequestGroup where Output == PocketResponse {
     /// A group sending `requests` with `client` (through its pipeline).
-    public init(mode: Mode, requests: [Request], client: PocketClient) {
+    public init(mode: Mode, requests: [PocketRequest], client: PocketClient) {
         self.init(mode: mode, members: requests.map { request in { try await client.send(request) } })
     }
 
     /// A group sending `requests` through `queue` (its caps apply).
-    public init(mode: Mode, requests: [Request], queue: RequestQueue) {
+    public init(mode: Mode, requests: [PocketRequest], queue: PocketRequestQueue) {
         self.init(mode: mode, members: requests.map { request in { try await queue.send(request) } })
     }
 }

@@ -15,18 +15,18 @@
 /// a retrying request keeps its slot. Waiting requests cost a small record
 /// each and no task or connection, so 10,000 of them stay cheap. With
 /// `maxPending`, a request beyond it is refused with `.queueFull`.
-public final class RequestQueue: Sendable {
+public final class PocketRequestQueue: Sendable {
     private struct HostLine {
         var running = 0
         /// FIFOs by priority, highest first.
-        var lines: [(priority: QueuePriority, fifo: FIFO<QueuedTask>)] = []
+        var lines: [(priority: PocketQueuePriority, fifo: FIFO<PocketQueuedTask>)] = []
     }
 
     private struct State {
         var hosts: [String: HostLine] = [:]
         var running = 0
         var sequence: UInt64 = 0
-        var metrics = QueueMetrics()
+        var metrics = PocketQueueMetrics()
     }
 
     /// The client that sends the requests.
@@ -56,25 +56,25 @@ public final class RequestQueue: Sendable {
     /// Queues `request`; it starts when a slot is free. Throws `.queueFull`
     /// when it would have to wait and `maxPending` requests already wait.
     @discardableResult
-    public func enqueue(_ request: Request, priority: QueuePriority = .normal, options: SendOptions = SendOptions(),
-                        progress: ProgressHandler? = nil) throws -> QueuedTask {
+    public func enqueue(_ request: PocketRequest, priority: PocketQueuePriority = .normal, options: PocketSendOptions = PocketSendOptions(),
+                        progress: PocketProgressHandler? = nil) throws -> PocketQueuedTask {
         let pipeline = client.pipeline
         let host = Self.hostKey(request)
         let now = pipeline.handling.clock.uptime()
         let id = pipeline.hub.newTaskID()
-        let task: QueuedTask = try state.withLock { s in
+        let task: PocketQueuedTask = try state.withLock { s in
             if let maxPending, s.metrics.pending >= maxPending, !canStartNow(host: host, s) {
                 s.metrics.rejected += 1
                 throw PocketError(.queueFull, "the request queue already holds \(maxPending) pending requests (maxPending)")
             }
             s.sequence += 1
-            let task = QueuedTask(id: id, request: request, priority: priority, sequence: s.sequence, host: host,
+            let task = PocketQueuedTask(id: id, request: request, priority: priority, sequence: s.sequence, host: host,
                                   enqueuedAt: now, options: options, progress: progress, queue: self)
             var line = s.hosts[host] ?? HostLine()
             if let i = line.lines.firstIndex(where: { $0.priority == priority }) {
                 line.lines[i].fifo.push(task)
             } else {
-                var fifo = FIFO<QueuedTask>()
+                var fifo = FIFO<PocketQueuedTask>()
                 fifo.push(task)
                 let at = line.lines.firstIndex(where: { $0.priority < priority }) ?? line.lines.endIndex
                 line.lines.insert((priority, fifo), at: at)
@@ -93,8 +93,8 @@ public final class RequestQueue: Sendable {
 
     /// Queues `request` and waits for its response. Cancelling the calling
     /// task cancels the request (pending: never sent; running: its connection closed).
-    public func send(_ request: Request, priority: QueuePriority = .normal, options: SendOptions = SendOptions(),
-                     progress: ProgressHandler? = nil) async throws -> Response {
+    public func send(_ request: PocketRequest, priority: PocketQueuePriority = .normal, options: PocketSendOptions = PocketSendOptions(),
+                     progress: PocketProgressHandler? = nil) async throws -> PocketResponse {
         let task = try enqueue(request, priority: priority, options: options, progress: progress)
         return try await withTaskCancellationHandler {
             try await task.response()
@@ -105,8 +105,8 @@ public final class RequestQueue: Sendable {
 
     /// Cancels every pending and running request of this queue.
     public func cancelAll() {
-        let pending = state.withLock { s -> [QueuedTask] in
-            var pending: [QueuedTask] = []
+        let pending = state.withLock { s -> [PocketQueuedTask] in
+            var pending: [PocketQueuedTask] = []
             for key in s.hosts.keys {
                 for i in s.hosts[key]!.lines.indices {
                     while let t = s.hosts[key]!.lines[i].fifo.pop() { pending.append(t) }
@@ -129,26 +129,26 @@ public final class RequestQueue: Sendable {
     }
 
     /// The queue's counters now.
-    public var metrics: QueueMetrics { state.withLock { $0.metrics } }
+    public var metrics: PocketQueueMetrics { state.withLock { $0.metrics } }
 
     // MARK: Internals
 
     /// Running tasks by id, for `cancelAll`.
-    private let running = Lock([UInt64: QueuedTask]())
+    private let running = Lock([UInt64: PocketQueuedTask]())
 
-    static func hostKey(_ request: Request) -> String {
+    static func hostKey(_ request: PocketRequest) -> String {
         let target = request.target
         return "\(target.host.lowercased()):\(target.port)"
     }
 
-    private func sink(for task: QueuedTask) -> EventSink {
+    private func sink(for task: PocketQueuedTask) -> EventSink {
         EventSink(hub: client.pipeline.hub, taskID: task.id, method: task.method, url: task.url,
                   endpoint: task.endpoint, observers: [], task: task)
     }
 
     /// A pending task was cancelled: it no longer counts (its record is
     /// skipped when it reaches the head of its line).
-    func pendingCancelled(_ task: QueuedTask, error: PocketError) {
+    func pendingCancelled(_ task: PocketQueuedTask, error: PocketError) {
         state.withLock { s in
             s.metrics.pending -= 1
             s.metrics.cancelled += 1
@@ -162,7 +162,7 @@ public final class RequestQueue: Sendable {
         while let (task, request) = next() {
             let runner = Task { [client] in
                 let sink = self.sink(for: task)
-                let result: Result<Response, any Error>
+                let result: Result<PocketResponse, any Error>
                 do {
                     result = .success(try await client.sendThroughPipeline(request, options: task.options,
                                                                            progress: task.progress, sink: sink))
@@ -177,11 +177,11 @@ public final class RequestQueue: Sendable {
 
     /// Takes the best startable task (highest priority, then oldest, on a
     /// host under its cap), or nil.
-    private func next() -> (QueuedTask, Request)? {
+    private func next() -> (PocketQueuedTask, PocketRequest)? {
         let now = client.pipeline.handling.clock.uptime()
-        return state.withLock { s -> (QueuedTask, Request)? in
+        return state.withLock { s -> (PocketQueuedTask, PocketRequest)? in
             while s.running < maxConcurrent {
-                var best: (host: String, line: Int, task: QueuedTask)?
+                var best: (host: String, line: Int, task: PocketQueuedTask)?
                 for (host, var line) in s.hosts where line.running < maxConcurrentPerHost {
                     // Drop cancelled records at the heads.
                     var changed = false
@@ -226,7 +226,7 @@ public final class RequestQueue: Sendable {
         }
     }
 
-    private func finished(_ task: QueuedTask, _ result: Result<Response, any Error>) {
+    private func finished(_ task: PocketQueuedTask, _ result: Result<PocketResponse, any Error>) {
         state.withLock { s in
             s.running -= 1
             s.metrics.running = s.running

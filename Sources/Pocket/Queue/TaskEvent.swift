@@ -5,30 +5,30 @@ import Foundation
 #endif
 
 /// Where a task (one request through a client's pipeline or queue) is.
-public enum TaskState: Sendable, Hashable, CaseIterable {
-    /// Waiting in a `RequestQueue` for a free slot.
+public enum PocketTaskState: Sendable, Hashable, CaseIterable {
+    /// Waiting in a `PocketRequestQueue` for a free slot.
     case pending
     /// An attempt is being made.
     case running
-    /// An attempt failed and another will be made after `TaskEvent.retryDelay`.
+    /// An attempt failed and another will be made after `PocketTaskEvent.retryDelay`.
     case retrying
-    /// Done: with a response (`TaskEvent.status`) or an error (`TaskEvent.error`).
+    /// Done: with a response (`PocketTaskEvent.status`) or an error (`PocketTaskEvent.error`).
     case finished
     /// Cancelled before it finished (pending tasks are never sent).
     case cancelled
 }
 
 /// One change of a task's state, as observers and `PocketClient.events()` see it.
-public struct TaskEvent: Sendable {
+public struct PocketTaskEvent: Sendable {
     /// Identifies the task; unique per client.
     public var taskID: UInt64
     /// The new state.
-    public var state: TaskState
+    public var state: PocketTaskState
     /// The request's method.
-    public var method: HTTPMethod
+    public var method: PocketMethod
     /// The request's URL (before middleware adapted it).
     public var url: URL
-    /// The endpoint key (see `SendOptions.endpoint`).
+    /// The endpoint key (see `PocketSendOptions.endpoint`).
     public var endpoint: String
     /// The attempt this event belongs to (0 while pending).
     public var attempt: Int
@@ -41,21 +41,21 @@ public struct TaskEvent: Sendable {
 }
 
 /// A handler for a task's events, limited to some states.
-public struct TaskObserver: Sendable {
+public struct PocketTaskObserver: Sendable {
     /// The states reported; every state by default.
-    public var states: Set<TaskState>
+    public var states: Set<PocketTaskState>
     /// Called synchronously in the task that changed state: keep it short and
     /// never block (hand work to another task).
-    public var handler: @Sendable (TaskEvent) -> Void
+    public var handler: @Sendable (PocketTaskEvent) -> Void
 
     /// Observes `states` (all by default) with `handler`.
-    public init(states: Set<TaskState> = Set(TaskState.allCases), _ handler: @escaping @Sendable (TaskEvent) -> Void) {
+    public init(states: Set<PocketTaskState> = Set(PocketTaskState.allCases), _ handler: @escaping @Sendable (PocketTaskEvent) -> Void) {
         self.states = states
         self.handler = handler
     }
 }
 
 /// Identifies a registered endpoint observer, for removal.
-public struct ObserverToken: Sendable, Hashable {
+public struct PocketObserverToken: Sendable, Hashable {
     let id: UInt64
 }

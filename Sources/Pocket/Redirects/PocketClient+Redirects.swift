@@ -6,11 +6,11 @@ import Foundation
 
 /// A response the redirect loop can look at, record the chain in, and drop.
 protocol RedirectableResponse: Sendable {
-    var redirectHead: ResponseHead { get }
+    var redirectHead: PocketResponseHead { get }
     /// How long this hop took (for a chain-wide total deadline).
     var hopDuration: Duration { get }
     /// Records where the response came from and the hops taken to it.
-    mutating func record(url: URL, redirects: [RedirectHop])
+    mutating func record(url: URL, redirects: [PocketRedirectHop])
     /// Frees what the 3xx still holds before the next hop.
     func discardRedirectBody() async
 }
@@ -18,7 +18,7 @@ protocol RedirectableResponse: Sendable {
 extension PocketClient {
     /// The engine path of `send`: `request` and the redirects it leads to,
     /// each one engine request collected in memory.
-    func sendFollowingRedirects(_ request: Request, progress: ProgressHandler?) async throws -> Response {
+    func sendFollowingRedirects(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
         try await followingRedirects(request, progress: progress) { request, progress in
             try await run(request, InFlightRequest(engine: engine, progress: progress))
         }
@@ -30,12 +30,12 @@ extension PocketClient {
     /// the policy is read, one status compared, and the response records its
     /// URL (no allocation). The chain's state exists only after a 3xx.
     ///
-    /// A progress handler's `finish` (the end of `ProgressHandler.stream`)
+    /// A progress handler's `finish` (the end of `PocketProgressHandler.stream`)
     /// comes once, when the final response is complete: the stream of
     /// updates spans every hop, and a redirect's end does not close it.
     func followingRedirects<R: RedirectableResponse>(
-        _ request: Request, progress: ProgressHandler?,
-        _ hop: (Request, ProgressHandler?) async throws -> R
+        _ request: PocketRequest, progress: PocketProgressHandler?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         let policy = request.redirects ?? configuration.redirects
         guard policy.follows else {
@@ -89,7 +89,7 @@ final class ProgressFinishGate: Sendable {
     private init(finish: @escaping @Sendable () -> Void) { self.finish = finish }
 
     /// A handler for one hop and its gate; nil when `progress` has no `finish`.
-    static func wrap(_ progress: ProgressHandler?) -> (handler: ProgressHandler, gate: ProgressFinishGate)? {
+    static func wrap(_ progress: PocketProgressHandler?) -> (handler: PocketProgressHandler, gate: ProgressFinishGate)? {
         guard let progress, let finish = progress.finish else { return nil }
         let gate = ProgressFinishGate(finish: finish)
         var handler = progress // every setting kept; only the end is gated
@@ -114,20 +114,20 @@ final class ProgressFinishGate: Sendable {
     }
 }
 
-extension Response: RedirectableResponse {
-    var redirectHead: ResponseHead { head }
+extension PocketResponse: RedirectableResponse {
+    var redirectHead: PocketResponseHead { head }
     var hopDuration: Duration { timings.total }
-    mutating func record(url: URL, redirects: [RedirectHop]) {
+    mutating func record(url: URL, redirects: [PocketRedirectHop]) {
         self.url = url
         self.redirects = redirects
     }
     func discardRedirectBody() async {} // collected already; dropped with the value
 }
 
-extension StreamingResponse: RedirectableResponse {
-    var redirectHead: ResponseHead { head }
+extension PocketStreamingResponse: RedirectableResponse {
+    var redirectHead: PocketResponseHead { head }
     var hopDuration: Duration { .zero } // the head came; the deadline of each hop still holds
-    mutating func record(url: URL, redirects: [RedirectHop]) {
+    mutating func record(url: URL, redirects: [PocketRedirectHop]) {
         self.url = url
         self.redirects = redirects
     }

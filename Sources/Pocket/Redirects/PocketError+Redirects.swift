@@ -1,6 +1,6 @@
 extension PocketError.Code {
     // Redirects (Swift layer); each error carries the 3xx head as `response`.
-    /// More redirects than `RedirectPolicy.maxHops`.
+    /// More redirects than `PocketRedirectPolicy.maxHops`.
     public static let tooManyRedirects = PocketError.Code("too_many_redirects")
     /// A redirect leads back to a method and URL already requested in the chain.
     public static let redirectLoop = PocketError.Code("redirect_loop")

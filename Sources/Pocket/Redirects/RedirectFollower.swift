@@ -8,22 +8,22 @@ import Foundation
 /// 9110 §15.4) and enforces the policy. Created only once a redirect arrives,
 /// so a request without one pays nothing for it.
 struct RedirectFollower {
-    let policy: RedirectPolicy
+    let policy: PocketRedirectPolicy
     /// The request sent last (the one the current response answers).
-    private(set) var request: Request
+    private(set) var request: PocketRequest
     /// The hops followed so far.
-    private(set) var hops: [RedirectHop] = []
+    private(set) var hops: [PocketRedirectHop] = []
     /// Method and URL of every request sent in the chain.
     private var sent: [String]
     /// What the chain's hops took so far, against a total deadline.
     private var elapsed: Duration = .zero
 
     /// The client's timeouts, for a request that has none of its own.
-    private let clientTimeouts: Timeouts
+    private let clientTimeouts: PocketTimeouts
     /// The first request's total deadline, shared by the whole chain.
     private let chainTotal: Duration?
 
-    init(policy: RedirectPolicy, request: Request, clientTimeouts: Timeouts) {
+    init(policy: PocketRedirectPolicy, request: PocketRequest, clientTimeouts: PocketTimeouts) {
         self.policy = policy
         self.clientTimeouts = clientTimeouts
         self.chainTotal = (request.timeouts ?? clientTimeouts).total
@@ -39,12 +39,12 @@ struct RedirectFollower {
     /// After `head` answered `request` (taking `took`): the request to send
     /// next, or nil when `head` is the response (not a redirect, no
     /// `Location`, or the hook stopped). Throws when the policy forbids the hop.
-    mutating func next(after head: ResponseHead, took: Duration) async throws -> Request? {
+    mutating func next(after head: PocketResponseHead, took: Duration) async throws -> PocketRequest? {
         guard policy.follows, Self.isRedirect(head.status), let location = head.headers["Location"] else { return nil }
         let proposed = try prepare(location: location, head: head)
         var chosen = proposed
         if let hook = policy.onRedirect {
-            switch try await hook(Redirect(response: head, from: request.url, request: proposed, hop: hops.count + 1)) {
+            switch try await hook(PocketRedirect(response: head, from: request.url, request: proposed, hop: hops.count + 1)) {
             case .follow: break
             case .modify(let r): chosen = r
             case .stop: return nil
@@ -61,14 +61,14 @@ struct RedirectFollower {
             t.total = total - elapsed
             chosen.timeouts = t
         }
-        hops.append(RedirectHop(status: head.status, from: request.url, to: chosen.url, method: chosen.method))
+        hops.append(PocketRedirectHop(status: head.status, from: request.url, to: chosen.url, method: chosen.method))
         sent.append(Self.key(chosen))
         request = chosen
         return chosen
     }
 
     /// The request a redirect asks for, before the hook and the checks.
-    private func prepare(location: String, head: ResponseHead) throws -> Request {
+    private func prepare(location: String, head: PocketResponseHead) throws -> PocketRequest {
         let trimmed = String(location.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
         guard !trimmed.isEmpty, let resolved = URL(string: trimmed, relativeTo: request.url)?.absoluteURL else {
             throw PocketError(.badRedirectLocation, "the \(head.status) redirect's Location is not a URL: \(location)", response: head)
@@ -91,7 +91,7 @@ struct RedirectFollower {
     }
 
     /// The policy's limits, applied to the request that will really go.
-    private func check(_ next: Request, head: ResponseHead) throws {
+    private func check(_ next: PocketRequest, head: PocketResponseHead) throws {
         if hops.count >= policy.maxHops {
             throw PocketError(.tooManyRedirects, "more than \(policy.maxHops) redirects: \(chain(then: next.url))", response: head)
         }
@@ -110,11 +110,11 @@ struct RedirectFollower {
         ([hops.first?.from ?? request.url] + hops.map(\.to) + [url]).map(\.absoluteString).joined(separator: " → ")
     }
 
-    private static func key(_ r: Request) -> String { "\(r.method.rawValue) \(r.url.absoluteString)" }
+    private static func key(_ r: PocketRequest) -> String { "\(r.method.rawValue) \(r.url.absoluteString)" }
 
     /// A GET after POST (or after 303) has no content: the body and the
     /// fields that describe it go (RFC 9110 §15.4).
-    private static func dropBody(_ r: inout Request) {
+    private static func dropBody(_ r: inout PocketRequest) {
         r.method = .get
         r.body = nil
         r.expectContinue = nil

@@ -4,8 +4,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// One redirect that was followed, as listed in `Response.redirects`.
-public struct RedirectHop: Sendable, Hashable {
+/// One redirect that was followed, as listed in `PocketResponse.redirects`.
+public struct PocketRedirectHop: Sendable, Hashable {
     /// The redirect's status (301, 302, 303, 307 or 308).
     public var status: Int
     /// The URL that answered with it.
@@ -13,5 +13,5 @@ public struct RedirectHop: Sendable, Hashable {
     /// The URL requested next.
     public var to: URL
     /// The method of the request sent to `to` (GET after a 303, …).
-    public var method: HTTPMethod
+    public var method: PocketMethod
 }

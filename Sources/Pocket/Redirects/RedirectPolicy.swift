@@ -6,7 +6,7 @@ import Foundation
 
 /// How `301`, `302`, `303`, `307` and `308` responses with a `Location` are
 /// followed: by the client (`PocketClient.Configuration.redirects`) or for one
-/// request (`Request.redirects`, which wins when set).
+/// request (`PocketRequest.redirects`, which wins when set).
 ///
 /// The default follows up to 10 hops, as URLSession, AsyncHTTPClient and
 /// `curl -L` users expect of a library: a moved API answers instead of
@@ -16,7 +16,7 @@ import Foundation
 ///   method but HEAD into GET and drops the body; 307 and 308 keep the method
 ///   and the body (a replayable one: a stream body that was already sent is
 ///   `.redirectBodyNotReplayable`).
-/// - `Authorization`, `Proxy-Authorization` and `Cookie` are removed when a
+/// - `PocketAuthorization`, `Proxy-PocketAuthorization` and `Cookie` are removed when a
 ///   hop leaves the origin (scheme, host, port), so credentials never reach a
 ///   host they were not meant for.
 /// - `https` → `http` is refused (`.insecureRedirect`) unless
@@ -37,7 +37,7 @@ import Foundation
 /// Equality and `Codable` cover the settings, not the hook (a closure can be
 /// neither compared nor archived): two policies are equal when their settings
 /// are and both have a hook or both have none, and a decoded policy has none.
-public struct RedirectPolicy: Sendable, Hashable, Codable {
+public struct PocketRedirectPolicy: Sendable, Hashable, Codable {
     /// Follow redirects at all. True by default (see above); false hands
     /// every 3xx back as the response.
     public var follows: Bool
@@ -53,11 +53,11 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
     /// `.modify(request)` or `.stop` (the 3xx is then the response). Runs
     /// before the safety checks, which still apply to what it returns. A
     /// thrown error fails the request with that error. Nil by default.
-    public var onRedirect: (@Sendable (Redirect) async throws -> RedirectAction)?
+    public var onRedirect: (@Sendable (PocketRedirect) async throws -> PocketRedirectAction)?
 
     /// A policy that follows, with these settings.
     public init(maxHops: Int = 10, allowsInsecureDowngrade: Bool = false,
-                onRedirect: (@Sendable (Redirect) async throws -> RedirectAction)? = nil) {
+                onRedirect: (@Sendable (PocketRedirect) async throws -> PocketRedirectAction)? = nil) {
         self.follows = true
         self.maxHops = maxHops
         self.allowsInsecureDowngrade = allowsInsecureDowngrade
@@ -65,11 +65,11 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
     }
 
     /// Follows up to 10 hops, no downgrade, no hook: the client's default.
-    public static let follow = RedirectPolicy()
+    public static let follow = PocketRedirectPolicy()
 
     /// Follows nothing: a 3xx is the response.
-    public static let disabled: RedirectPolicy = {
-        var p = RedirectPolicy()
+    public static let disabled: PocketRedirectPolicy = {
+        var p = PocketRedirectPolicy()
         p.follows = false
         return p
     }()
@@ -93,7 +93,7 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
     }
 
     /// Equal settings, and a hook on both or on neither (closures cannot be compared).
-    public static func == (a: RedirectPolicy, b: RedirectPolicy) -> Bool {
+    public static func == (a: PocketRedirectPolicy, b: PocketRedirectPolicy) -> Bool {
         a.follows == b.follows && a.maxHops == b.maxHops && a.allowsInsecureDowngrade == b.allowsInsecureDowngrade
             && (a.onRedirect == nil) == (b.onRedirect == nil)
     }
@@ -107,24 +107,24 @@ public struct RedirectPolicy: Sendable, Hashable, Codable {
 }
 
 /// One redirect as the hook sees it.
-public struct Redirect: Sendable {
+public struct PocketRedirect: Sendable {
     /// The 3xx head (status, reason, headers with `Location`).
-    public var response: ResponseHead
+    public var response: PocketResponseHead
     /// The URL that answered with the redirect.
     public var from: URL
     /// The request Pocket will send next: `Location` resolved, method and
     /// body changed by the status, credentials removed on a cross-origin hop.
-    public var request: Request
+    public var request: PocketRequest
     /// 1 for the first redirect of the chain, 2 for the next, …
     public var hop: Int
 }
 
 /// What the redirect hook decides.
-public enum RedirectAction: Sendable {
+public enum PocketRedirectAction: Sendable {
     /// Send the request Pocket prepared.
     case follow
     /// Send this request instead (e.g. with a header added back).
-    case modify(Request)
+    case modify(PocketRequest)
     /// Follow no further: the 3xx is the response.
     case stop
 }

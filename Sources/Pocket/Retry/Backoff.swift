@@ -10,7 +10,7 @@
 /// the default for exponential backoff: it spreads the retries of many
 /// clients that failed together, so they do not hit a recovering server in
 /// lockstep.
-public struct Backoff: Sendable, Hashable {
+public struct PocketBackoff: Sendable, Hashable {
     /// Whether a delay is the ceiling itself or a random point below it.
     public enum Jitter: Sendable, Hashable {
         /// Exactly the ceiling: a predictable schedule.
@@ -37,15 +37,15 @@ public struct Backoff: Sendable, Hashable {
     }
 
     /// The same `interval` before every retry, no jitter.
-    public static func fixed(_ interval: Duration) -> Backoff {
-        Backoff(initial: interval, multiplier: 1, cap: interval, jitter: .none)
+    public static func fixed(_ interval: Duration) -> PocketBackoff {
+        PocketBackoff(initial: interval, multiplier: 1, cap: interval, jitter: .none)
     }
 
     /// `initial × multiplier^(n-1)` before retry `n`, at most `cap`; full
     /// jitter unless told otherwise. Defaults: 100 ms doubling to 10 s.
     public static func exponential(initial: Duration = .milliseconds(100), multiplier: Double = 2,
-                                   cap: Duration = .seconds(10), jitter: Jitter = .full) -> Backoff {
-        Backoff(initial: initial, multiplier: multiplier, cap: cap, jitter: jitter)
+                                   cap: Duration = .seconds(10), jitter: Jitter = .full) -> PocketBackoff {
+        PocketBackoff(initial: initial, multiplier: multiplier, cap: cap, jitter: jitter)
     }
 
     /// The largest delay before retry `retry` (1 for the first retry).

@@ -3,7 +3,7 @@ extension PocketError.Code {
     /// is a one-shot stream, already consumed: it is never sent twice.
     /// `underlying` is the failed attempt's error; `response` its head.
     public static let bodyNotReplayable = PocketError.Code("body_not_replayable")
-    /// Middleware asked for more attempts than `RequestHandling.maxAttempts`
+    /// Middleware asked for more attempts than `PocketRequestHandling.maxAttempts`
     /// allows: a guard against retry loops.
     public static let tooManyAttempts = PocketError.Code("too_many_attempts")
 }

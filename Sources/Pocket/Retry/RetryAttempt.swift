@@ -1,18 +1,18 @@
 /// One finished attempt, as a retry policy's predicate sees it.
-public struct RetryAttempt: Sendable {
+public struct PocketRetryAttempt: Sendable {
     /// The request as it was sent (after middleware adapted it).
-    public var request: Request
+    public var request: PocketRequest
     /// 1 for the first attempt.
     public var number: Int
     /// The response, when the server answered (any status).
-    public var response: Response?
+    public var response: PocketResponse?
     /// The error, when no response arrived.
     public var error: (any Error)?
     /// Time since the first attempt started.
     public var elapsed: Duration
 
     /// An attempt record, e.g. to test a predicate.
-    public init(request: Request, number: Int, response: Response? = nil, error: (any Error)? = nil,
+    public init(request: PocketRequest, number: Int, response: PocketResponse? = nil, error: (any Error)? = nil,
                 elapsed: Duration = .zero) {
         self.request = request
         self.number = number

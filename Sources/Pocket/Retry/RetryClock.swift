@@ -5,9 +5,9 @@ import Foundation
 #endif
 
 /// The time source of retries, delayed stubs and queue metrics. The client
-/// uses `SystemRetryClock`; tests inject a clock that records each sleep
+/// uses `PocketSystemRetryClock`; tests inject a clock that records each sleep
 /// and returns at once, so a backoff schedule is checked without waiting.
-public protocol RetryClock: Sendable {
+public protocol PocketRetryClock: Sendable {
     /// Monotonic time since an arbitrary origin: deadlines are measured on it.
     func uptime() -> Duration
     /// Wall-clock time: `Retry-After` dates are compared with it.
@@ -19,7 +19,7 @@ public protocol RetryClock: Sendable {
 
 /// The real clock: `ContinuousClock` for uptime and sleeping, the system
 /// time for dates.
-public struct SystemRetryClock: RetryClock {
+public struct PocketSystemRetryClock: PocketRetryClock {
     private static let origin = ContinuousClock.now
 
     /// The system clock.

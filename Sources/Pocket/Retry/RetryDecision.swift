@@ -1,6 +1,6 @@
-/// What to do after an attempt: returned by a `RetryPolicy`, its predicate,
+/// What to do after an attempt: returned by a `PocketRetryPolicy`, its predicate,
 /// or a middleware's `retry` hook.
-public enum RetryDecision: Sendable, Hashable {
+public enum PocketRetryDecision: Sendable, Hashable {
     /// Try again after the policy's backoff delay.
     case retry
     /// Try again after exactly this delay (e.g. what `Retry-After` asked for).

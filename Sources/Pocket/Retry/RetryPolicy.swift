@@ -5,9 +5,9 @@ import Foundation
 #endif
 
 /// When and how often a request is tried again. A pure value: `decide`
-/// maps an attempt's outcome to a `RetryDecision` and does no I/O, so the
+/// maps an attempt's outcome to a `PocketRetryDecision` and does no I/O, so the
 /// rules are testable on their own; the client's request pipeline runs the
-/// loop (with an injectable `RetryClock`).
+/// loop (with an injectable `PocketRetryClock`).
 ///
 /// ```swift
 /// var config = PocketClient.Configuration()
@@ -20,7 +20,7 @@ import Foundation
 /// `Idempotency-Key` (the caller's opt-in) or `nonIdempotent` is `.always`.
 /// A request whose body is a one-shot stream is never re-sent: when a retry
 /// would be due, the pipeline fails with `.bodyNotReplayable` instead.
-public struct RetryPolicy: Sendable {
+public struct PocketRetryPolicy: Sendable {
     /// Which non-idempotent requests (POST, PATCH, …) may be retried.
     public enum NonIdempotentRetry: Sendable, Hashable {
         /// Never.
@@ -38,7 +38,7 @@ public struct RetryPolicy: Sendable {
     public var maxAttempts: Int
     /// Delays between attempts: exponential from 100 ms to 10 s with full
     /// jitter by default.
-    public var backoff: Backoff
+    public var backoff: PocketBackoff
     /// Statuses that are retried: 408, 429, 500, 502, 503, 504 by default
     /// (timeouts, throttling and gateway or overload failures, which are
     /// usually transient; other 5xx usually are not).
@@ -62,14 +62,14 @@ public struct RetryPolicy: Sendable {
     /// Replaces the default rules (statuses, errors, methods): it gets each
     /// attempt and says retry, retry after a delay, or stop. `maxAttempts`,
     /// `deadline` and the one-shot body rule still apply. Nil by default.
-    public var predicate: (@Sendable (RetryAttempt) -> RetryDecision)?
+    public var predicate: (@Sendable (PocketRetryAttempt) -> PocketRetryDecision)?
 
     /// A policy; every parameter defaults as its property says. `maxAttempts` below 1 counts as 1.
-    public init(maxAttempts: Int = 3, backoff: Backoff = .exponential(), retryableStatuses: Set<Int> = RetryPolicy.defaultStatuses,
-                retryableErrors: Set<PocketError.Code> = RetryPolicy.defaultErrors,
+    public init(maxAttempts: Int = 3, backoff: PocketBackoff = .exponential(), retryableStatuses: Set<Int> = PocketRetryPolicy.defaultStatuses,
+                retryableErrors: Set<PocketError.Code> = PocketRetryPolicy.defaultErrors,
                 nonIdempotent: NonIdempotentRetry = .withIdempotencyKey, honoursRetryAfter: Bool = true,
                 maxRetryAfter: Duration = .seconds(60), deadline: Duration? = nil,
-                predicate: (@Sendable (RetryAttempt) -> RetryDecision)? = nil) {
+                predicate: (@Sendable (PocketRetryAttempt) -> PocketRetryDecision)? = nil) {
         self.maxAttempts = max(1, maxAttempts)
         self.backoff = backoff
         self.retryableStatuses = retryableStatuses
@@ -83,12 +83,12 @@ public struct RetryPolicy: Sendable {
 
     /// A fixed `interval` between up to `maxAttempts` attempts (STNetTaskQueue's
     /// `maxRetryCount` + 1 and `retryInterval`).
-    public static func fixed(maxAttempts: Int, interval: Duration) -> RetryPolicy {
-        RetryPolicy(maxAttempts: maxAttempts, backoff: .fixed(interval))
+    public static func fixed(maxAttempts: Int, interval: Duration) -> PocketRetryPolicy {
+        PocketRetryPolicy(maxAttempts: maxAttempts, backoff: .fixed(interval))
     }
 
     /// One attempt, no retries.
-    public static let none = RetryPolicy(maxAttempts: 1)
+    public static let none = PocketRetryPolicy(maxAttempts: 1)
 
     /// 408 Request Timeout, 429 Too Many Requests, 500, 502, 503, 504.
     public static let defaultStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
@@ -101,7 +101,7 @@ public struct RetryPolicy: Sendable {
     ]
 
     /// Whether `request`'s method may be retried under this policy.
-    public func allowsRetry(of request: Request) -> Bool {
+    public func allowsRetry(of request: PocketRequest) -> Bool {
         if request.method.isIdempotent { return true }
         switch nonIdempotent {
         case .never: return false
@@ -114,7 +114,7 @@ public struct RetryPolicy: Sendable {
     /// `.retryAfter` when a retried status carries a usable `Retry-After`
     /// (clamped to `maxRetryAfter`), `.retry` for other retryable outcomes,
     /// `.stop` otherwise. `now` is the wall clock, for HTTP-dates.
-    public func defaultDecision(for attempt: RetryAttempt, now: Date) -> RetryDecision {
+    public func defaultDecision(for attempt: PocketRetryAttempt, now: Date) -> PocketRetryDecision {
         guard allowsRetry(of: attempt.request) else { return .stop }
         if let response = attempt.response {
             guard retryableStatuses.contains(response.status) else { return .stop }
@@ -131,8 +131,8 @@ public struct RetryPolicy: Sendable {
     /// The full decision for `attempt`: the predicate (or the default rules),
     /// then the attempt limit, then the deadline. `.retry` is resolved to a
     /// concrete `.retryAfter` with the backoff (drawing jitter from `generator`).
-    public func decide<G: RandomNumberGenerator>(_ attempt: RetryAttempt, now: Date,
-                                                 using generator: inout G) -> RetryDecision {
+    public func decide<G: RandomNumberGenerator>(_ attempt: PocketRetryAttempt, now: Date,
+                                                 using generator: inout G) -> PocketRetryDecision {
         guard attempt.number < maxAttempts else { return .stop }
         let decision = predicate?(attempt) ?? defaultDecision(for: attempt, now: now)
         return resolve(decision, after: attempt, using: &generator)
@@ -140,8 +140,8 @@ public struct RetryPolicy: Sendable {
 
     /// `decision` with `.retry` turned into the backoff delay, and `.stop`
     /// when the delay would pass the deadline.
-    func resolve<G: RandomNumberGenerator>(_ decision: RetryDecision, after attempt: RetryAttempt,
-                                           using generator: inout G) -> RetryDecision {
+    func resolve<G: RandomNumberGenerator>(_ decision: PocketRetryDecision, after attempt: PocketRetryAttempt,
+                                           using generator: inout G) -> PocketRetryDecision {
         let delay: Duration
         switch decision {
         case .stop: return .stop

@@ -11,20 +11,20 @@
 ///     }
 /// }
 /// ```
-public protocol ErrorParser: Sendable {
+public protocol PocketErrorParser: Sendable {
     /// The schema an error body matches; a body that does not match is not
     /// handed to `error(from:json:)` as JSON (it gets nil). Default: nil (no check).
-    var schema: Schema? { get }
+    var schema: PocketSchema? { get }
     /// The typed error `response` stands for, or nil when it is not an error
     /// (for a non-2xx status, nil leaves the generic `.errorResponse`).
     /// `json` is the parsed body (validated against `schema`, transformed),
     /// or nil when the body is not JSON or does not match.
-    func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)?
+    func error(from response: PocketResponse, json: PocketJSONValue?) -> (any Error & Sendable)?
 }
 
-extension ErrorParser {
+extension PocketErrorParser {
     /// No schema: every JSON body reaches `error(from:json:)`.
-    public var schema: Schema? { nil }
+    public var schema: PocketSchema? { nil }
 }
 
 /// An error parser from a closure.
@@ -34,36 +34,36 @@ extension ErrorParser {
 ///     json?["success"].bool == false ? APIError(message: json?["message"].string ?? "") : nil
 /// }
 /// ```
-public struct ClosureErrorParser: ErrorParser {
+public struct PocketClosureErrorParser: PocketErrorParser {
     /// The schema error bodies match, or nil for none.
-    public let schema: Schema?
-    let parse: @Sendable (Response, JSONValue?) -> (any Error & Sendable)?
+    public let schema: PocketSchema?
+    let parse: @Sendable (PocketResponse, PocketJSONValue?) -> (any Error & Sendable)?
 
     /// `schema` nil (the default): every JSON body reaches the closure.
-    public init(schema: Schema? = nil, _ parse: @escaping @Sendable (Response, JSONValue?) -> (any Error & Sendable)?) {
+    public init(schema: PocketSchema? = nil, _ parse: @escaping @Sendable (PocketResponse, PocketJSONValue?) -> (any Error & Sendable)?) {
         self.schema = schema
         self.parse = parse
     }
 
     /// Calls the closure.
-    public func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
+    public func error(from response: PocketResponse, json: PocketJSONValue?) -> (any Error & Sendable)? {
         parse(response, json)
     }
 }
 
-extension SchemaRegistry {
+extension PocketSchemaRegistry {
     /// Checks `response` for an error before its body is validated: asks
     /// `parser` (the endpoint's, else the registry's) — a typed error is
     /// `.errorResponse` — then the status (`.unacceptableStatus` outside
     /// `acceptedStatus`).
-    func checkError(_ response: Response, parser: (any ErrorParser)?, acceptedStatus: [Range<Int>]) throws {
+    func checkError(_ response: PocketResponse, parser: (any PocketErrorParser)?, acceptedStatus: [Range<Int>]) throws {
         if let parser = parser ?? errorParser { try Self.check(response, with: parser, registry: self) }
         try response.validate(.status(acceptedStatus))
     }
 
     /// Throws `.errorResponse` when `parser` finds a typed error in `response`.
-    static func check(_ response: Response, with parser: any ErrorParser, registry: SchemaRegistry) throws {
-        var json = try? JSONValue(parsing: response.body)
+    static func check(_ response: PocketResponse, with parser: any PocketErrorParser, registry: PocketSchemaRegistry) throws {
+        var json = try? PocketJSONValue(parsing: response.body)
         if let value = json, let schema = parser.schema {
             json = try? registry.validate(value, schema: schema)
         }

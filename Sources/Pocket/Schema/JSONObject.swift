@@ -4,9 +4,9 @@
 /// objects with more than `indexThreshold` keys also keep a hash index.
 /// The parser rejects a key given twice; built by hand, a repeated key
 /// keeps its first place and its last value.
-public struct JSONObject: Sendable, Equatable {
+public struct PocketJSONObject: Sendable, Equatable {
     /// The members in order.
-    public private(set) var members: [(key: String, value: JSONValue)]
+    public private(set) var members: [(key: String, value: PocketJSONValue)]
     private var index: [String: Int]?
 
     static let indexThreshold = 24
@@ -15,13 +15,13 @@ public struct JSONObject: Sendable, Equatable {
     public init() { members = [] }
 
     /// A dictionary of these members, in this order.
-    public init(_ members: [(String, JSONValue)]) {
+    public init(_ members: [(String, PocketJSONValue)]) {
         self.members = []
         self.members.reserveCapacity(members.count)
         for (key, value) in members { self[key] = value }
     }
 
-    init(members: [(key: String, value: JSONValue)]) {
+    init(members: [(key: String, value: PocketJSONValue)]) {
         self.members = members
         buildIndexIfLarge()
     }
@@ -52,7 +52,7 @@ public struct JSONObject: Sendable, Equatable {
 
     /// The value for `key`, or nil. Setting nil removes the key; setting a
     /// new key appends it.
-    public subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> PocketJSONValue? {
         get { position(of: key).map { members[$0].value } }
         set {
             if let i = position(of: key) {
@@ -74,7 +74,7 @@ public struct JSONObject: Sendable, Equatable {
     }
 
     /// Replaces the value at member position `i` (used by the validator).
-    mutating func setValue(_ value: JSONValue, at i: Int) { members[i].value = value }
+    mutating func setValue(_ value: PocketJSONValue, at i: Int) { members[i].value = value }
 
     /// Removes the members at `positions` (ascending).
     mutating func removeMembers(at positions: [Int]) {
@@ -83,7 +83,7 @@ public struct JSONObject: Sendable, Equatable {
     }
 
     /// Same keys with equal values, in any order.
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    public static func == (lhs: PocketJSONObject, rhs: PocketJSONObject) -> Bool {
         guard lhs.count == rhs.count else { return false }
         for member in lhs.members {
             guard let other = rhs[member.key], other == member.value else { return false }

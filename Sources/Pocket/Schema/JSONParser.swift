@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension JSONValue {
+extension PocketJSONValue {
     /// Parses UTF-8 JSON text (RFC 8259): one value, any type at the top.
     ///
     /// Strict: no comments, no trailing commas, no leading zeros, no
@@ -15,20 +15,20 @@ extension JSONValue {
     /// (128 by default, as serde_json: deeper than any real API, shallow
     /// enough that the recursive parser, validator and mappers stay well
     /// inside a task's stack, even in a debug build).
-    public init(parsing data: Data, maxDepth: Int = JSONParser.defaultMaxDepth) throws {
-        self = try data.withUnsafeBytes { try JSONParser.parse($0, maxDepth: maxDepth) }
+    public init(parsing data: Data, maxDepth: Int = PocketJSONParser.defaultMaxDepth) throws {
+        self = try data.withUnsafeBytes { try PocketJSONParser.parse($0, maxDepth: maxDepth) }
     }
 
     /// Parses JSON text from a string (see `init(parsing:maxDepth:)` for `Data`).
-    public init(parsing text: String, maxDepth: Int = JSONParser.defaultMaxDepth) throws {
+    public init(parsing text: String, maxDepth: Int = PocketJSONParser.defaultMaxDepth) throws {
         var text = text
-        self = try text.withUTF8 { try JSONParser.parse(UnsafeRawBufferPointer($0), maxDepth: maxDepth) }
+        self = try text.withUTF8 { try PocketJSONParser.parse(UnsafeRawBufferPointer($0), maxDepth: maxDepth) }
     }
 }
 
 /// A strict, allocation-lean JSON parser over a byte buffer: a pure function
 /// of its input, so a fuzz harness can drive it directly.
-public struct JSONParser {
+public struct PocketJSONParser {
     /// Nesting depth of arrays and dictionaries allowed by default, 128:
     /// the parser, the schema validator and the writer all recurse per
     /// level, and a task's stack is far smaller than a main thread's.
@@ -47,8 +47,8 @@ public struct JSONParser {
 
     /// Parses `bytes` as one JSON value; throws `PocketError` (`.malformedJSON`,
     /// `.jsonNestingTooDeep`). Never crashes on any input.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws -> JSONValue {
-        var parser = JSONParser(bytes, maxDepth: maxDepth)
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws -> PocketJSONValue {
+        var parser = PocketJSONParser(bytes, maxDepth: maxDepth)
         // A UTF-8 byte order mark may precede the text (RFC 8259 §8.1 lets parsers ignore it).
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { parser.i = 3 }
         parser.skipWhitespace()
@@ -72,7 +72,7 @@ public struct JSONParser {
         }
     }
 
-    private mutating func parseValue() throws -> JSONValue {
+    private mutating func parseValue() throws -> PocketJSONValue {
         switch current {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -104,16 +104,16 @@ public struct JSONParser {
         }
     }
 
-    private mutating func parseObject() throws -> JSONValue {
+    private mutating func parseObject() throws -> PocketJSONValue {
         try enter()
         i += 1
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [(key: String, value: PocketJSONValue)] = []
         var seen: Set<String>? // past a few keys, duplicates are found by hash
         skipWhitespace()
         if i < bytes.count, current == UInt8(ascii: "}") {
             i += 1
             depth -= 1
-            return .object(JSONObject(members: members))
+            return .object(PocketJSONObject(members: members))
         }
         while true {
             skipWhitespace()
@@ -147,13 +147,13 @@ public struct JSONParser {
             throw failure("unexpected character \(describe(current)), expected ',' or '}'")
         }
         depth -= 1
-        return .object(JSONObject(members: members))
+        return .object(PocketJSONObject(members: members))
     }
 
-    private mutating func parseArray() throws -> JSONValue {
+    private mutating func parseArray() throws -> PocketJSONValue {
         try enter()
         i += 1
-        var elements: [JSONValue] = []
+        var elements: [PocketJSONValue] = []
         skipWhitespace()
         if i < bytes.count, current == UInt8(ascii: "]") {
             i += 1
@@ -277,7 +277,7 @@ public struct JSONParser {
         return s
     }
 
-    private mutating func parseNumber() throws -> JSONValue {
+    private mutating func parseNumber() throws -> PocketJSONValue {
         let start = i
         var negative = false
         if current == UInt8(ascii: "-") {

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension JSONValue {
+extension PocketJSONValue {
     /// Decodes a `Decodable` from this tree. A field whose value is
     /// `.mapped` takes that value when its type matches (a `Date` a
     /// transformer made, a model a mapper made); a `Date` also decodes from
@@ -15,7 +15,7 @@ extension JSONValue {
 }
 
 enum JSONValueDecoding {
-    static func unbox<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: [any CodingKey]) throws -> T {
+    static func unbox<T: Decodable>(_ value: PocketJSONValue, as type: T.Type, codingPath: [any CodingKey]) throws -> T {
         if case let .mapped(box) = value, let typed = box.value as? T { return typed }
         if T.self == Date.self, case let .string(s) = value {
             guard let date = ISO8601.parse(s) else {
@@ -29,23 +29,23 @@ enum JSONValueDecoding {
             }
             return url as! T
         }
-        if T.self == JSONValue.self { return value as! T }
+        if T.self == PocketJSONValue.self { return value as! T }
         return try T(from: ValueDecoder(value: value, codingPath: codingPath))
     }
 }
 
 private struct ValueDecoder: Decoder, SingleValueDecodingContainer {
-    let value: JSONValue
+    let value: PocketJSONValue
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case let .object(object) = value else { throw mismatch([String: JSONValue].self) }
+        guard case let .object(object) = value else { throw mismatch([String: PocketJSONValue].self) }
         return KeyedDecodingContainer(KeyedContainer<Key>(object: object, codingPath: codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case let .array(elements) = value else { throw mismatch([JSONValue].self) }
+        guard case let .array(elements) = value else { throw mismatch([PocketJSONValue].self) }
         return UnkeyedContainer(elements: elements, codingPath: codingPath)
     }
 
@@ -104,13 +104,13 @@ private struct IndexKey: CodingKey {
 }
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let object: JSONObject
+    let object: PocketJSONObject
     let codingPath: [any CodingKey]
 
     var allKeys: [Key] { object.members.compactMap { Key(stringValue: $0.key) } }
     func contains(_ key: Key) -> Bool { object[key.stringValue] != nil }
 
-    private func value(_ key: Key) throws -> JSONValue {
+    private func value(_ key: Key) throws -> PocketJSONValue {
         guard let v = object[key.stringValue] else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for key '\(key.stringValue)'"))
         }
@@ -156,11 +156,11 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 }
 
 private struct UnkeyedContainer: UnkeyedDecodingContainer {
-    let elements: [JSONValue]
+    let elements: [PocketJSONValue]
     let codingPath: [any CodingKey]
     var currentIndex = 0
 
-    init(elements: [JSONValue], codingPath: [any CodingKey]) {
+    init(elements: [PocketJSONValue], codingPath: [any CodingKey]) {
         self.elements = elements
         self.codingPath = codingPath
     }
@@ -170,7 +170,7 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     private mutating func next() throws -> ValueDecoder {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(JSONValue.self, .init(codingPath: codingPath, debugDescription: "unkeyed container is at its end"))
+            throw DecodingError.valueNotFound(PocketJSONValue.self, .init(codingPath: codingPath, debugDescription: "unkeyed container is at its end"))
         }
         defer { currentIndex += 1 }
         return ValueDecoder(value: elements[currentIndex], codingPath: codingPath + [IndexKey(currentIndex)])

@@ -4,10 +4,10 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension JSONValue {
+extension PocketJSONValue {
     /// The JSON tree of an `Encodable` value. A `Date` becomes
     /// `.mapped(date)`, left for a schema tag (`{date_iso8601}`) to write;
-    /// a `URL` becomes its string; a `JSONValue` is taken as it is.
+    /// a `URL` becomes its string; a `PocketJSONValue` is taken as it is.
     /// Keys keep the order they were encoded in. Throws `EncodingError`.
     public init(encoding value: some Encodable) throws {
         let node = EncoderNode()
@@ -19,13 +19,13 @@ extension JSONValue {
 /// One value being encoded. Containers hand out references to their
 /// children, as `Encoder` requires (a nested container writes into its parent).
 private final class EncoderNode {
-    var value: JSONValue = .null
+    var value: PocketJSONValue = .null
     var members: [(String, EncoderNode)]?
     var elements: [EncoderNode]?
 
-    func finalized() -> JSONValue {
+    func finalized() -> PocketJSONValue {
         if let members {
-            return .object(JSONObject(members.map { ($0.0, $0.1.finalized()) }))
+            return .object(PocketJSONObject(members.map { ($0.0, $0.1.finalized()) }))
         }
         if let elements { return .array(elements.map { $0.finalized() }) }
         return value
@@ -35,7 +35,7 @@ private final class EncoderNode {
         switch v {
         case let date as Date: value = .mapped(date)
         case let url as URL: value = .string(url.absoluteString)
-        case let json as JSONValue: value = json
+        case let json as PocketJSONValue: value = json
         default: try v.encode(to: ValueEncoder(node: self, codingPath: codingPath))
         }
     }
@@ -73,14 +73,14 @@ private struct ValueEncoder: Encoder, SingleValueEncodingContainer {
     func encode(_ value: UInt64) throws { node.value = try Self.unsigned(value, codingPath) }
     func encode<T: Encodable>(_ value: T) throws { try node.box(value, codingPath: codingPath) }
 
-    static func number(_ d: Double, _ codingPath: [any CodingKey]) throws -> JSONValue {
+    static func number(_ d: Double, _ codingPath: [any CodingKey]) throws -> PocketJSONValue {
         guard d.isFinite else {
             throw EncodingError.invalidValue(d, .init(codingPath: codingPath, debugDescription: "JSON has no \(d)"))
         }
         return .double(d)
     }
 
-    static func unsigned(_ u: UInt64, _ codingPath: [any CodingKey]) throws -> JSONValue {
+    static func unsigned(_ u: UInt64, _ codingPath: [any CodingKey]) throws -> PocketJSONValue {
         if let i = Int(exactly: u) { return .int(i) }
         return .double(Double(u))
     }

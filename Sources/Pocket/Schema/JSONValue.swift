@@ -1,6 +1,6 @@
 /// A JSON value, as parsed from a response body or built for a request body.
 ///
-/// Schemas validate `JSONValue`s and transform them: a value a transformer or
+/// Schemas validate `PocketJSONValue`s and transform them: a value a transformer or
 /// an object mapper produced (a `Date`, a model) sits in the tree as
 /// `.mapped`, so one tree carries both raw JSON and typed values.
 ///
@@ -8,7 +8,7 @@
 /// let value = try JSONValue(parsing: response.body)
 /// let name = value["issues"][0]["project"]["name"].string    // String?
 /// ```
-public enum JSONValue: Sendable {
+public enum PocketJSONValue: Sendable {
     /// `null`.
     case null
     /// `true` or `false`.
@@ -20,16 +20,16 @@ public enum JSONValue: Sendable {
     /// A string, escapes decoded.
     case string(String)
     /// An array, in order.
-    case array([JSONValue])
+    case array([PocketJSONValue])
     /// A dictionary, keys in the order they came.
-    case object(JSONObject)
+    case object(PocketJSONObject)
     /// A Swift value a value transformer or object mapper made; never produced
     /// by the parser. Written back to JSON only through a schema's reverse
-    /// transformers (`SchemaRegistry.encode`).
-    case mapped(MappedValue)
+    /// transformers (`PocketSchemaRegistry.encode`).
+    case mapped(PocketMappedValue)
 
     /// Wraps a transformed or mapped Swift value.
-    public static func mapped(_ value: any Sendable) -> JSONValue { .mapped(MappedValue(value)) }
+    public static func mapped(_ value: any Sendable) -> PocketJSONValue { .mapped(PocketMappedValue(value)) }
 
     /// The type's name as validation messages say it: `string`, `number`,
     /// `boolean`, `array`, `dictionary`, `null`, or the mapped value's type.
@@ -46,16 +46,16 @@ public enum JSONValue: Sendable {
     }
 }
 
-/// A transformed or mapped Swift value inside a `JSONValue` tree: a box, so
+/// A transformed or mapped Swift value inside a `PocketJSONValue` tree: a box, so
 /// the tree's elements stay small whatever the value's size.
-public final class MappedValue: Sendable {
+public final class PocketMappedValue: Sendable {
     /// The value itself, e.g. a `Date` or a model.
     public let value: any Sendable
     /// Boxes `value`.
     public init(_ value: any Sendable) { self.value = value }
 }
 
-extension JSONValue {
+extension PocketJSONValue {
     /// The string, or nil for another type.
     public var string: String? { if case let .string(s) = self { return s }; return nil }
     /// The number as `Int` (a double only when it is integral), or nil.
@@ -77,9 +77,9 @@ extension JSONValue {
     /// The boolean, or nil.
     public var bool: Bool? { if case let .bool(b) = self { return b }; return nil }
     /// The elements, or nil for another type.
-    public var array: [JSONValue]? { if case let .array(a) = self { return a }; return nil }
+    public var array: [PocketJSONValue]? { if case let .array(a) = self { return a }; return nil }
     /// The dictionary, or nil for another type.
-    public var object: JSONObject? { if case let .object(o) = self { return o }; return nil }
+    public var object: PocketJSONObject? { if case let .object(o) = self { return o }; return nil }
     /// True for `null`.
     public var isNull: Bool { if case .null = self { return true }; return false }
 
@@ -104,22 +104,22 @@ extension JSONValue {
     }
 
     /// The value for `key` of a dictionary; `.null` when absent or not a dictionary.
-    public subscript(key: String) -> JSONValue {
+    public subscript(key: String) -> PocketJSONValue {
         if case let .object(o) = self, let v = o[key] { return v }
         return .null
     }
 
     /// The element at `index` of an array; `.null` when out of range or not an array.
-    public subscript(index: Int) -> JSONValue {
+    public subscript(index: Int) -> PocketJSONValue {
         if case let .array(a) = self, a.indices.contains(index) { return a[index] }
         return .null
     }
 }
 
-extension JSONValue: Equatable {
+extension PocketJSONValue: Equatable {
     /// Structural equality; `int` and `double` compare by numeric value;
     /// mapped values are equal when both are the same `Equatable` value.
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    public static func == (lhs: PocketJSONValue, rhs: PocketJSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case let (.bool(a), .bool(b)): return a == b
@@ -146,7 +146,7 @@ extension Equatable {
     }
 }
 
-extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+extension PocketJSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral {
     /// `nil` → `.null`.
@@ -160,14 +160,14 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
     /// `"text"` → `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
     /// `[1, 2]` → `.array`.
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(arrayLiteral elements: PocketJSONValue...) { self = .array(elements) }
     /// `["a": 1]` → `.object`, keys in the order written.
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        self = .object(JSONObject(elements))
+    public init(dictionaryLiteral elements: (String, PocketJSONValue)...) {
+        self = .object(PocketJSONObject(elements))
     }
 }
 
-extension JSONValue: CustomStringConvertible {
+extension PocketJSONValue: CustomStringConvertible {
     /// Compact JSON; a mapped value prints as its Swift description in angle brackets.
     public var description: String { JSONWriter.string(self, pretty: false) }
 }

@@ -4,13 +4,13 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Writes `JSONValue`s as JSON text: compact (for request bodies) or
+/// Writes `PocketJSONValue`s as JSON text: compact (for request bodies) or
 /// pretty-printed with two-space indents (for messages and excerpts).
 enum JSONWriter {
     /// JSON text of `value`; a mapped value is written as a JSON string of
     /// its Swift description (this is for display: request bodies go through
     /// `bytes(_:)`, which refuses them).
-    static func string(_ value: JSONValue, pretty: Bool) -> String {
+    static func string(_ value: PocketJSONValue, pretty: Bool) -> String {
         var sink = Sink(pretty: pretty)
         try? sink.write(value, strict: false)
         return String(decoding: sink.out, as: UTF8.self)
@@ -18,7 +18,7 @@ enum JSONWriter {
 
     /// Compact UTF-8 JSON of `value`. Throws `.schemaMappingFailed` for a
     /// mapped value left in the tree or a non-finite number.
-    static func bytes(_ value: JSONValue) throws -> [UInt8] {
+    static func bytes(_ value: PocketJSONValue) throws -> [UInt8] {
         var sink = Sink(pretty: false)
         try sink.write(value, strict: true)
         return sink.out
@@ -26,7 +26,7 @@ enum JSONWriter {
 
     /// A pretty-printed excerpt of `value` around `path`: up to `context`
     /// lines before and after, the line where `path` starts marked with `>`.
-    static func excerpt(of value: JSONValue, at path: SchemaPath, context: Int = 6) -> String {
+    static func excerpt(of value: PocketJSONValue, at path: PocketSchemaPath, context: Int = 6) -> String {
         var sink = Sink(pretty: true)
         sink.excerpt = Excerpt(target: path.components, context: context)
         try? sink.write(value, strict: false)
@@ -35,9 +35,9 @@ enum JSONWriter {
     }
 
     struct Excerpt {
-        let target: [SchemaPath.Component]
+        let target: [PocketSchemaPath.Component]
         let context: Int
-        var path: [SchemaPath.Component] = []
+        var path: [PocketSchemaPath.Component] = []
         var before: [String] = []
         var marked: String?
         var after: [String] = []
@@ -109,15 +109,15 @@ enum JSONWriter {
             }
         }
 
-        mutating func write(_ value: JSONValue, strict: Bool) throws {
+        mutating func write(_ value: PocketJSONValue, strict: Bool) throws {
             try beginValue()
             switch value {
             case .array, .object:
                 // Trees built in code may nest without bound; the recursion must not.
-                guard depth < JSONParser.defaultMaxDepth else {
+                guard depth < PocketJSONParser.defaultMaxDepth else {
                     if strict {
                         throw PocketError(.jsonNestingTooDeep,
-                                          "can't write JSON nested deeper than \(JSONParser.defaultMaxDepth) arrays and dictionaries")
+                                          "can't write JSON nested deeper than \(PocketJSONParser.defaultMaxDepth) arrays and dictionaries")
                     }
                     append("\"…\"")
                     return
@@ -202,10 +202,10 @@ enum JSONWriter {
     }
 }
 
-extension JSONValue {
+extension PocketJSONValue {
     /// Compact JSON text as UTF-8. Throws `.schemaMappingFailed` when the tree
     /// still holds a mapped value (encode those through a schema:
-    /// `SchemaRegistry.encode`) or a non-finite number.
+    /// `PocketSchemaRegistry.encode`) or a non-finite number.
     public func jsonData() throws -> Data { Data(try JSONWriter.bytes(self)) }
 
     /// Pretty-printed JSON text (two-space indents), for logs and messages.

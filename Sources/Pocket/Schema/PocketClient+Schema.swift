@@ -7,7 +7,7 @@ import Foundation
 extension PocketClient {
     /// Sends `request` and applies `schema` to the response with the
     /// client's `Configuration.schemas`: the error parser first, then the
-    /// status (2xx, or the request's or client's `Validation`), then JSON
+    /// status (2xx, or the request's or client's `PocketValidation`), then JSON
     /// parsing, validation, transformers and mappers. Returns the result
     /// tree (transformed values and models as `.mapped`).
     ///
@@ -19,10 +19,10 @@ extension PocketClient {
     /// `errorParser` (this endpoint's) takes precedence over the registry's;
     /// `options` nil: the registry's. Throws what `send(_:)` throws, plus
     /// `.errorResponse`, `.unacceptableStatus` and the schema codes (see
-    /// `SchemaRegistry.decode`). Setting `request.schema` and calling
+    /// `PocketSchemaRegistry.decode`). Setting `request.schema` and calling
     /// `send(_:)` does the same with the registry's options and parser.
-    public func send(_ request: Request, schema: Schema, options: SchemaOptions? = nil,
-                     errorParser: (any ErrorParser)? = nil) async throws -> JSONValue {
+    public func send(_ request: PocketRequest, schema: PocketSchema, options: PocketSchemaOptions? = nil,
+                     errorParser: (any PocketErrorParser)? = nil) async throws -> PocketJSONValue {
         var request = request
         request.schema = nil
         let response = try await send(request)
@@ -37,9 +37,9 @@ extension PocketClient {
     /// ```swift
     /// let issue = try await client.send(get, schema: Schema(tag: "{issue}"), as: Issue.self)
     /// ```
-    public func send<T: Sendable>(_ request: Request, schema: Schema, as type: T.Type,
-                                  options: SchemaOptions? = nil,
-                                  errorParser: (any ErrorParser)? = nil) async throws -> T {
+    public func send<T: Sendable>(_ request: PocketRequest, schema: PocketSchema, as type: T.Type,
+                                  options: PocketSchemaOptions? = nil,
+                                  errorParser: (any PocketErrorParser)? = nil) async throws -> T {
         var request = request
         request.schema = nil
         var response = try await send(request)
@@ -50,13 +50,13 @@ extension PocketClient {
     }
 
     /// Sends `request` with `body` written as JSON through `bodySchema` (its
-    /// reverse transformers and mappers: a model, a `JSONValue` or an
+    /// reverse transformers and mappers: a model, a `PocketJSONValue` or an
     /// `Encodable`), then applies `schema` to the response as
     /// `send(_:schema:options:errorParser:)` does. Sets `Content-Type:
     /// application/json` unless the request has one. A body that fails its
     /// schema throws before anything is sent.
-    public func send(_ request: Request, body: any Sendable, bodySchema: Schema, schema: Schema,
-                     options: SchemaOptions? = nil, errorParser: (any ErrorParser)? = nil) async throws -> JSONValue {
+    public func send(_ request: PocketRequest, body: any Sendable, bodySchema: PocketSchema, schema: PocketSchema,
+                     options: PocketSchemaOptions? = nil, errorParser: (any PocketErrorParser)? = nil) async throws -> PocketJSONValue {
         var request = request
         request.body = .bytes(try configuration.schemas.encodeBody(body, schema: bodySchema, options: options))
         if request.headers["Content-Type"] == nil { request.headers["Content-Type"] = "application/json" }
@@ -64,14 +64,14 @@ extension PocketClient {
     }
 }
 
-extension Response {
+extension PocketResponse {
     /// Applies `schema` to this response: the error check (`errorParser`,
     /// else the registry's; then the status: `acceptedStatus`, else the
-    /// request's `Validation`, else 2xx), then parsing, validation,
+    /// request's `PocketValidation`, else 2xx), then parsing, validation,
     /// transformers and mappers. See `PocketClient.send(_:schema:options:errorParser:)`.
     /// Errors carry the head and the body.
-    public func validated(schema: Schema, registry: SchemaRegistry, options: SchemaOptions? = nil,
-                          errorParser: (any ErrorParser)? = nil, acceptedStatus: [Range<Int>]? = nil) throws -> JSONValue {
+    public func validated(schema: PocketSchema, registry: PocketSchemaRegistry, options: PocketSchemaOptions? = nil,
+                          errorParser: (any PocketErrorParser)? = nil, acceptedStatus: [Range<Int>]? = nil) throws -> PocketJSONValue {
         try registry.checkError(self, parser: errorParser,
                                 acceptedStatus: acceptedStatus ?? request?.validation?.statusCodes ?? [200..<300])
         do {
@@ -85,16 +85,16 @@ extension Response {
 
     /// `validated(...)`, then the root as `T`: what a root mapper made, or,
     /// for a `Decodable` `T`, the result decoded as `T`.
-    public func map<T: Sendable>(schema: Schema, registry: SchemaRegistry, as type: T.Type = T.self,
-                                 options: SchemaOptions? = nil,
-                                 errorParser: (any ErrorParser)? = nil) throws -> T {
+    public func map<T: Sendable>(schema: PocketSchema, registry: PocketSchemaRegistry, as type: T.Type = T.self,
+                                 options: PocketSchemaOptions? = nil,
+                                 errorParser: (any PocketErrorParser)? = nil) throws -> T {
         try decode(validated(schema: schema, registry: registry, options: options, errorParser: errorParser), as: T.self)
     }
 
     /// A schema's result as `T`: the root's mapped value, or the tree
     /// decoded (a `DecodingError` is `.decodingFailed`, its path named as
-    /// `Response.decode` names it).
-    func decode<T>(_ value: JSONValue, as type: T.Type) throws -> T {
+    /// `PocketResponse.decode` names it).
+    func decode<T>(_ value: PocketJSONValue, as type: T.Type) throws -> T {
         if let model = value.mapped(as: T.self) { return model }
         guard let decodable = T.self as? any Decodable.Type else {
             throw PocketError(.decodingFailed, "the schema's root is not mapped to \(T.self), and \(T.self) is not Decodable",

@@ -3,14 +3,14 @@ extension PocketError.Code {
 
     /// A body is not JSON; the message gives line and column.
     public static let malformedJSON = PocketError.Code("malformed_json")
-    /// JSON nests deeper than the limit (`JSONParser.defaultMaxDepth`, 128):
+    /// JSON nests deeper than the limit (`PocketJSONParser.defaultMaxDepth`, 128):
     /// a body when parsed, a tree built in code when validated or written.
     public static let jsonNestingTooDeep = PocketError.Code("json_nesting_too_deep")
     /// A JSON value does not match its schema: a required key is missing or
-    /// a value has the wrong type. `underlying` is the `SchemaViolation`.
+    /// a value has the wrong type. `underlying` is the `PocketSchemaViolation`.
     public static let schemaValidationFailed = PocketError.Code("schema_validation_failed")
     /// A value transformer could not transform a value (e.g. a date that
-    /// does not parse). `underlying` is the `SchemaViolation`.
+    /// does not parse). `underlying` is the `PocketSchemaViolation`.
     public static let schemaTransformFailed = PocketError.Code("schema_transform_failed")
     /// A schema names a tag no transformer or mapper is registered for.
     public static let schemaUnknownTag = PocketError.Code("schema_unknown_tag")
@@ -30,12 +30,12 @@ extension PocketError.Code {
 
 /// Where and why a JSON value failed its schema; the `underlying` of
 /// `.schemaValidationFailed` and `.schemaTransformFailed` errors.
-public struct SchemaViolation: Error, Sendable, Hashable {
+public struct PocketSchemaViolation: Error, Sendable, Hashable {
     /// The sentence TyphoonRestClient users know, e.g.
     /// `Can't find value for key 'category' in 'root.issues[1]' dictionary`.
     public var reason: String
     /// The failing value's place (for a missing key: the key's place).
-    public var path: SchemaPath
+    public var path: PocketSchemaPath
     /// The body pretty-printed around the failing place, that line marked with `>`.
     public var excerpt: String
 }

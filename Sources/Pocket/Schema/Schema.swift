@@ -23,7 +23,7 @@ import Foundation
 /// let schema = try Schema(json: #"{"issues": ["{issue}"], "total_count": 0, "note{?}": ""}"#)
 /// let schema = Schema.response(for: RequestToGetIssues.self)   // RequestToGetIssues.response.json
 /// ```
-public struct Schema: Sendable {
+public struct PocketSchema: Sendable {
     indirect enum Node: Sendable {
         /// `null` in the sample: any value.
         case any
@@ -70,7 +70,7 @@ public struct Schema: Sendable {
     /// text is not JSON (the message says where).
     public init(json: String) throws {
         do {
-            self.init(sample: try JSONValue(parsing: json))
+            self.init(sample: try PocketJSONValue(parsing: json))
         } catch let error as PocketError {
             throw PocketError(.invalidSchema, "schema is not valid JSON: \(error.message)", underlying: error)
         }
@@ -79,48 +79,48 @@ public struct Schema: Sendable {
     /// A schema from a sample JSON document in UTF-8 (see `init(json:)`).
     public init(data: Data) throws {
         do {
-            self.init(sample: try JSONValue(parsing: data))
+            self.init(sample: try PocketJSONValue(parsing: data))
         } catch let error as PocketError {
             throw PocketError(.invalidSchema, "schema is not valid JSON: \(error.message)", underlying: error)
         }
     }
 
     /// A schema from a sample already parsed.
-    public init(sample: JSONValue) {
-        self.init(node: Schema.node(sample).rooted)
+    public init(sample: PocketJSONValue) {
+        self.init(node: PocketSchema.node(sample).rooted)
     }
 
     /// A schema that is just one tag: the whole document goes through that
-    /// transformer or mapper (`Schema(tag: "{issue}")` maps a root issue).
+    /// transformer or mapper (`PocketSchema(tag: "{issue}")` maps a root issue).
     public init(tag: String) {
-        self.init(node: .tag(Schema.normalizedTag(tag)))
+        self.init(node: .tag(PocketSchema.normalizedTag(tag)))
     }
 
     /// The schema file `fileName` in the registry's `resources`
-    /// (`SchemaRegistry.resources`), loaded and parsed once, when first used.
+    /// (`PocketSchemaRegistry.resources`), loaded and parsed once, when first used.
     /// A missing file is `.schemaNotFound`, unless `optional` (false by
     /// default): then it means no schema, and nothing is validated — for
     /// conventions that apply only where someone wrote the file.
-    public static func resource(_ fileName: String, optional: Bool = false) -> Schema {
-        Schema(storage: .resource(fileName, optional: optional))
+    public static func resource(_ fileName: String, optional: Bool = false) -> PocketSchema {
+        PocketSchema(storage: .resource(fileName, optional: optional))
     }
 
     /// `TypeName.response.json`: the response schema of an endpoint type, by
     /// TyphoonRestClient's naming rule (`RequestToGetIssues.response.json`);
     /// `optional` as for `resource(_:optional:)`.
-    public static func response(for type: Any.Type, optional: Bool = false) -> Schema {
+    public static func response(for type: Any.Type, optional: Bool = false) -> PocketSchema {
         .resource("\(type).response.json", optional: optional)
     }
 
     /// `TypeName.request.json`: the request body schema of an endpoint type;
     /// `optional` as for `resource(_:optional:)`.
-    public static func request(for type: Any.Type, optional: Bool = false) -> Schema {
+    public static func request(for type: Any.Type, optional: Bool = false) -> PocketSchema {
         .resource("\(type).request.json", optional: optional)
     }
 
     /// `TypeName.path.json`: the schema of an endpoint type's path
     /// parameters; `optional` as for `resource(_:optional:)`.
-    public static func pathParameters(for type: Any.Type, optional: Bool = false) -> Schema {
+    public static func pathParameters(for type: Any.Type, optional: Bool = false) -> PocketSchema {
         .resource("\(type).path.json", optional: optional)
     }
 
@@ -134,7 +134,7 @@ public struct Schema: Sendable {
 
     static let optionalSuffix = "{?}"
 
-    static func node(_ sample: JSONValue) -> Node {
+    static func node(_ sample: PocketJSONValue) -> Node {
         switch sample {
         case .null, .mapped: return .any
         case .bool: return .bool

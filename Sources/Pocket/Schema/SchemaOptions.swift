@@ -1,6 +1,6 @@
 /// How strictly a schema applies. The defaults are TyphoonRestClient's:
 /// types exact, extra keys kept, a `null` counts as a missing value.
-public struct SchemaOptions: Sendable, Hashable {
+public struct PocketSchemaOptions: Sendable, Hashable {
     /// What happens to keys the schema does not name.
     public enum UnknownKeys: Sendable, Hashable {
         /// Passed through unvalidated (the default): servers add fields over

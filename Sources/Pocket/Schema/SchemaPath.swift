@@ -1,6 +1,6 @@
 /// Where a value sits in a JSON tree, written as TyphoonRestClient writes it:
 /// `root.issues[1].category`.
-public struct SchemaPath: Sendable, Hashable, CustomStringConvertible {
+public struct PocketSchemaPath: Sendable, Hashable, CustomStringConvertible {
     /// One step down: a dictionary key or an array index.
     public enum Component: Sendable, Hashable {
         /// A dictionary key.
@@ -27,5 +27,5 @@ public struct SchemaPath: Sendable, Hashable, CustomStringConvertible {
         return s
     }
 
-    func appending(_ c: Component) -> SchemaPath { SchemaPath(components + [c]) }
+    func appending(_ c: Component) -> PocketSchemaPath { PocketSchemaPath(components + [c]) }
 }

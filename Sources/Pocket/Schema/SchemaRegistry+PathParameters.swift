@@ -1,5 +1,5 @@
-extension SchemaRegistry {
-    /// Path parameters held to their schema, ready for `Request(path:parameters:)`
+extension PocketSchemaRegistry {
+    /// Path parameters held to their schema, ready for `PocketRequest(path:parameters:)`
     /// (which fills `{name}` placeholders and makes the rest the query).
     ///
     /// The parameters go through `schema` in the request direction, as a body
@@ -19,17 +19,17 @@ extension SchemaRegistry {
     /// Throws the schema codes (`.schemaValidationFailed`, …) with
     /// TyphoonRestClient's messages, and `.schemaMappingFailed` for a value a
     /// URL cannot carry (a mapped value no tag transforms, a non-finite number).
-    public func pathParameters(_ parameters: JSONValue, schema: Schema,
-                               options: SchemaOptions? = nil) throws -> [String: ParameterValue] {
+    public func pathParameters(_ parameters: PocketJSONValue, schema: PocketSchema,
+                               options: PocketSchemaOptions? = nil) throws -> [String: PocketParameterValue] {
         guard case let .object(object) = try encode(parameters, schema: schema, options: options) else {
             throw PocketError(.schemaValidationFailed, "path parameters must be a dictionary, not \(parameters.typeName)")
         }
-        var result: [String: ParameterValue] = [:]
+        var result: [String: PocketParameterValue] = [:]
         for member in object.members { result[member.key] = try Self.parameter(member.value, name: member.key) }
         return result
     }
 
-    private static func parameter(_ value: JSONValue, name: String) throws -> ParameterValue {
+    private static func parameter(_ value: PocketJSONValue, name: String) throws -> PocketParameterValue {
         switch value {
         case .null: return .null
         case let .bool(b): return .bool(b)
@@ -40,7 +40,7 @@ extension SchemaRegistry {
         case let .string(s): return .string(s)
         case let .array(elements): return .array(try elements.map { try parameter($0, name: name) })
         case let .object(o):
-            var d: [String: ParameterValue] = [:]
+            var d: [String: PocketParameterValue] = [:]
             for member in o.members { d[member.key] = try parameter(member.value, name: name + "." + member.key) }
             return .dictionary(d)
         case let .mapped(box):

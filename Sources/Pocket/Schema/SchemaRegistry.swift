@@ -16,11 +16,11 @@ import Foundation
 /// schemas.register(Project.self, for: "{project}")               // a Decodable type as a mapper
 /// let page = try schemas.decode(response.body, schema: .response(for: RequestToGetIssues.self))
 /// ```
-public struct SchemaRegistry: Sendable {
+public struct PocketSchemaRegistry: Sendable {
     var transformers: [String: AnyValueTransformer] = [:]
     var mappers: [String: AnyObjectMapper] = [:]
 
-    /// The directory schema files are read from (`Schema.resource`,
+    /// The directory schema files are read from (`PocketSchema.resource`,
     /// `.response(for:)`, a mapper's default schema): usually
     /// `Bundle.module.resourceURL` of the module that holds them. Files are
     /// found at the top or in any subdirectory. nil (the default): only
@@ -29,13 +29,13 @@ public struct SchemaRegistry: Sendable {
         didSet { cache = SchemaFileCache() }
     }
 
-    /// How schemas apply; see `SchemaOptions` for the defaults.
-    public var options = SchemaOptions()
+    /// How schemas apply; see `PocketSchemaOptions` for the defaults.
+    public var options = PocketSchemaOptions()
 
     /// Turns error responses into typed errors for every request sent with a
     /// schema (an endpoint may give its own). nil (the default): a non-2xx
     /// status fails with `.errorResponse` and the body as text in the message.
-    public var errorParser: (any ErrorParser)?
+    public var errorParser: (any PocketErrorParser)?
 
     /// Parsed schema files, shared by copies of this registry.
     var cache = SchemaFileCache()
@@ -43,39 +43,39 @@ public struct SchemaRegistry: Sendable {
     /// A registry with the built-in transformers: `{date_iso8601}` (`Date`),
     /// `{url}` (`URL`), `{number}` (`Double`), `{int}` (`Int`), `{string}` (`String`).
     public init() {
-        register(ValueTransformers.ISO8601Date(), for: "{date_iso8601}")
-        register(ValueTransformers.URLString(), for: "{url}")
-        register(ValueTransformers.Number(), for: "{number}")
-        register(ValueTransformers.Integer(), for: "{int}")
-        register(ValueTransformers.Text(), for: "{string}")
+        register(PocketValueTransformers.ISO8601Date(), for: "{date_iso8601}")
+        register(PocketValueTransformers.URLString(), for: "{url}")
+        register(PocketValueTransformers.Number(), for: "{number}")
+        register(PocketValueTransformers.Integer(), for: "{int}")
+        register(PocketValueTransformers.Text(), for: "{string}")
     }
 
     /// Registers `transformer` for `tag` (`"{date}"` or `"date"`), replacing
     /// whatever was registered for it.
-    public mutating func register<T: ValueTransformer>(_ transformer: T, for tag: String) {
-        let tag = Schema.normalizedTag(tag)
+    public mutating func register<T: PocketValueTransformer>(_ transformer: T, for tag: String) {
+        let tag = PocketSchema.normalizedTag(tag)
         mappers[tag] = nil
         transformers[tag] = AnyValueTransformer(transformer)
     }
 
     /// Registers `mapper` for `tag`, replacing whatever was registered for it.
-    public mutating func register<M: ObjectMapper>(_ mapper: M, for tag: String) {
-        let tag = Schema.normalizedTag(tag)
+    public mutating func register<M: PocketObjectMapper>(_ mapper: M, for tag: String) {
+        let tag = PocketSchema.normalizedTag(tag)
         transformers[tag] = nil
         mappers[tag] = AnyObjectMapper(mapper)
     }
 
-    /// Registers a `Decodable` type as the mapper for `tag` (`DecodableMapper`);
+    /// Registers a `Decodable` type as the mapper for `tag` (`PocketDecodableMapper`);
     /// its schema is `schema`, or by default the resource `TypeName.response.json`.
-    public mutating func register<T: Decodable & Sendable>(_ type: T.Type, for tag: String, schema: Schema? = nil) {
-        register(DecodableMapper(type, schema: schema), for: tag)
+    public mutating func register<T: Decodable & Sendable>(_ type: T.Type, for tag: String, schema: PocketSchema? = nil) {
+        register(PocketDecodableMapper(type, schema: schema), for: tag)
     }
 
     /// The tags registered, sorted.
     public var tags: [String] { (Array(transformers.keys) + Array(mappers.keys)).sorted() }
 
     /// The parsed root node of `schema`, reading its file on first use.
-    func node(of schema: Schema) throws -> Schema.Node {
+    func node(of schema: PocketSchema) throws -> PocketSchema.Node {
         switch schema.storage {
         case let .node(node): return node
         case let .resource(name, optional):
@@ -86,7 +86,7 @@ public struct SchemaRegistry: Sendable {
 
     /// True for an optional resource schema whose file is not there: it
     /// stands for no schema at all (the answer is cached per file name).
-    public func isAbsent(_ schema: Schema) -> Bool {
+    public func isAbsent(_ schema: PocketSchema) -> Bool {
         guard case let .resource(name, optional: true) = schema.storage else { return false }
         return !cache.exists(name, in: resources)
     }
@@ -94,7 +94,7 @@ public struct SchemaRegistry: Sendable {
 
 /// Parsed schema files by name, behind a lock; one per `resources` setting.
 final class SchemaFileCache: Sendable {
-    private let nodes = Lock<[String: Schema.Node]>([:])
+    private let nodes = Lock<[String: PocketSchema.Node]>([:])
     /// File name → path, indexed on the first lookup that misses the top level.
     private let index = Lock<[String: String]?>(nil)
     /// Whether a file exists, by name: asked on every send of an endpoint
@@ -108,7 +108,7 @@ final class SchemaFileCache: Sendable {
         return found
     }
 
-    func node(named name: String, in directory: URL?) throws -> Schema.Node {
+    func node(named name: String, in directory: URL?) throws -> PocketSchema.Node {
         if let node = nodes.withLock({ $0[name] }) { return node }
         guard let directory else {
             throw PocketError(.schemaNotFound,
@@ -121,9 +121,9 @@ final class SchemaFileCache: Sendable {
         } catch {
             throw PocketError(.schemaNotFound, "can't read schema file \(path): \(error)")
         }
-        let node: Schema.Node
+        let node: PocketSchema.Node
         do {
-            node = try Schema.node(JSONValue(parsing: data)).rooted
+            node = try PocketSchema.node(PocketJSONValue(parsing: data)).rooted
         } catch let error as PocketError {
             throw PocketError(.invalidSchema, "schema file \(name) is not valid JSON: \(error.message)", underlying: error)
         }
@@ -154,9 +154,9 @@ final class SchemaFileCache: Sendable {
     }
 }
 
-extension Schema.Node {
+extension PocketSchema.Node {
     /// A sample `{"{root}": X}` means X at the root.
-    var rooted: Schema.Node {
+    var rooted: PocketSchema.Node {
         if case let .object(fields) = self, fields.count == 1, fields[0].name == "{root}" { return fields[0].node }
         return self
     }

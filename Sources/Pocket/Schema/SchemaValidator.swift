@@ -11,7 +11,7 @@ struct SchemaValidator {
     /// What became of a value.
     enum Outcome {
         case unchanged
-        case replaced(JSONValue)
+        case replaced(PocketJSONValue)
         /// A mapper returned nil, or a `null` counts as absent: leave it out.
         case removed
     }
@@ -19,11 +19,11 @@ struct SchemaValidator {
     struct Failure: Error {
         enum Kind {
             case missingKey
-            case typeMismatch(expected: String, got: JSONValue)
+            case typeMismatch(expected: String, got: PocketJSONValue)
             case transform(tag: String, message: String)
             case unknownTag(String)
             case mapping(tag: String, mapper: String, error: any Error)
-            /// Arrays and dictionaries nest past `JSONParser.defaultMaxDepth`
+            /// Arrays and dictionaries nest past `PocketJSONParser.defaultMaxDepth`
             /// (a tree built in code; parsed bodies never get here).
             case tooDeep
             /// A schema file that could not be loaded: reported as it is.
@@ -31,16 +31,16 @@ struct SchemaValidator {
         }
         var kind: Kind
         /// Path components from the failing value up to the root.
-        var reversedPath: [SchemaPath.Component] = []
+        var reversedPath: [PocketSchemaPath.Component] = []
     }
 
     enum Resolved {
         case transformer(AnyValueTransformer)
-        case mapper(AnyObjectMapper, Schema.Node)
+        case mapper(AnyObjectMapper, PocketSchema.Node)
     }
 
-    let registry: SchemaRegistry
-    let options: SchemaOptions
+    let registry: PocketSchemaRegistry
+    let options: PocketSchemaOptions
     let direction: Direction
     /// Tags resolved so far. A schema uses a handful, so a linear scan
     /// (short strings compare in two words) beats hashing the tag per value.
@@ -49,14 +49,14 @@ struct SchemaValidator {
     /// bounded by it, so a deep tree built in code cannot exhaust the stack.
     private var depth = 0
 
-    init(registry: SchemaRegistry, options: SchemaOptions? = nil, direction: Direction) {
+    init(registry: PocketSchemaRegistry, options: PocketSchemaOptions? = nil, direction: Direction) {
         self.registry = registry
         self.options = options ?? registry.options
         self.direction = direction
     }
 
     /// Applies `node` to the whole document `root`; throws `PocketError`.
-    mutating func apply(_ root: JSONValue, _ node: Schema.Node) throws -> JSONValue {
+    mutating func apply(_ root: PocketJSONValue, _ node: PocketSchema.Node) throws -> PocketJSONValue {
         do {
             switch try validate(root, node) {
             case .unchanged: return root
@@ -68,7 +68,7 @@ struct SchemaValidator {
         }
     }
 
-    mutating func validate(_ value: JSONValue, _ node: Schema.Node) throws(Failure) -> Outcome {
+    mutating func validate(_ value: PocketJSONValue, _ node: PocketSchema.Node) throws(Failure) -> Outcome {
         switch node {
         case .any:
             return .unchanged
@@ -109,19 +109,19 @@ struct SchemaValidator {
 
     private mutating func enter() throws(Failure) {
         depth += 1
-        if depth > JSONParser.defaultMaxDepth {
+        if depth > PocketJSONParser.defaultMaxDepth {
             depth -= 1
             throw Failure(kind: .tooDeep)
         }
     }
 
-    private func mismatch(_ value: JSONValue, _ node: Schema.Node) throws(Failure) -> Outcome {
+    private func mismatch(_ value: PocketJSONValue, _ node: PocketSchema.Node) throws(Failure) -> Outcome {
         if case .null = value, options.nulls == .asIs { return .unchanged }
         throw Failure(kind: .typeMismatch(expected: node.typeName, got: value))
     }
 
-    private mutating func validateArray(_ elements: [JSONValue], _ node: Schema.Node) throws(Failure) -> Outcome {
-        var result: [JSONValue]? = nil
+    private mutating func validateArray(_ elements: [PocketJSONValue], _ node: PocketSchema.Node) throws(Failure) -> Outcome {
+        var result: [PocketJSONValue]? = nil
         for i in elements.indices {
             let outcome: Outcome
             do {
@@ -143,7 +143,7 @@ struct SchemaValidator {
         return result.map { .replaced(.array($0)) } ?? .unchanged
     }
 
-    private mutating func validateObject(_ input: JSONObject, _ fields: [Schema.Field]) throws(Failure) -> Outcome {
+    private mutating func validateObject(_ input: PocketJSONObject, _ fields: [PocketSchema.Field]) throws(Failure) -> Outcome {
         var object = input
         var changed = false
         var removals: [Int] = []
@@ -199,7 +199,7 @@ struct SchemaValidator {
     /// The position of `key`, searching from `hint` first: members usually
     /// come in the schema's order, so this is one comparison per key.
     @inline(__always)
-    private static func find(_ key: String, in members: [(key: String, value: JSONValue)], from hint: Int) -> Int? {
+    private static func find(_ key: String, in members: [(key: String, value: PocketJSONValue)], from hint: Int) -> Int? {
         var i = hint
         while i < members.count {
             if members[i].key == key { return i }
@@ -233,12 +233,12 @@ struct SchemaValidator {
         return r
     }
 
-    private mutating func validateTagged(_ value: JSONValue, _ tag: String) throws(Failure) -> Outcome {
+    private mutating func validateTagged(_ value: PocketJSONValue, _ tag: String) throws(Failure) -> Outcome {
         if case .null = value, options.nulls == .asIs { return .unchanged }
         switch try resolve(tag) {
         case let .transformer(t):
             if direction == .request, case let .mapped(box) = value {
-                let json: JSONValue?
+                let json: PocketJSONValue?
                 do {
                     json = try t.toJSON(box.value)
                 } catch {
@@ -263,7 +263,7 @@ struct SchemaValidator {
         case let .mapper(m, node):
             var json = value
             if direction == .request, case let .mapped(box) = value {
-                let written: JSONValue?
+                let written: PocketJSONValue?
                 do {
                     written = try m.toJSON(box.value)
                 } catch {
@@ -302,8 +302,8 @@ struct SchemaValidator {
 extension SchemaValidator.Failure {
     /// The `PocketError` for this failure, with TyphoonRestClient's wording
     /// and an excerpt of `body` around the failing place.
-    func pocketError(body: JSONValue) -> PocketError {
-        let path = SchemaPath(reversedPath.reversed())
+    func pocketError(body: PocketJSONValue) -> PocketError {
+        let path = PocketSchemaPath(reversedPath.reversed())
         let code: PocketError.Code
         let reason: String
         var excerptPath = path
@@ -312,10 +312,10 @@ extension SchemaValidator.Failure {
             return error
         case .tooDeep:
             return PocketError(.jsonNestingTooDeep,
-                               "JSON nests deeper than \(JSONParser.defaultMaxDepth) arrays and dictionaries at \(path)")
+                               "JSON nests deeper than \(PocketJSONParser.defaultMaxDepth) arrays and dictionaries at \(path)")
         case .missingKey:
             code = .schemaValidationFailed
-            excerptPath = SchemaPath(Array(path.components.dropLast()))
+            excerptPath = PocketSchemaPath(Array(path.components.dropLast()))
             reason = "Can't find value for \(Self.place(path))"
         case let .typeMismatch(expected, got):
             code = .schemaValidationFailed
@@ -331,14 +331,14 @@ extension SchemaValidator.Failure {
             reason = "Can't map value for \(Self.place(path)) with \(tag) (\(mapper)): \(SchemaValidator.describe(error))"
         }
         let excerpt = JSONWriter.excerpt(of: body, at: excerptPath)
-        let violation = SchemaViolation(reason: reason, path: path, excerpt: excerpt)
+        let violation = PocketSchemaViolation(reason: reason, path: path, excerpt: excerpt)
         return PocketError(code, reason + "\n" + excerpt, underlying: violation)
     }
 
     /// `key 'k' in 'root.a' dictionary`, `item 3 in 'root.a' array`, or `'root'`.
-    static func place(_ path: SchemaPath) -> String {
+    static func place(_ path: PocketSchemaPath) -> String {
         guard let last = path.components.last else { return "'root'" }
-        let parent = SchemaPath(Array(path.components.dropLast()))
+        let parent = PocketSchemaPath(Array(path.components.dropLast()))
         switch last {
         case let .key(k): return "key '\(k)' in '\(parent)' dictionary"
         case let .index(i): return "item \(i) in '\(parent)' array"
@@ -346,7 +346,7 @@ extension SchemaValidator.Failure {
     }
 
     /// `string "abc"`, `number 42`, `array`, `dictionary`, `null`.
-    static func preview(_ value: JSONValue) -> String {
+    static func preview(_ value: PocketJSONValue) -> String {
         switch value {
         case .array, .object, .null, .mapped: return value.typeName
         default:

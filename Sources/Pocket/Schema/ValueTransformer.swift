@@ -9,54 +9,54 @@
 /// }
 /// registry.register(CentsTransformer(), for: "{cents}")
 /// ```
-public protocol ValueTransformer: Sendable {
+public protocol PocketValueTransformer: Sendable {
     associatedtype Value: Sendable
     /// The JSON types this transformer reads; a value of another type fails
     /// validation with a type mismatch before `value(from:)` is called.
     /// Default: `.string`, what most transformers (dates, URLs) read.
-    var acceptedTypes: JSONTypes { get }
+    var acceptedTypes: PocketJSONTypes { get }
     /// Response direction: the Swift value for a JSON value of an accepted
     /// type. Throw (any error) to reject it; the message becomes part of a
     /// `.schemaTransformFailed` error.
-    func value(from json: JSONValue) throws -> Value
+    func value(from json: PocketJSONValue) throws -> Value
     /// Request direction: the JSON value for a Swift value.
-    func json(from value: Value) throws -> JSONValue
+    func json(from value: Value) throws -> PocketJSONValue
 }
 
-extension ValueTransformer {
+extension PocketValueTransformer {
     /// Strings only.
-    public var acceptedTypes: JSONTypes { .string }
+    public var acceptedTypes: PocketJSONTypes { .string }
 }
 
-/// A set of JSON types, for `ValueTransformer.acceptedTypes`.
-public struct JSONTypes: OptionSet, Sendable, Hashable {
+/// A set of JSON types, for `PocketValueTransformer.acceptedTypes`.
+public struct PocketJSONTypes: OptionSet, Sendable, Hashable {
     /// The bits.
     public let rawValue: Int
     /// A set from its bits.
     public init(rawValue: Int) { self.rawValue = rawValue }
     /// JSON strings.
-    public static let string = JSONTypes(rawValue: 1)
+    public static let string = PocketJSONTypes(rawValue: 1)
     /// JSON numbers.
-    public static let number = JSONTypes(rawValue: 2)
+    public static let number = PocketJSONTypes(rawValue: 2)
     /// `true` and `false`.
-    public static let bool = JSONTypes(rawValue: 4)
+    public static let bool = PocketJSONTypes(rawValue: 4)
     /// Arrays.
-    public static let array = JSONTypes(rawValue: 8)
+    public static let array = PocketJSONTypes(rawValue: 8)
     /// Dictionaries.
-    public static let object = JSONTypes(rawValue: 16)
+    public static let object = PocketJSONTypes(rawValue: 16)
     /// `null`.
-    public static let null = JSONTypes(rawValue: 32)
+    public static let null = PocketJSONTypes(rawValue: 32)
     /// Every JSON type.
-    public static let all: JSONTypes = [.string, .number, .bool, .array, .object, .null]
+    public static let all: PocketJSONTypes = [.string, .number, .bool, .array, .object, .null]
 
-    func accepts(_ value: JSONValue) -> Bool {
+    func accepts(_ value: PocketJSONValue) -> Bool {
         switch value {
-        case .string: return contains(JSONTypes.string)
-        case .int, .double: return contains(JSONTypes.number)
-        case .bool: return contains(JSONTypes.bool)
-        case .array: return contains(JSONTypes.array)
-        case .object: return contains(JSONTypes.object)
-        case .null: return contains(JSONTypes.null)
+        case .string: return contains(PocketJSONTypes.string)
+        case .int, .double: return contains(PocketJSONTypes.number)
+        case .bool: return contains(PocketJSONTypes.bool)
+        case .array: return contains(PocketJSONTypes.array)
+        case .object: return contains(PocketJSONTypes.object)
+        case .null: return contains(PocketJSONTypes.null)
         case .mapped: return false
         }
     }
@@ -75,12 +75,12 @@ public struct JSONTypes: OptionSet, Sendable, Hashable {
 
 /// A registered transformer with its types erased.
 struct AnyValueTransformer: Sendable {
-    let accepted: JSONTypes
+    let accepted: PocketJSONTypes
     let valueType: Any.Type
-    let toValue: @Sendable (JSONValue) throws -> any Sendable
-    let toJSON: @Sendable (any Sendable) throws -> JSONValue?
+    let toValue: @Sendable (PocketJSONValue) throws -> any Sendable
+    let toJSON: @Sendable (any Sendable) throws -> PocketJSONValue?
 
-    init<T: ValueTransformer>(_ t: T) {
+    init<T: PocketValueTransformer>(_ t: T) {
         accepted = t.acceptedTypes
         valueType = T.Value.self
         toValue = { try t.value(from: $0) }

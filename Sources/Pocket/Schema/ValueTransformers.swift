@@ -4,24 +4,24 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The built-in transformers. Every `SchemaRegistry` starts with them
+/// The built-in transformers. Every `PocketSchemaRegistry` starts with them
 /// registered: `{date_iso8601}`, `{url}`, `{number}`, `{int}`, `{string}`.
-public enum ValueTransformers {
+public enum PocketValueTransformers {
     /// `{date_iso8601}` ⇄ `Date`: RFC 3339 / ISO 8601 date-times such as
     /// `2015-03-22T10:53:24Z`, `2015-03-22T10:53:24.250+02:00` or `…+0200`.
     /// Written back in UTC with `Z`, with milliseconds only when the date has them.
-    public struct ISO8601Date: ValueTransformer {
+    public struct ISO8601Date: PocketValueTransformer {
         /// The transformer (it has no settings).
         public init() {}
         /// Response direction; throws when the value does not convert.
-        public func value(from json: JSONValue) throws -> Date {
+        public func value(from json: PocketJSONValue) throws -> Date {
             guard let s = json.string, let date = ISO8601.parse(s) else {
                 throw TransformError("Can't create Date from string '\(json.string ?? "\(json)")'")
             }
             return date
         }
         /// Request direction.
-        public func json(from value: Date) throws -> JSONValue {
+        public func json(from value: Date) throws -> PocketJSONValue {
             guard let text = ISO8601.format(value) else {
                 throw TransformError("Can't write Date \(value.timeIntervalSince1970) s after 1970 as an RFC 3339 date-time")
             }
@@ -30,63 +30,63 @@ public enum ValueTransformers {
     }
 
     /// `{url}` ⇄ `URL`: an absolute or relative URL string.
-    public struct URLString: ValueTransformer {
+    public struct URLString: PocketValueTransformer {
         /// The transformer (it has no settings).
         public init() {}
         /// Response direction; throws when the value does not convert.
-        public func value(from json: JSONValue) throws -> URL {
+        public func value(from json: PocketJSONValue) throws -> URL {
             guard let s = json.string, !s.isEmpty, let url = URL(string: s) else {
                 throw TransformError("Can't create URL from string '\(json.string ?? "")'")
             }
             return url
         }
         /// Request direction.
-        public func json(from value: URL) throws -> JSONValue { .string(value.absoluteString) }
+        public func json(from value: URL) throws -> PocketJSONValue { .string(value.absoluteString) }
     }
 
     /// `{number}` ⇄ `Double`: a number, or a string holding one (`"4.5"`),
     /// as some APIs send amounts.
-    public struct Number: ValueTransformer {
+    public struct Number: PocketValueTransformer {
         /// The transformer (it has no settings).
         public init() {}
         /// The JSON types it reads.
-        public var acceptedTypes: JSONTypes { [.number, .string] }
+        public var acceptedTypes: PocketJSONTypes { [.number, .string] }
         /// Response direction; throws when the value does not convert.
-        public func value(from json: JSONValue) throws -> Double {
+        public func value(from json: PocketJSONValue) throws -> Double {
             if let d = json.double { return d }
             if let s = json.string, let d = Double(s), d.isFinite { return d }
             throw TransformError("Can't create a number from string '\(json.string ?? "")'")
         }
         /// Request direction.
-        public func json(from value: Double) throws -> JSONValue {
+        public func json(from value: Double) throws -> PocketJSONValue {
             value.rounded() == value && abs(value) < 9.2e18 ? .int(Int(value)) : .double(value)
         }
     }
 
     /// `{int}` ⇄ `Int`: an integral number, or a string holding one (`"42"`).
-    public struct Integer: ValueTransformer {
+    public struct Integer: PocketValueTransformer {
         /// The transformer (it has no settings).
         public init() {}
         /// The JSON types it reads.
-        public var acceptedTypes: JSONTypes { [.number, .string] }
+        public var acceptedTypes: PocketJSONTypes { [.number, .string] }
         /// Response direction; throws when the value does not convert.
-        public func value(from json: JSONValue) throws -> Int {
+        public func value(from json: PocketJSONValue) throws -> Int {
             if let i = json.int { return i }
             if let s = json.string, let i = Int(s) { return i }
             throw TransformError("Can't create an integer from \(json.typeName) \(json)")
         }
         /// Request direction.
-        public func json(from value: Int) throws -> JSONValue { .int(value) }
+        public func json(from value: Int) throws -> PocketJSONValue { .int(value) }
     }
 
     /// `{string}` ⇄ `String`: a string, or a number or boolean as text (`42` → `"42"`).
-    public struct Text: ValueTransformer {
+    public struct Text: PocketValueTransformer {
         /// The transformer (it has no settings).
         public init() {}
         /// The JSON types it reads.
-        public var acceptedTypes: JSONTypes { [.string, .number, .bool] }
+        public var acceptedTypes: PocketJSONTypes { [.string, .number, .bool] }
         /// Response direction; throws when the value does not convert.
-        public func value(from json: JSONValue) throws -> String {
+        public func value(from json: PocketJSONValue) throws -> String {
             switch json {
             case let .string(s): return s
             case let .bool(b): return b ? "true" : "false"
@@ -94,7 +94,7 @@ public enum ValueTransformers {
             }
         }
         /// Request direction.
-        public func json(from value: String) throws -> JSONValue { .string(value) }
+        public func json(from value: String) throws -> PocketJSONValue { .string(value) }
     }
 }
 

@@ -9,7 +9,7 @@ extension PocketClient {
     /// MTPocket's `addRequestTemplate:name:`. Thread-safe; scoped clients
     /// made from this client (and the client it was scoped from) share the
     /// registry.
-    public func register(_ template: RequestTemplate, as name: String) {
+    public func register(_ template: PocketRequestTemplate, as name: String) {
         templates.register(template, as: name)
     }
 
@@ -19,7 +19,7 @@ extension PocketClient {
     }
 
     /// The template registered as `name`, or nil.
-    public func template(named name: String) -> RequestTemplate? {
+    public func template(named name: String) -> PocketRequestTemplate? {
         templates.template(named: name)
     }
 
@@ -37,12 +37,12 @@ extension PocketClient {
     /// ```
     ///
     /// Throws `.unknownTemplate` for a name nothing is registered under, and
-    /// the errors of `Request.init(_:path:baseURL:…)`.
-    public func request(_ method: HTTPMethod = .get, _ path: String, template: String? = nil,
-                        identifiers: [ParameterValue] = [], parameters: [String: ParameterValue] = [:],
-                        headers: HTTPHeaders = [:], body: RequestBody? = nil,
-                        format: ContentFormat? = nil) throws -> Request {
-        var base = RequestTemplate()
+    /// the errors of `PocketRequest.init(_:path:baseURL:…)`.
+    public func request(_ method: PocketMethod = .get, _ path: String, template: String? = nil,
+                        identifiers: [PocketParameterValue] = [], parameters: [String: PocketParameterValue] = [:],
+                        headers: PocketHeaders = [:], body: PocketRequestBody? = nil,
+                        format: PocketContentFormat? = nil) throws -> PocketRequest {
+        var base = PocketRequestTemplate()
         if let template {
             guard let registered = templates.template(named: template) else {
                 throw PocketError(.unknownTemplate, "no template is registered as '\(template)'"
@@ -70,12 +70,12 @@ extension PocketClient {
     /// engine stops when the last client sharing it is released, or at the
     /// first `shutdown()` of any of them. Throws `.invalidURL` when `path`
     /// needs a base URL and the client has none.
-    public func scoped(path: String? = nil, headers: HTTPHeaders = [:], query: [String: ParameterValue] = [:],
-                       timeouts: Timeouts? = nil, format: ContentFormat? = nil,
-                       validation: Validation? = nil) throws -> PocketClient {
+    public func scoped(path: String? = nil, headers: PocketHeaders = [:], query: [String: PocketParameterValue] = [:],
+                       timeouts: PocketTimeouts? = nil, format: PocketContentFormat? = nil,
+                       validation: PocketValidation? = nil) throws -> PocketClient {
         var scoped = configuration
         if let path {
-            scoped.baseURL = try Request(path: path, baseURL: configuration.baseURL).url
+            scoped.baseURL = try PocketRequest(path: path, baseURL: configuration.baseURL).url
         }
         scoped.defaultHeaders.merge(headers)
         scoped.defaultQuery.merge(query) { _, new in new }

@@ -1,9 +1,9 @@
 
 /// A client's named templates, shared with its scoped clients.
 final class TemplateRegistry: Sendable {
-    private let templates = Lock<[String: RequestTemplate]>([:])
+    private let templates = Lock<[String: PocketRequestTemplate]>([:])
 
-    func register(_ template: RequestTemplate, as name: String) {
+    func register(_ template: PocketRequestTemplate, as name: String) {
         templates.withLock { $0[name] = template }
     }
 
@@ -11,7 +11,7 @@ final class TemplateRegistry: Sendable {
         _ = templates.withLock { $0.removeValue(forKey: name) }
     }
 
-    func template(named name: String) -> RequestTemplate? {
+    func template(named name: String) -> PocketRequestTemplate? {
         templates.withLock { $0[name] }
     }
 

@@ -6,7 +6,7 @@ import Foundation
 internal import CHTTPEngine
 
 /// The buffer between the engine (producer, loop thread) and a
-/// `ResponseBodyStream` reader, with backpressure: past `highWater` buffered
+/// `PocketResponseBodyStream` reader, with backpressure: past `highWater` buffered
 /// bytes the engine is told to stop reading the socket; when the reader has
 /// drained below `lowWater`, reading resumes. Memory stays under highWater
 /// plus one delivery (at most 16 KiB, or one decoded block).
@@ -18,7 +18,7 @@ final class BodyStreamState: @unchecked Sendable {
         var paused = false
         var finished = false
         var failure: PocketError?
-        var timings: Timings?
+        var timings: PocketTimings?
         var waiter: UnsafeContinuation<Data?, any Error>?
         var wakeQueued = false
     }
@@ -50,7 +50,7 @@ final class BodyStreamState: @unchecked Sendable {
 
     /// Loop thread: the body ended (nil) or failed. Returns whether the
     /// reader must be woken at the end of the pass.
-    func finish(_ failure: PocketError?, timings: Timings? = nil) -> Bool {
+    func finish(_ failure: PocketError?, timings: PocketTimings? = nil) -> Bool {
         state.withLock { s in
             s.finished = true
             s.failure = failure
@@ -149,5 +149,5 @@ final class BodyStreamState: @unchecked Sendable {
     var bufferedBytes: Int { state.withLock { $0.buffered } }
 
     /// The request's timings once the body ended without error; nil before.
-    var timings: Timings? { state.withLock { $0.timings } }
+    var timings: PocketTimings? { state.withLock { $0.timings } }
 }

@@ -11,10 +11,10 @@ import Musl
 import Synchronization
 
 /// The outcome of a download.
-public struct DownloadResponse: Sendable {
+public struct PocketDownloadResponse: Sendable {
     public var status: Int
     public var reason: String
-    public var headers: HTTPHeaders
+    public var headers: PocketHeaders
     /// The destination, when the body was saved there (2xx). Nil otherwise.
     public var fileURL: URL?
     /// For a non-2xx status: the (error) body, kept in memory instead of the
@@ -24,11 +24,11 @@ public struct DownloadResponse: Sendable {
     public var fileSize: Int
     /// True when the download continued a partial file (206).
     public var resumed: Bool
-    public var timings: Timings
+    public var timings: PocketTimings
     /// The URL the body came from (the request's, or where its redirects led).
     public var url: URL?
     /// The redirects followed to get here, in order; empty for none.
-    public var redirects: [RedirectHop] = []
+    public var redirects: [PocketRedirectHop] = []
 
     /// True for 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }
@@ -42,9 +42,9 @@ public struct DownloadResponse: Sendable {
 /// disk at that moment) with `If-Range` set to the ETag (strong ones only) or
 /// the Last-Modified date the first response carried, so a changed resource
 /// is sent whole (200: the file restarts from zero) instead of spliced.
-public struct ResumeData: Sendable, Codable, Hashable {
+public struct PocketResumeData: Sendable, Codable, Hashable {
     /// The original request.
-    public var request: Request
+    public var request: PocketRequest
     /// Where the complete file goes.
     public var destination: URL
     /// The partial file (next to the destination, a hidden name).
@@ -64,22 +64,22 @@ public struct ResumeData: Sendable, Codable, Hashable {
 /// (no trip through Swift per chunk, constant memory) and renames it into
 /// place when the body is complete, so the destination appears complete or
 /// not at all (a rename within one directory is atomic).
-public final class DownloadTask: Sendable {
+public final class PocketDownloadTask: Sendable {
     enum Outcome: Sendable {
-        case done(DownloadResponse)
-        case paused(ResumeData)
+        case done(PocketDownloadResponse)
+        case paused(PocketResumeData)
     }
 
     /// What the task and its runner share.
     final class Control: Sendable {
         let pausing = Atomic<Bool>(false)
-        let saved = Lock<ResumeData?>(nil)
+        let saved = Lock<PocketResumeData?>(nil)
     }
 
     private let task: Task<Outcome, any Error>
     private let control = Control()
 
-    init(client: PocketClient, request: Request, destination: URL, resume: ResumeData?, progress: ProgressHandler?) {
+    init(client: PocketClient, request: PocketRequest, destination: URL, resume: PocketResumeData?, progress: PocketProgressHandler?) {
         let control = self.control
         task = Task {
             try await Downloader(client: client, request: request, destination: destination, resume: resume,
@@ -90,7 +90,7 @@ public final class DownloadTask: Sendable {
     /// Waits for the download. Throws what kept it from completing; a paused
     /// download throws `.cancelled`. After a failure other than cancellation,
     /// `resumeData` holds what the partial file needs to continue.
-    public func response() async throws -> DownloadResponse {
+    public func response() async throws -> PocketDownloadResponse {
         switch try await task.value {
         case .done(let r): return r
         case .paused: throw PocketError(.cancelled, "the download was paused; continue it with its ResumeData")
@@ -99,7 +99,7 @@ public final class DownloadTask: Sendable {
 
     /// Stops the transfer, keeps the partial file and returns how to continue.
     /// Throws if the download already ended (its `response()` tells how).
-    public func pause() async throws -> ResumeData {
+    public func pause() async throws -> PocketResumeData {
         control.pausing.store(true, ordering: .sequentiallyConsistent)
         task.cancel()
         switch try await task.value {
@@ -114,34 +114,34 @@ public final class DownloadTask: Sendable {
     }
 
     /// Resume data after a pause, or after a failure that left a partial file.
-    public var resumeData: ResumeData? { control.saved.withLock { $0 } }
+    public var resumeData: PocketResumeData? { control.saved.withLock { $0 } }
 }
 
 extension PocketClient {
     /// Downloads `request`'s response body into `destination` (replacing a
-    /// file there once complete). `Range`-resumable: see `DownloadTask.pause`.
+    /// file there once complete). `Range`-resumable: see `PocketDownloadTask.pause`.
     /// A non-2xx status leaves the destination untouched and returns the
-    /// body in memory (`DownloadResponse.body`).
+    /// body in memory (`PocketDownloadResponse.body`).
     ///
     /// Unless the request sets `Accept-Encoding`, a download asks for
     /// `identity`: Range offsets count the bytes as sent, so a file decoded
     /// from gzip could not be resumed. A content-coded body (the server sent
     /// one anyway, or the request asked) is still decoded and saved, but a
     /// failure or pause then keeps no partial file.
-    public func downloadTask(_ request: Request, to destination: URL, progress: ProgressHandler? = nil) -> DownloadTask {
-        DownloadTask(client: self, request: request, destination: destination, resume: nil, progress: progress)
+    public func downloadTask(_ request: PocketRequest, to destination: URL, progress: PocketProgressHandler? = nil) -> PocketDownloadTask {
+        PocketDownloadTask(client: self, request: request, destination: destination, resume: nil, progress: progress)
     }
 
     /// Continues a paused or failed download. 206 appends to the partial
     /// file; 200 (the server ignored the range, or the resource changed)
     /// starts it again from zero; 416 is `.rangeNotSatisfiable`; a 206 for a
     /// different version than the resume data's is `.resumeValidatorMismatch`.
-    public func downloadTask(resumingWith data: ResumeData, progress: ProgressHandler? = nil) -> DownloadTask {
-        DownloadTask(client: self, request: data.request, destination: data.destination, resume: data, progress: progress)
+    public func downloadTask(resumingWith data: PocketResumeData, progress: PocketProgressHandler? = nil) -> PocketDownloadTask {
+        PocketDownloadTask(client: self, request: data.request, destination: data.destination, resume: data, progress: progress)
     }
 
     /// Downloads and waits: `downloadTask(request, to:).response()`.
-    public func download(_ request: Request, to destination: URL, progress: ProgressHandler? = nil) async throws -> DownloadResponse {
+    public func download(_ request: PocketRequest, to destination: URL, progress: PocketProgressHandler? = nil) async throws -> PocketDownloadResponse {
         let task = downloadTask(request, to: destination, progress: progress)
         return try await withTaskCancellationHandler { try await task.response() } onCancel: { task.cancel() }
     }
@@ -150,11 +150,11 @@ extension PocketClient {
 /// One run of a download (fresh or resumed).
 private struct Downloader {
     let client: PocketClient
-    let request: Request
+    let request: PocketRequest
     let destination: URL
-    let resume: ResumeData?
-    let progress: ProgressHandler?
-    let control: DownloadTask.Control
+    let resume: PocketResumeData?
+    let progress: PocketProgressHandler?
+    let control: PocketDownloadTask.Control
 
     /// Validators and size of the response being written (set on the loop thread).
     struct Seen: Sendable {
@@ -165,7 +165,7 @@ private struct Downloader {
         var encoded = false
     }
 
-    func run() async throws -> DownloadTask.Outcome {
+    func run() async throws -> PocketDownloadTask.Outcome {
         let temp = resume?.temporaryFile ?? destination.deletingLastPathComponent()
             .appending(path: ".\(destination.lastPathComponent).pocket-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))")
         let tempPath = temp.path(percentEncoded: false)
@@ -193,7 +193,7 @@ private struct Downloader {
         let seen = Lock(Seen(etag: resume?.etag, lastModified: resume?.lastModified, total: resume?.totalBytes))
         let start = offset
         let expectedETag = resume?.etag, expectedDate = resume?.lastModified
-        let decide: @Sendable (ResponseHead) -> InFlightRequest.FileDecision = { head in
+        let decide: @Sendable (PocketResponseHead) -> InFlightRequest.FileDecision = { head in
             guard (200..<300).contains(head.status) else { return .memory }
             let etag = head.headers["ETag"], date = head.headers["Last-Modified"]
             if head.headers.contains("Content-Encoding") { seen.withLock { $0.encoded = true } }
@@ -220,7 +220,7 @@ private struct Downloader {
             return .write
         }
 
-        let response: Response
+        let response: PocketResponse
         do {
             // A redirect's body is collected in memory (`decide` keeps
             // non-2xx out of the file), so the file only sees the final one.
@@ -232,7 +232,7 @@ private struct Downloader {
             let size = Self.size(fd)
             close(fd)
             let s = seen.withLock { $0 }
-            let data = ResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
+            let data = PocketResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
                                   etag: s.etag, lastModified: s.lastModified, totalBytes: s.total)
             if error.code == .cancelled && control.pausing.load(ordering: .sequentiallyConsistent) && !s.encoded {
                 control.saved.withLock { $0 = data }
@@ -251,13 +251,13 @@ private struct Downloader {
         guard response.isSuccess else {
             if offset == 0 { unlink(tempPath) }
             if response.status == 416 {
-                let data = ResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
+                let data = PocketResumeData(request: request, destination: destination, temporaryFile: temp, bytesReceived: size,
                                       etag: resume?.etag, lastModified: resume?.lastModified, totalBytes: resume?.totalBytes)
                 control.saved.withLock { $0 = data }
                 throw PocketError(.rangeNotSatisfiable, "the server has no bytes from offset \(offset) (416, Content-Range \(response.headers["Content-Range"] ?? "none"))",
-                                  response: ResponseHead(status: response.status, reason: response.reason, headers: response.headers))
+                                  response: PocketResponseHead(status: response.status, reason: response.reason, headers: response.headers))
             }
-            return .done(DownloadResponse(status: response.status, reason: response.reason, headers: response.headers, fileURL: nil,
+            return .done(PocketDownloadResponse(status: response.status, reason: response.reason, headers: response.headers, fileURL: nil,
                                           body: response.body, fileSize: 0, resumed: false, timings: response.timings,
                                           url: response.url, redirects: response.redirects))
         }
@@ -266,7 +266,7 @@ private struct Downloader {
             unlink(tempPath)
             throw error
         }
-        return .done(DownloadResponse(status: response.status, reason: response.reason, headers: response.headers,
+        return .done(PocketDownloadResponse(status: response.status, reason: response.reason, headers: response.headers,
                                       fileURL: destination, body: Data(), fileSize: size, resumed: response.status == 206,
                                       timings: response.timings, url: response.url, redirects: response.redirects))
     }

@@ -1,10 +1,10 @@
 /// How far the part of a multipart upload that is being sent has come
-/// (`TransferProgress.part`).
+/// (`PocketTransferProgress.part`).
 ///
 /// Parts go out in order: every part before `index` is complete when this
 /// is reported. Reports are rate-limited like the totals, so a small part
 /// may pass between two reports without one of its own.
-public struct PartProgress: Sendable, Hashable, CustomStringConvertible {
+public struct PocketPartProgress: Sendable, Hashable, CustomStringConvertible {
     /// The part's position in the form, from 0.
     public var index: Int
     /// The number of parts in the form.

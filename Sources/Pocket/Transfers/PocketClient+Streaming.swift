@@ -10,15 +10,15 @@ extension PocketClient {
     /// thrown here; errors in the body end the body's iteration. Redirects
     /// are followed as for `send` (a 3xx body of up to 64 KiB is read and
     /// dropped so its connection is reused).
-    public func stream(_ request: Request, bufferSize: Int = 256 << 10,
-                       progress: ProgressHandler? = nil) async throws -> StreamingResponse {
+    public func stream(_ request: PocketRequest, bufferSize: Int = 256 << 10,
+                       progress: PocketProgressHandler? = nil) async throws -> PocketStreamingResponse {
         try await followingRedirects(request, progress: progress) { request, progress in
             let state = BodyStreamState(highWater: bufferSize)
             let inflight = InFlightRequest(engine: engine, delivery: .stream(state), progress: progress)
             state.request = inflight
-            let body = ResponseBodyStream(state)
+            let body = PocketResponseBodyStream(state)
             let head = try await run(request, inflight)
-            return StreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
+            return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
                                      headers: head.headers, body: body)
         }
     }

@@ -13,7 +13,7 @@ import Foundation
 /// // or, bounded:
 /// let data = try await response.body.collect(upTo: 10 << 20)
 /// ```
-public struct StreamingResponse: Sendable {
+public struct PocketStreamingResponse: Sendable {
     /// The status code, e.g. 200.
     public var status: Int
     /// The reason phrase as sent.
@@ -21,19 +21,19 @@ public struct StreamingResponse: Sendable {
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     public var httpMinorVersion: Int
     /// Header fields in the order received.
-    public var headers: HTTPHeaders
+    public var headers: PocketHeaders
     /// The body, once (it is a stream, not a buffer).
-    public let body: ResponseBodyStream
+    public let body: PocketResponseBodyStream
     /// The URL this response came from (the request's, or where its redirects led).
     public var url: URL?
     /// The redirects followed to get here, in order; empty for none.
-    public var redirects: [RedirectHop] = []
+    public var redirects: [PocketRedirectHop] = []
 
     /// The head as kept with errors.
-    public var head: ResponseHead { ResponseHead(status: status, reason: reason, headers: headers) }
+    public var head: PocketResponseHead { PocketResponseHead(status: status, reason: reason, headers: headers) }
 }
 
-/// The body of a `StreamingResponse`: an `AsyncSequence` of chunks (decoded
+/// The body of a `PocketStreamingResponse`: an `AsyncSequence` of chunks (decoded
 /// if the response was compressed), with backpressure.
 ///
 /// The engine buffers at most `bufferSize` bytes (given to `stream`, 256 KiB by
@@ -43,7 +43,7 @@ public struct StreamingResponse: Sendable {
 /// end cancels the request and closes its connection. Cancelling the reading
 /// task cancels the request. A truncated or malformed body ends the
 /// iteration with the `PocketError` — never a silent short body.
-public final class ResponseBodyStream: AsyncSequence, Sendable {
+public final class PocketResponseBodyStream: AsyncSequence, Sendable {
     public typealias Element = Data
     let state: BodyStreamState
 
@@ -52,7 +52,7 @@ public final class ResponseBodyStream: AsyncSequence, Sendable {
     deinit { state.abandon() }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let stream: ResponseBodyStream
+        let stream: PocketResponseBodyStream
         public mutating func next() async throws -> Data? { try await stream.state.next() }
     }
 

@@ -4,7 +4,7 @@
 /// nil for a chunked body, and for the decoded size of a compressed response
 /// (whose `Content-Length` counts compressed bytes — see `wireBytes` and
 /// `wireTotal` for those).
-public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
+public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertible {
     public enum Direction: Sendable, Hashable { case upload, download }
 
     public var direction: Direction
@@ -20,13 +20,13 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
     public var wireTotal: Int?
     /// True on the last report of a direction that completed.
     public var isFinal: Bool
-    /// For the upload of a multipart form (`RequestBody.multipart`): the
+    /// For the upload of a multipart form (`PocketRequestBody.multipart`): the
     /// part being sent, with its own figures; nil for other bodies and for
     /// downloads.
-    public var part: PartProgress?
+    public var part: PocketPartProgress?
 
     public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false,
-                part: PartProgress? = nil) {
+                part: PocketPartProgress? = nil) {
         self.direction = direction
         self.bytes = bytes
         self.total = total
@@ -69,7 +69,7 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
 /// async let response = client.send(request, progress: handler)
 /// for await p in updates { print(p) }   // ends when the request does
 /// ```
-public struct ProgressHandler: Sendable {
+public struct PocketProgressHandler: Sendable {
     /// Minimum time between two reports of one request.
     public var interval: Duration
     /// A response header that gives the body's size when `Content-Length`
@@ -78,12 +78,12 @@ public struct ProgressHandler: Sendable {
     /// number, download reports use it as `total`; nil (the default) uses
     /// `Content-Length` alone.
     public var contentLengthHeader: String?
-    let report: @Sendable (TransferProgress) -> Void
+    let report: @Sendable (PocketTransferProgress) -> Void
     var finish: (@Sendable () -> Void)?
 
     /// Calls `report` (on the engine's loop thread: keep it short) with
     /// upload and download progress.
-    public init(interval: Duration = .milliseconds(100), _ report: @escaping @Sendable (TransferProgress) -> Void) {
+    public init(interval: Duration = .milliseconds(100), _ report: @escaping @Sendable (PocketTransferProgress) -> Void) {
         self.interval = interval
         self.report = report
         self.finish = nil
@@ -92,14 +92,14 @@ public struct ProgressHandler: Sendable {
     /// Progress as an `AsyncStream` that finishes when the request ends
     /// (successfully or not), and the handler to pass to the request. The
     /// stream keeps the newest reports if the reader falls behind.
-    public static func stream(interval: Duration = .milliseconds(100)) -> (AsyncStream<TransferProgress>, ProgressHandler) {
-        let (stream, continuation) = AsyncStream<TransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        var handler = ProgressHandler(interval: interval) { continuation.yield($0) }
-        handler = ProgressHandler(interval: interval, report: handler.report, finish: { continuation.finish() })
+    public static func stream(interval: Duration = .milliseconds(100)) -> (AsyncStream<PocketTransferProgress>, PocketProgressHandler) {
+        let (stream, continuation) = AsyncStream<PocketTransferProgress>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        var handler = PocketProgressHandler(interval: interval) { continuation.yield($0) }
+        handler = PocketProgressHandler(interval: interval, report: handler.report, finish: { continuation.finish() })
         return (stream, handler)
     }
 
-    init(interval: Duration, report: @escaping @Sendable (TransferProgress) -> Void, finish: (@Sendable () -> Void)?) {
+    init(interval: Duration, report: @escaping @Sendable (PocketTransferProgress) -> Void, finish: (@Sendable () -> Void)?) {
         self.interval = interval
         self.report = report
         self.finish = finish

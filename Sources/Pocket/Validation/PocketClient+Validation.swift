@@ -4,7 +4,7 @@ extension PocketClient {
     /// then by the request's `schema` (`response.schemaResult`). With none
     /// set (the default) that is one copy and two nil checks: no allocation
     /// on the fast path.
-    func completed(_ response: Response, for request: Request) throws -> Response {
+    func completed(_ response: PocketResponse, for request: PocketRequest) throws -> PocketResponse {
         var response = response
         response.request = request
         let validation = request.validation ?? configuration.validation
@@ -16,7 +16,7 @@ extension PocketClient {
                                                            errorParser: request.errorParser,
                                                            acceptedStatus: validation?.statusCodes)
         } else if let parser = request.errorParser {
-            try SchemaRegistry.check(response, with: parser, registry: configuration.schemas)
+            try PocketSchemaRegistry.check(response, with: parser, registry: configuration.schemas)
         }
         return response
     }

@@ -6,17 +6,17 @@ extension PocketError.Code {
     public static let invalidPathTemplate = PocketError.Code("invalid_path_template")
     /// A `{name}` placeholder has no value (missing or `.null`).
     public static let missingPathParameter = PocketError.Code("missing_path_parameter")
-    /// Credentials an `Authorization` scheme cannot carry (a `:` in a Basic
+    /// Credentials an `PocketAuthorization` scheme cannot carry (a `:` in a Basic
     /// username, an invalid Bearer token, CR/LF).
     public static let invalidCredentials = PocketError.Code("invalid_credentials")
-    /// A body could not be encoded (`RequestBody.json`); `underlying` is the `EncodingError`.
+    /// A body could not be encoded (`PocketRequestBody.json`); `underlying` is the `EncodingError`.
     public static let encodingFailed = PocketError.Code("encoding_failed")
     /// No template is registered under the name asked for.
     public static let unknownTemplate = PocketError.Code("unknown_template")
 
     // Validating and decoding responses
 
-    /// The status is not one `Validation.statusCodes` accepts; the error
+    /// The status is not one `PocketValidation.statusCodes` accepts; the error
     /// carries the head (`response`) and the body (`body`).
     public static let unacceptableStatus = PocketError.Code("unacceptable_status")
     /// The `Content-Type` is missing or not one validation accepts; carries head and body.

@@ -4,31 +4,31 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The value an empty body decodes to: `response.decode(Empty.self)` for
+/// The value an empty body decodes to: `response.decode(PocketEmpty.self)` for
 /// endpoints that answer 204, or to say "no content expected".
-public struct Empty: Sendable, Hashable, Codable {
+public struct PocketEmpty: Sendable, Hashable, Codable {
     /// The empty value.
     public init() {}
 }
 
-/// Types an empty body decodes to without error: `Empty` and any `Optional` (nil).
+/// Types an empty body decodes to without error: `PocketEmpty` and any `Optional` (nil).
 protocol EmptyBodyDecodable {
     static var emptyBodyValue: Self { get }
 }
 
-extension Empty: EmptyBodyDecodable {
-    static var emptyBodyValue: Empty { Empty() }
+extension PocketEmpty: EmptyBodyDecodable {
+    static var emptyBodyValue: PocketEmpty { PocketEmpty() }
 }
 
 extension Optional: EmptyBodyDecodable {
     static var emptyBodyValue: Optional { nil }
 }
 
-extension Response {
+extension PocketResponse {
     /// The body decoded as `T` per the request's format (JSON by default).
     ///
     /// - An empty body (204, 205, 304, a HEAD response, an empty 200)
-    ///   decodes as `Empty()` or as nil for an optional `T`, without error;
+    ///   decodes as `PocketEmpty()` or as nil for an optional `T`, without error;
     ///   as any other type it is `.decodingFailed`.
     /// - `String` decodes as the charset-aware `decodedText()` and `Data` as
     ///   the bytes, whatever the format.
@@ -44,7 +44,7 @@ extension Response {
     ///
     /// When the request had a `schema`, `client.send` has already validated
     /// and mapped the body: `T` is then what the root mapper made, or the
-    /// result decoded as `T` (`decoder` unused; see `JSONValue.decode`).
+    /// result decoded as `T` (`decoder` unused; see `PocketJSONValue.decode`).
     public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         if let schemaResult { return try decode(schemaResult, as: T.self) }
         if body.isEmpty, let empty = T.self as? any EmptyBodyDecodable.Type {

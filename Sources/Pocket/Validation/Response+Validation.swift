@@ -1,4 +1,4 @@
-extension Response {
+extension PocketResponse {
     /// Throws unless the response passes `validation`: `.unacceptableStatus`
     /// for a status outside `statusCodes`, `.unacceptableContentType` for a
     /// non-empty body whose media type is missing or not accepted (when
@@ -10,7 +10,7 @@ extension Response {
     /// let issue = try await client.send(request).validate().decode(Issue.self)
     /// ```
     @discardableResult
-    public func validate(_ validation: Validation = Validation()) throws -> Response {
+    public func validate(_ validation: PocketValidation = PocketValidation()) throws -> PocketResponse {
         guard validation.statusCodes.contains(where: { $0.contains(status) }) else {
             throw PocketError(.unacceptableStatus, "HTTP \(httpStatus) is not acceptable"
                               + " (expected \(Self.describe(validation.statusCodes)))\(bodyExcerpt)",
@@ -19,14 +19,14 @@ extension Response {
         guard !body.isEmpty else { return self }
         let accepted = validation.contentTypes ?? format.acceptableContentTypes
         guard let type = mimeType else {
-            guard ContentFormat.matches("", accepted) else {
+            guard PocketContentFormat.matches("", accepted) else {
                 throw PocketError(.unacceptableContentType,
                                   "the response has no Content-Type (expected \(accepted.joined(separator: ", ")))",
                                   response: head, body: body)
             }
             return self
         }
-        guard ContentFormat.matches(type, accepted) else {
+        guard PocketContentFormat.matches(type, accepted) else {
             throw PocketError(.unacceptableContentType,
                               "Content-Type \(type) is not acceptable (expected \(accepted.joined(separator: ", ")))",
                               response: head, body: body)

@@ -14,12 +14,12 @@
 /// config.validation = Validation()                       // 2xx and the format's content types
 /// request.validation = Validation(statusCodes: [200..<300, 404..<405])
 /// ```
-public struct Validation: Sendable, Hashable, Codable {
+public struct PocketValidation: Sendable, Hashable, Codable {
     /// Acceptable statuses; 2xx by default (what MTPocket calls success).
     public var statusCodes: [Range<Int>]
     /// Acceptable media types (`application/json`, `+json`, `text/*`,
     /// `*/*`); nil (the default) takes them from the request's format
-    /// (`ContentFormat.acceptableContentTypes`, JSON when it has none). A
+    /// (`PocketContentFormat.acceptableContentTypes`, JSON when it has none). A
     /// response with an empty body passes whatever its type: there is
     /// nothing to misread.
     public var contentTypes: [String]?
@@ -32,7 +32,7 @@ public struct Validation: Sendable, Hashable, Codable {
 
     /// Statuses only: any content type (for endpoints whose type is not
     /// known or does not matter).
-    public static func status(_ codes: [Range<Int>] = [200..<300]) -> Validation {
-        Validation(statusCodes: codes, contentTypes: ["*/*"])
+    public static func status(_ codes: [Range<Int>] = [200..<300]) -> PocketValidation {
+        PocketValidation(statusCodes: codes, contentTypes: ["*/*"])
     }
 }

@@ -159,7 +159,7 @@ func check(_ data: UnsafeRawBufferPointer) {
     var r = Reader(bytes: ArraySlice(data))
     let flags = r.byte()
     let customBoundary: String? = flags & 1 != 0 ? r.text(max: 80) : nil
-    var form = customBoundary.map { MultipartForm(boundary: $0) } ?? MultipartForm()
+    var form = customBoundary.map { PocketMultipartForm(boundary: $0) } ?? PocketMultipartForm()
     var specs: [PartSpec] = []
     let count = Int(r.byte() % 9)
     for _ in 0..<count {
@@ -170,7 +170,7 @@ func check(_ data: UnsafeRawBufferPointer) {
         var headers: [(String, String)] = []
         for _ in 0..<Int((kind >> 3) % 3) { headers.append((r.text(max: 16), r.text(max: 24))) }
         let content = r.chunk(max: 200)
-        let h = HTTPHeaders(headers)
+        let h = PocketHeaders(headers)
         let spec: PartSpec
         switch (kind >> 5) & 3 {
         case 2: // a file part

@@ -9,7 +9,7 @@
 //     independent parser; JSONParser is the stricter of the two);
 //   - writer round trip: parse(write(v)) == v, and writing that again gives
 //     the same bytes;
-//   - `Schema(data:)` fails only with `.invalidSchema`;
+//   - `PocketSchema(data:)` fails only with `.invalidSchema`;
 //   - validation (response direction) fails only with the documented codes,
 //     and twice over the same input gives the same result and message;
 //   - the request direction (`encode`) on the document either fails with a
@@ -23,9 +23,9 @@ struct Item: Decodable, Sendable {
     var name: String?
 }
 
-let registry: SchemaRegistry = {
-    var r = SchemaRegistry() // {date_iso8601}, {url}, {number}, {int}, {string}
-    r.register(Item.self, for: "{item}", schema: try! Schema(json: #"{"id": 0, "name{?}": ""}"#))
+let registry: PocketSchemaRegistry = {
+    var r = PocketSchemaRegistry() // {date_iso8601}, {url}, {number}, {int}, {string}
+    r.register(Item.self, for: "{item}", schema: try! PocketSchema(json: #"{"id": 0, "name{?}": ""}"#))
     return r
 }()
 
@@ -38,9 +38,9 @@ func fail(_ message: @autoclosure () -> String) -> Never {
     fatalError("FuzzSchema: " + message())
 }
 
-func parsed(_ bytes: UnsafeRawBufferPointer) -> JSONValue? {
+func parsed(_ bytes: UnsafeRawBufferPointer) -> PocketJSONValue? {
     do {
-        return try JSONParser.parse(bytes)
+        return try PocketJSONParser.parse(bytes)
     } catch let error as PocketError {
         guard error.code == .malformedJSON || error.code == .jsonNestingTooDeep else {
             fail("the parser failed with \(error.code): \(error.message)")
@@ -51,7 +51,7 @@ func parsed(_ bytes: UnsafeRawBufferPointer) -> JSONValue? {
     }
 }
 
-func describe(_ r: Result<JSONValue, PocketError>) -> String {
+func describe(_ r: Result<PocketJSONValue, PocketError>) -> String {
     switch r {
     case let .success(v): return "ok " + JSONWriter.string(v, pretty: false)
     case let .failure(e): return "\(e.code): \(e.message)"
@@ -78,16 +78,16 @@ func check(_ input: UnsafeRawBufferPointer) {
     }
 
     // Schema and validator.
-    let schema: Schema
+    let schema: PocketSchema
     do {
-        schema = try Schema(data: Data(schemaText))
+        schema = try PocketSchema(data: Data(schemaText))
     } catch let error as PocketError {
         guard error.code == .invalidSchema else { fail("Schema(data:) failed with \(error.code)") }
         return
     } catch {
         fail("Schema(data:) threw a non-PocketError: \(error)")
     }
-    var options = SchemaOptions()
+    var options = PocketSchemaOptions()
     options.unknownKeys = flags & 1 != 0 ? .drop : .keep
     options.coercesNumbersAndStrings = flags & 2 != 0
     options.nulls = flags & 4 != 0 ? .asIs : .absent
