@@ -63,8 +63,7 @@ struct ExitStatus: Sendable, Equatable {
         .fileReadFailed: localRead,
         .rangeNotSatisfiable: range, .resumeValidatorMismatch: range, .badContentRange: range,
         .tooManyRedirects: redirects, .redirectLoop: redirects, .insecureRedirect: redirects,
-        .badRedirectLocation: redirects, .redirectBodyNotReplayable: invalidRequest,
-        .requestBodyNotReplayable: invalidRequest, .invalidMultipartForm: invalidRequest,
+        .badRedirectLocation: redirects, .bodyNotReplayable: invalidRequest, .invalidMultipartForm: invalidRequest,
     ]
 
     static func `for`(_ code: PocketError.Code) -> ExitStatus { table[code] ?? other }

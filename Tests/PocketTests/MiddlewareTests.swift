@@ -36,32 +36,32 @@ final class MiddlewareTests: XCTestCase {
             $0.middleware = [Tracer(name: "A", log: log), Tracer(name: "B", log: log)]
         }
         _ = try await client.send(PocketRequest(url: url(server, "/x")), options: PocketSendOptions(middleware: [Tracer(name: "C", log: log)]))
-        XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "adapt C #1", "observe C 200", "observe B 200", "observe A 200",
-                                    "retry A", "retry B", "retry C"])
+        XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "adapt C #1", "observe C 200", "observe B 200", "observe A 200"],
+                       "a success is never offered to the retry hooks")
         XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B", "C"], "each adaptation reached the wire")
     }
 
     func testFirstRetryOpinionWinsAndHooksRunPerAttempt() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        server.route("/x") { _ in .text("ok") }
+        server.route("/x") { _ in .text("busy", status: 503) }
         let log = Recorder<String>()
         let client = try clientWith {
             $0.middleware = [Tracer(name: "A", log: log), Tracer(name: "B", log: log, retryAnswer: .retryAfter(.zero))]
         }
         _ = try await client.send(PocketRequest(url: url(server, "/x")))
         XCTAssertEqual(server.requestCount, 2)
-        XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "observe B 200", "observe A 200", "retry A", "retry B",
-                                    "adapt A #2", "adapt B #2", "observe B 200", "observe A 200", "retry A", "retry B"])
+        XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "observe B 503", "observe A 503", "retry A", "retry B",
+                                    "adapt A #2", "adapt B #2", "observe B 503", "observe A 503", "retry A", "retry B"])
         XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B"], "each attempt adapts the original request")
     }
 
     func testMiddlewareThatKeepsRetryingIsStopped() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        server.route("/x") { _ in .text("ok") }
+        server.route("/x") { _ in .text("busy", status: 503) }
         let client = try clientWith {
-            $0.maxAttempts = 4
+            $0.retry = PocketRetryPolicy(maxAttempts: 4, backoff: .fixed(.zero))
             $0.middleware = [PocketClosureMiddleware(retry: { _, _, _ in .retryAfter(.zero) })]
         }
         await assertPocketError(.tooManyAttempts) { try await client.send(PocketRequest(url: url(server, "/x"))) }
@@ -233,16 +233,14 @@ final class MiddlewareTests: XCTestCase {
 
     func testThePlainPathReturnsWhenListenersLeave() async throws {
         let client = try makeClient()
-        XCTAssertFalse(client.pipeline.isEngaged)
+        XCTAssertFalse(client.hub.isListening)
         var events: AsyncStream<PocketTaskEvent>? = client.events()
         let token = client.addObserver(endpoint: "/x") { _ in }
-        XCTAssertTrue(client.pipeline.isEngaged)
+        XCTAssertTrue(client.hub.isListening)
         client.removeObserver(token)
         XCTAssertNotNil(events)
         events = nil
-        XCTAssertFalse(client.pipeline.isEngaged, "a dropped subscription no longer engages the pipeline")
-        let clientWithRetry = try clientWith { $0.retry = PocketRetryPolicy() }
-        XCTAssertTrue(clientWithRetry.pipeline.isEngaged)
+        XCTAssertFalse(client.hub.isListening, "a dropped subscription no longer listens")
     }
 
     func testClientEventsAndEndpointObservers() async throws {
@@ -251,12 +249,12 @@ final class MiddlewareTests: XCTestCase {
         server.route("/a") { _ in .text("a") }
         server.route("/b") { _ in .text("b") }
         let client = try makeClient()
-        XCTAssertFalse(client.pipeline.isEngaged, "a plain client takes the direct path")
+        XCTAssertFalse(client.hub.isListening, "a plain client has no listener")
         let first = Recorder<PocketTaskEvent>(), second = Recorder<PocketTaskEvent>(), finishedOnly = Recorder<PocketTaskEvent>()
         let t1 = client.addObserver(endpoint: "/a") { first.append($0) }
         client.addObserver(endpoint: "/a") { second.append($0) }
         client.addObserver(endpoint: "/a", states: [.finished]) { finishedOnly.append($0) }
-        XCTAssertTrue(client.pipeline.isEngaged)
+        XCTAssertTrue(client.hub.isListening)
         let events = client.events()
         _ = try await client.send(PocketRequest(url: url(server, "/a")))
         _ = try await client.send(PocketRequest(url: url(server, "/b")))

@@ -91,7 +91,7 @@ final class MultipartReplayTests: XCTestCase {
         let first = try await client.send(PocketRequest(method: .post, url: url(server, "/form"), body: .multipart(form)))
         XCTAssertEqual(first.status, 200)
         for again in [form, copy] {
-            let error = await assertPocketError(.requestBodyNotReplayable) {
+            let error = await assertPocketError(.bodyNotReplayable) {
                 try await client.send(PocketRequest(method: .post, url: url(self.server, "/form"), body: .multipart(again)))
             }
             XCTAssertTrue(error?.message.contains("already sent") == true)
@@ -133,7 +133,7 @@ final class MultipartReplayTests: XCTestCase {
         }, length: 50_000)
         let client = try makeClient()
         _ = try await client.send(PocketRequest(url: url(server, "/stale")))
-        let error = await assertPocketError(.requestBodyNotReplayable) {
+        let error = await assertPocketError(.bodyNotReplayable) {
             try await client.send(PocketRequest(method: .put, url: url(self.server, "/stale"), body: .multipart(form)))
         }
         let cause = try XCTUnwrap(error?.underlying as? PocketError)
@@ -148,7 +148,7 @@ final class MultipartReplayTests: XCTestCase {
             c.yield(Data("once".utf8))
             c.finish()
         }
-        await assertPocketError(.requestBodyNotReplayable) {
+        await assertPocketError(.bodyNotReplayable) {
             try await client.send(PocketRequest(method: .put, url: url(self.server, "/stale"), body: .stream(chunks, length: nil)))
         }
         XCTAssertEqual(server.receivedRequests.filter { $0.method == "PUT" }.count, 2)

@@ -79,7 +79,7 @@ final class PoolTests: XCTestCase {
         // (the connection's error as its cause), never a second send.
         let chunks = AsyncStream<Data> { c in c.yield(Data("abc".utf8)); c.finish() }
         let before = server.requestCount
-        await assertPocketError(.requestBodyNotReplayable) {
+        await assertPocketError(.bodyNotReplayable) {
             try await client.send(PocketRequest(method: .put, url: url(server, "/"), body: .stream(chunks, length: 3)))
         }
         XCTAssertEqual(server.requestCount, before + 1, "sent once")

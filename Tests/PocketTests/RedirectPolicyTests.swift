@@ -108,7 +108,7 @@ final class RedirectPolicyTests: XCTestCase {
             c.finish()
         }
         var request = PocketRequest(method: .post, url: url(server, "/307"), body: .stream(chunks, length: nil))
-        let error = await assertPocketError(.redirectBodyNotReplayable) { try await client.send(request) }
+        let error = await assertPocketError(.bodyNotReplayable) { try await client.send(request) }
         XCTAssertEqual(error?.response?.status, 307)
         XCTAssertEqual(server.receivedRequests.map(\.path), ["/307"])
         XCTAssertEqual(server.receivedRequests.first?.bodyText, "stream", "the first hop did send it")

@@ -34,7 +34,7 @@ import Synchronization
 /// A form is a value; copies share their stream parts. It is replayable
 /// (`isReplayable`) unless it has a stream part: then it can be sent once,
 /// and a second send — or the engine's retry-once on a stale pooled
-/// connection — fails with `.requestBodyNotReplayable`.
+/// connection — fails with `.bodyNotReplayable`.
 public struct PocketMultipartForm: Sendable, Hashable {
     /// One part: its name, optional file name and type, extra headers and content.
     public struct Part: Sendable, Hashable {

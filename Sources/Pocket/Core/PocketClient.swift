@@ -59,7 +59,7 @@ public final class PocketClient: Sendable {
         /// by default (see `PocketSchemaRegistry`).
         public var schemas = PocketSchemaRegistry()
         /// Middleware, retry policy, transport and clock (see `PocketRequestHandling`).
-        /// Empty by default, which keeps `send` on its direct engine path.
+        /// Empty by default: nothing to adapt, retry or report.
         public var handling = PocketRequestHandling()
 
         // Building requests from paths (`client.request`, templates, scoped clients)
@@ -119,8 +119,8 @@ public final class PocketClient: Sendable {
     let engine: Engine
     /// Named templates, shared with scoped clients.
     let templates: TemplateRegistry
-    /// Middleware, retries and events (shared with scoped clients); bypassed while not engaged.
-    let pipeline: RequestPipeline
+    /// Event subscribers and observers (shared with scoped clients).
+    let hub: EventHub
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -128,59 +128,15 @@ public final class PocketClient: Sendable {
         self.configuration = configuration
         self.engine = try Engine(configuration: configuration)
         self.templates = TemplateRegistry()
-        self.pipeline = RequestPipeline(configuration.handling)
+        self.hub = EventHub()
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
-    init(sharing engine: Engine, templates: TemplateRegistry, pipeline: RequestPipeline, configuration: Configuration) {
+    init(sharing engine: Engine, templates: TemplateRegistry, hub: EventHub, configuration: Configuration) {
         self.configuration = configuration
         self.engine = engine
         self.templates = templates
-        self.pipeline = pipeline
-    }
-
-    /// Sends `request` and returns the complete response.
-    ///
-    /// Any status is a response, not an error: check `status` or use the
-    /// validation helpers. Throws `PocketError` for everything that kept a
-    /// complete response from arriving. Cancelling the calling Task cancels
-    /// the request and closes its connection (`.cancelled`).
-    ///
-    /// Redirects are followed as `request.redirects` (or the client's
-    /// `Configuration.redirects`) says; `response.url` and
-    /// `response.redirects` tell where the answer came from (validation
-    /// applies to the final response; `response.request` is the request as
-    /// given, before any redirect).
-    ///
-    /// With `progress`, upload and download progress is reported as the
-    /// bytes move (rate-limited; see `PocketProgressHandler`).
-    ///
-    /// The response keeps the request (`response.request`). When the request
-    /// or the client has a `PocketValidation`, a response that fails it is thrown
-    /// (`.unacceptableStatus`, `.unacceptableContentType`).
-    ///
-    /// With middleware, a retry policy or a transport configured
-    /// (`Configuration.handling`), or event listeners, the request runs
-    /// through them (validation applies to the final response); otherwise
-    /// it goes straight to the engine.
-    public func send(_ request: PocketRequest, progress: PocketProgressHandler? = nil) async throws -> PocketResponse {
-        if pipeline.isEngaged {
-            return try await send(request, options: PocketSendOptions(), progress: progress)
-        }
-        return try completed(try await sendFollowingRedirects(request, progress: progress), for: request)
-    }
-
-    /// Submits `inflight` and waits for its continuation: the complete
-    /// response, or only its head for a streamed body.
-    func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
-        let configuration = self.configuration
-        return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
-                inflight.start(request, configuration: configuration, continuation: continuation)
-            }
-        } onCancel: {
-            inflight.cancel()
-        }
+        self.hub = hub
     }
 
     /// Fails every request in flight with `.shutdown`, closes every
@@ -188,7 +144,7 @@ public final class PocketClient: Sendable {
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
         engine.shutdown()
-        pipeline.hub.finishAll()
+        hub.finishAll()
     }
 
     /// The engine's event loop as a `TaskExecutor`.

@@ -29,7 +29,9 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedScheme = Code("unsupported_scheme")
         public static let unknown = Code("unknown")
 
-        // Engine codes, one per entry of the engine's error table
+        // Engine codes, one per entry of the engine's error table, by the
+        // engine's own names (`pk_error_name`): a code the engine reports
+        // is `Code(name)`, so these constants only give the names a symbol.
         public static let outOfMemory = Code("out_of_memory")
         public static let invalidArgument = Code("invalid_argument")
         public static let invalidMethod = Code("invalid_method")
@@ -114,6 +116,10 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     public var systemError: Int32?
     /// The response head, when the server answered before the failure.
     public var response: PocketResponseHead?
+    /// The body had started to reach the caller when this error ended the
+    /// request (a download's bytes in its file): the request path does not
+    /// retry it.
+    var bodyDelivered = false
     /// The response body, for errors raised on a complete response
     /// (`.unacceptableStatus`, `.unacceptableContentType`, `.decodingFailed`);
     /// nil otherwise.
@@ -141,72 +147,5 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     /// True for the timeout codes.
     public var isTimeout: Bool {
         code == .connectTimeout || code == .readTimeout || code == .deadlineExceeded
-    }
-}
-
-extension PocketError.Code {
-    /// The Swift code for an engine error number (`pk_error`).
-    static func engine(_ value: Int32) -> PocketError.Code {
-        switch value {
-        case 1: return .outOfMemory
-        case 2: return .invalidArgument
-        case 3: return .invalidMethod
-        case 4: return .invalidTarget
-        case 5: return .invalidHeaderName
-        case 6: return .invalidHeaderValue
-        case 7: return .invalidHost
-        case 8: return .requestHeadTooLarge
-        case 9: return .shutdown
-        case 10: return .cancelled
-        case 11: return .dnsFailure
-        case 12: return .connectionRefused
-        case 13: return .networkUnreachable
-        case 14: return .hostUnreachable
-        case 15: return .connectFailed
-        case 16: return .connectTimeout
-        case 17: return .readTimeout
-        case 18: return .deadlineExceeded
-        case 19: return .connectionReset
-        case 20: return .closedBeforeResponse
-        case 21: return .writeFailed
-        case 22: return .readFailed
-        case 23: return .socketFailed
-        case 24: return .responseHeadTooLarge
-        case 25: return .tooManyHeaders
-        case 26: return .badStatusLine
-        case 27: return .unsupportedVersion
-        case 28: return .badHeader
-        case 29: return .badContentLength
-        case 30: return .conflictingContentLength
-        case 31: return .transferEncodingWithContentLength
-        case 32: return .unsupportedTransferEncoding
-        case 33: return .badChunk
-        case 34: return .chunkSizeTooLong
-        case 35: return .chunkExtensionTooLarge
-        case 36: return .trailersTooLarge
-        case 37: return .tooManyInterimResponses
-        case 38: return .unexpectedUpgrade
-        case 39: return .truncatedBody
-        case 40: return .truncatedHead
-        case 41: return .bodyTooLarge
-        case 42: return .tlsConfiguration
-        case 43: return .tlsHandshakeFailed
-        case 44: return .tlsUntrustedCertificate
-        case 45: return .tlsHostnameMismatch
-        case 46: return .tlsCertificateExpired
-        case 47: return .tlsCertificateNotYetValid
-        case 48: return .tlsPinMismatch
-        case 49: return .tlsProtocolVersion
-        case 50: return .tlsAlpnMismatch
-        case 51: return .badContentEncoding
-        case 52: return .truncatedContentEncoding
-        case 53: return .decompressionBomb
-        case 54: return .decodedBodyTooLarge
-        case 55: return .tooManyContentEncodings
-        case 56: return .fileWriteFailed
-        case 57: return .fileReadFailed
-        case 58: return .requestBodyLengthMismatch
-        default: return .unknown
-        }
     }
 }

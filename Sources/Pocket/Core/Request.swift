@@ -63,6 +63,13 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// nil by default. Not compared, hashed or archived.
     public var errorParser: (any PocketErrorParser)?
 
+    /// Whether sending this request twice has the effect of sending it once:
+    /// its method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE,
+    /// PUT, DELETE) or it carries an `Idempotency-Key` header field. The one
+    /// rule for every resend: the retry policy's and the engine's own, after
+    /// a reused connection failed before any response byte.
+    public var isIdempotent: Bool { method.isIdempotent || headers.contains("Idempotency-Key") }
+
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
     var target: Target

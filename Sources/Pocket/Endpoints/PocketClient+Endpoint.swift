@@ -1,6 +1,6 @@
 extension PocketClient {
     /// Sends `endpoint` (built by `endpoint.request(on:)`) through the client's
-    /// pipeline (its retry policy, middleware and observer key included) and
+    /// request path (its retry policy, middleware and observer key included) and
     /// returns what its `process` makes of the response.
     ///
     /// ```swift

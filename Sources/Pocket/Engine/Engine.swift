@@ -194,6 +194,22 @@ extension PocketError {
     }
 }
 
+extension PocketError.Code {
+    /// The code of an engine error number (either sign): the engine's own
+    /// name for it (`pk_error_name`), `unknown` past the table.
+    static func engine(_ value: Int32) -> PocketError.Code {
+        let c = value < 0 ? -value : value
+        guard c > 0, c < Int32(PK__ERROR_COUNT.rawValue) else { return .unknown }
+        return PocketError.Code(String(cString: pk_error_name(c)))
+    }
+
+    /// Every code the engine can report, in its table's order (tests check
+    /// each has its constant).
+    static var engineCodes: [PocketError.Code] {
+        (1..<Int32(PK__ERROR_COUNT.rawValue)).map { engine($0) }
+    }
+}
+
 private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let s else { return body(nil) }
     return s.withCString { body($0) }

@@ -96,42 +96,23 @@ final class InFlightRequest: @unchecked Sendable {
         Unmanaged<InFlightRequest>.fromOpaque(ctx!).takeRetainedValue()
     }
 
-    /// Submits the request; the continuation is resumed exactly once.
-    func start(_ request: PocketRequest, configuration: PocketClient.Configuration,
+    /// Prepares and submits the request; the continuation is resumed exactly once.
+    func start(_ request: PocketRequest, client: PocketClient,
                continuation: UnsafeContinuation<PocketResponse, any Error>) {
         self.continuation = continuation
         resumesOnLoop = pk_engine_on_loop_thread(engine.raw) != 0
-        let target = request.target
-        if let problem = target.problem {
-            finishEarly(PocketError(request.url.scheme.map { ["http", "https"].contains($0.lowercased()) } == false
-                                    ? .unsupportedScheme : .invalidURL, problem))
-            return
-        }
-        let timeouts = request.timeouts ?? configuration.timeouts
+        let prepared: PreparedRequest
         let tlsID: UInt32
         do {
-            tlsID = target.https ? try engine.tlsID(for: request.tls) : 0
+            prepared = try PreparedRequest(request, configuration: client.configuration)
+            tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
             return
         }
 
-        // Header list: client defaults the request does not override, then the request's own.
-        var extra = PocketHeaders()
-        if let userInfo = target.userInfo, !request.headers.contains("Authorization") {
-            let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
-            extra.add(name: "Authorization", value: "Basic \(token)")
-        }
-        if let form = request.body?.multipartForm, !request.headers.contains("Content-Type") {
-            extra.add(name: "Content-Type", value: form.contentType)
-        }
-        let acceptEncoding = configuration.decompression && !request.headers.contains("Accept-Encoding")
-            && !configuration.defaultHeaders.contains("Accept-Encoding")
-        let headers = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers,
-                                    acceptEncoding: acceptEncoding)
-
         var body = BodySpec()
-        switch request.body?.source {
+        switch prepared.body {
         case nil:
             break
         case .bytes(let data)?:
@@ -160,8 +141,8 @@ final class InFlightRequest: @unchecked Sendable {
             body = BodySpec(present: true, kind: Int32(PK_BODY_STREAM.rawValue), length: length ?? 0, chunked: length == nil)
         case .multipart(let form)?:
             if let once = form.sendOnce, !once.claim() {
-                finishEarly(PocketError(.requestBodyNotReplayable,
-                                        "this multipart form has a stream part and was already sent once"))
+                finishEarly(PocketError(.bodyNotReplayable,
+                                        "this multipart form has a stream part and was already sent once; it cannot be sent again"))
                 return
             }
             do {
@@ -177,7 +158,7 @@ final class InFlightRequest: @unchecked Sendable {
             }
         }
 
-        let rc = submit(request, target, headers, timeouts, tlsID, body)
+        let rc = submit(prepared, tlsID, body)
         if rc != 0 {
             // The engine refused it synchronously: no callback will come.
             Unmanaged.passUnretained(self).release()
@@ -187,9 +168,9 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// Builds the C spec on the stack (no heap allocation for typical sizes)
     /// and submits it. Returns the engine's code.
-    private func submit(_ request: PocketRequest, _ target: Target, _ fields: HeaderSources,
-                        _ timeouts: PocketTimeouts, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
-        var method = request.method.rawValue
+    private func submit(_ prepared: PreparedRequest, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
+        let target = prepared.target, fields = prepared.fields, timeouts = prepared.timeouts
+        var method = prepared.method
         var host = target.host
         var path = target.pathAndQuery
         var total = method.utf8.count + host.utf8.count + path.utf8.count
@@ -238,7 +219,7 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.body_chunked = body.chunked ? 1 : 0
                 spec.segments = multipart?.segmentArray
                 spec.num_segments = multipart?.segmentCount ?? 0
-                if let wait = request.expectContinue { spec.expect_continue_ms = max(1, PocketTimeouts.milliseconds(wait)) }
+                if let wait = prepared.expectContinue { spec.expect_continue_ms = max(1, PocketTimeouts.milliseconds(wait)) }
                 switch delivery {
                 case .collect: break
                 case .stream: spec.max_body_bytes = UInt64.max // the reader sets its own bound (collect(upTo:))
@@ -250,7 +231,7 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.connect_timeout_ms = PocketTimeouts.milliseconds(timeouts.connect)
                 spec.read_timeout_ms = PocketTimeouts.milliseconds(timeouts.read)
                 spec.total_timeout_ms = PocketTimeouts.milliseconds(timeouts.total)
-                spec.idempotent = -1
+                spec.idempotent = prepared.idempotent ? 1 : 0
                 spec.tls_id = tlsID
                 spec.ctx = Unmanaged.passRetained(self).toOpaque()
 
@@ -433,9 +414,9 @@ final class InFlightRequest: @unchecked Sendable {
                 failure = mine
             } else if t.retry_refused != 0 {
                 let cause = PocketError.engine(error, errno: sysErrno, response: head)
-                failure = PocketError(.requestBodyNotReplayable,
-                                      "the pooled connection failed before any response (\(cause.code.name)) and the request would be "
-                                      + "sent again on a new one, but its body is one-shot (a stream)", underlying: cause,
+                failure = PocketError(.bodyNotReplayable,
+                                      "the reused connection failed before any response (\(cause.code.name)) and the request would be "
+                                      + "sent again on a new one, but its body is one-shot (a stream) and was already sent", underlying: cause,
                                       systemError: cause.systemError)
             } else {
                 failure = PocketError.engine(error, errno: sysErrno, response: head)
@@ -497,24 +478,4 @@ private final class LoopJob {
 struct RequestHandle: @unchecked Sendable {
     let value: pk_request_handle
     init(_ value: pk_request_handle) { self.value = value }
-}
-
-/// The header fields of one request without building a merged array: the
-/// client's defaults the request does not override, then URL credentials,
-/// then the request's own fields.
-struct HeaderSources {
-    let defaults: PocketHeaders
-    let extra: PocketHeaders
-    let own: PocketHeaders
-    /// Adds `Accept-Encoding: gzip, deflate` (decompression on, none set).
-    let acceptEncoding: Bool
-
-    private static let acceptEncodingField = PocketHeaders.Field(name: "Accept-Encoding", value: "gzip, deflate")
-
-    func forEach(_ body: (PocketHeaders.Field) -> Void) {
-        if acceptEncoding { body(Self.acceptEncodingField) }
-        for f in defaults.fields where !own.contains(f.name) && !extra.contains(f.name) { body(f) }
-        for f in extra.fields { body(f) }
-        for f in own.fields { body(f) }
-    }
 }

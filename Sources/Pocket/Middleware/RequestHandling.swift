@@ -1,6 +1,6 @@
 /// What a client does around each request, beyond sending it: middleware,
-/// retries, the transport and the clock. Everything is off by default,
-/// which keeps `send` on its direct path (no extra allocation per request).
+/// retries, the transport and the clock. Everything is off by default: the
+/// request path then has nothing to adapt, retry or report.
 ///
 /// ```swift
 /// var config = PocketClient.Configuration()
@@ -9,31 +9,28 @@
 /// let client = try PocketClient(configuration: config)
 /// ```
 ///
-/// It applies to `send` (and what is built on it: queues, groups,
-/// endpoints). `stream` and downloads go straight to the engine: a body
-/// consumed as it arrives cannot be replayed by a retry.
+/// It applies to every way of sending: `send` and what is built on it
+/// (endpoints, pipes, callbacks, groups), queues, `stream` and downloads.
+/// Adaptation always applies; retries apply until the first byte of the
+/// body reaches the caller (a streamed response's head, a download's first
+/// byte written), since bytes already handed over cannot be taken back.
 public struct PocketRequestHandling: Sendable {
     /// The client's middleware, in order (see `PocketMiddleware` for the order of
     /// hooks). Empty by default. Requests can add their own (`PocketSendOptions`).
     public var middleware: [any PocketMiddleware] = []
-    /// The client's retry policy; nil by default (one attempt): retrying
-    /// changes latency and load, so it is the caller's choice. Requests and
-    /// endpoints can set their own.
+    /// The client's retry policy, run as the chain's last middleware; nil by
+    /// default (no retries of its own): retrying changes latency and load,
+    /// so it is the caller's choice. Requests and endpoints can set their
+    /// own. Its `maxAttempts` is the one cap on attempts (3 without a policy).
     public var retry: PocketRetryPolicy?
     /// What sends requests; nil (the default) is the client's engine. Set a
     /// `PocketStubTransport` to run with canned responses and no network.
     public var transport: (any PocketTransport)?
     /// Time for backoff waits, deadlines and stub delays; the system clock by default.
     public var clock: any PocketRetryClock = PocketSystemRetryClock()
-    /// Attempts per request whatever middleware says, 10 by default: a
-    /// guard against a middleware that keeps asking for retries (`.tooManyAttempts`).
-    public var maxAttempts = 10
 
     /// Nothing configured: the direct path.
     public init() {}
-
-    /// True when `send` must go through the pipeline.
-    var isActive: Bool { !middleware.isEmpty || retry != nil || transport != nil }
 }
 
 /// Options for one `send`: its own middleware, retry policy, observers and

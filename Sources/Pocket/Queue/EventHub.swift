@@ -6,8 +6,8 @@ import Foundation
 import Synchronization
 
 /// A client's listeners: `events()` subscribers and observers by endpoint.
-/// One per client, made at init. `listenerCount` lets `send` skip the
-/// pipeline entirely when nobody listens and no middleware is installed.
+/// One per client (shared with its scoped clients), made at init.
+/// `listenerCount` lets a request skip making events when nobody listens.
 final class EventHub: Sendable {
     private struct State {
         var nextID: UInt64 = 1
@@ -19,6 +19,17 @@ final class EventHub: Sendable {
     /// Subscribers plus endpoint observers; read on every `send`.
     let listenerCount = Atomic<Int>(0)
     private let nextTask = Atomic<UInt64>(1)
+
+    /// Whether anyone listens to every request's events.
+    var isListening: Bool { listenerCount.load(ordering: .relaxed) > 0 }
+
+    /// The sink of a request's events, or nil when nobody listens to them
+    /// (no subscriber, no endpoint observer, no observer in `options`).
+    func sink(for request: PocketRequest, options: PocketSendOptions) -> EventSink? {
+        guard listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty else { return nil }
+        return EventSink(hub: self, taskID: newTaskID(), method: request.method, url: request.url,
+                         endpoint: options.endpoint ?? request.url.path(percentEncoded: false), observers: options.observers)
+    }
 
     func newTaskID() -> UInt64 { nextTask.add(1, ordering: .relaxed).oldValue }
 

@@ -148,7 +148,7 @@ public final class PocketQueuedTask: Sendable {
             guard s.result == nil else { return [] }
             s.result = result
             if s.phase == .running || s.phase == .pending {
-                s.phase = RequestPipeline.isCancellation(result) ? .cancelled : .finished
+                s.phase = PocketClient.isCancellation(result) ? .cancelled : .finished
             }
             s.runner = nil
             let w = s.waiters

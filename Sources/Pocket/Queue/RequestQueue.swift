@@ -11,7 +11,7 @@
 /// print(queue.metrics.pending, queue.metrics.maxWait)
 /// ```
 ///
-/// Requests run through the client's pipeline (middleware, retries, events);
+/// Requests take the client's request path (middleware, retries, events);
 /// a retrying request keeps its slot. Waiting requests cost a small record
 /// each and no task or connection, so 10,000 of them stay cheap. With
 /// `maxPending`, a request beyond it is refused with `.queueFull`.
@@ -58,10 +58,9 @@ public final class PocketRequestQueue: Sendable {
     @discardableResult
     public func enqueue(_ request: PocketRequest, priority: PocketQueuePriority = .normal, options: PocketSendOptions = PocketSendOptions(),
                         progress: PocketProgressHandler? = nil) throws -> PocketQueuedTask {
-        let pipeline = client.pipeline
         let host = Self.hostKey(request)
-        let now = pipeline.handling.clock.uptime()
-        let id = pipeline.hub.newTaskID()
+        let now = client.configuration.handling.clock.uptime()
+        let id = client.hub.newTaskID()
         let task: PocketQueuedTask = try state.withLock { s in
             if let maxPending, s.metrics.pending >= maxPending, !canStartNow(host: host, s) {
                 s.metrics.rejected += 1
@@ -142,7 +141,7 @@ public final class PocketRequestQueue: Sendable {
     }
 
     private func sink(for task: PocketQueuedTask) -> EventSink {
-        EventSink(hub: client.pipeline.hub, taskID: task.id, method: task.method, url: task.url,
+        EventSink(hub: client.hub, taskID: task.id, method: task.method, url: task.url,
                   endpoint: task.endpoint, observers: [], task: task)
     }
 
@@ -164,8 +163,8 @@ public final class PocketRequestQueue: Sendable {
                 let sink = self.sink(for: task)
                 let result: Result<PocketResponse, any Error>
                 do {
-                    result = .success(try await client.sendThroughPipeline(request, options: task.options,
-                                                                           progress: task.progress, sink: sink))
+                    result = .success(try await client.send(request, options: task.options,
+                                                            progress: task.progress, sink: sink))
                 } catch {
                     result = .failure(error)
                 }
@@ -178,7 +177,7 @@ public final class PocketRequestQueue: Sendable {
     /// Takes the best startable task (highest priority, then oldest, on a
     /// host under its cap), or nil.
     private func next() -> (PocketQueuedTask, PocketRequest)? {
-        let now = client.pipeline.handling.clock.uptime()
+        let now = client.configuration.handling.clock.uptime()
         return state.withLock { s -> (PocketQueuedTask, PocketRequest)? in
             while s.running < maxConcurrent {
                 var best: (host: String, line: Int, task: PocketQueuedTask)?
@@ -230,7 +229,7 @@ public final class PocketRequestQueue: Sendable {
         state.withLock { s in
             s.running -= 1
             s.metrics.running = s.running
-            if RequestPipeline.isCancellation(result) { s.metrics.cancelled += 1 } else { s.metrics.completed += 1 }
+            if PocketClient.isCancellation(result) { s.metrics.cancelled += 1 } else { s.metrics.completed += 1 }
             if var line = s.hosts[task.host] {
                 line.running -= 1
                 s.hosts[task.host] = line.running == 0 && line.lines.isEmpty ? nil : line

@@ -6,9 +6,6 @@ extension PocketError.Code {
     public static let redirectLoop = PocketError.Code("redirect_loop")
     /// A redirect from `https` to `http`, refused unless `allowsInsecureDowngrade`.
     public static let insecureRedirect = PocketError.Code("insecure_redirect")
-    /// A 307/308 (or a method-keeping 301/302) would send again a stream body
-    /// that was already consumed.
-    public static let redirectBodyNotReplayable = PocketError.Code("redirect_body_not_replayable")
     /// A `Location` that is not a URL, or not an `http`/`https` one.
     public static let badRedirectLocation = PocketError.Code("bad_redirect_location")
 }

@@ -102,7 +102,7 @@ struct RedirectFollower {
             throw PocketError(.redirectLoop, "redirect loop: \(chain(then: next.url))", response: head)
         }
         if let body = next.body, !body.isReplayable, body == request.body {
-            throw PocketError(.redirectBodyNotReplayable, "the \(head.status) redirect keeps the method and body, but the stream body was already sent; use bytes or a file to let it be sent again", response: head)
+            throw PocketError(.bodyNotReplayable, "the \(head.status) redirect keeps the method and body, but the body is one-shot (a stream) and was already sent; use bytes or a file to let it be sent again", response: head)
         }
     }
 

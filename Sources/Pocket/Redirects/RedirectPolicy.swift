@@ -15,7 +15,7 @@ import Foundation
 /// - 301 and 302 turn POST into GET and drop the body; 303 turns every
 ///   method but HEAD into GET and drops the body; 307 and 308 keep the method
 ///   and the body (a replayable one: a stream body that was already sent is
-///   `.redirectBodyNotReplayable`).
+///   `.bodyNotReplayable`).
 /// - `PocketAuthorization`, `Proxy-PocketAuthorization` and `Cookie` are removed when a
 ///   hop leaves the origin (scheme, host, port), so credentials never reach a
 ///   host they were not meant for.

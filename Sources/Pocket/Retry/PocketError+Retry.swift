@@ -1,9 +1,14 @@
 extension PocketError.Code {
-    /// A retry was due (by the policy or a middleware) but the request's body
-    /// is a one-shot stream, already consumed: it is never sent twice.
-    /// `underlying` is the failed attempt's error; `response` its head.
+    /// The request would be sent again — a retry (the policy's or a
+    /// middleware's), a redirect that keeps the body, or the engine's one
+    /// resend after a reused connection failed — but its body is one-shot (a
+    /// stream, or a multipart form with a stream part) and was already
+    /// consumed: it is never sent twice. The message says which of these it
+    /// was; `underlying` is the failed attempt's error and `response` its
+    /// head, when there was one.
     public static let bodyNotReplayable = PocketError.Code("body_not_replayable")
-    /// Middleware asked for more attempts than `PocketRequestHandling.maxAttempts`
-    /// allows: a guard against retry loops.
+    /// A middleware asked for another attempt past the retry policy's
+    /// `maxAttempts` (3 without a policy): the one cap on attempts, a guard
+    /// against retry loops.
     public static let tooManyAttempts = PocketError.Code("too_many_attempts")
 }

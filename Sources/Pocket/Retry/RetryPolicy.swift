@@ -4,10 +4,17 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// When and how often a request is tried again. A pure value: `decide`
-/// maps an attempt's outcome to a `PocketRetryDecision` and does no I/O, so the
-/// rules are testable on their own; the client's request pipeline runs the
-/// loop (with an injectable `PocketRetryClock`).
+/// When and how often a request is tried again: a middleware, the last of
+/// the client's chain (`Configuration.handling.retry`) or of one request's
+/// (`PocketSendOptions.retry`, `PocketEndpoint.retryPolicy`). Its rules are a
+/// pure value: `decide` maps an attempt's outcome to a `PocketRetryDecision`
+/// and does no I/O, so they are testable on their own.
+///
+/// It is asked about failures only: an error, or a response that fails the
+/// request's `PocketValidation` (with none: a status outside 2xx and 3xx).
+/// A response that counts as a success is never retried, whatever the
+/// predicate would say. Its `maxAttempts` is the one cap on attempts: it
+/// also bounds the retries other middleware ask for (a token refresh).
 ///
 /// ```swift
 /// var config = PocketClient.Configuration()
@@ -19,7 +26,10 @@ import Foundation
 /// 408, 429, 500, 502, 503 and 504; a POST or PATCH only when it carries an
 /// `Idempotency-Key` (the caller's opt-in) or `nonIdempotent` is `.always`.
 /// A request whose body is a one-shot stream is never re-sent: when a retry
-/// would be due, the pipeline fails with `.bodyNotReplayable` instead.
+/// would be due, the request fails with `.bodyNotReplayable` instead.
+/// Idempotency follows one rule, shared with the engine's resend after a
+/// stale pooled connection: the method (`PocketMethod.isIdempotent`), or an
+/// `Idempotency-Key` header field (`PocketRequest.isIdempotent`).
 public struct PocketRetryPolicy: Sendable {
     /// Which non-idempotent requests (POST, PATCH, …) may be retried.
     public enum NonIdempotentRetry: Sendable, Hashable {
@@ -34,7 +44,8 @@ public struct PocketRetryPolicy: Sendable {
 
     /// Attempts in all, the first included: 3 by default (two retries),
     /// enough to ride out a restart or a dropped connection without
-    /// multiplying load on a server that is really down.
+    /// multiplying load on a server that is really down. The one cap on
+    /// attempts: a middleware's retry past it is `.tooManyAttempts`.
     public var maxAttempts: Int
     /// Delays between attempts: exponential from 100 ms to 10 s with full
     /// jitter by default.
@@ -90,6 +101,10 @@ public struct PocketRetryPolicy: Sendable {
     /// One attempt, no retries.
     public static let none = PocketRetryPolicy(maxAttempts: 1)
 
+    /// The cap on attempts of a request with no retry policy (retries that
+    /// middleware ask for), 3: as a default policy's.
+    public static let defaultMaxAttempts = 3
+
     /// 408 Request Timeout, 429 Too Many Requests, 500, 502, 503, 504.
     public static let defaultStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
 
@@ -105,7 +120,7 @@ public struct PocketRetryPolicy: Sendable {
         if request.method.isIdempotent { return true }
         switch nonIdempotent {
         case .never: return false
-        case .withIdempotencyKey: return request.headers.contains("Idempotency-Key")
+        case .withIdempotencyKey: return request.isIdempotent
         case .always: return true
         }
     }
@@ -150,5 +165,24 @@ public struct PocketRetryPolicy: Sendable {
         }
         if let deadline, attempt.elapsed + delay >= deadline { return .stop }
         return .retryAfter(delay)
+    }
+}
+
+extension PocketRetryPolicy: PocketMiddleware {
+    /// The policy's opinion on a failed attempt: `decide` with the attempt
+    /// as the context records it (a response that failed validation comes
+    /// with `context.validationFailure` as its error).
+    public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                      context: PocketMiddlewareContext) async throws -> PocketRetryDecision? {
+        var attempt = PocketRetryAttempt(request: request, number: context.attempt, elapsed: context.elapsed)
+        switch outcome {
+        case .success(let response):
+            attempt.response = response
+            attempt.error = context.validationFailure
+        case .failure(let error):
+            attempt.error = error
+        }
+        var generator = SystemRandomNumberGenerator()
+        return decide(attempt, now: context.clock.date(), using: &generator)
     }
 }

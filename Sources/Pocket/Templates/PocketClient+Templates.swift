@@ -82,6 +82,6 @@ extension PocketClient {
         if let timeouts { scoped.timeouts = timeouts }
         if let format { scoped.format = format }
         if let validation { scoped.validation = validation }
-        return PocketClient(sharing: engine, templates: templates, pipeline: pipeline, configuration: scoped)
+        return PocketClient(sharing: engine, templates: templates, hub: hub, configuration: scoped)
     }
 }

@@ -29,6 +29,24 @@ public struct PocketStreamingResponse: Sendable {
     /// The redirects followed to get here, in order; empty for none.
     public var redirects: [PocketRedirectHop] = []
 
+    init(status: Int, reason: String, httpMinorVersion: Int, headers: PocketHeaders, body: PocketResponseBodyStream) {
+        self.status = status
+        self.reason = reason
+        self.httpMinorVersion = httpMinorVersion
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A streamed view of a response that is already complete (what a
+    /// configured `PocketTransport` returns): its body is one chunk.
+    init(collected response: PocketResponse) {
+        let state = BodyStreamState(highWater: max(1, response.body.count))
+        if !response.body.isEmpty { _ = state.append(response.body) }
+        _ = state.finish(nil, timings: response.timings)
+        self.init(status: response.status, reason: response.reason, httpMinorVersion: response.httpMinorVersion,
+                  headers: response.headers, body: PocketResponseBodyStream(state))
+    }
+
     /// The head as kept with errors.
     public var head: PocketResponseHead { PocketResponseHead(status: status, reason: reason, headers: headers) }
 }

@@ -11,27 +11,36 @@ extension PocketResponse {
     /// ```
     @discardableResult
     public func validate(_ validation: PocketValidation = PocketValidation()) throws -> PocketResponse {
+        if let failure = validationFailure(validation, format: format, hasBody: !body.isEmpty) { throw failure }
+        return self
+    }
+
+    /// Why the response fails `validation`, or nil: the status, then the
+    /// media type when there is a body (`hasBody`; a streamed response
+    /// judges it from its head). `format` gives the accepted types when
+    /// `validation.contentTypes` is nil.
+    func validationFailure(_ validation: PocketValidation, format: PocketContentFormat, hasBody: Bool) -> PocketError? {
         guard validation.statusCodes.contains(where: { $0.contains(status) }) else {
-            throw PocketError(.unacceptableStatus, "HTTP \(httpStatus) is not acceptable"
-                              + " (expected \(Self.describe(validation.statusCodes)))\(bodyExcerpt)",
-                              response: head, body: body)
+            return PocketError(.unacceptableStatus, "HTTP \(httpStatus) is not acceptable"
+                               + " (expected \(Self.describe(validation.statusCodes)))\(bodyExcerpt)",
+                               response: head, body: body)
         }
-        guard !body.isEmpty else { return self }
+        guard hasBody else { return nil }
         let accepted = validation.contentTypes ?? format.acceptableContentTypes
         guard let type = mimeType else {
             guard PocketContentFormat.matches("", accepted) else {
-                throw PocketError(.unacceptableContentType,
-                                  "the response has no Content-Type (expected \(accepted.joined(separator: ", ")))",
-                                  response: head, body: body)
+                return PocketError(.unacceptableContentType,
+                                   "the response has no Content-Type (expected \(accepted.joined(separator: ", ")))",
+                                   response: head, body: body)
             }
-            return self
+            return nil
         }
         guard PocketContentFormat.matches(type, accepted) else {
-            throw PocketError(.unacceptableContentType,
-                              "Content-Type \(type) is not acceptable (expected \(accepted.joined(separator: ", ")))",
-                              response: head, body: body)
+            return PocketError(.unacceptableContentType,
+                               "Content-Type \(type) is not acceptable (expected \(accepted.joined(separator: ", ")))",
+                               response: head, body: body)
         }
-        return self
+        return nil
     }
 
     private static func describe(_ ranges: [Range<Int>]) -> String {

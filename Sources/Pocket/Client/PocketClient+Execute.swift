@@ -1,0 +1,414 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+// The one request path. Every way of sending enters `execute` — `send`
+// (and what is built on it: endpoints, pipes, schemas, callbacks, groups),
+// queues, `stream` and downloads — and runs these stages in this order:
+//
+//   1. the middleware chain: each middleware adapts the request, in order;
+//      the retry policy is the chain's last middleware
+//   2. redirects (`followingRedirects`): each hop is
+//   3. prepared (a pure value step: defaults merged, URL credentials,
+//      Accept-Encoding, the body described; `PreparedRequest`) and handed to
+//   4. the engine (`InFlightRequest`), or to a configured `PocketTransport`
+//   5. validation of the final response (the request's `PocketValidation`,
+//      else the client's); then the middleware observe the outcome in
+//      reverse order and, for a failure, are asked in order whether to retry
+//   6. events: `.running`, `.retrying`, `.finished` (carrying the error the
+//      caller gets, validation's included) or `.cancelled`
+//
+// With no middleware, no retry policy and nobody listening, stages 1, 5's
+// hooks and 6 cost a few nil checks: the same path, with nothing to do.
+//
+// Retries apply until the first byte of the body reaches the caller: a
+// collected `send` body reaches it only when complete, a stream's when the
+// head is returned, a download's when the first byte is written to the file.
+
+extension PocketClient {
+    /// Sends `request` and returns the complete response.
+    ///
+    /// Any status is a response, not an error, unless the request or the
+    /// client has a `PocketValidation` (then a response that fails it is
+    /// thrown: `.unacceptableStatus`, `.unacceptableContentType`). Throws
+    /// `PocketError` for everything that kept a complete response from
+    /// arriving. Cancelling the calling Task cancels the request and closes
+    /// its connection (`.cancelled`).
+    ///
+    /// The request runs through the client's middleware and retry policy
+    /// (`Configuration.handling`) plus those of `options`, follows
+    /// redirects as `request.redirects` (or `Configuration.redirects`) says,
+    /// and reports its states to `events()` and observers. `response.url` and
+    /// `response.redirects` tell where the answer came from;
+    /// `response.request` is the request as last sent (after middleware).
+    ///
+    /// With `progress`, upload and download progress is reported as the
+    /// bytes move (rate-limited; see `PocketProgressHandler`).
+    public func send(_ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(),
+                     progress: PocketProgressHandler? = nil) async throws -> PocketResponse {
+        try await send(request, options: options, progress: progress, sink: nil)
+    }
+
+    /// `send` with the task's own event sink (queues pass theirs).
+    func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
+              sink: EventSink?) async throws -> PocketResponse {
+        let response = try await execute(request, options: options, progress: progress, sink: sink) { request, progress in
+            try await self.exchange(request, progress: progress)
+        }
+        return try applySchema(response)
+    }
+
+    /// Sends `request` and returns as soon as the response head arrives; the
+    /// body is read from `response.body` as it comes.
+    ///
+    /// At most `bufferSize` bytes (256 KiB by default) wait for the reader;
+    /// past that the engine stops reading the socket until the reader
+    /// catches up (real backpressure: memory stays bounded however fast the
+    /// server sends). `Configuration.limits.maxBodyBytes` does not apply —
+    /// bound what you keep with `collect(upTo:)`. Errors before the head are
+    /// thrown here; errors in the body end the body's iteration.
+    ///
+    /// The request takes the same path as `send`: middleware, retries (until
+    /// the head is returned: a failure before it, or a head that fails
+    /// validation or is a retryable status, can be retried), redirects (a
+    /// 3xx body of up to 64 KiB is read and dropped so its connection is
+    /// reused), validation of the head, events.
+    public func stream(_ request: PocketRequest, bufferSize: Int = 256 << 10, options: PocketSendOptions = PocketSendOptions(),
+                       progress: PocketProgressHandler? = nil) async throws -> PocketStreamingResponse {
+        try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
+            try await self.followingRedirects(request, progress: progress) { request, progress in
+                if let transport = self.configuration.handling.transport {
+                    return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
+                }
+                let state = BodyStreamState(highWater: bufferSize)
+                let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
+                state.request = inflight
+                let body = PocketResponseBodyStream(state)
+                let head = try await self.run(request, inflight)
+                return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
+                                               headers: head.headers, body: body)
+            }
+        }
+    }
+
+    /// Redirects, then the engine (or the configured transport) for each
+    /// hop, the body collected in memory.
+    func exchange(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        if let transport = configuration.handling.transport {
+            return try await followingRedirects(request, progress: progress) { request, progress in
+                try await transport.send(request, progress: progress)
+            }
+        }
+        return try await followingRedirects(request, progress: progress) { request, progress in
+            try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+        }
+    }
+
+    /// Submits `inflight` and waits for its continuation: the complete
+    /// response, or only its head for a streamed body.
+    func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                inflight.start(request, client: self, continuation: continuation)
+            }
+        } onCancel: {
+            inflight.cancel()
+        }
+    }
+
+    // MARK: the path
+
+    /// Runs `request` through the chain, `hop` (redirects and the engine)
+    /// and validation, reporting to `sink` (or to a sink made here when
+    /// anyone listens).
+    func execute<R: ExchangedResponse>(
+        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
+        let handling = configuration.handling
+        let policy = options.retry ?? handling.retry
+        let sink = given ?? hub.sink(for: request, options: options)
+        if sink == nil, policy == nil, handling.middleware.isEmpty, options.middleware.isEmpty {
+            // Nothing to adapt, retry or report: one attempt.
+            var response = try await hop(request, progress)
+            if let failure = validationFailure(of: response, for: request) {
+                await response.discardBody()
+                throw failure
+            }
+            response.keep(request: request)
+            return response
+        }
+        var chain = handling.middleware
+        chain.append(contentsOf: options.middleware)
+        if let policy { chain.append(policy) }
+        let context = PocketMiddlewareContext(taskID: sink?.taskID ?? hub.newTaskID(),
+                                              endpoint: options.endpoint ?? request.url.path(percentEncoded: false),
+                                              clock: handling.clock)
+        do {
+            return try await attempts(request, chain: chain, policy: policy, context: context, progress: progress,
+                                      sink: sink, hop)
+        } catch let error as PocketError where error.code == .cancelled {
+            sink?.emit(.cancelled, attempt: context.attempt, error: error)
+            throw error
+        } catch is CancellationError {
+            let error = PocketError(.cancelled, "the request was cancelled")
+            sink?.emit(.cancelled, attempt: context.attempt, error: error)
+            throw error
+        }
+    }
+
+    /// The attempts of one request through `chain`: adapt, send, validate,
+    /// observe; a failure is offered to each middleware's `retry` in order
+    /// (the first opinion wins; the retry policy is the last middleware).
+    /// The policy's `maxAttempts` (3 without a policy) caps every retry,
+    /// whoever asks for it.
+    private func attempts<R: ExchangedResponse>(
+        _ request: PocketRequest, chain: [any PocketMiddleware], policy: PocketRetryPolicy?,
+        context: PocketMiddlewareContext, progress: PocketProgressHandler?, sink: EventSink?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
+        let clock = context.clock
+        let started = context.started
+        let maxAttempts = policy?.maxAttempts ?? PocketRetryPolicy.defaultMaxAttempts
+        let deadline = policy?.deadline
+        let validated = configuration.validation != nil
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            let attempt = context.attempt + 1
+            if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
+            context.begin(attempt: attempt)
+            sink?.emit(.running, attempt: attempt)
+            var sent = request
+            let attemptStart = ContinuousClock.now
+            var outcome: Result<R, any Error>
+            do {
+                for middleware in chain { sent = try await middleware.adapt(sent, context: context) }
+                if let deadline {
+                    let remaining = deadline - (clock.uptime() - started)
+                    guard remaining > .zero else {
+                        throw PocketError(.deadlineExceeded, "the retry deadline of \(deadline) passed before attempt \(attempt)")
+                    }
+                    var timeouts = sent.timeouts ?? configuration.timeouts
+                    timeouts.total = min(timeouts.total ?? remaining, remaining)
+                    sent.timeouts = timeouts
+                }
+                outcome = .success(try await hop(sent, progress))
+            } catch {
+                outcome = .failure(error)
+            }
+            var failure: PocketError?
+            if case .success(let response) = outcome { failure = validationFailure(of: response, for: sent) }
+            context.end(elapsed: ContinuousClock.now - attemptStart, validationFailure: failure)
+            let view = outcome.map(\.attemptView)
+            for middleware in chain.reversed() { await middleware.observe(view, for: sent, context: context) }
+            if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
+
+            // A success is never retried; nor is a failure whose body already reached the caller.
+            let retryable: Bool
+            switch outcome {
+            case .success(let response):
+                let status = response.attemptView.status
+                retryable = failure != nil || (!validated && sent.validation == nil && !(200..<400).contains(status))
+            case .failure(let error):
+                retryable = !((error as? PocketError)?.bodyDelivered ?? false)
+            }
+            var decision: PocketRetryDecision?
+            if retryable {
+                do {
+                    for middleware in chain {
+                        decision = try await middleware.retry(view, for: sent, context: context)
+                        if decision != nil { break }
+                    }
+                } catch {
+                    if case .success(let response) = outcome { await response.discardBody() }
+                    sink?.emit(.finished, attempt: attempt, error: error)
+                    throw error
+                }
+            }
+            guard let decision, decision != .stop else {
+                return try finish(outcome, validationFailure: failure, request: sent, attempt: attempt, sink: sink)
+            }
+            let delay: Duration
+            switch decision {
+            case .retryAfter(let d): delay = max(.zero, d)
+            default: // `.retry` from a middleware: the policy's backoff, or at once
+                delay = policy?.backoff.delay(forRetry: attempt, using: &generator) ?? .zero
+            }
+            let head = Self.head(of: outcome)
+            guard attempt < maxAttempts else {
+                if case .success(let response) = outcome { await response.discardBody() }
+                let error = PocketError(.tooManyAttempts, "\(request.method) \(request.url.absoluteString): \(attempt) attempts made, the most the retry policy's maxAttempts allows (\(maxAttempts))",
+                                        underlying: failure ?? outcome.failure, response: head)
+                sink?.emit(.finished, attempt: attempt, error: error)
+                throw error
+            }
+            if let body = request.body, !body.isReplayable {
+                if case .success(let response) = outcome { await response.discardBody() }
+                let error = PocketError(.bodyNotReplayable, "\(request.method) \(request.url.absoluteString) would be retried after attempt \(attempt) (\(Self.describe(outcome))), but its body is one-shot (a stream) and was already sent",
+                                        underlying: failure ?? outcome.failure, response: head)
+                sink?.emit(.finished, attempt: attempt, error: error)
+                throw error
+            }
+            if case .success(let response) = outcome { await response.discardBody() }
+            sink?.emit(.retrying, attempt: attempt, status: head?.status, error: failure ?? outcome.failure, retryDelay: delay)
+            if delay > .zero {
+                do {
+                    try await clock.sleep(for: delay)
+                } catch {
+                    throw PocketError(.cancelled, "the request was cancelled while waiting to retry", underlying: error)
+                }
+            }
+        }
+    }
+
+    /// The outcome the caller gets, reported as `.finished`.
+    private func finish<R: ExchangedResponse>(_ outcome: Result<R, any Error>, validationFailure: PocketError?,
+                                              request: PocketRequest, attempt: Int, sink: EventSink?) throws -> R {
+        switch outcome {
+        case .success(var response):
+            if var failure = validationFailure {
+                if attempt > 1 { failure.message += " (after \(attempt) attempts)" }
+                sink?.emit(.finished, attempt: attempt, status: response.attemptView.status, error: failure)
+                throw failure
+            }
+            sink?.emit(.finished, attempt: attempt, status: response.attemptView.status)
+            response.keep(request: request)
+            return response
+        case .failure(var error):
+            if attempt > 1, var pocket = error as? PocketError {
+                pocket.message += " (after \(attempt) attempts)"
+                error = pocket
+            }
+            sink?.emit(.finished, attempt: attempt, error: error)
+            throw error
+        }
+    }
+
+    /// Why `response` fails the request's validation (else the client's), or
+    /// nil when it passes or there is none.
+    func validationFailure<R: ExchangedResponse>(of response: R, for request: PocketRequest) -> PocketError? {
+        guard let validation = request.validation ?? configuration.validation else { return nil }
+        return response.validationFailure(validation, format: request.format ?? .json)
+    }
+
+    /// The last step of `send`: the request's `schema` (or its error
+    /// parser) applied to the response (`response.schemaResult`). With
+    /// neither set (the default) that is two nil checks.
+    func applySchema(_ response: PocketResponse) throws -> PocketResponse {
+        guard let request = response.request, request.schema != nil || request.errorParser != nil else { return response }
+        var response = response
+        let validation = request.validation ?? configuration.validation
+        if let schema = request.schema, !configuration.schemas.isAbsent(schema) {
+            response.schemaResult = try response.validated(schema: schema, registry: configuration.schemas,
+                                                           errorParser: request.errorParser,
+                                                           acceptedStatus: validation?.statusCodes)
+        } else if let parser = request.errorParser {
+            try PocketSchemaRegistry.check(response, with: parser, registry: configuration.schemas)
+        }
+        return response
+    }
+
+    static func isCancellation(_ error: any Error) -> Bool {
+        (error as? PocketError)?.code == .cancelled || error is CancellationError
+    }
+
+    static func isCancellation<R>(_ outcome: Result<R, any Error>) -> Bool {
+        guard case .failure(let error) = outcome else { return false }
+        return isCancellation(error)
+    }
+
+    private static func head<R: ExchangedResponse>(of outcome: Result<R, any Error>) -> PocketResponseHead? {
+        switch outcome {
+        case .success(let r): return r.attemptView.head
+        case .failure(let e): return (e as? PocketError)?.response
+        }
+    }
+
+    private static func describe<R: ExchangedResponse>(_ outcome: Result<R, any Error>) -> String {
+        switch outcome {
+        case .success(let r): return "HTTP \(r.attemptView.status)"
+        case .failure(let e): return "\(e)"
+        }
+    }
+
+    // MARK: events
+
+    /// The client's task events (every state change of every request sent
+    /// through it, queues, streams and downloads included) as an
+    /// `AsyncSequence`. Each call makes a new subscription that keeps the
+    /// newest `bufferingNewest` events (1024 by default, so a slow reader
+    /// costs bounded memory) and ends when the stream is dropped or the
+    /// client shuts down. A request reports to the subscriptions that exist
+    /// when it starts.
+    public func events(bufferingNewest: Int = 1024) -> AsyncStream<PocketTaskEvent> {
+        hub.subscribe(bufferingNewest: bufferingNewest)
+    }
+
+    /// Calls `handler` for events of every task whose endpoint key is
+    /// `endpoint` (STNetTaskQueue's `addTaskDelegate:uri:`): the URL path
+    /// for plain requests, the path template for `PocketEndpoint`s. Several
+    /// observers per endpoint are kept, in order. Returns a token for `removeObserver`.
+    @discardableResult
+    public func addObserver(endpoint: String, states: Set<PocketTaskState> = Set(PocketTaskState.allCases),
+                            _ handler: @escaping @Sendable (PocketTaskEvent) -> Void) -> PocketObserverToken {
+        hub.addObserver(endpoint: endpoint, PocketTaskObserver(states: states, handler))
+    }
+
+    /// Stops an observer added with `addObserver`. Unknown tokens are ignored.
+    public func removeObserver(_ token: PocketObserverToken) {
+        hub.removeObserver(token)
+    }
+}
+
+/// What one attempt of the path returns: a collected response, a streamed
+/// one (at its head) or a download's. The chain's hooks see every kind as a
+/// `PocketResponse` (`attemptView`; a streamed body is not in it).
+protocol ExchangedResponse: RedirectableResponse {
+    /// The response as middleware hooks see it.
+    var attemptView: PocketResponse { get }
+    /// Why it fails `validation`, or nil.
+    func validationFailure(_ validation: PocketValidation, format: PocketContentFormat) -> PocketError?
+    /// Records the request that was sent (a collected response keeps it).
+    mutating func keep(request: PocketRequest)
+    /// Frees what an unused response still holds (a retried or refused one).
+    func discardBody() async
+}
+
+extension PocketResponse: ExchangedResponse {
+    var attemptView: PocketResponse { self }
+
+    func validationFailure(_ validation: PocketValidation, format: PocketContentFormat) -> PocketError? {
+        validationFailure(validation, format: format, hasBody: !body.isEmpty)
+    }
+
+
+    mutating func keep(request: PocketRequest) { self.request = request }
+
+    func discardBody() async {}
+}
+
+extension PocketStreamingResponse: ExchangedResponse {
+    var attemptView: PocketResponse {
+        PocketResponse(status: status, reason: reason, httpMinorVersion: httpMinorVersion, headers: headers)
+    }
+
+    /// The status, and the media type unless the head says the body is empty.
+    func validationFailure(_ validation: PocketValidation, format: PocketContentFormat) -> PocketError? {
+        let empty = headers["Content-Length"] == "0" || status == 204 || status == 304
+        return attemptView.validationFailure(validation, format: format, hasBody: !empty)
+    }
+
+    mutating func keep(request: PocketRequest) {}
+
+    func discardBody() async { body.state.abandon() }
+}
+
+extension Result {
+    /// The error, or nil for a success.
+    var failure: Failure? {
+        if case .failure(let e) = self { return e }
+        return nil
+    }
+}

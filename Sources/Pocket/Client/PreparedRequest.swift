@@ -1,0 +1,92 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One request as it will go on the wire, worked out from the request value
+/// and the client's configuration: a pure value step (no I/O, no socket, no
+/// file opened), run for every hop right before the engine. It merges the
+/// client's default header fields under the request's own, adds URL
+/// credentials as Basic `Authorization`, a multipart form's `Content-Type`
+/// and `Accept-Encoding` when decompression is on, resolves the timeouts,
+/// and states the one idempotency rule the engine's resend follows.
+///
+/// Building it costs no allocation: the header fields are a merged view
+/// over the sources (`fields`), not a new list.
+struct PreparedRequest {
+    /// The method's token, e.g. `GET`.
+    let method: String
+    /// Scheme, host, port and origin-form target.
+    let target: Target
+    /// The header fields, in the order they are written.
+    let fields: HeaderSources
+    /// The body as the engine needs it described (files and streams are
+    /// opened by the engine bridge).
+    let body: PocketRequestBody.Source?
+    let timeouts: PocketTimeouts
+    /// `Expect: 100-continue` wait, if any.
+    let expectContinue: Duration?
+    /// The request's own TLS settings (nil: the client's).
+    let tls: PocketTLSConfiguration?
+    /// May the engine send it again on a new connection when a reused one
+    /// failed before any response byte (`PocketRequest.isIdempotent`)? A
+    /// one-shot body is then refused by the engine (`.bodyNotReplayable`).
+    let idempotent: Bool
+
+    /// Prepares `request` under `configuration`; throws `.invalidURL` or
+    /// `.unsupportedScheme` for a URL the engine cannot send to.
+    init(_ request: PocketRequest, configuration: PocketClient.Configuration) throws(PocketError) {
+        let target = request.target
+        if let problem = target.problem {
+            let scheme = request.url.scheme?.lowercased()
+            throw PocketError(scheme == nil || scheme == "http" || scheme == "https" ? .invalidURL : .unsupportedScheme, problem)
+        }
+        self.target = target
+        method = request.method.rawValue
+        var extra = PocketHeaders()
+        if let userInfo = target.userInfo, !request.headers.contains("Authorization") {
+            let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
+            extra.add(name: "Authorization", value: "Basic \(token)")
+        }
+        if let form = request.body?.multipartForm, !request.headers.contains("Content-Type") {
+            extra.add(name: "Content-Type", value: form.contentType)
+        }
+        let acceptEncoding = configuration.decompression && !request.headers.contains("Accept-Encoding")
+            && !configuration.defaultHeaders.contains("Accept-Encoding")
+        fields = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers,
+                               acceptEncoding: acceptEncoding)
+        body = request.body?.source
+        timeouts = request.timeouts ?? configuration.timeouts
+        expectContinue = request.expectContinue
+        tls = request.tls
+        idempotent = request.isIdempotent
+    }
+}
+
+/// The header fields of one request without building a merged array: the
+/// client's defaults the request does not override, then URL credentials
+/// and a form's type, then the request's own fields.
+struct HeaderSources {
+    let defaults: PocketHeaders
+    let extra: PocketHeaders
+    let own: PocketHeaders
+    /// Adds `Accept-Encoding: gzip, deflate` (decompression on, none set).
+    let acceptEncoding: Bool
+
+    private static let acceptEncodingField = PocketHeaders.Field(name: "Accept-Encoding", value: "gzip, deflate")
+
+    func forEach(_ body: (PocketHeaders.Field) -> Void) {
+        if acceptEncoding { body(Self.acceptEncodingField) }
+        for f in defaults.fields where !own.contains(f.name) && !extra.contains(f.name) { body(f) }
+        for f in extra.fields { body(f) }
+        for f in own.fields { body(f) }
+    }
+
+    /// The fields as a list (tests, debugging).
+    var list: PocketHeaders {
+        var all = PocketHeaders()
+        forEach { all.add(name: $0.name, value: $0.value) }
+        return all
+    }
+}

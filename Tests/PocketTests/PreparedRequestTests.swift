@@ -1,0 +1,96 @@
+import Foundation
+import XCTest
+@testable import Pocket
+
+/// Request preparation is a pure value step: no client, no socket.
+final class PreparedRequestTests: XCTestCase {
+    private func fields(_ prepared: PreparedRequest) -> [String] {
+        prepared.fields.list.fields.map { "\($0.name): \($0.value)" }
+    }
+
+    func testDefaultsMergeUnderTheRequestsOwnFields() throws {
+        var config = PocketClient.Configuration()
+        config.defaultHeaders = ["User-Agent": "Pocket/test", "X-Team": "core"]
+        var request = PocketRequest(url: URL(string: "http://example.test:8080/a?b=c")!)
+        request.headers["X-Team"] = "edge"
+        let prepared = try PreparedRequest(request, configuration: config)
+        XCTAssertEqual(fields(prepared), ["Accept-Encoding: gzip, deflate", "User-Agent: Pocket/test", "X-Team: edge"])
+        XCTAssertEqual(prepared.method, "GET")
+        XCTAssertEqual(prepared.target.host, "example.test")
+        XCTAssertEqual(prepared.target.port, 8080)
+        XCTAssertEqual(prepared.target.pathAndQuery, "/a?b=c")
+        XCTAssertTrue(prepared.idempotent)
+    }
+
+    func testAcceptEncodingOnlyWhenDecompressingAndNotSetAlready() throws {
+        var config = PocketClient.Configuration()
+        config.defaultHeaders = [:]
+        config.decompression = false
+        let request = PocketRequest(url: URL(string: "http://example.test/")!)
+        XCTAssertEqual(fields(try PreparedRequest(request, configuration: config)), [])
+        config.decompression = true
+        var own = request
+        own.headers["Accept-Encoding"] = "identity"
+        XCTAssertEqual(fields(try PreparedRequest(own, configuration: config)), ["Accept-Encoding: identity"])
+    }
+
+    func testURLCredentialsBecomeBasicAuthorizationUnlessTheRequestHasOne() throws {
+        var config = PocketClient.Configuration()
+        config.defaultHeaders = [:]
+        config.decompression = false
+        let request = PocketRequest(url: URL(string: "https://ann:s3cret@example.test/")!)
+        let prepared = try PreparedRequest(request, configuration: config)
+        XCTAssertEqual(fields(prepared), ["Authorization: Basic YW5uOnMzY3JldA=="])
+        XCTAssertTrue(prepared.target.https)
+        XCTAssertEqual(prepared.target.port, 443)
+        var own = request
+        own.headers["Authorization"] = "Bearer t"
+        XCTAssertEqual(fields(try PreparedRequest(own, configuration: config)), ["Authorization: Bearer t"])
+    }
+
+    func testAFormGetsItsContentTypeAndTheBodyIsDescribed() throws {
+        var config = PocketClient.Configuration()
+        config.defaultHeaders = [:]
+        config.decompression = false
+        var form = PocketMultipartForm(boundary: "b0undary")
+        form.addField("a", "1")
+        let request = PocketRequest(method: .post, url: URL(string: "http://example.test/f")!, body: .multipart(form))
+        let prepared = try PreparedRequest(request, configuration: config)
+        XCTAssertEqual(fields(prepared), ["Content-Type: multipart/form-data; boundary=b0undary"])
+        guard case .multipart? = prepared.body else { return XCTFail("the body is the form") }
+        XCTAssertFalse(prepared.idempotent, "POST without an Idempotency-Key")
+    }
+
+    func testTheOneIdempotencyRule() throws {
+        let config = PocketClient.Configuration()
+        var post = PocketRequest(method: .post, url: URL(string: "http://example.test/")!)
+        XCTAssertFalse(try PreparedRequest(post, configuration: config).idempotent)
+        post.headers["Idempotency-Key"] = "k-1"
+        XCTAssertTrue(post.isIdempotent)
+        XCTAssertTrue(try PreparedRequest(post, configuration: config).idempotent)
+        XCTAssertTrue(PocketRetryPolicy().allowsRetry(of: post))
+        for method in [PocketMethod.get, .head, .options, .put, .delete, .trace] {
+            XCTAssertTrue(PocketRequest(method: method, url: URL(string: "http://example.test/")!).isIdempotent, "\(method)")
+        }
+        XCTAssertFalse(PocketRequest(method: .patch, url: URL(string: "http://example.test/")!).isIdempotent)
+    }
+
+    func testTimeoutsResolveRequestOverClient() throws {
+        var config = PocketClient.Configuration()
+        config.timeouts = PocketTimeouts(connect: .seconds(1), read: .seconds(2), total: nil)
+        var request = PocketRequest(url: URL(string: "http://example.test/")!)
+        XCTAssertEqual(try PreparedRequest(request, configuration: config).timeouts, config.timeouts)
+        request.timeouts = PocketTimeouts(connect: .seconds(3), read: .seconds(4), total: .seconds(5))
+        XCTAssertEqual(try PreparedRequest(request, configuration: config).timeouts, request.timeouts)
+    }
+
+    func testURLsTheEngineCannotSendToFailWithTheirOwnCodes() {
+        let config = PocketClient.Configuration()
+        XCTAssertThrowsError(try PreparedRequest(PocketRequest(url: URL(string: "ftp://example.test/")!), configuration: config)) {
+            XCTAssertEqual(($0 as? PocketError)?.code, .unsupportedScheme)
+        }
+        XCTAssertThrowsError(try PreparedRequest(PocketRequest(url: URL(string: "http:///nohost")!), configuration: config)) {
+            XCTAssertEqual(($0 as? PocketError)?.code, .invalidURL)
+        }
+    }
+}

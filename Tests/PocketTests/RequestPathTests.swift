@@ -1,0 +1,330 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// The one request path: every way of sending runs through middleware,
+/// retries, redirects, validation and events, proven through the in-process
+/// server. Each way sends to `/flaky`, which answers 503 first (retried by
+/// the policy), then 302 to `/final` (followed), which answers JSON; a
+/// middleware stamps `X-Path` on every attempt; validation is the client's.
+final class RequestPathTests: XCTestCase {
+    struct Item: Codable, Sendable, Equatable { var id: Int }
+
+    struct GetFlaky: PocketEndpoint {
+        typealias Output = [Item]
+        var path: String { "flaky" }
+    }
+
+    /// A server for one way of sending, its client and the client's events.
+    private struct Fixture {
+        let server: TestServer
+        let client: PocketClient
+        let events: AsyncStream<PocketTaskEvent>
+        let hits: Recorder<String>
+
+        init() throws {
+            server = try TestServer()
+            let hits = Recorder<String>()
+            self.hits = hits
+            let flakyHits = Recorder<Int>()
+            server.route("/flaky") { request in
+                hits.append("flaky")
+                flakyHits.append(1)
+                if flakyHits.values.count == 1 { return .text("busy", status: 503) }
+                return .response(status: 302, headers: [("Location", "/final")], body: [])
+            }
+            server.route("/final") { _ in
+                hits.append("final")
+                return .response(status: 200, headers: [("Content-Type", "application/json")], body: Array(#"[{"id":7}]"#.utf8))
+            }
+            server.route("/missing") { _ in
+                hits.append("missing")
+                return .response(status: 404, headers: [("Content-Type", "application/json")], body: Array(#"{"error":"no"}"#.utf8))
+            }
+            let base = URL(string: server.url("/"))!
+            client = try makeClient {
+                $0.baseURL = base
+                $0.validation = PocketValidation()
+                $0.handling.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero))
+                $0.handling.middleware = [PocketClosureMiddleware(adapt: { request, context in
+                    var request = request
+                    request.headers["X-Path"] = "attempt-\(context.attempt)"
+                    return request
+                })]
+            }
+            events = client.events()
+        }
+
+        /// The states reported for the one task sent, in order.
+        func states(count: Int) async -> [PocketTaskState] {
+            var seen: [PocketTaskState] = []
+            for await event in events {
+                seen.append(event.state)
+                if seen.count == count { break }
+            }
+            return seen
+        }
+
+        /// What every way must show after sending to `/flaky`.
+        func assertWentThroughThePath(_ way: String, file: StaticString = #filePath, line: UInt = #line) async {
+            XCTAssertEqual(hits.values, ["flaky", "flaky", "final"], "\(way): retried once, then redirected", file: file, line: line)
+            XCTAssertEqual(server.receivedRequests.map { $0.header("X-Path") ?? "-" }, ["attempt-1", "attempt-2", "attempt-2"],
+                           "\(way): the middleware adapted every attempt, and the redirect hop kept it", file: file, line: line)
+            let states = await self.states(count: 4)
+            XCTAssertEqual(states, [.running, .retrying, .running, .finished], "\(way): events", file: file, line: line)
+        }
+
+        /// `/missing` fails validation: the error the caller gets is the
+        /// `.finished` event's, and a 404 is not retried.
+        func assertValidationFailure(_ way: String, _ error: (any Error)?, file: StaticString = #filePath, line: UInt = #line) async {
+            XCTAssertEqual((error as? PocketError)?.code, .unacceptableStatus, "\(way): \(String(describing: error))", file: file, line: line)
+            XCTAssertEqual(hits.values.filter { $0 == "missing" }.count, 1, "\(way): a 404 is not retried", file: file, line: line)
+            var finished: PocketTaskEvent?
+            for await event in events where event.state == .finished {
+                finished = event
+                break
+            }
+            XCTAssertEqual((finished?.error as? PocketError)?.code, .unacceptableStatus,
+                           "\(way): the .finished event carries the validation error", file: file, line: line)
+        }
+
+        func request(_ path: String) -> PocketRequest { PocketRequest(url: URL(string: server.url(path))!) }
+    }
+
+    private func caught<T>(_ body: () async throws -> T) async -> (any Error)? {
+        do {
+            _ = try await body()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    func testSend() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let response = try await f.client.send(f.request("/flaky"))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.url?.path, "/final")
+        XCTAssertEqual(response.request?.headers["X-Path"], "attempt-2", "the response keeps the request as last sent")
+        await f.assertWentThroughThePath("send")
+        await f.assertValidationFailure("send", await caught { try await f.client.send(f.request("/missing")) })
+    }
+
+    func testEndpoint() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let items = try await f.client.send(GetFlaky())
+        XCTAssertEqual(items, [Item(id: 7)])
+        await f.assertWentThroughThePath("endpoint")
+    }
+
+    func testPipe() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let pipeline = PocketPipeline(baseURL: URL(string: f.server.url("/"))!, client: f.client)
+        let items = pipeline.pipe(Item.self, name: "flaky")
+        let read = try await items.read()
+        XCTAssertEqual(read, [Item(id: 7)])
+        await f.assertWentThroughThePath("pipe")
+    }
+
+    func testQueue() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let queue = PocketRequestQueue(client: f.client, maxConcurrent: 1)
+        let response = try await queue.send(f.request("/flaky"))
+        XCTAssertEqual(response.status, 200)
+        // A queued task reports `.pending` first.
+        XCTAssertEqual(hitsAfter(f), ["flaky", "flaky", "final"])
+        let states = await f.states(count: 5)
+        XCTAssertEqual(states, [.pending, .running, .retrying, .running, .finished])
+        await f.assertValidationFailure("queue", await caught { try await queue.send(f.request("/missing")) })
+    }
+
+    private func hitsAfter(_ f: Fixture) -> [String] { f.hits.values }
+
+    func testGroup() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let group = PocketRequestGroup<PocketResponse>(mode: .serial, requests: [f.request("/flaky")], client: f.client)
+        let outcome = await group.run()
+        XCTAssertEqual(outcome.results.first?.value?.status, 200)
+        await f.assertWentThroughThePath("group")
+    }
+
+    func testCallbacks() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let done = expectation(description: "completion")
+        let status = Recorder<Int>()
+        f.client.call(f.request("/flaky")).onComplete { outcome in
+            status.append(outcome.response?.status ?? 0)
+            done.fulfill()
+        }.start()
+        await fulfillment(of: [done], timeout: 10)
+        XCTAssertEqual(status.values, [200])
+        await f.assertWentThroughThePath("callbacks")
+    }
+
+    func testStream() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let response = try await f.client.stream(f.request("/flaky"))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.url?.path, "/final")
+        let body = try await response.body.collect(upTo: 1 << 10)
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), #"[{"id":7}]"#)
+        await f.assertWentThroughThePath("stream")
+        await f.assertValidationFailure("stream", await caught { try await f.client.stream(f.request("/missing")) })
+    }
+
+    func testDownload() async throws {
+        let f = try Fixture()
+        defer { f.server.shutdown() }
+        let destination = try temporaryDirectory("path").appending(path: "items.json")
+        let response = try await f.client.download(f.request("/flaky"), to: destination)
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(try String(contentsOf: destination, encoding: .utf8), #"[{"id":7}]"#)
+        await f.assertWentThroughThePath("download")
+        let missing = try temporaryDirectory("path-missing").appending(path: "missing.json")
+        await f.assertValidationFailure("download", await caught { try await f.client.download(f.request("/missing"), to: missing) })
+        XCTAssertFalse(FileManager.default.fileExists(atPath: missing.path), "a failed download leaves no file")
+    }
+
+    /// A stream that fails before its first byte (the connection closes
+    /// before any response) is retried; a body that breaks after the head
+    /// is the reader's error, never a retry.
+    func testAStreamFailingBeforeItsFirstByteIsRetried() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let hits = Recorder<Int>()
+        server.route("/s") { _ in
+            hits.append(1)
+            if hits.values.count == 1 { return .raw([.close]) } // closed before any byte
+            return .text("streamed")
+        }
+        server.route("/broken") { _ in
+            hits.append(2)
+            return .closeMidBody(status: 200, declaredLength: 100, sentPrefix: Array(repeating: 0x61, count: 10))
+        }
+        let client = try makeClient { $0.handling.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero)) }
+        let response = try await client.stream(PocketRequest(url: url(server, "/s")))
+        let body = try await response.body.collect(upTo: 1 << 10)
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), "streamed")
+        XCTAssertEqual(hits.values, [1, 1], "the stream that failed before its first byte was sent again")
+
+        let broken = try await client.stream(PocketRequest(url: url(server, "/broken")))
+        await assertPocketError(.truncatedBody) { try await broken.body.collect(upTo: 1 << 10) }
+        XCTAssertEqual(hits.values.filter { $0 == 2 }.count, 1, "a body already handed over is not retried")
+    }
+
+    /// Predicate semantics: a success is never retried, whatever the
+    /// predicate says; failures reach it.
+    func testASuccessfulPostIsSentExactlyOnceEvenWithARetryAnythingPredicate() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/orders") { _ in .text("created", status: 201) }
+        let asked = Recorder<Int>()
+        let client = try makeClient {
+            $0.handling.retry = PocketRetryPolicy(maxAttempts: 5, backoff: .fixed(.zero), nonIdempotent: .always) { attempt in
+                asked.append(attempt.response?.status ?? 0)
+                return .retry
+            }
+        }
+        var post = PocketRequest(method: .post, url: url(server, "/orders"))
+        post.body = .bytes(Data("{}".utf8))
+        let response = try await client.send(post)
+        XCTAssertEqual(response.status, 201)
+        XCTAssertEqual(server.requestCount, 1, "a successful POST is sent exactly once")
+        XCTAssertEqual(asked.values, [], "the predicate sees failures only")
+    }
+
+    func testA503IsRetriedByTheDefaultRules() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let hits = Recorder<Int>()
+        server.route("/x") { _ in
+            hits.append(1)
+            return hits.values.count < 3 ? .text("busy", status: 503) : .text("ok")
+        }
+        let client = try makeClient { $0.handling.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero)) }
+        let response = try await client.send(PocketRequest(url: url(server, "/x")))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(server.requestCount, 3)
+    }
+
+    func testAResponseFailingValidationIsRetriedOnlyWhenThePolicySaysSo() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("no", status: 404) }
+        // Default rules: 404 is not a retryable status, so one attempt, and the caller gets the validation error.
+        let plain = try makeClient {
+            $0.validation = PocketValidation(statusCodes: [200..<300], contentTypes: ["text/plain"])
+            $0.handling.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero))
+        }
+        await assertPocketError(.unacceptableStatus) { try await plain.send(PocketRequest(url: url(server, "/x"))) }
+        XCTAssertEqual(server.requestCount, 1)
+        // A predicate that retries validation failures: three attempts, the
+        // predicate saw the response and the validation error each time.
+        let seen = Recorder<String>()
+        let eager = try makeClient {
+            $0.validation = PocketValidation(statusCodes: [200..<300], contentTypes: ["text/plain"])
+            $0.handling.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero)) { attempt in
+                seen.append("\(attempt.response?.status ?? 0) \(attempt.pocketError?.code.name ?? "-")")
+                return .retry
+            }
+        }
+        let error = await assertPocketError(.unacceptableStatus) { try await eager.send(PocketRequest(url: url(server, "/x"))) }
+        XCTAssertEqual(server.requestCount, 4)
+        XCTAssertEqual(seen.values, ["404 unacceptable_status", "404 unacceptable_status"], "asked after attempts 1 and 2")
+        XCTAssertTrue(error?.message.contains("after 3 attempts") ?? false, error?.message ?? "")
+        // Without validation, a 404 is still a failure the predicate sees (not 2xx/3xx), and is returned, not thrown.
+        let unvalidated = try makeClient {
+            $0.handling.retry = PocketRetryPolicy(maxAttempts: 2, backoff: .fixed(.zero)) { _ in .retry }
+        }
+        let unvalidatedStatus = try await unvalidated.send(PocketRequest(url: url(server, "/x"))).status
+        XCTAssertEqual(unvalidatedStatus, 404)
+        XCTAssertEqual(server.requestCount, 6)
+    }
+
+    func testTheFinishedEventOfAResponseFailingValidationCarriesTheError() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("boom", status: 500) }
+        let client = try makeClient { $0.validation = PocketValidation() }
+        let events = client.events()
+        await assertPocketError(.unacceptableStatus) { try await client.send(PocketRequest(url: url(server, "/x"))) }
+        var finished: PocketTaskEvent?
+        for await event in events where event.state == .finished {
+            finished = event
+            break
+        }
+        XCTAssertEqual(finished?.status, 500)
+        XCTAssertEqual((finished?.error as? PocketError)?.code, .unacceptableStatus)
+    }
+
+    /// The engine's error codes are the Swift codes of the same names: each
+    /// name the engine reports has its constant.
+    func testEveryEngineErrorNameHasItsCode() {
+        let declared: Set<PocketError.Code> = [
+            .outOfMemory, .invalidArgument, .invalidMethod, .invalidTarget, .invalidHeaderName, .invalidHeaderValue,
+            .invalidHost, .requestHeadTooLarge, .shutdown, .cancelled, .dnsFailure, .connectionRefused,
+            .networkUnreachable, .hostUnreachable, .connectFailed, .connectTimeout, .readTimeout, .deadlineExceeded,
+            .connectionReset, .closedBeforeResponse, .writeFailed, .readFailed, .socketFailed, .responseHeadTooLarge,
+            .tooManyHeaders, .badStatusLine, .unsupportedVersion, .badHeader, .badContentLength, .conflictingContentLength,
+            .transferEncodingWithContentLength, .unsupportedTransferEncoding, .badChunk, .chunkSizeTooLong,
+            .chunkExtensionTooLarge, .trailersTooLarge, .tooManyInterimResponses, .unexpectedUpgrade, .truncatedBody,
+            .truncatedHead, .bodyTooLarge, .tlsConfiguration, .tlsHandshakeFailed, .tlsUntrustedCertificate,
+            .tlsHostnameMismatch, .tlsCertificateExpired, .tlsCertificateNotYetValid, .tlsPinMismatch,
+            .tlsProtocolVersion, .tlsAlpnMismatch, .badContentEncoding, .truncatedContentEncoding, .decompressionBomb,
+            .decodedBodyTooLarge, .tooManyContentEncodings, .fileWriteFailed, .fileReadFailed, .requestBodyLengthMismatch,
+        ]
+        let engine = PocketError.Code.engineCodes
+        XCTAssertGreaterThan(engine.count, 50)
+        for code in engine { XCTAssertTrue(declared.contains(code), "no constant for the engine's \(code.name)") }
+        XCTAssertEqual(PocketError.Code.engine(-16), .connectTimeout, "either sign")
+        XCTAssertEqual(PocketError.Code.engine(9999), .unknown)
+    }
+}
