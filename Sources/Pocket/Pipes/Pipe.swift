@@ -217,3 +217,87 @@ public final class PocketPipe<Model: Codable & Sendable>: Sendable {
         return fields[key]?.recordID
     }
 }
+
+/// The URLs a pipe sends to, built with the request-building helpers.
+enum PipeRequests {
+    /// `url` with `params` added to its query (`encoding`); with `replacing`,
+    /// fields of the same names already there are dropped first (a body's
+    /// `{"page": 3}` moves the current page's `page=2`).
+    static func url(_ url: URL, adding params: [String: PocketParameterValue], encoding: PocketQueryEncoding,
+                    replacing: Bool = false) throws -> URL {
+        let query = encoding.encode(params)
+        guard !query.isEmpty else { return url }
+        var kept: [Substring] = []
+        if let existing = url.query(percentEncoded: true), !existing.isEmpty {
+            let names = params.keys.map { PercentEncoding.encode($0) }
+            kept = existing.split(separator: "&").filter { field in
+                guard replacing else { return true }
+                let name = field.prefix { $0 != "=" }
+                return !names.contains { name == $0 || name.hasPrefix($0 + "%5B") || name.hasPrefix($0 + "[") }
+            }
+        }
+        var c = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        c?.percentEncodedQuery = (kept.map(String.init) + [query]).joined(separator: "&")
+        guard let result = c?.url else { throw PocketError(.invalidURL, "cannot add \(query) to \(url.absoluteString)") }
+        return result
+    }
+}
+
+/// The operations of one pipe in flight, so `cancel()` reaches all of them.
+final class PipeOperations: Sendable {
+    private struct State {
+        var next: UInt64 = 0
+        var running: [UInt64: @Sendable () -> Void] = [:]
+    }
+
+    private let state = Lock(State())
+
+    /// Runs `work` as its own task, cancellable by `cancelAll()` and by
+    /// cancelling the caller. An operation cancelled either way fails with
+    /// `.cancelled`, even if its response had already arrived.
+    func run<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task { try await work() }
+        let id = state.withLock { s -> UInt64 in
+            s.next += 1
+            s.running[s.next] = { task.cancel() }
+            return s.next
+        }
+        defer { _ = state.withLock { $0.running.removeValue(forKey: id) } }
+        let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+        if task.isCancelled {
+            throw PocketError(.cancelled, "the pipe's operation was cancelled")
+        }
+        return try result.get()
+    }
+
+    /// Cancels every operation running now.
+    func cancelAll() {
+        let cancels = state.withLock { Array($0.running.values) }
+        for cancel in cancels { cancel() }
+    }
+
+    /// Operations running now.
+    var count: Int { state.withLock { $0.running.count } }
+}
+
+/// Where a pipe finds the next and previous pages of a list (AeroGear's
+/// `AGPageConfig` metadata locations).
+public enum PocketPipePaging: Sendable, Hashable {
+    /// RFC 8288 `Link` header fields: the targets of the links whose `rel`
+    /// is `next` and `previous` (defaults `"next"` and `"prev"`; `"previous"`
+    /// is also accepted for the latter). The default: it is the standard,
+    /// used by GitHub's API among many.
+    case linkHeader(next: String = "next", previous: String = "prev")
+    /// Header fields of their own whose values are the page URLs (absolute,
+    /// or relative like `?page=3`), e.g. AeroGear's `AG-Links-Next`.
+    case headers(next: String, previous: String)
+    /// Keys in a JSON object body (dot-separated paths such as
+    /// `"paging.next"`). A value is a URL string (absolute or relative) or an
+    /// object of query parameters to set on the current page's URL; null or
+    /// missing means there is no such page. The records are the array at
+    /// `items` (a key path; nil: the body itself is the array).
+    case body(next: String, previous: String, items: String?)
+
+    /// `Link` headers with `rel="next"` and `rel="prev"`.
+    public static let `default` = PocketPipePaging.linkHeader()
+}

@@ -51,3 +51,58 @@ public final class PocketPipeline: Sendable {
     /// The names of the pipes kept, sorted.
     public var pipeNames: [String] { pipes.withLock { $0.keys.sorted() } }
 }
+
+/// How a `PocketPipe` talks to its resource (AeroGear's `AGPipeConfig`).
+///
+/// ```swift
+/// let projects = pipeline.pipe(Project.self, name: "projects") { config in
+///     config.timeout = .seconds(20)
+///     config.headers["X-Client"] = "todo"
+/// }
+/// ```
+public struct PocketPipeConfiguration: Sendable {
+    /// The pipe's name and its key in the pipeline.
+    public var name: String
+    /// The resource's path under the pipeline's base URL; nil (the default)
+    /// uses `name`, as AGPipe does.
+    public var endpoint: String?
+    /// The JSON key of a record's id, `"id"` by default (AGPipe's `recordId`).
+    /// `save` PUTs a record that has one and POSTs one that has none.
+    public var recordIDKey = "id"
+    /// Longest time one operation may take, 60 s by default (AGPipe's):
+    /// past it the operation fails with `.deadlineExceeded` (`isTimeout`).
+    /// The client's connect and read timeouts still apply within it.
+    public var timeout: Duration = .seconds(60)
+    /// Header fields sent with every operation of the pipe. Default none
+    /// (the client's default headers still go).
+    public var headers: PocketHeaders = [:]
+    /// The `PocketAuthorization` sent with every operation (`try .bearer(token)`,
+    /// `.basic(username:password:)`, `.token(_:)`); nil (the default) sends none.
+    public var authorization: PocketAuthorization?
+    /// Where next/previous page links are found: `Link` headers by default.
+    public var paging: PocketPipePaging = .default
+    /// Query parameters of the first page when `pages()` is given none
+    /// (AeroGear's `parameterProvider`), e.g. `["limit": 20]`. Default none.
+    public var pageParameters: [String: PocketParameterValue] = [:]
+    /// Upload progress of every `save` (AGPipe's `setUploadProgressBlock`);
+    /// nil by default. Use a closure handler: a `PocketProgressHandler.stream()`
+    /// ends with the first operation.
+    public var uploadProgress: PocketProgressHandler?
+
+    /// A configuration named `name`, every other setting at its default.
+    public init(name: String) {
+        self.name = name
+    }
+
+    /// The path the pipe's requests go to.
+    var resolvedEndpoint: String { endpoint ?? name }
+}
+
+/// A record that chooses its own request body for `PocketPipe.save` instead of
+/// JSON. `PocketMultipartRecord` adopts it for records that carry files (sent as
+/// multipart/form-data, with upload progress through
+/// `PocketPipeConfiguration.uploadProgress`).
+public protocol PocketPipeBodyProviding: Sendable {
+    /// The body `save` sends for this record, and its `Content-Type`.
+    func pipeRequestBody() throws -> (body: PocketRequestBody, contentType: String)
+}

@@ -240,3 +240,79 @@ public final class PocketRequestQueue: Sendable {
         pump()
     }
 }
+
+/// Where a request goes in a `PocketRequestQueue`: a higher priority starts
+/// first; equal priorities start in the order queued (FIFO).
+public struct PocketQueuePriority: RawRepresentable, Comparable, Hashable, Sendable {
+    /// Higher starts first.
+    public let rawValue: Int
+    /// A priority of your own between (or beyond) the named ones.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Below `.normal`: background work.
+    public static let low = PocketQueuePriority(rawValue: -100)
+    /// The default.
+    public static let normal = PocketQueuePriority(rawValue: 0)
+    /// Above `.normal`: what a user waits for.
+    public static let high = PocketQueuePriority(rawValue: 100)
+
+    /// Orders by `rawValue`.
+    public static func < (a: PocketQueuePriority, b: PocketQueuePriority) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// A snapshot of a `PocketRequestQueue`'s counters.
+public struct PocketQueueMetrics: Sendable, Hashable {
+    /// Requests waiting now (the queue depth).
+    public var pending = 0
+    /// Requests running now.
+    public var running = 0
+    /// The most requests ever waiting at once.
+    public var peakPending = 0
+    /// The most requests ever running at once.
+    public var peakRunning = 0
+    /// Requests accepted since the queue was made.
+    public var enqueued = 0
+    /// Requests that ran to an outcome (a response or an error).
+    public var completed = 0
+    /// Requests cancelled, pending or running.
+    public var cancelled = 0
+    /// Requests refused with `.queueFull`.
+    public var rejected = 0
+    /// Requests that left the queue to run.
+    public var started = 0
+    /// Time from enqueue to start, summed over started requests.
+    public var totalWait: Duration = .zero
+    /// The longest time a started request waited.
+    public var maxWait: Duration = .zero
+
+    /// `totalWait / started`, zero before any start.
+    public var averageWait: Duration { started == 0 ? .zero : totalWait / started }
+}
+
+/// A first-in first-out buffer: amortised O(1) push and pop, storage
+/// reclaimed as the head advances (so a drained queue holds no memory).
+struct FIFO<Element> {
+    private var items: [Element?] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == items.count }
+
+    mutating func push(_ item: Element) { items.append(item) }
+
+    var first: Element? { isEmpty ? nil : items[head] }
+
+    mutating func pop() -> Element? {
+        guard !isEmpty else { return nil }
+        let item = items[head]
+        items[head] = nil
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.count <= 64)
+            head = 0
+        } else if head >= 1024, head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return item
+    }
+}

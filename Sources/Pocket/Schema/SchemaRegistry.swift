@@ -161,3 +161,124 @@ extension PocketSchema.Node {
         return self
     }
 }
+
+extension PocketSchemaRegistry {
+    /// Response direction: parses `body`, validates it against `schema`,
+    /// runs transformers and mappers, and returns the result (transformed
+    /// values and models as `.mapped`). Throws `PocketError`:
+    /// `.malformedJSON`, `.jsonNestingTooDeep`, `.schemaValidationFailed`,
+    /// `.schemaTransformFailed`, `.schemaUnknownTag`, `.schemaMappingFailed`,
+    /// `.schemaNotFound`, `.invalidSchema`. `options` nil: the registry's.
+    public func decode(_ body: Data, schema: PocketSchema, options: PocketSchemaOptions? = nil) throws -> PocketJSONValue {
+        try validate(PocketJSONValue(parsing: body), schema: schema, options: options)
+    }
+
+    /// Response direction for a parsed value (see `decode(_:schema:options:)`).
+    public func validate(_ value: PocketJSONValue, schema: PocketSchema, options: PocketSchemaOptions? = nil) throws -> PocketJSONValue {
+        var validator = SchemaValidator(registry: self, options: options, direction: .response)
+        return try validator.apply(value, node(of: schema))
+    }
+
+    /// Response direction, then the root as `T`: the model a root mapper
+    /// made (`PocketSchema(tag: "{issue}")`, `{"{root}": "{issue}"}`), or, when the
+    /// root is not mapped, the validated value decoded as `T` (`Decodable`).
+    public func decode<T: Decodable & Sendable>(_ type: T.Type, from body: Data, schema: PocketSchema,
+                                                options: PocketSchemaOptions? = nil) throws -> T {
+        let value = try decode(body, schema: schema, options: options)
+        if let model = value.mapped(as: T.self) { return model }
+        return try value.decode(T.self)
+    }
+
+    /// The validator as a pure function of bytes and schema, for fuzzing
+    /// and tests: never throws, never traps.
+    public func validate(_ bytes: UnsafeRawBufferPointer, schema: PocketSchema,
+                         options: PocketSchemaOptions? = nil) -> Result<PocketJSONValue, PocketError> {
+        do {
+            let value = try PocketJSONParser.parse(bytes)
+            return .success(try validate(value, schema: schema, options: options))
+        } catch let error as PocketError {
+            return .failure(error)
+        } catch {
+            return .failure(PocketError(.unknown, "\(error)", underlying: nil))
+        }
+    }
+
+    /// Request direction: the plain JSON for `value`, written through
+    /// `schema`'s reverse transformers and mappers (a `.mapped(Date)` at a
+    /// `{date_iso8601}` becomes its string, a `.mapped(issue)` at `{issue}`
+    /// the mapper's JSON), then held to the schema like a response.
+    public func encode(_ value: PocketJSONValue, schema: PocketSchema, options: PocketSchemaOptions? = nil) throws -> PocketJSONValue {
+        var validator = SchemaValidator(registry: self, options: options, direction: .request)
+        return try validator.apply(value, node(of: schema))
+    }
+
+    /// Request direction for a model: its JSON through the mapper registered
+    /// for the schema's root tag, or an `Encodable` model's encoding, then
+    /// `encode(_:schema:options:)`; returns JSON bytes for a request body.
+    public func encodeBody(_ model: any Sendable, schema: PocketSchema, options: PocketSchemaOptions? = nil) throws -> Data {
+        let value: PocketJSONValue
+        if let json = model as? PocketJSONValue {
+            value = json
+        } else if case .tag = try node(of: schema) {
+            value = .mapped(model)
+        } else if let encodable = model as? any Encodable {
+            value = try PocketJSONValue(encoding: encodable)
+        } else {
+            throw PocketError(.schemaMappingFailed,
+                              "\(type(of: model)) is not Encodable and the schema's root is not a mapper tag")
+        }
+        return try encode(value, schema: schema, options: options).jsonData()
+    }
+}
+
+extension PocketSchemaRegistry {
+    /// Path parameters held to their schema, ready for `PocketRequest(path:parameters:)`
+    /// (which fills `{name}` placeholders and makes the rest the query).
+    ///
+    /// The parameters go through `schema` in the request direction, as a body
+    /// does: required keys and types are checked, and values a tag
+    /// transforms are written by the reverse transformer (`.mapped(date)` at
+    /// `{date_iso8601}` becomes its string). With the default options a
+    /// `null` counts as absent: an optional parameter is left out, a required
+    /// one fails as missing.
+    ///
+    /// ```swift
+    /// // RequestToGetIssue.path.json: {"issue_id": 1, "include{?}": [""], "since{?}": "{date_iso8601}"}
+    /// let parameters = try schemas.pathParameters(["issue_id": 42, "since": .mapped(date)],
+    ///                                             schema: .pathParameters(for: RequestToGetIssue.self))
+    /// let request = try Request(path: "issues/{issue_id}.json", baseURL: base, parameters: parameters)
+    /// ```
+    ///
+    /// Throws the schema codes (`.schemaValidationFailed`, …) with
+    /// TyphoonRestClient's messages, and `.schemaMappingFailed` for a value a
+    /// URL cannot carry (a mapped value no tag transforms, a non-finite number).
+    public func pathParameters(_ parameters: PocketJSONValue, schema: PocketSchema,
+                               options: PocketSchemaOptions? = nil) throws -> [String: PocketParameterValue] {
+        guard case let .object(object) = try encode(parameters, schema: schema, options: options) else {
+            throw PocketError(.schemaValidationFailed, "path parameters must be a dictionary, not \(parameters.typeName)")
+        }
+        var result: [String: PocketParameterValue] = [:]
+        for member in object.members { result[member.key] = try Self.parameter(member.value, name: member.key) }
+        return result
+    }
+
+    private static func parameter(_ value: PocketJSONValue, name: String) throws -> PocketParameterValue {
+        switch value {
+        case .null: return .null
+        case let .bool(b): return .bool(b)
+        case let .int(i): return .integer(i)
+        case let .double(d):
+            guard d.isFinite else { throw PocketError(.schemaMappingFailed, "parameter '\(name)' is \(d)") }
+            return .double(d)
+        case let .string(s): return .string(s)
+        case let .array(elements): return .array(try elements.map { try parameter($0, name: name) })
+        case let .object(o):
+            var d: [String: PocketParameterValue] = [:]
+            for member in o.members { d[member.key] = try parameter(member.value, name: name + "." + member.key) }
+            return .dictionary(d)
+        case let .mapped(box):
+            throw PocketError(.schemaMappingFailed,
+                              "parameter '\(name)' is a \(type(of: box.value)), which its schema has no tag to write as text")
+        }
+    }
+}

@@ -1,0 +1,211 @@
+/// A step in a client's request pipeline: adapt the request, observe the
+/// outcome, decide on a retry. Every hook has a default that does nothing,
+/// so a middleware implements only what it needs.
+///
+/// Middleware run in order for `adapt` (the first installed adapts first),
+/// in reverse for `observe` (the first installed sees the outcome last, like
+/// the layers of an onion), and in order for `retry` (the first opinion wins;
+/// without one, the retry policy decides). Hooks run once per attempt.
+///
+/// ```swift
+/// struct APIKey: Middleware {
+///     func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request {
+///         var request = request
+///         request.headers["X-API-Key"] = "secret"
+///         return request
+///     }
+/// }
+/// ```
+public protocol PocketMiddleware: Sendable {
+    /// Returns the request to send for this attempt. Throwing fails the
+    /// attempt with that error (the retry policy sees it). Default: unchanged.
+    func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest
+
+    /// Sees the outcome of an attempt: the response (any status) or the error.
+    /// `request` is the request as sent. Default: nothing.
+    func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async
+
+    /// Says whether to retry; nil (the default) leaves it to the next
+    /// middleware, then to the retry policy. A middleware's `.retry` is not
+    /// limited by the policy's `maxAttempts` (only by
+    /// `PocketRequestHandling.maxAttempts`), so it must guard itself. Throwing
+    /// ends the request with that error.
+    func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+               context: PocketMiddlewareContext) async throws -> PocketRetryDecision?
+}
+
+extension PocketMiddleware {
+    public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest { request }
+    public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {}
+    public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                      context: PocketMiddlewareContext) async throws -> PocketRetryDecision? { nil }
+}
+
+/// A middleware made of closures, for one-off hooks.
+///
+/// ```swift
+/// config.handling.middleware.append(ClosureMiddleware(adapt: { request, _ in
+///     var request = request; request.headers["X-Trace"] = UUID().uuidString; return request
+/// }))
+/// ```
+public struct PocketClosureMiddleware: PocketMiddleware {
+    let adaptBody: (@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)?
+    let observeBody: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async -> Void)?
+    let retryBody: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async throws -> PocketRetryDecision?)?
+
+    /// Any hook left nil does nothing.
+    public init(adapt: (@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)? = nil,
+                observe: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async -> Void)? = nil,
+                retry: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async throws -> PocketRetryDecision?)? = nil) {
+        adaptBody = adapt
+        observeBody = observe
+        retryBody = retry
+    }
+
+    public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
+        try await adaptBody?(request, context) ?? request
+    }
+
+    public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {
+        await observeBody?(outcome, request, context)
+    }
+
+    public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                      context: PocketMiddlewareContext) async throws -> PocketRetryDecision? {
+        try await retryBody?(outcome, request, context)
+    }
+}
+
+/// What a middleware knows about the request it is handling: which task,
+/// which attempt, how long the attempt took, plus a small per-request
+/// store that lives across attempts (e.g. how often a token was refreshed
+/// for this request).
+public final class PocketMiddlewareContext: Sendable {
+    /// The task's id, as in its `PocketTaskEvent`s.
+    public let taskID: UInt64
+    /// The endpoint key observers subscribe to (the URL path unless the
+    /// caller or a `PocketEndpoint` named one).
+    public let endpoint: String
+    /// The client's clock (`PocketRequestHandling.clock`).
+    let clock: any PocketRetryClock
+    /// When the first attempt started, on `clock`.
+    let started: Duration
+    private let state: Lock<State>
+
+    struct State {
+        var attempt = 0
+        var attemptElapsed: Duration = .zero
+        var validationFailure: PocketError?
+        var values: [String: any Sendable] = [:]
+    }
+
+    init(taskID: UInt64, endpoint: String, clock: any PocketRetryClock) {
+        self.taskID = taskID
+        self.endpoint = endpoint
+        self.clock = clock
+        self.started = clock.uptime()
+        self.state = Lock(State())
+    }
+
+    /// The current attempt, 1 for the first.
+    public var attempt: Int { state.withLock { $0.attempt } }
+
+    /// How long the current attempt took, from `adapt` to its outcome
+    /// (valid in `observe` and `retry`).
+    public var attemptElapsed: Duration { state.withLock { $0.attemptElapsed } }
+
+    /// Time since the first attempt started, on the client's clock.
+    public var elapsed: Duration { clock.uptime() - started }
+
+    /// Why the current attempt's response failed validation (the request's
+    /// `PocketValidation`, else the client's), or nil when it passed or there
+    /// is none (valid in `observe` and `retry`). Such a response reaches the
+    /// hooks as `.success`; the caller gets this error.
+    public var validationFailure: PocketError? { state.withLock { $0.validationFailure } }
+
+    /// A value stored for this request under `key`, or nil.
+    public subscript(key: String) -> (any Sendable)? {
+        get { state.withLock { $0.values[key] } }
+        set { state.withLock { $0.values[key] = newValue } }
+    }
+
+    func begin(attempt: Int) {
+        state.withLock {
+            $0.attempt = attempt
+            $0.attemptElapsed = .zero
+            $0.validationFailure = nil
+        }
+    }
+
+    func end(elapsed: Duration, validationFailure: PocketError?) {
+        state.withLock {
+            $0.attemptElapsed = elapsed
+            $0.validationFailure = validationFailure
+        }
+    }
+}
+
+/// What a client does around each request, beyond sending it: middleware,
+/// retries, the transport and the clock. Everything is off by default: the
+/// request path then has nothing to adapt, retry or report.
+///
+/// ```swift
+/// var config = PocketClient.Configuration()
+/// config.handling.middleware = [LoggingMiddleware(logger: logger)]
+/// config.handling.retry = RetryPolicy()
+/// let client = try PocketClient(configuration: config)
+/// ```
+///
+/// It applies to every way of sending: `send` and what is built on it
+/// (endpoints, pipes, callbacks, groups), queues, `stream` and downloads.
+/// Adaptation always applies; retries apply until the first byte of the
+/// body reaches the caller (a streamed response's head, a download's first
+/// byte written), since bytes already handed over cannot be taken back.
+public struct PocketRequestHandling: Sendable {
+    /// The client's middleware, in order (see `PocketMiddleware` for the order of
+    /// hooks). Empty by default. Requests can add their own (`PocketSendOptions`).
+    public var middleware: [any PocketMiddleware] = []
+    /// The client's retry policy, run as the chain's last middleware; nil by
+    /// default (no retries of its own): retrying changes latency and load,
+    /// so it is the caller's choice. Requests and endpoints can set their
+    /// own. Its `maxAttempts` is the one cap on attempts (3 without a policy).
+    public var retry: PocketRetryPolicy?
+    /// What sends requests; nil (the default) is the client's engine. Set a
+    /// `PocketStubTransport` to run with canned responses and no network.
+    public var transport: (any PocketTransport)?
+    /// Time for backoff waits, deadlines and stub delays; the system clock by default.
+    public var clock: any PocketRetryClock = PocketSystemRetryClock()
+
+    /// Nothing configured: the direct path.
+    public init() {}
+}
+
+/// Options for one `send`: its own middleware, retry policy, observers and
+/// endpoint key. The defaults add nothing to the client's configuration.
+public struct PocketSendOptions: Sendable {
+    /// Middleware for this request, run after the client's. Empty by default.
+    public var middleware: [any PocketMiddleware] = []
+    /// Replaces the client's retry policy for this request; nil keeps it.
+    public var retry: PocketRetryPolicy?
+    /// Observers of this task's events. None by default.
+    public var observers: [PocketTaskObserver] = []
+    /// The key endpoint observers subscribe to; nil (the default) uses the URL's path.
+    public var endpoint: String?
+
+    /// Options; each parameter defaults as its property says.
+    public init(middleware: [any PocketMiddleware] = [], retry: PocketRetryPolicy? = nil, observers: [PocketTaskObserver] = [],
+                endpoint: String? = nil) {
+        self.middleware = middleware
+        self.retry = retry
+        self.observers = observers
+        self.endpoint = endpoint
+    }
+}
+
+/// What carries a request and brings back its response: the client's engine
+/// by default, or a `PocketStubTransport` for tests with no network. The whole
+/// request pipeline (middleware, retries, events) runs on top of it.
+public protocol PocketTransport: Sendable {
+    /// Sends `request` and returns the complete response, or throws.
+    func send(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse
+}

@@ -1,0 +1,267 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A response the redirect loop can look at, record the chain in, and drop.
+protocol RedirectableResponse: Sendable {
+    var redirectHead: PocketResponseHead { get }
+    /// How long this hop took (for a chain-wide total deadline).
+    var hopDuration: Duration { get }
+    /// Records where the response came from and the hops taken to it.
+    mutating func record(url: URL, redirects: [PocketRedirectHop])
+    /// Frees what the 3xx still holds before the next hop.
+    func discardRedirectBody() async
+}
+
+extension PocketClient {
+    /// The engine path of `send`: `request` and the redirects it leads to,
+    /// each one engine request collected in memory.
+    func sendFollowingRedirects(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        try await followingRedirects(request, progress: progress) { request, progress in
+            try await run(request, InFlightRequest(engine: engine, progress: progress))
+        }
+    }
+
+    /// Runs `hop` for `request`, then for each redirect the policy follows.
+    ///
+    /// The first hop is the whole cost of a request that is not redirected:
+    /// the policy is read, one status compared, and the response records its
+    /// URL (no allocation). The chain's state exists only after a 3xx.
+    ///
+    /// A progress handler's `finish` (the end of `PocketProgressHandler.stream`)
+    /// comes once, when the final response is complete: the stream of
+    /// updates spans every hop, and a redirect's end does not close it.
+    func followingRedirects<R: RedirectableResponse>(
+        _ request: PocketRequest, progress: PocketProgressHandler?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
+        let policy = request.redirects ?? configuration.redirects
+        guard policy.follows else {
+            var response = try await hop(request, progress)
+            response.record(url: request.url, redirects: [])
+            return response
+        }
+        var gate = ProgressFinishGate.wrap(progress)
+        var response: R
+        do {
+            response = try await hop(request, gate?.handler ?? progress)
+        } catch {
+            gate?.gate.markFinal()
+            throw error
+        }
+        guard RedirectFollower.isRedirect(response.redirectHead.status) else {
+            gate?.gate.markFinal()
+            response.record(url: request.url, redirects: [])
+            return response
+        }
+        var follower = RedirectFollower(policy: policy, request: request, clientTimeouts: configuration.timeouts)
+        do {
+            while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
+                await response.discardRedirectBody()
+                gate = ProgressFinishGate.wrap(progress)
+                response = try await hop(next, gate?.handler ?? progress)
+            }
+        } catch {
+            gate?.gate.markFinal()
+            throw error
+        }
+        gate?.gate.markFinal()
+        response.record(url: follower.request.url, redirects: follower.hops)
+        return response
+    }
+}
+
+/// Passes a hop's `finish` on only if that hop's response is the final one:
+/// the hop may end before or after the redirect loop decides (a streamed
+/// body ends long after its head), so whichever comes second calls it.
+final class ProgressFinishGate: Sendable {
+    private struct State {
+        var final = false
+        var finished = false
+        var called = false
+    }
+
+    private let state = Lock(State())
+    private let finish: @Sendable () -> Void
+
+    private init(finish: @escaping @Sendable () -> Void) { self.finish = finish }
+
+    /// A handler for one hop and its gate; nil when `progress` has no `finish`.
+    static func wrap(_ progress: PocketProgressHandler?) -> (handler: PocketProgressHandler, gate: ProgressFinishGate)? {
+        guard let progress, let finish = progress.finish else { return nil }
+        let gate = ProgressFinishGate(finish: finish)
+        var handler = progress // every setting kept; only the end is gated
+        handler.finish = { gate.hopFinished() }
+        return (handler, gate)
+    }
+
+    /// The hop's request ended.
+    func hopFinished() { update { $0.finished = true } }
+
+    /// The hop's response is the one returned (or its error is thrown).
+    func markFinal() { update { $0.final = true } }
+
+    private func update(_ change: (inout State) -> Void) {
+        let call = state.withLock { s -> Bool in
+            change(&s)
+            guard s.final, s.finished, !s.called else { return false }
+            s.called = true
+            return true
+        }
+        if call { finish() }
+    }
+}
+
+extension PocketResponse: RedirectableResponse {
+    var redirectHead: PocketResponseHead { head }
+    var hopDuration: Duration { timings.total }
+    mutating func record(url: URL, redirects: [PocketRedirectHop]) {
+        self.url = url
+        self.redirects = redirects
+    }
+    func discardRedirectBody() async {} // collected already; dropped with the value
+}
+
+extension PocketStreamingResponse: RedirectableResponse {
+    var redirectHead: PocketResponseHead { head }
+    var hopDuration: Duration { .zero } // the head came; the deadline of each hop still holds
+    mutating func record(url: URL, redirects: [PocketRedirectHop]) {
+        self.url = url
+        self.redirects = redirects
+    }
+
+    /// Reads a small 3xx body to the end so its connection goes back to the
+    /// pool; a large one is dropped with its connection.
+    func discardRedirectBody() async {
+        _ = try? await body.collect(upTo: 64 << 10)
+    }
+}
+
+/// One request's redirect chain: turns each 3xx into the next request (RFC
+/// 9110 §15.4) and enforces the policy. Created only once a redirect arrives,
+/// so a request without one pays nothing for it.
+struct RedirectFollower {
+    let policy: PocketRedirectPolicy
+    /// The request sent last (the one the current response answers).
+    private(set) var request: PocketRequest
+    /// The hops followed so far.
+    private(set) var hops: [PocketRedirectHop] = []
+    /// Method and URL of every request sent in the chain.
+    private var sent: [String]
+    /// What the chain's hops took so far, against a total deadline.
+    private var elapsed: Duration = .zero
+
+    /// The client's timeouts, for a request that has none of its own.
+    private let clientTimeouts: PocketTimeouts
+    /// The first request's total deadline, shared by the whole chain.
+    private let chainTotal: Duration?
+
+    init(policy: PocketRedirectPolicy, request: PocketRequest, clientTimeouts: PocketTimeouts) {
+        self.policy = policy
+        self.clientTimeouts = clientTimeouts
+        self.chainTotal = (request.timeouts ?? clientTimeouts).total
+        self.request = request
+        self.sent = [Self.key(request)]
+    }
+
+    /// Whether `status` is one Pocket follows.
+    static func isRedirect(_ status: Int) -> Bool {
+        status == 301 || status == 302 || status == 303 || status == 307 || status == 308
+    }
+
+    /// After `head` answered `request` (taking `took`): the request to send
+    /// next, or nil when `head` is the response (not a redirect, no
+    /// `Location`, or the hook stopped). Throws when the policy forbids the hop.
+    mutating func next(after head: PocketResponseHead, took: Duration) async throws -> PocketRequest? {
+        guard policy.follows, Self.isRedirect(head.status), let location = head.headers["Location"] else { return nil }
+        let proposed = try prepare(location: location, head: head)
+        var chosen = proposed
+        if let hook = policy.onRedirect {
+            switch try await hook(PocketRedirect(response: head, from: request.url, request: proposed, hop: hops.count + 1)) {
+            case .follow: break
+            case .modify(let r): chosen = r
+            case .stop: return nil
+            }
+        }
+        try check(chosen, head: head)
+        elapsed += took
+        if let total = chainTotal {
+            // The total deadline covers the whole chain, not each hop.
+            guard elapsed < total else {
+                throw PocketError(.deadlineExceeded, "the \(total) deadline passed during redirect \(hops.count + 1)", response: head)
+            }
+            var t = chosen.timeouts ?? clientTimeouts
+            t.total = total - elapsed
+            chosen.timeouts = t
+        }
+        hops.append(PocketRedirectHop(status: head.status, from: request.url, to: chosen.url, method: chosen.method))
+        sent.append(Self.key(chosen))
+        request = chosen
+        return chosen
+    }
+
+    /// The request a redirect asks for, before the hook and the checks.
+    private func prepare(location: String, head: PocketResponseHead) throws -> PocketRequest {
+        let trimmed = String(location.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        guard !trimmed.isEmpty, let resolved = URL(string: trimmed, relativeTo: request.url)?.absoluteURL else {
+            throw PocketError(.badRedirectLocation, "the \(head.status) redirect's Location is not a URL: \(location)", response: head)
+        }
+        if let problem = Target(resolved).problem {
+            throw PocketError(.badRedirectLocation, "the \(head.status) redirect leads nowhere Pocket can go: \(problem)", response: head)
+        }
+        var next = request
+        next.url = resolved
+        switch head.status {
+        case 301 where next.method == .post, 302 where next.method == .post, 303 where next.method != .head:
+            Self.dropBody(&next)
+        default:
+            break
+        }
+        if !Self.sameOrigin(request.url, resolved) {
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] { next.headers.remove(name) }
+        }
+        return next
+    }
+
+    /// The policy's limits, applied to the request that will really go.
+    private func check(_ next: PocketRequest, head: PocketResponseHead) throws {
+        if hops.count >= policy.maxHops {
+            throw PocketError(.tooManyRedirects, "more than \(policy.maxHops) redirects: \(chain(then: next.url))", response: head)
+        }
+        if request.url.scheme?.lowercased() == "https", next.url.scheme?.lowercased() == "http", !policy.allowsInsecureDowngrade {
+            throw PocketError(.insecureRedirect, "refusing the \(head.status) redirect from https to http (\(next.url.absoluteString)); RedirectPolicy.allowsInsecureDowngrade allows it", response: head)
+        }
+        if sent.contains(Self.key(next)) {
+            throw PocketError(.redirectLoop, "redirect loop: \(chain(then: next.url))", response: head)
+        }
+        if let body = next.body, !body.isReplayable, body == request.body {
+            throw PocketError(.bodyNotReplayable, "the \(head.status) redirect keeps the method and body, but the body is one-shot (a stream) and was already sent; use bytes or a file to let it be sent again", response: head)
+        }
+    }
+
+    private func chain(then url: URL) -> String {
+        ([hops.first?.from ?? request.url] + hops.map(\.to) + [url]).map(\.absoluteString).joined(separator: " → ")
+    }
+
+    private static func key(_ r: PocketRequest) -> String { "\(r.method.rawValue) \(r.url.absoluteString)" }
+
+    /// A GET after POST (or after 303) has no content: the body and the
+    /// fields that describe it go (RFC 9110 §15.4).
+    private static func dropBody(_ r: inout PocketRequest) {
+        r.method = .get
+        r.body = nil
+        r.expectContinue = nil
+        for name in ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location",
+                     "Transfer-Encoding", "Digest", "Content-Digest"] {
+            r.headers.remove(name)
+        }
+    }
+
+    /// Scheme, host and port equal (RFC 6454), default ports filled in.
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        let x = Target(a), y = Target(b)
+        return x.https == y.https && x.host.lowercased() == y.host.lowercased() && x.port == y.port
+    }
+}

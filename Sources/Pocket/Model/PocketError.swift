@@ -1,0 +1,279 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The one error type Pocket throws.
+///
+/// `code` says what went wrong; `message` says it in a sentence; `underlying`
+/// keeps the cause (an `errno`, a decoding error); `response` is the head the
+/// server sent when the failure came after it, and `body` its body when the
+/// failure is about a complete response (validation, decoding).
+///
+/// ```swift
+/// do { _ = try await client.send(request) }
+/// catch let error as PocketError where error.code == .connectTimeout { ... }
+/// ```
+public struct PocketError: Error, Sendable, CustomStringConvertible {
+    /// An extensible error code: new codes are added as static constants, so a
+    /// `switch` over codes needs a `default` and never breaks when one is added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// A stable snake_case name, e.g. `"connect_timeout"`.
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        // Request building (Swift layer)
+        public static let invalidURL = Code("invalid_url")
+        public static let unsupportedScheme = Code("unsupported_scheme")
+        public static let unknown = Code("unknown")
+
+        // Engine codes, one per entry of the engine's error table, by the
+        // engine's own names (`pk_error_name`): a code the engine reports
+        // is `Code(name)`, so these constants only give the names a symbol.
+        public static let outOfMemory = Code("out_of_memory")
+        public static let invalidArgument = Code("invalid_argument")
+        public static let invalidMethod = Code("invalid_method")
+        public static let invalidTarget = Code("invalid_target")
+        public static let invalidHeaderName = Code("invalid_header_name")
+        public static let invalidHeaderValue = Code("invalid_header_value")
+        public static let invalidHost = Code("invalid_host")
+        public static let requestHeadTooLarge = Code("request_head_too_large")
+        public static let shutdown = Code("shutdown")
+        public static let cancelled = Code("cancelled")
+        public static let dnsFailure = Code("dns_failure")
+        public static let connectionRefused = Code("connection_refused")
+        public static let networkUnreachable = Code("network_unreachable")
+        public static let hostUnreachable = Code("host_unreachable")
+        public static let connectFailed = Code("connect_failed")
+        public static let connectTimeout = Code("connect_timeout")
+        public static let readTimeout = Code("read_timeout")
+        public static let deadlineExceeded = Code("deadline_exceeded")
+        public static let connectionReset = Code("connection_reset")
+        public static let closedBeforeResponse = Code("closed_before_response")
+        public static let writeFailed = Code("write_failed")
+        public static let readFailed = Code("read_failed")
+        public static let socketFailed = Code("socket_failed")
+        public static let responseHeadTooLarge = Code("response_head_too_large")
+        public static let tooManyHeaders = Code("too_many_headers")
+        public static let badStatusLine = Code("bad_status_line")
+        public static let unsupportedVersion = Code("unsupported_version")
+        public static let badHeader = Code("bad_header")
+        public static let badContentLength = Code("bad_content_length")
+        public static let conflictingContentLength = Code("conflicting_content_length")
+        public static let transferEncodingWithContentLength = Code("transfer_encoding_with_content_length")
+        public static let unsupportedTransferEncoding = Code("unsupported_transfer_encoding")
+        public static let badChunk = Code("bad_chunk")
+        public static let chunkSizeTooLong = Code("chunk_size_too_long")
+        public static let chunkExtensionTooLarge = Code("chunk_extension_too_large")
+        public static let trailersTooLarge = Code("trailers_too_large")
+        public static let tooManyInterimResponses = Code("too_many_interim_responses")
+        public static let unexpectedUpgrade = Code("unexpected_upgrade")
+        public static let truncatedBody = Code("truncated_body")
+        public static let truncatedHead = Code("truncated_head")
+        public static let bodyTooLarge = Code("body_too_large")
+        public static let tlsConfiguration = Code("tls_configuration")
+        public static let tlsHandshakeFailed = Code("tls_handshake_failed")
+        public static let tlsUntrustedCertificate = Code("tls_untrusted_certificate")
+        public static let tlsHostnameMismatch = Code("tls_hostname_mismatch")
+        public static let tlsCertificateExpired = Code("tls_certificate_expired")
+        public static let tlsCertificateNotYetValid = Code("tls_certificate_not_yet_valid")
+        public static let tlsPinMismatch = Code("tls_pin_mismatch")
+        public static let tlsProtocolVersion = Code("tls_protocol_version")
+        public static let tlsAlpnMismatch = Code("tls_alpn_mismatch")
+        public static let badContentEncoding = Code("bad_content_encoding")
+        public static let truncatedContentEncoding = Code("truncated_content_encoding")
+        public static let decompressionBomb = Code("decompression_bomb")
+        public static let decodedBodyTooLarge = Code("decoded_body_too_large")
+        public static let tooManyContentEncodings = Code("too_many_content_encodings")
+        public static let fileWriteFailed = Code("file_write_failed")
+        public static let fileReadFailed = Code("file_read_failed")
+        public static let requestBodyLengthMismatch = Code("request_body_length_mismatch")
+
+        // Streaming bodies and downloads (Swift layer)
+        /// The request body's `AsyncSequence` threw; `underlying` is its error.
+        public static let requestBodyStreamFailed = Code("request_body_stream_failed")
+        /// A resumed download got 416: the saved offset is past the resource's end.
+        public static let rangeNotSatisfiable = Code("range_not_satisfiable")
+        /// A resumed download got 206 for a resource that changed since (its
+        /// ETag or Last-Modified differs from the resume data's).
+        public static let resumeValidatorMismatch = Code("resume_validator_mismatch")
+        /// A 206 whose `Content-Range` is missing, malformed, or starts
+        /// elsewhere than the requested offset.
+        public static let badContentRange = Code("bad_content_range")
+        /// A download's destination or temporary file could not be created or renamed.
+        public static let fileSystem = Code("file_system")
+        /// A response's text could not be decoded in its declared charset.
+        public static let unsupportedCharset = Code("unsupported_charset")
+    }
+
+    public var code: Code
+    public var message: String
+    /// The underlying cause, e.g. `POSIXErrorCode` for socket failures.
+    public var underlying: (any Error & Sendable)?
+    /// The system `errno` (or `getaddrinfo` code for `.dnsFailure`), when one applies.
+    public var systemError: Int32?
+    /// The response head, when the server answered before the failure.
+    public var response: PocketResponseHead?
+    /// The body had started to reach the caller when this error ended the
+    /// request (a download's bytes in its file): the request path does not
+    /// retry it.
+    var bodyDelivered = false
+    /// The response body, for errors raised on a complete response
+    /// (`.unacceptableStatus`, `.unacceptableContentType`, `.decodingFailed`);
+    /// nil otherwise.
+    public var body: Data?
+
+    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
+                systemError: Int32? = nil, response: PocketResponseHead? = nil, body: Data? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.systemError = systemError
+        self.response = response
+        self.body = body
+    }
+
+    public var description: String {
+        var s = "\(code.name): \(message)"
+        if let response { s += " (after HTTP \(response.status))" }
+        return s
+    }
+
+    /// True for `.cancelled`.
+    public var isCancellation: Bool { code == .cancelled }
+
+    /// True for the timeout codes.
+    public var isTimeout: Bool {
+        code == .connectTimeout || code == .readTimeout || code == .deadlineExceeded
+    }
+}
+
+extension PocketError.Code {
+    // Building requests (paths, parameters, bodies, templates)
+
+    /// A path template is malformed (an unclosed `{`, an empty `{}`, more
+    /// identifiers than `:placeholders`, a dictionary as a path value).
+    public static let invalidPathTemplate = PocketError.Code("invalid_path_template")
+    /// A `{name}` placeholder has no value (missing or `.null`).
+    public static let missingPathParameter = PocketError.Code("missing_path_parameter")
+    /// Credentials an `PocketAuthorization` scheme cannot carry (a `:` in a Basic
+    /// username, an invalid Bearer token, CR/LF).
+    public static let invalidCredentials = PocketError.Code("invalid_credentials")
+    /// A body could not be encoded (`PocketRequestBody.json`); `underlying` is the `EncodingError`.
+    public static let encodingFailed = PocketError.Code("encoding_failed")
+    /// No template is registered under the name asked for.
+    public static let unknownTemplate = PocketError.Code("unknown_template")
+
+    // Validating and decoding responses
+
+    /// The status is not one `PocketValidation.statusCodes` accepts; the error
+    /// carries the head (`response`) and the body (`body`).
+    public static let unacceptableStatus = PocketError.Code("unacceptable_status")
+    /// The `Content-Type` is missing or not one validation accepts; carries head and body.
+    public static let unacceptableContentType = PocketError.Code("unacceptable_content_type")
+    /// The body does not decode as the type asked for; the message names the
+    /// JSON path (`root.issues[1].category`), `underlying` is the `DecodingError`.
+    public static let decodingFailed = PocketError.Code("decoding_failed")
+}
+
+extension PocketError.Code {
+    /// The request would be sent again — a retry (the policy's or a
+    /// middleware's), a redirect that keeps the body, or the engine's one
+    /// resend after a reused connection failed — but its body is one-shot (a
+    /// stream, or a multipart form with a stream part) and was already
+    /// consumed: it is never sent twice. The message says which of these it
+    /// was; `underlying` is the failed attempt's error and `response` its
+    /// head, when there was one.
+    public static let bodyNotReplayable = PocketError.Code("body_not_replayable")
+    /// A middleware asked for another attempt past the retry policy's
+    /// `maxAttempts` (3 without a policy): the one cap on attempts, a guard
+    /// against retry loops.
+    public static let tooManyAttempts = PocketError.Code("too_many_attempts")
+}
+
+extension PocketError.Code {
+    // Redirects (Swift layer); each error carries the 3xx head as `response`.
+    /// More redirects than `PocketRedirectPolicy.maxHops`.
+    public static let tooManyRedirects = PocketError.Code("too_many_redirects")
+    /// A redirect leads back to a method and URL already requested in the chain.
+    public static let redirectLoop = PocketError.Code("redirect_loop")
+    /// A redirect from `https` to `http`, refused unless `allowsInsecureDowngrade`.
+    public static let insecureRedirect = PocketError.Code("insecure_redirect")
+    /// A `Location` that is not a URL, or not an `http`/`https` one.
+    public static let badRedirectLocation = PocketError.Code("bad_redirect_location")
+}
+
+extension PocketError.Code {
+    /// A `PocketStubTransport` has no canned response for the request's method and path.
+    public static let stubNotFound = PocketError.Code("stub_not_found")
+    /// A `PocketTokenRefreshMiddleware`'s refresh closure threw; `underlying` is its error.
+    public static let tokenRefreshFailed = PocketError.Code("token_refresh_failed")
+    /// A token refresh would start while one is being made by the same task
+    /// (the refresh request itself was rejected): a refresh loop, stopped.
+    public static let tokenRefreshLoop = PocketError.Code("token_refresh_loop")
+}
+
+extension PocketError.Code {
+    /// A `PocketMultipartForm` cannot be encoded: a part header with CR, LF or NUL
+    /// or a name that is not a token, a custom boundary that is malformed or
+    /// occurs in an in-memory part. Nothing was sent.
+    public static let invalidMultipartForm = PocketError.Code("invalid_multipart_form")
+}
+
+extension PocketError.Code {
+    /// A `PocketRequestQueue` with `maxPending` set already holds that many
+    /// pending requests; this one was not queued.
+    public static let queueFull = PocketError.Code("queue_full")
+}
+
+extension PocketError.Code {
+    // Pipes (Swift layer)
+    /// `remove` or `read(id:)` of a record without an id (see `PocketPipeConfiguration.recordIDKey`).
+    public static let missingRecordID = PocketError.Code("missing_record_id")
+    /// A page's next (or previous) link leads to a page already read in this sequence.
+    public static let pagingLoop = PocketError.Code("paging_loop")
+}
+
+extension PocketError.Code {
+    // Schemas, JSON and mapping (Schema/)
+
+    /// A body is not JSON; the message gives line and column.
+    public static let malformedJSON = PocketError.Code("malformed_json")
+    /// JSON nests deeper than the limit (`PocketJSONParser.defaultMaxDepth`, 128):
+    /// a body when parsed, a tree built in code when validated or written.
+    public static let jsonNestingTooDeep = PocketError.Code("json_nesting_too_deep")
+    /// A JSON value does not match its schema: a required key is missing or
+    /// a value has the wrong type. `underlying` is the `PocketSchemaViolation`.
+    public static let schemaValidationFailed = PocketError.Code("schema_validation_failed")
+    /// A value transformer could not transform a value (e.g. a date that
+    /// does not parse). `underlying` is the `PocketSchemaViolation`.
+    public static let schemaTransformFailed = PocketError.Code("schema_transform_failed")
+    /// A schema names a tag no transformer or mapper is registered for.
+    public static let schemaUnknownTag = PocketError.Code("schema_unknown_tag")
+    /// An object mapper threw, or a value has no JSON form (a model with no
+    /// mapper back to JSON, a non-finite number).
+    public static let schemaMappingFailed = PocketError.Code("schema_mapping_failed")
+    /// A schema file is not where its name says (`resources` unset, or no such file).
+    public static let schemaNotFound = PocketError.Code("schema_not_found")
+    /// A schema is not a valid JSON sample.
+    public static let invalidSchema = PocketError.Code("invalid_schema")
+    /// An error parser found an error in the response (an error status's
+    /// body, or a 2xx it declared an error, e.g. `{"success": false}`);
+    /// `underlying` is the parser's typed error. A bad status no parser
+    /// typed is `.unacceptableStatus`.
+    public static let errorResponse = PocketError.Code("error_response")
+}
+
+/// Where and why a JSON value failed its schema; the `underlying` of
+/// `.schemaValidationFailed` and `.schemaTransformFailed` errors.
+public struct PocketSchemaViolation: Error, Sendable, Hashable {
+    /// The sentence TyphoonRestClient users know, e.g.
+    /// `Can't find value for key 'category' in 'root.issues[1]' dictionary`.
+    public var reason: String
+    /// The failing value's place (for a missing key: the key's place).
+    public var path: PocketSchemaPath
+    /// The body pretty-printed around the failing place, that line marked with `>`.
+    public var excerpt: String
+}

@@ -1,0 +1,277 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// An HTTP request as a value: build it, copy it, keep it, send it later.
+///
+/// ```swift
+/// var request = Request(method: .post, url: URL(string: "http://127.0.0.1:8080/items")!)
+/// request.headers["Content-Type"] = "application/json"
+/// request.body = .bytes(Data(#"{"name":"pocket"}"#.utf8))
+/// let response = try await client.send(request)
+/// ```
+public struct PocketRequest: Sendable, Hashable, Codable {
+    /// The method; `.get` by default.
+    public var method: PocketMethod
+    /// An absolute `http` or `https` URL. Its path and query are sent as they
+    /// are percent-encoded in the URL.
+    public var url: URL {
+        didSet { target = Target(url) }
+    }
+    /// Header fields sent after the client's defaults (a field here replaces a
+    /// default of the same name). `Host` and `Content-Length` are written by the engine.
+    public var headers: PocketHeaders
+    /// The body, or nil for none: bytes, a file or a stream (`PocketRequestBody`).
+    /// An empty body sends `Content-Length: 0`.
+    public var body: PocketRequestBody?
+    /// Send `Expect: 100-continue` and wait up to this long for the server's
+    /// `100 Continue` before sending the body; nil (the default) sends the
+    /// body at once. Worth it for large uploads a server may refuse (auth,
+    /// 413): the refusal arrives before the bytes are sent. Past the wait the
+    /// body goes anyway, as RFC 9110 §10.1.1 advises for servers that never answer 100.
+    public var expectContinue: Duration?
+    /// How this request follows redirects; nil (the default) uses the
+    /// client's `Configuration.redirects`.
+    public var redirects: PocketRedirectPolicy?
+    /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
+    public var timeouts: PocketTimeouts?
+    /// TLS settings for this request only; nil uses the client's
+    /// `Configuration.tls`. Connections are pooled per distinct setting, so a
+    /// request never reuses a connection made under other settings.
+    public var tls: PocketTLSConfiguration?
+    /// The format the request was built with (`PocketRequest(path:…)`,
+    /// `client.request`, templates), which also wrote its `Accept` and
+    /// `Content-Type`. Here it tells validation and `PocketResponse.decode` what to
+    /// expect; nil (a request made from a URL) means JSON to them. Setting it
+    /// does not change the headers.
+    public var format: PocketContentFormat?
+    /// Validation `client.send` applies to this request's response; nil (the
+    /// default) uses the client's `Configuration.validation`, which is off by default.
+    public var validation: PocketValidation?
+    /// The schema `client.send` applies to the response before returning it
+    /// (with the client's `Configuration.schemas`: its error parser, then
+    /// validation, transformers, mappers); the result is
+    /// `response.schemaResult`, which `response.decode` reads. nil (the
+    /// default): no schema, no work. Not compared, hashed or archived.
+    public var schema: PocketSchema?
+    /// This request's error parser (TyphoonRestClient's per-request one):
+    /// `client.send` asks it about the response (and throws `.errorResponse`
+    /// with its typed error) before the schema applies, in place of
+    /// `Configuration.schemas.errorParser`; with no `schema`, it runs alone.
+    /// nil by default. Not compared, hashed or archived.
+    public var errorParser: (any PocketErrorParser)?
+
+    /// Whether sending this request twice has the effect of sending it once:
+    /// its method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE,
+    /// PUT, DELETE) or it carries an `Idempotency-Key` header field. The one
+    /// rule for every resend: the retry policy's and the engine's own, after
+    /// a reused connection failed before any response byte.
+    public var isIdempotent: Bool { method.isIdempotent || headers.contains("Idempotency-Key") }
+
+    /// The parts of `url` the engine needs, computed once per URL so that
+    /// sending the same request again does no URL parsing.
+    var target: Target
+
+    public init(method: PocketMethod = .get, url: URL, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.target = Target(url)
+    }
+
+    /// A request for a URL string; throws `PocketError.invalidURL` when it does not parse.
+    public init(method: PocketMethod = .get, _ urlString: String, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) throws {
+        guard let url = URL(string: urlString) else {
+            throw PocketError(.invalidURL, "not a URL: \(urlString)")
+        }
+        self.init(method: method, url: url, headers: headers, body: body)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case method, url, headers, body, timeouts, tls, expectContinue, format, validation, redirects
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(method: try c.decode(PocketMethod.self, forKey: .method),
+                  url: try c.decode(URL.self, forKey: .url),
+                  headers: try c.decodeIfPresent(PocketHeaders.self, forKey: .headers) ?? [:],
+                  body: try c.decodeIfPresent(PocketRequestBody.self, forKey: .body))
+        expectContinue = try c.decodeIfPresent(Duration.self, forKey: .expectContinue)
+        redirects = try c.decodeIfPresent(PocketRedirectPolicy.self, forKey: .redirects)
+        timeouts = try c.decodeIfPresent(PocketTimeouts.self, forKey: .timeouts)
+        tls = try c.decodeIfPresent(PocketTLSConfiguration.self, forKey: .tls)
+        format = try c.decodeIfPresent(PocketContentFormat.self, forKey: .format)
+        validation = try c.decodeIfPresent(PocketValidation.self, forKey: .validation)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encode(url, forKey: .url)
+        try c.encode(headers, forKey: .headers)
+        try c.encodeIfPresent(body, forKey: .body)
+        try c.encodeIfPresent(redirects, forKey: .redirects)
+        try c.encodeIfPresent(timeouts, forKey: .timeouts)
+        try c.encodeIfPresent(tls, forKey: .tls)
+        try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
+        try c.encodeIfPresent(format, forKey: .format)
+        try c.encodeIfPresent(validation, forKey: .validation)
+    }
+
+    public static func == (lhs: PocketRequest, rhs: PocketRequest) -> Bool {
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
+            && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
+            && lhs.expectContinue == rhs.expectContinue && lhs.format == rhs.format
+            && lhs.validation == rhs.validation && lhs.redirects == rhs.redirects
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(url)
+        hasher.combine(headers)
+        hasher.combine(body)
+    }
+}
+
+/// Scheme, host, port and origin-form target of a URL, or why it cannot be sent.
+struct Target: Sendable, Hashable {
+    var https = false
+    var host = ""
+    var port: UInt16 = 80
+    var pathAndQuery = "/"
+    var userInfo: (user: String, password: String)?
+    var problem: String?
+
+    init(_ url: URL) {
+        switch url.scheme?.lowercased() {
+        case "http": https = false
+        case "https": https = true
+        case let other:
+            problem = "unsupported URL scheme \(other.map { "'\($0)'" } ?? "(none)"): only http and https"
+            return
+        }
+        guard let h = url.host(percentEncoded: false), !h.isEmpty else {
+            problem = "URL has no host: \(url.absoluteString)"
+            return
+        }
+        host = h
+        let p = url.port ?? (https ? 443 : 80)
+        guard p > 0, p <= 65535 else {
+            problem = "URL port out of range: \(p)"
+            return
+        }
+        port = UInt16(p)
+        var path = url.path(percentEncoded: true)
+        if path.isEmpty { path = "/" }
+        if let q = url.query(percentEncoded: true) { path += "?" + q }
+        pathAndQuery = path
+        if let user = url.user(percentEncoded: false) {
+            userInfo = (user, url.password(percentEncoded: false) ?? "")
+        }
+    }
+
+    static func == (a: Target, b: Target) -> Bool {
+        a.https == b.https && a.host == b.host && a.port == b.port && a.pathAndQuery == b.pathAndQuery
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(pathAndQuery)
+    }
+}
+
+/// An HTTP request method: the standard ones as constants, any other token
+/// (`"PURGE"`, `"PROPFIND"`) through the string initializer.
+///
+/// Methods are case-sensitive (RFC 9110 §9.1); the engine rejects a method
+/// that is empty or not a token before anything is sent.
+public struct PocketMethod: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public static let get = PocketMethod("GET")
+    public static let head = PocketMethod("HEAD")
+    public static let post = PocketMethod("POST")
+    public static let put = PocketMethod("PUT")
+    public static let patch = PocketMethod("PATCH")
+    public static let delete = PocketMethod("DELETE")
+    public static let options = PocketMethod("OPTIONS")
+    public static let trace = PocketMethod("TRACE")
+    public static let connect = PocketMethod("CONNECT")
+
+    /// Idempotent methods (RFC 9110 §9.2.2) may be retried automatically when a
+    /// reused connection turns out to be closed before any response byte.
+    public var isIdempotent: Bool {
+        switch rawValue {
+        case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE": return true
+        default: return false
+        }
+    }
+
+    public var description: String { rawValue }
+}
+
+/// Deadlines of a request. `nil` disables one.
+public struct PocketTimeouts: Sendable, Hashable, Codable {
+    /// Name resolution plus TCP connect (per new connection). Default 10 s.
+    public var connect: Duration?
+    /// Longest silence while the request is in flight: no byte written or
+    /// received for this long fails it with `.readTimeout`. Default 30 s.
+    public var read: Duration?
+    /// The whole request, from `send` to the last body byte. Default none.
+    public var total: Duration?
+
+    public init(connect: Duration? = .seconds(10), read: Duration? = .seconds(30), total: Duration? = nil) {
+        self.connect = connect
+        self.read = read
+        self.total = total
+    }
+
+    /// The client's defaults: connect 10 s, read 30 s, no total deadline.
+    public static let `default` = PocketTimeouts()
+
+    static func milliseconds(_ d: Duration?) -> UInt32 {
+        guard let d, d > .zero else { return 0 }
+        let (s, atto) = d.components
+        let ms = s * 1000 + (atto + 999_999_999_999_999) / 1_000_000_000_000_000
+        return ms >= Int64(UInt32.max) ? UInt32.max : UInt32(ms)
+    }
+}
+
+/// TLS settings of a client. Verification is on by default against the
+/// system trust store; every relaxation is explicit.
+public struct PocketTLSConfiguration: Sendable, Hashable, Codable {
+    /// A PEM file of trusted CA certificates, replacing the system store. Default nil.
+    public var caFile: String?
+    /// A hashed directory of CA certificates (`c_rehash`), replacing the system store. Default nil.
+    public var caDirectory: String?
+    /// The client certificate chain (PEM) for mutual TLS. Default nil.
+    public var certificateChainFile: String?
+    /// The client certificate's private key (PEM); nil: it is in `certificateChainFile`.
+    public var privateKeyFile: String?
+    /// SHA-256 pins of the server's public key, as curl writes them:
+    /// `"sha256//<base64>"` (several allowed; one must match). Default none.
+    public var pinnedPublicKeys: [String] = []
+    /// The lowest protocol accepted: TLS 1.2 by default (TLS 1.0/1.1 are
+    /// deprecated by RFC 8996).
+    public var minimumVersion: Version = .tls12
+    /// OpenSSL cipher list for TLS 1.2 (`"ECDHE+AESGCM"`); nil: OpenSSL's defaults.
+    public var ciphers: String?
+    /// Turns every certificate check off. For development against servers
+    /// with throwaway certificates only: anyone on the path can read and
+    /// change the traffic. Logs a warning once per process. Default false.
+    public var insecureSkipVerification = false
+
+    public enum Version: Sendable, Hashable, Codable {
+        case tls12, tls13
+    }
+
+    public init() {}
+}

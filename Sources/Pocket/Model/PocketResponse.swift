@@ -1,0 +1,327 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A complete response: status, header fields, body and timings.
+public struct PocketResponse: Sendable {
+    /// The status code, e.g. 200.
+    public var status: Int
+    /// The reason phrase as sent (may be empty).
+    public var reason: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    public var httpMinorVersion: Int
+    /// Header fields in the order received.
+    public var headers: PocketHeaders
+    /// The body bytes, after de-chunking. Empty for HEAD, 204 and 304.
+    public var body: Data
+    /// The URL this response came from: the request's, or where its
+    /// redirects led. Nil only for a response built by hand.
+    public var url: URL?
+    /// The redirects followed to get here, in order; empty for none (then
+    /// `timings` are the last hop's).
+    public var redirects: [PocketRedirectHop] = []
+    /// Where the time went.
+    public var timings: PocketTimings
+    /// The request that was sent (set by `client.send`), for debugging and
+    /// for validation and decoding, which read its format; nil for a
+    /// response made by hand.
+    public var request: PocketRequest?
+    /// The body as the request's `schema` made it (validated, transformed,
+    /// mapped: models and dates as `.mapped`), set by `client.send`; nil
+    /// when the request had no schema. `decode` reads it instead of the bytes.
+    public var schemaResult: PocketJSONValue?
+
+    public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: PocketHeaders = [:],
+                body: Data = Data(), timings: PocketTimings = PocketTimings(), request: PocketRequest? = nil) {
+        self.status = status
+        self.reason = reason
+        self.httpMinorVersion = httpMinorVersion
+        self.headers = headers
+        self.body = body
+        self.timings = timings
+        self.request = request
+    }
+
+    /// The body as text in the charset its `Content-Type` names (UTF-8 when
+    /// it names none, as RFC 8259 and most APIs assume). Invalid bytes, and
+    /// a charset Pocket does not know, decode as UTF-8 with U+FFFD; use
+    /// `decodedText()` to get an error instead.
+    public var text: String { (try? decodedText()) ?? String(decoding: body, as: UTF8.self) }
+
+    /// The `charset` parameter of `Content-Type`, lowercased, or nil.
+    public var charset: String? { TextCharset.parameter(of: headers["Content-Type"]) }
+
+    /// The body as text in its declared charset (UTF-8 when none): utf-8,
+    /// us-ascii, iso-8859-1 (latin1), windows-1252, utf-16 (BOM, else big
+    /// endian), utf-16le, utf-16be. Throws `.unsupportedCharset` for another
+    /// charset or bytes invalid in this one.
+    public func decodedText() throws -> String {
+        try TextCharset.decode(body, charset: charset)
+    }
+
+    /// True for 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// The head of a response, kept with errors raised after the server answered.
+public struct PocketResponseHead: Sendable, Hashable {
+    public var status: Int
+    public var reason: String
+    public var headers: PocketHeaders
+}
+
+/// Per-request timings, like curl's `-w` variables.
+public struct PocketTimings: Sendable, Hashable {
+    /// Name resolution; zero for numeric hosts, cache hits and reused connections.
+    public var dns: Duration = .zero
+    /// TCP connect; zero on a reused connection.
+    public var connect: Duration = .zero
+    /// TLS handshake; zero for plain HTTP and reused connections.
+    public var tls: Duration = .zero
+    /// From `send` to the first response byte.
+    public var firstByte: Duration = .zero
+    /// From `send` to the last body byte.
+    public var total: Duration = .zero
+    /// Bytes written to and read from the socket for this request.
+    public var bytesSent: Int = 0
+    public var bytesReceived: Int = 0
+    /// Bytes on the socket: equal to the above for plain HTTP; over TLS they
+    /// include the record overhead and, on a new connection, the handshake.
+    public var wireBytesSent: Int = 0
+    public var wireBytesReceived: Int = 0
+    /// The request ran on a pooled keep-alive connection.
+    public var reusedConnection = false
+    /// The request's new TLS connection resumed an earlier session (no full handshake).
+    public var tlsResumed = false
+    /// The request was sent a second time after a reused connection failed
+    /// before any response byte (idempotent methods only).
+    public var retried = false
+
+    public init() {}
+}
+
+/// MTPocket's response object, in Swift: the details around status and body.
+extension PocketResponse {
+    /// The status with a name (`.ok`, `.notFound`, …); `status` is its code.
+    public var httpStatus: PocketStatus { PocketStatus(status) }
+
+    /// The media type of `Content-Type`, lowercased, without parameters
+    /// (`application/json`), or nil when the server sent none.
+    public var mimeType: String? {
+        guard let value = headers["Content-Type"] else { return nil }
+        let type = TextCharset.trimmed(value.split(separator: ";", maxSplits: 1).first ?? "")
+        return type.isEmpty ? nil : type.lowercased()
+    }
+
+    /// The length the server announced (`Content-Length`), or nil for none
+    /// (chunked, close-delimited) or an unparsable value. For a decoded
+    /// (gzip) body it is the encoded length, not `body.count`.
+    public var expectedContentLength: Int? { expectedContentLength(header: "Content-Length") }
+
+    /// The integer value of another header naming the length, as MTPocket's
+    /// `contentLengthHeader` (`X-Stream-Length`, …), or nil.
+    public func expectedContentLength(header name: String) -> Int? {
+        guard let value = headers[name].map({ TextCharset.trimmed($0[...]) }), let n = Int(value), n >= 0 else { return nil }
+        return n
+    }
+
+    /// The body bytes (MTPocket's `data`): the same as `body`.
+    public var data: Data { body }
+
+    /// The format the request was built with (JSON when it had none): what
+    /// `decode` and validation expect.
+    public var format: PocketContentFormat { request?.format ?? .json }
+
+    /// The sent request's body bytes, or nil when it had none or it was a
+    /// file or stream (not kept in memory).
+    public var requestData: Data? { request?.body?.data }
+
+    /// The sent request's body as UTF-8 text (invalid bytes as U+FFFD), for
+    /// debugging; nil as for `requestData`.
+    public var requestText: String? { requestData.map { String(decoding: $0, as: UTF8.self) } }
+
+    /// The head: status, reason and headers.
+    public var head: PocketResponseHead { PocketResponseHead(status: status, reason: reason, headers: headers) }
+}
+
+/// A response status with a name, as MTPocket's `MTPocketStatus`: compare
+/// with the constants (`response.httpStatus == .notFound`), read the code
+/// (`.code`) and the class (`.kind`). Any code from 100 to 999 is
+/// representable; `name` is the RFC 9110 reason phrase, or "" for a code
+/// it does not define.
+public struct PocketStatus: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByIntegerLiteral,
+    CustomStringConvertible {
+    /// The numeric code, e.g. 404.
+    public let code: Int
+    /// The code, for `RawRepresentable`.
+    public var rawValue: Int { code }
+
+    /// The status of `rawValue`.
+    public init(rawValue: Int) { code = rawValue }
+    /// The status of `code`.
+    public init(_ code: Int) { self.code = code }
+    /// A status literal: `let s: PocketStatus = 404`.
+    public init(integerLiteral value: Int) { code = value }
+
+    /// The class of a status (RFC 9110 §15).
+    public enum Kind: Sendable, Hashable {
+        case informational, success, redirection, clientError, serverError, invalid
+    }
+
+    /// The class of the code (`.invalid` outside 100–599).
+    public var kind: Kind {
+        switch code {
+        case 100..<200: return .informational
+        case 200..<300: return .success
+        case 300..<400: return .redirection
+        case 400..<500: return .clientError
+        case 500..<600: return .serverError
+        default: return .invalid
+        }
+    }
+
+    /// 100 Continue.
+    public static let `continue`: PocketStatus = 100
+    /// 101 Switching Protocols.
+    public static let switchingProtocols: PocketStatus = 101
+    /// 200 OK.
+    public static let ok: PocketStatus = 200
+    /// 201 Created.
+    public static let created: PocketStatus = 201
+    /// 202 Accepted.
+    public static let accepted: PocketStatus = 202
+    /// 203 Non-Authoritative Information.
+    public static let nonAuthoritativeInformation: PocketStatus = 203
+    /// 204 No Content.
+    public static let noContent: PocketStatus = 204
+    /// 205 Reset Content.
+    public static let resetContent: PocketStatus = 205
+    /// 206 Partial Content.
+    public static let partialContent: PocketStatus = 206
+    /// 300 Multiple Choices.
+    public static let multipleChoices: PocketStatus = 300
+    /// 301 Moved Permanently.
+    public static let movedPermanently: PocketStatus = 301
+    /// 302 Found.
+    public static let found: PocketStatus = 302
+    /// 303 See Other.
+    public static let seeOther: PocketStatus = 303
+    /// 304 Not Modified.
+    public static let notModified: PocketStatus = 304
+    /// 307 Temporary Redirect.
+    public static let temporaryRedirect: PocketStatus = 307
+    /// 308 Permanent Redirect.
+    public static let permanentRedirect: PocketStatus = 308
+    /// 400 Bad Request.
+    public static let badRequest: PocketStatus = 400
+    /// 401 Unauthorized.
+    public static let unauthorized: PocketStatus = 401
+    /// 402 Payment Required.
+    public static let paymentRequired: PocketStatus = 402
+    /// 403 Forbidden.
+    public static let forbidden: PocketStatus = 403
+    /// 404 Not Found.
+    public static let notFound: PocketStatus = 404
+    /// 405 Method Not Allowed.
+    public static let methodNotAllowed: PocketStatus = 405
+    /// 406 Not Acceptable.
+    public static let notAcceptable: PocketStatus = 406
+    /// 407 Proxy Authentication Required.
+    public static let proxyAuthenticationRequired: PocketStatus = 407
+    /// 408 Request Timeout.
+    public static let requestTimeout: PocketStatus = 408
+    /// 409 Conflict.
+    public static let conflict: PocketStatus = 409
+    /// 410 Gone.
+    public static let gone: PocketStatus = 410
+    /// 411 Length Required.
+    public static let lengthRequired: PocketStatus = 411
+    /// 412 Precondition Failed.
+    public static let preconditionFailed: PocketStatus = 412
+    /// 413 Content Too Large.
+    public static let contentTooLarge: PocketStatus = 413
+    /// 414 URI Too Long.
+    public static let uriTooLong: PocketStatus = 414
+    /// 415 Unsupported Media Type.
+    public static let unsupportedMediaType: PocketStatus = 415
+    /// 416 Range Not Satisfiable.
+    public static let rangeNotSatisfiable: PocketStatus = 416
+    /// 417 Expectation Failed.
+    public static let expectationFailed: PocketStatus = 417
+    /// 421 Misdirected Request.
+    public static let misdirectedRequest: PocketStatus = 421
+    /// 422 Unprocessable Content.
+    public static let unprocessableContent: PocketStatus = 422
+    /// 426 Upgrade Required.
+    public static let upgradeRequired: PocketStatus = 426
+    /// 429 Too Many Requests.
+    public static let tooManyRequests: PocketStatus = 429
+    /// 500 Internal Server Error.
+    public static let internalServerError: PocketStatus = 500
+    /// 501 Not Implemented.
+    public static let notImplemented: PocketStatus = 501
+    /// 502 Bad Gateway.
+    public static let badGateway: PocketStatus = 502
+    /// 503 Service Unavailable.
+    public static let serviceUnavailable: PocketStatus = 503
+    /// 504 Gateway Timeout.
+    public static let gatewayTimeout: PocketStatus = 504
+    /// 505 HTTP Version Not Supported.
+    public static let httpVersionNotSupported: PocketStatus = 505
+
+    /// The RFC 9110 reason phrase ("Not Found"), or "" for other codes.
+    public var name: String {
+        switch code {
+        case 100: return "Continue"
+        case 101: return "Switching Protocols"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 203: return "Non-Authoritative Information"
+        case 204: return "No Content"
+        case 205: return "Reset Content"
+        case 206: return "Partial Content"
+        case 300: return "Multiple Choices"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 303: return "See Other"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 402: return "Payment Required"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
+        case 407: return "Proxy Authentication Required"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 411: return "Length Required"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 416: return "Range Not Satisfiable"
+        case 417: return "Expectation Failed"
+        case 421: return "Misdirected Request"
+        case 422: return "Unprocessable Content"
+        case 426: return "Upgrade Required"
+        case 429: return "Too Many Requests"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default: return ""
+        }
+    }
+
+    /// `"404 Not Found"`, or the bare code for an unnamed one.
+    public var description: String { name.isEmpty ? String(code) : "\(code) \(name)" }
+}
