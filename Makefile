@@ -1,7 +1,7 @@
 # The engine's C tests under AddressSanitizer + UndefinedBehaviorSanitizer
 # (LeakSanitizer runs at exit), built with clang outside SwiftPM.
 #
-#   make check     build tests/c/test_*.c with Sources/CHTTPEngine and run them
+#   make check     build ctests/c/test_*.c with Sources/CHTTPEngine and run them
 #   make clean
 #
 # CLANG defaults to the Swift toolchain's clang. Binaries go to .build-c/.
@@ -10,7 +10,7 @@ CLANG ?= /opt/swift/usr/bin/clang
 ENGINE := Sources/CHTTPEngine
 OUT := .build-c
 ENGINE_SRC := $(wildcard $(ENGINE)/*.c)
-TESTS := $(patsubst tests/c/%.c,$(OUT)/%,$(wildcard tests/c/test_*.c))
+TESTS := $(patsubst ctests/c/%.c,$(OUT)/%,$(wildcard ctests/c/test_*.c))
 CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
   -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
   -I $(ENGINE)/include -I $(ENGINE)
@@ -25,9 +25,9 @@ check: $(TESTS)
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $$t; \
 	done
 
-$(OUT)/%: tests/c/%.c tests/c/server.c tests/c/check.h $(ENGINE_SRC) $(wildcard $(ENGINE)/*.h $(ENGINE)/include/*.h)
+$(OUT)/%: ctests/c/%.c ctests/c/server.c ctests/c/check.h $(ENGINE_SRC) $(wildcard $(ENGINE)/*.h $(ENGINE)/include/*.h)
 	@mkdir -p $(OUT)
-	$(CLANG) $(CFLAGS) $< tests/c/server.c $(ENGINE_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CLANG) $(CFLAGS) $< ctests/c/server.c $(ENGINE_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf $(OUT)
