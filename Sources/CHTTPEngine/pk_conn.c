@@ -69,7 +69,7 @@ static int connect_error(int e) {
 #define PK_W_AGAIN (-1)  /* the socket is full: wait for EPOLLOUT */
 #define PK_W_FAILED (-2) /* the request ended (or went on to read its response) */
 
-static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events);
+
 
 /* A body write failed. The server may have answered and closed first (an
  * early 413): read what it sent before giving up, and report the write error
@@ -86,7 +86,7 @@ static void write_failed(pk__loop *loop, pk__conn *conn, pk_error err, int sys_e
   conn->want_write = 0;
   conn->reusable = 0;
   conn->hup_seen = 1;
-  conn_read(loop, conn, EPOLLIN | EPOLLRDHUP);
+  pk__conn_read(loop, conn, EPOLLIN | EPOLLRDHUP);
 }
 
 /* One write of up to `n` pieces. Returns the bytes written, PK_W_AGAIN or PK_W_FAILED. */
@@ -278,7 +278,7 @@ static bool rearm(pk__loop *loop, pk__conn *conn) {
   return pk__io_rearm(loop, conn->fd, &conn->io, PK_CONN_EVENTS) == 0;
 }
 
-static void conn_write(pk__loop *loop, pk__conn *conn) {
+void pk__conn_write(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   conn->writing = 1;
   conn_write_loop(loop, conn);
@@ -353,39 +353,11 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
   conn->want_write = 0;
 }
 
-/* Loop thread: the next piece of a stream body (see the header). */
-int pk_request_send_body(pk_engine *eng, pk_request_handle h, const void *data, size_t len, int last) {
-  pk__req *req = h.req;
-  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
-  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || !pk__req_attached(req))
-    return -PK_E_CANCELLED;
-  bool segment = req->body_kind == PK_BODY_SEGMENTS && req->seg_i < req->nsegs &&
-                 req->segs[req->seg_i].kind == PK_SEG_STREAM;
-  if ((req->body_kind != PK_BODY_STREAM && !segment) || !req->chunk_asked || (len && !data))
-    return -PK_E_INVALID_ARGUMENT;
-  pk__conn *conn = req->conn;
-  if (!conn) return -PK_E_INVALID_ARGUMENT;
-  req->chunk_asked = 0;
-  req->body_provided += len;
-  uint64_t declared = segment ? req->segs[req->seg_i].len : req->body_chunked ? PK_SEG_UNKNOWN_LEN : req->body_len;
-  if (declared != PK_SEG_UNKNOWN_LEN && (req->body_provided > declared || (last && req->body_provided != declared))) {
-    pk__conn_fail(req->loop, conn, PK_E_BODY_LENGTH, 0);
-    return 0;
-  }
-  pk__body_set_piece(req, data, len, last != 0);
-  /* Inside conn_write (on_send_more answered at once) its loop goes on by itself. */
-  if (conn->state == PK_CONN_ACTIVE && !req->body_stopped && !conn->want_write && !conn->writing) {
-    conn_write(req->loop, conn);
-    if (conn->req == req) pk__req_update_timer(req->loop, req);
-  }
-  return 0;
-}
-
 /* 100 Continue did not come in time: send the body anyway (RFC 9110 §10.1.1). */
 static void expect_expired(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   req->expect_wait = 0;
-  conn_write(loop, conn);
+  pk__conn_write(loop, conn);
   if (conn->req == req) pk__req_update_timer(loop, req);
 }
 
@@ -405,7 +377,7 @@ static void begin_request(pk__loop *loop, pk__conn *conn) {
     }
     conn->rcap = PK_RBUF_SIZE;
   }
-  conn_write(loop, conn);
+  pk__conn_write(loop, conn);
   if (conn->req == req) pk__req_update_timer(loop, req);
 }
 
@@ -788,7 +760,7 @@ static bool process(pk__loop *loop, pk__conn *conn) {
       if (head.status == 100 && req->expect_wait) {
         /* The server wants the body (RFC 9110 §15.2.1). */
         req->expect_wait = 0;
-        conn_write(loop, conn);
+        pk__conn_write(loop, conn);
         if (conn->req != req) return true;
       }
       continue;
@@ -994,7 +966,7 @@ static void use_big_buffer(pk__loop *loop, pk__conn *conn) {
   conn->rcap = PK_BIGBUF_SIZE;
 }
 
-static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
+void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   if (conn->tls) {
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->hup_seen = 1;
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->reusable = 0;
@@ -1057,34 +1029,16 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
   case PK_CONN_ACTIVE:
     if ((events & (conn->tls ? (EPOLLOUT | EPOLLIN) : EPOLLOUT)) && conn->want_write) {
       pk__req *req = conn->req;
-      conn_write(loop, conn);
+      pk__conn_write(loop, conn);
       if (conn->req != req || conn->state != PK_CONN_ACTIVE) return;
       if (!conn->want_write) pk__req_update_timer(loop, req);
     }
     if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || conn->read_again) {
       conn->read_again = 0;
-      conn_read(loop, conn, events);
+      pk__conn_read(loop, conn, events);
     }
     return;
   default:
     return;
   }
-}
-
-/* Loop thread: a paused body may flow again (see the header). */
-int pk_request_resume_read(pk_engine *eng, pk_request_handle h) {
-  pk__req *req = h.req;
-  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
-  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || !pk__req_attached(req))
-    return -PK_E_CANCELLED;
-  if (!req->paused) return 0;
-  req->paused = 0;
-  req->t_last_activity = pk__now_ns();
-  pk__conn *conn = req->conn;
-  if (conn && conn->state == PK_CONN_ACTIVE) {
-    /* Edge-triggered: bytes that arrived while paused raise no new event. */
-    conn_read(req->loop, conn, 0);
-    if (conn->req == req) pk__req_update_timer(req->loop, req);
-  }
-  return 0;
 }

@@ -498,3 +498,51 @@ void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
     out->requests_pending += atomic_load(&l->st_pending);
   }
 }
+
+/* ------------------------------------------------- loop-thread requests */
+
+/* Loop thread: the next piece of a stream body (see the header). */
+int pk_request_send_body(pk_engine *eng, pk_request_handle h, const void *data, size_t len, int last) {
+  pk__req *req = h.req;
+  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
+  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || !pk__req_attached(req))
+    return -PK_E_CANCELLED;
+  bool segment = req->body_kind == PK_BODY_SEGMENTS && req->seg_i < req->nsegs &&
+                 req->segs[req->seg_i].kind == PK_SEG_STREAM;
+  if ((req->body_kind != PK_BODY_STREAM && !segment) || !req->chunk_asked || (len && !data))
+    return -PK_E_INVALID_ARGUMENT;
+  pk__conn *conn = req->conn;
+  if (!conn) return -PK_E_INVALID_ARGUMENT;
+  req->chunk_asked = 0;
+  req->body_provided += len;
+  uint64_t declared = segment ? req->segs[req->seg_i].len : req->body_chunked ? PK_SEG_UNKNOWN_LEN : req->body_len;
+  if (declared != PK_SEG_UNKNOWN_LEN && (req->body_provided > declared || (last && req->body_provided != declared))) {
+    pk__conn_fail(req->loop, conn, PK_E_BODY_LENGTH, 0);
+    return 0;
+  }
+  pk__body_set_piece(req, data, len, last != 0);
+  /* Inside conn_write (on_send_more answered at once) its loop goes on by itself. */
+  if (conn->state == PK_CONN_ACTIVE && !req->body_stopped && !conn->want_write && !conn->writing) {
+    pk__conn_write(req->loop, conn);
+    if (conn->req == req) pk__req_update_timer(req->loop, req);
+  }
+  return 0;
+}
+
+/* Loop thread: a paused body may flow again (see the header). */
+int pk_request_resume_read(pk_engine *eng, pk_request_handle h) {
+  pk__req *req = h.req;
+  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
+  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || !pk__req_attached(req))
+    return -PK_E_CANCELLED;
+  if (!req->paused) return 0;
+  req->paused = 0;
+  req->t_last_activity = pk__now_ns();
+  pk__conn *conn = req->conn;
+  if (conn && conn->state == PK_CONN_ACTIVE) {
+    /* Edge-triggered: bytes that arrived while paused raise no new event. */
+    pk__conn_read(req->loop, conn, 0);
+    if (conn->req == req) pk__req_update_timer(req->loop, req);
+  }
+  return 0;
+}

@@ -371,6 +371,8 @@ void pk__conn_fail(pk__loop *loop, pk__conn *conn, pk_error err, int sys_errno);
 void pk__conn_close(pk__loop *loop, pk__conn *conn);
 void pk__conn_deadline(pk__loop *loop, pk__timer *t); /* a request's timer fired */
 void pk__conn_recycle_dead(pk__loop *loop);
+void pk__conn_write(pk__loop *loop, pk__conn *conn); /* write what the request has ready */
+void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events); /* read what the socket holds */
 void pk__conn_free_all(pk__loop *loop);
 
 #endif

@@ -267,7 +267,31 @@ static void test_open_socket(void) {
   test_server_stop(pair_server);
 }
 
+/* OpenSSL is linked and the engine's TLS context is made at create: a TLS
+ * setting that does not load is one clear error there, with nothing left
+ * running, never a surprise at the first https request. */
+static void test_tls_setup_fails_at_create(void) {
+  pk_engine_config cfg;
+  pk_engine_config_init(&cfg);
+  cfg.callbacks.on_done = on_done;
+  cfg.tls.ca_file = "/nonexistent/ca.pem";
+  pk_engine *e = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_TLS_CONFIG);
+  EXPECT(e == NULL);
+  cfg.tls.ca_file = NULL;
+  cfg.tls.ciphers = "NO-SUCH-CIPHER";
+  EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_TLS_CONFIG);
+  cfg.tls.ciphers = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), 0);
+  pk_engine_destroy(e);
+  /* No out pointer, no on_done: refused before anything starts. */
+  EXPECT_EQ(pk_engine_create(&cfg, NULL), -PK_E_INVALID_ARGUMENT);
+  cfg.callbacks.on_done = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_INVALID_ARGUMENT);
+}
+
 int main(void) {
+  test_tls_setup_fails_at_create();
   test_open_socket();
   test_file_body_to_a_closed_peer();
   test_keep_alive_and_hostile();
