@@ -203,7 +203,8 @@ bool pk__req_retry(pk__loop *loop, pk__req *req, pk_error *err, int *sys_errno) 
 void pk__req_finish(pk__loop *loop, pk__req *req, pk_error err, int sys_errno) {
   pk_engine *eng = loop->eng;
   pk__timer_cancel(loop, &req->timer);
-  if (req->state == PK_REQ_WAITING) pk__list_remove(&req->link);
+  /* Linked only while it waits in an origin queue (a popped waiter is not). */
+  if (pk__linked(&req->link)) pk__list_remove(&req->link);
   if (pk__linked(&req->all)) pk__list_remove(&req->all);
   for (int i = 0; i < req->ndec; i++) pk_inflate_free(req->dec[i]);
   req->ndec = 0;
