@@ -23,10 +23,13 @@ let package = Package(
         .target(
             name: "CHTTPEngine",
             cSettings: [.define("_GNU_SOURCE")],
-            // No ssl/crypto: pk_tls.c opens them with dlopen on first https use.
+            // OpenSSL is linked like zlib (ldd and SBOM scanners see it); a
+            // TLS setting that does not load fails pk_engine_create.
             linkerSettings: [
                 .linkedLibrary("z"),
                 .linkedLibrary("deflate"),
+                .linkedLibrary("ssl"),
+                .linkedLibrary("crypto"),
                 .linkedLibrary("pthread"),
             ]
         ),

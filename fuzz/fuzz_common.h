@@ -4,7 +4,7 @@
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
 
-#include "CHTTPEngine.h"
+#include "pk_h1_parse.h"
 
 #include <stdio.h>
 #include <stdlib.h>

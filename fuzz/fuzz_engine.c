@@ -261,9 +261,9 @@ static void on_done(void *ctx, int error, int sys_errno, const pk_timings *t) {
   call *c = ctx;
   (void)sys_errno;
   (void)t;
-  CHECK(error >= 0 && error < PK__ERROR_COUNT);
+  CHECK(error <= 0 && -error < PK__ERROR_COUNT); /* 0 or -PK_E_xxx (pk_errors.h) */
   if (error == 0) CHECK(c->heads == 1);
-  if (c->abort_head && c->heads) CHECK(error == PK_E_CANCELLED);
+  if (c->abort_head && c->heads) CHECK(error == -PK_E_CANCELLED);
   if (c->max_body && error == 0) CHECK(c->body <= c->max_body);
   pthread_mutex_lock(&c->lock);
   CHECK(!c->done);

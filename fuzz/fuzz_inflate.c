@@ -4,7 +4,7 @@
  * agree with gzip streamed (zlib) byte for byte and error for error; and
  * round trips: the input compressed by zlib (zlib and gzip wrappers) must
  * decode to itself, whatever the piece size and path. */
-#include "CHTTPEngine.h"
+#include "pk_inflate.h"
 
 #include <stdlib.h>
 #include <string.h>

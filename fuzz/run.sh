@@ -34,7 +34,7 @@ SOURCES_h1_parse="pk_h1_parse.c pk_error.c"
 SOURCES_inflate="pk_inflate.c pk_error.c"
 SOURCES_chunked="pk_h1_parse.c pk_error.c"
 SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
-SOURCES_engine="pk_conn.c pk_dns.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_pool.c pk_tls.c"
+SOURCES_engine="pk_conn.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_pool.c pk_request.c pk_tls.c"
 TARGETS="h1_parse chunked inflate h1_write engine multipart schema"
 # Swift targets: the executable in fuzz/swift, and the Pocket sources its
 # coverage is reported for.
@@ -183,15 +183,15 @@ if [ "$mode" = "--coverage" ]; then
   "$CLANG" -g -O0 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer \
     -fprofile-instr-generate -fcoverage-mapping -fuse-ld=lld \
     -I "$engine/include" -I "$engine" \
-    "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -ldl
+    "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -lssl -lcrypto
   report_coverage "$cov" "${files[@]}"
   exit 0
 fi
 
 echo "building $bin"
 "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld -DPK_STATE_CHECKS \
   -I "$engine/include" -I "$engine" \
-  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -ldl
+  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -lssl -lcrypto
 
 run_harness "$bin" -dict=fuzz/http.dict

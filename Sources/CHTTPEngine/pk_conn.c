@@ -16,40 +16,11 @@
 
 #define PK_HEADERS_ON_STACK 256
 
-/* ---------------------------------------------------------- read buffers */
-
-char *pk__rbuf_get(pk__loop *loop) {
-  if (loop->rbufs_len) return loop->rbufs[--loop->rbufs_len];
-  return pk__malloc(PK_RBUF_SIZE);
-}
-
-void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap) {
-  if (cap == PK_BIGBUF_SIZE && !loop->bigbuf) {
-    loop->bigbuf = buf; /* one kept: large bodies come one after another */
-    return;
-  }
-  if (cap != PK_RBUF_SIZE) {
-    pk__free(buf); /* grown for a large head: rare, not worth keeping */
-    return;
-  }
-  if (loop->rbufs_len == loop->rbufs_cap) {
-    uint32_t ncap = loop->rbufs_cap ? loop->rbufs_cap * 2 : 64;
-    char **nb = pk__realloc(loop->rbufs, ncap * sizeof *nb);
-    if (!nb) {
-      pk__free(buf);
-      return;
-    }
-    loop->rbufs = nb;
-    loop->rbufs_cap = ncap;
-  }
-  loop->rbufs[loop->rbufs_len++] = buf;
-}
-
 /* ------------------------------------------------------------ wire bytes */
 
 /* Plain connections: the wire is the payload. TLS: the BIO's counters, so a
  * request is charged its records and, on a new connection, the handshake. */
-void pk__charge_wire(pk__conn *conn, pk__req *req) {
+static void charge_wire(pk__conn *conn, pk__req *req) {
   if (!conn->tls) {
     req->timings.wire_bytes_sent = req->timings.bytes_sent;
     req->timings.wire_bytes_received = req->timings.bytes_received;
@@ -64,42 +35,15 @@ void pk__charge_wire(pk__conn *conn, pk__req *req) {
 
 /* -------------------------------------------------------------- failure */
 
-static bool retryable(int err) {
-  return err == PK_E_CONN_RESET || err == PK_E_CLOSED_BEFORE_RESPONSE || err == PK_E_WRITE ||
-         err == PK_E_READ;
-}
-
-void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
+void pk__conn_fail(pk__loop *loop, pk__conn *conn, pk_error err, int sys_errno) {
   pk__req *req = conn->req;
-  if (req) pk__charge_wire(conn, req);
+  if (req) charge_wire(conn, req);
   conn->req = NULL;
   pk__conn_close(loop, conn);
   if (!req) return;
   req->conn = NULL;
-  /* A pooled connection may have been closed by the server just as we reused
-   * it; nothing of the response arrived, so an idempotent request is safe to
-   * send once more on a new connection (RFC 9112 §9.3.1). */
-  /* A body write failed and then no response came: the write is the story. */
-  if (req->write_error && !req->got_head &&
-      (err == PK_E_CONN_RESET || err == PK_E_CLOSED_BEFORE_RESPONSE || err == PK_E_READ)) {
-    err = req->write_error;
-    sys_errno = req->write_errno;
-  }
-  bool may_retry = retryable(err) && req->conn_reused && req->timings.bytes_received == 0 &&
-                   req->idempotent && !req->retried;
-  /* A one-shot body cannot be sent again: say so, so the caller can report why. */
-  if (may_retry && req->one_shot) req->timings.retry_refused = 1;
-  if (may_retry && !req->one_shot) {
-    req->retried = 1;
-    req->conn_reused = 0;
-    req->timings.reused = 0;
-    req->timings.bytes_sent = 0;
-    req->state = PK_REQ_QUEUED;
-    atomic_fetch_add_explicit(&loop->st_retried, 1, memory_order_relaxed);
-    pk__dispatch(loop, req, true);
-    return;
-  }
-  pk__req_finish(loop, req, err, sys_errno);
+  if (pk__req_retry(loop, req, &err, &sys_errno)) pk__conn_dispatch(loop, req, true);
+  else pk__req_finish(loop, req, err, sys_errno);
 }
 
 static int connect_error(int e) {
@@ -125,12 +69,12 @@ static int connect_error(int e) {
 #define PK_W_AGAIN (-1)  /* the socket is full: wait for EPOLLOUT */
 #define PK_W_FAILED (-2) /* the request ended (or went on to read its response) */
 
-static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events);
+
 
 /* A body write failed. The server may have answered and closed first (an
  * early 413): read what it sent before giving up, and report the write error
  * only if no response came. */
-static void write_failed(pk__loop *loop, pk__conn *conn, int err, int sys_errno) {
+static void write_failed(pk__loop *loop, pk__conn *conn, pk_error err, int sys_errno) {
   pk__req *req = conn->req;
   if (err != PK_E_CONN_RESET && err != PK_E_WRITE) {
     pk__conn_fail(loop, conn, err, sys_errno);
@@ -142,7 +86,7 @@ static void write_failed(pk__loop *loop, pk__conn *conn, int err, int sys_errno)
   conn->want_write = 0;
   conn->reusable = 0;
   conn->hup_seen = 1;
-  conn_read(loop, conn, EPOLLIN | EPOLLRDHUP);
+  pk__conn_read(loop, conn, EPOLLIN | EPOLLRDHUP);
 }
 
 /* One write of up to `n` pieces. Returns the bytes written, PK_W_AGAIN or PK_W_FAILED. */
@@ -151,12 +95,14 @@ static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n)
   ssize_t w;
   if (conn->tls) {
     int detail = 0;
-    w = pk__tls_write(conn->tls, iov[0].iov_base, iov[0].iov_len, &detail);
-    if (w == PK_TLS_WANT_WRITE || w == PK_TLS_WANT_READ) return PK_W_AGAIN;
-    if (w < 0) {
-      write_failed(loop, conn, (int)-w, detail);
+    size_t n_out;
+    int st = pk__tls_write(conn->tls, iov[0].iov_base, iov[0].iov_len, &n_out, &detail);
+    if (st == PK__TLS_WANT_WRITE || st == PK__TLS_WANT_READ) return PK_W_AGAIN;
+    if (st < 0) {
+      write_failed(loop, conn, (pk_error)-st, detail);
       return PK_W_FAILED;
     }
+    w = (ssize_t)n_out;
   } else {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
     do w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
@@ -173,7 +119,6 @@ static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n)
   return w;
 }
 
-static void report_progress(pk__loop *loop, pk__req *req, bool final);
 
 /* Plain file body (or file segment): sendfile(2) of `left` bytes of `fd`
  * from `at`, from the file's page cache to the socket. */
@@ -228,85 +173,6 @@ static ssize_t put_file_tls(pk__loop *loop, pk__conn *conn, int fd, uint64_t at,
   return w;
 }
 
-/* Stream body: the current piece with its chunk framing (RFC 9112 §7.1),
- * from seg_off on. Returns the number of iovecs. */
-static int stream_iov(pk__req *req, struct iovec *iov) {
-  static char crlf[] = "\r\n", last_chunk[] = "0\r\n\r\n";
-  struct iovec all[4];
-  int n = 0;
-  if (req->chunk_len) {
-    if (req->body_chunked) all[n++] = (struct iovec){req->chunk_hdr, req->chunk_hdr_len};
-    all[n++] = (struct iovec){(void *)req->chunk, req->chunk_len};
-    if (req->body_chunked) all[n++] = (struct iovec){crlf, 2};
-  }
-  /* The last chunk ends a stream body, or segments once all are out. */
-  if (req->chunk_last && req->body_chunked && (req->body_kind == PK_BODY_STREAM || req->seg_i == req->nsegs))
-    all[n++] = (struct iovec){last_chunk, 5};
-  size_t off = req->seg_off;
-  int m = 0;
-  for (int i = 0; i < n; i++) {
-    if (off >= all[i].iov_len) {
-      off -= all[i].iov_len;
-      continue;
-    }
-    iov[m].iov_base = (char *)all[i].iov_base + off;
-    iov[m++].iov_len = all[i].iov_len - off;
-    off = 0;
-  }
-  return m;
-}
-
-/* The current piece: data[0..len), the last of its stream (or segment) when
- * `last`; with chunked framing its chunk header is made here. */
-static void set_piece(pk__req *req, const void *data, size_t len, bool last) {
-  req->chunk = data ? data : "";
-  req->chunk_len = len;
-  req->chunk_last = last;
-  req->seg_off = 0;
-  if (len && req->body_chunked) {
-    static const char hex[] = "0123456789abcdef";
-    char tmp[16];
-    int n = 0;
-    size_t v = len;
-    while (v) {
-      tmp[n++] = hex[v & 15];
-      v >>= 4;
-    }
-    int k = 0;
-    while (n) req->chunk_hdr[k++] = tmp[--n];
-    req->chunk_hdr[k++] = '\r';
-    req->chunk_hdr[k++] = '\n';
-    req->chunk_hdr_len = (uint8_t)k;
-  }
-}
-
-/* Segments: makes segments[seg_i] (or the next one that is not empty: a
- * zero-size chunk would end the body) the current one. A memory segment is
- * one piece, already there; a stream waits for on_send_more's answers; a
- * file is written by put_file_segment. Past the last one, chunked framing
- * still owes the last chunk: an empty last piece. */
-static void load_segment(pk__req *req) {
-  req->chunk = NULL;
-  req->chunk_len = req->seg_off = 0;
-  req->chunk_last = req->chunk_asked = 0;
-  req->body_provided = 0;
-  req->seg_base = req->body_sent;
-  while (req->seg_i < req->nsegs && req->segs[req->seg_i].kind != PK_SEG_STREAM && req->segs[req->seg_i].len == 0)
-    req->seg_i++;
-  if (req->seg_i == req->nsegs) {
-    if (req->body_chunked) set_piece(req, NULL, 0, true);
-    return;
-  }
-  const pk_body_segment *s = &req->segs[req->seg_i];
-  if (s->kind == PK_SEG_MEMORY) set_piece(req, s->data, (size_t)s->len, true);
-  if (s->kind == PK_SEG_FILE) {
-    req->seg_phase = req->body_chunked ? 0 : 1;
-    if (req->body_chunked) set_piece(req, NULL, (size_t)s->len, false); /* for its chunk header */
-    req->chunk = NULL;
-    req->chunk_len = 0;
-  }
-}
-
 static void ask_for_body(pk__loop *loop, pk__req *req) {
   req->chunk_asked = 1;
   pk_request_handle h = {req, atomic_load_explicit(&req->id, memory_order_relaxed), loop->index};
@@ -318,7 +184,7 @@ static void ask_for_body(pk__loop *loop, pk__req *req) {
 static ssize_t put_stream(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   struct iovec iov[4];
-  int n = stream_iov(req, iov);
+  int n = pk__body_stream_iov(req, iov);
   if (n) {
     ssize_t w = put_out(loop, conn, iov, n);
     if (w > 0) req->seg_off += (size_t)w;
@@ -331,7 +197,7 @@ static ssize_t put_stream(pk__loop *loop, pk__conn *conn) {
   req->seg_off = 0;
   if (req->chunk_last && req->body_kind == PK_BODY_SEGMENTS && req->seg_i < req->nsegs) {
     req->seg_i++;
-    load_segment(req);
+    pk__body_load_segment(req);
     return 0;
   }
   if (req->chunk_last) {
@@ -358,7 +224,7 @@ static ssize_t put_file_segment(pk__loop *loop, pk__conn *conn, const pk_body_se
       req->seg_off = 0;
       if (req->seg_phase++ == 2) {
         req->seg_i++;
-        load_segment(req);
+        pk__body_load_segment(req);
       }
     }
     return w;
@@ -369,7 +235,7 @@ static ssize_t put_file_segment(pk__loop *loop, pk__conn *conn, const pk_body_se
       req->seg_phase = 2;
     } else {
       req->seg_i++;
-      load_segment(req);
+      pk__body_load_segment(req);
     }
     return 0;
   }
@@ -409,11 +275,10 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn);
  * timers and its queues (and a fast upload sees an early response). False if
  * that failed: go on now instead. */
 static bool rearm(pk__loop *loop, pk__conn *conn) {
-  struct epoll_event ev = {.events = PK_CONN_EVENTS, .data.ptr = conn};
-  return epoll_ctl(loop->epfd, EPOLL_CTL_MOD, conn->fd, &ev) == 0;
+  return pk__io_rearm(loop, conn->fd, &conn->io, PK_CONN_EVENTS) == 0;
 }
 
-static void conn_write(pk__loop *loop, pk__conn *conn) {
+void pk__conn_write(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   conn->writing = 1;
   conn_write_loop(loop, conn);
@@ -479,7 +344,7 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
       conn->want_write = 1;
       return;
     }
-    if (req->progress_ms) report_progress(loop, req, false);
+    if (req->progress_ms) pk__req_report_progress(loop, req, false);
     if (w > 0 && (put += (size_t)w) >= PK_IO_BUDGET && rearm(loop, conn)) {
       conn->want_write = 1;
       return;
@@ -488,66 +353,22 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
   conn->want_write = 0;
 }
 
-/* Loop thread: the next piece of a stream body (see the header). */
-int pk_request_send_body(pk_engine *eng, pk_request_handle h, const void *data, size_t len, int last) {
-  pk__req *req = h.req;
-  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
-  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || req->state != PK_REQ_ACTIVE)
-    return -PK_E_CANCELLED;
-  bool segment = req->body_kind == PK_BODY_SEGMENTS && req->seg_i < req->nsegs &&
-                 req->segs[req->seg_i].kind == PK_SEG_STREAM;
-  if ((req->body_kind != PK_BODY_STREAM && !segment) || !req->chunk_asked || (len && !data))
-    return -PK_E_INVALID_ARGUMENT;
-  pk__conn *conn = req->conn;
-  if (!conn) return -PK_E_INVALID_ARGUMENT;
-  req->chunk_asked = 0;
-  req->body_provided += len;
-  uint64_t declared = segment ? req->segs[req->seg_i].len : req->body_chunked ? PK_SEG_UNKNOWN_LEN : req->body_len;
-  if (declared != PK_SEG_UNKNOWN_LEN && (req->body_provided > declared || (last && req->body_provided != declared))) {
-    pk__conn_fail(req->loop, conn, PK_E_BODY_LENGTH, 0);
-    return 0;
-  }
-  set_piece(req, data, len, last != 0);
-  /* Inside conn_write (on_send_more answered at once) its loop goes on by itself. */
-  if (conn->state == PK_CONN_ACTIVE && !req->body_stopped && !conn->want_write && !conn->writing) {
-    conn_write(req->loop, conn);
-    if (conn->req == req) pk__req_update_timer(req->loop, req);
-  }
-  return 0;
-}
-
 /* 100 Continue did not come in time: send the body anyway (RFC 9110 §10.1.1). */
-void pk__conn_expect_expired(pk__loop *loop, pk__conn *conn) {
+static void expect_expired(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   req->expect_wait = 0;
-  conn_write(loop, conn);
+  pk__conn_write(loop, conn);
   if (conn->req == req) pk__req_update_timer(loop, req);
 }
 
-void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
+static void begin_request(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   conn->woff = 0;
   conn->rlen = 0;
   conn->read_full = 0;
   conn->read_again = 0;
   conn->clean = 0;
-  req->last_len = 0;
-  req->got_head = 0;
-  req->interim = 0;
-  req->t_last_activity = loop->now;
-  req->body_sent = req->body_provided = 0;
-  req->body_done = req->body_stopped = req->expect_wait = req->chunk_asked = req->chunk_last = 0;
-  req->chunk = NULL;
-  req->chunk_len = req->seg_off = 0;
-  req->wbuf_len = req->wbuf_off = 0;
-  req->seg_i = 0;
-  if (req->body_kind == PK_BODY_SEGMENTS) load_segment(req); /* again from the start on a retry */
-  req->write_error = req->write_errno = 0;
-  req->divert = req->paused = 0;
-  req->sink_errno = 0;
-  req->body_wire = 0;
-  req->content_length = -1;
-  req->t_progress = loop->now;
+  pk__req_begin_exchange(loop, req);
   if (!conn->rbuf) {
     conn->rbuf = pk__rbuf_get(loop);
     if (!conn->rbuf) {
@@ -556,8 +377,163 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
     }
     conn->rcap = PK_RBUF_SIZE;
   }
-  conn_write(loop, conn);
+  pk__conn_write(loop, conn);
   if (conn->req == req) pk__req_update_timer(loop, req);
+}
+
+/* A request's timer fired (pk_request.c decides which deadline passed;
+ * the connection acts on it). */
+void pk__conn_deadline(pk__loop *loop, pk__timer *t) {
+  pk__req *req = PK_CONTAINER_OF(t, pk__req, timer);
+  int which;
+  uint64_t d = pk__req_deadline(req, &which);
+  if (d == UINT64_MAX) return;
+  if (d > loop->now) {
+    pk__timer_arm(loop, t, d);
+    return;
+  }
+  if (which == PK__EXPECT_DEADLINE) {
+    expect_expired(loop, req->conn);
+    return;
+  }
+  if (req->conn) pk__conn_fail(loop, req->conn, (pk_error)which, ETIMEDOUT);
+  else pk__req_finish(loop, req, (pk_error)which, ETIMEDOUT);
+}
+
+/* ------------------------------------------------- acting on the pool */
+
+static void conn_event(pk__loop *loop, pk__io *io, uint32_t events);
+static void conn_start(pk__loop *loop, pk__conn *conn);
+static void dns_answer(pk__dns_query *q, const pk__addrs *addrs, int err);
+
+/* An idle connection past its lifetime closes (the pool armed the timer). */
+static void idle_timer_fire(pk__loop *loop, pk__timer *t) {
+  pk__conn *conn = PK_CONTAINER_OF(t, pk__conn, idle_timer);
+  if (conn->state != PK_CONN_IDLE) return;
+  uint64_t expiry = conn->idle_since + (uint64_t)loop->eng->cfg.idle_timeout_ms * 1000000u;
+  if (expiry > loop->now) pk__timer_arm(loop, t, expiry);
+  else pk__conn_close(loop, conn);
+}
+
+static pk__conn *conn_alloc(pk__loop *loop, pk__origin *origin) {
+  pk__conn *c = loop->free_conns;
+  if (c) loop->free_conns = c->next_free;
+  else if (!(c = pk__malloc(sizeof *c))) return NULL;
+  memset(c, 0, sizeof *c);
+  c->io.handler = conn_event;
+  c->fd = -1;
+  c->loop = loop;
+  c->origin = origin;
+  c->reusable = 1;
+  c->dnsq.cb = dns_answer;
+  c->idle_timer.heap_index = PK_TIMER_IDLE;
+  c->idle_timer.fire = idle_timer_fire;
+  loop->open_conns++;
+  atomic_fetch_add_explicit(&loop->st_opened, 1, memory_order_relaxed);
+  return c;
+}
+
+static void attach(pk__req *req, pk__conn *conn) {
+  req->conn = conn;
+  conn->req = req;
+}
+
+/* A pooled connection takes the request: write it now. */
+static void run_on(pk__loop *loop, pk__req *req, pk__conn *conn) {
+  attach(req, conn);
+  req->conn_reused = 1;
+  req->timings.reused = 1;
+  begin_request(loop, conn);
+}
+
+/* The pool reserved a slot of the origin for `req`: open a connection. */
+static void open_for(pk__loop *loop, pk__req *req) {
+  pk__conn *conn = conn_alloc(loop, req->origin);
+  if (!conn) {
+    pk__pool_unreserve(loop, req->origin);
+    pk__req_finish(loop, req, PK_E_NOMEM, 0);
+    return;
+  }
+  attach(req, conn);
+  req->conn_reused = 0;
+  pk__req_set_state(req, PK_REQ_CONNECTING);
+  conn_start(loop, conn);
+}
+
+void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh) {
+  pk__pool_action action;
+  pk__conn *conn = NULL;
+  if (pk__pool_acquire(loop, req, fresh, &action, &conn) != 0) {
+    pk__req_finish(loop, req, PK_E_NOMEM, 0);
+    return;
+  }
+  switch (action) {
+  case PK_POOL_REUSE: run_on(loop, req, conn); return;
+  case PK_POOL_OPEN: open_for(loop, req); return;
+  case PK_POOL_WAIT: return;
+  }
+}
+
+/* After a clean response: the next waiter of the origin runs on it now,
+ * else the pool parks it. */
+static void release(pk__loop *loop, pk__conn *conn) {
+  conn->req = NULL;
+  conn->woff = 0;
+  conn->want_write = 0;
+  pk__req *next = pk__pool_release(loop, conn);
+  if (next) run_on(loop, next, conn);
+}
+
+void pk__conn_close(pk__loop *loop, pk__conn *conn) {
+  if (conn->state == PK_CONN_CLOSED) return;
+  if (conn->state == PK_CONN_RESOLVING) pk__dns_cancel(&conn->dnsq);
+  pk__timer_cancel(loop, &conn->idle_timer);
+  pk__dns_release(&conn->dnsq);
+  conn->addrs = NULL;
+  if (conn->tls) {
+    /* close_notify only after a clean exchange; a failed one just ends. */
+    pk__tls_free(conn->tls, conn->state == PK_CONN_IDLE || (conn->clean && !conn->req));
+    conn->tls = NULL;
+  }
+  if (conn->fd >= 0) {
+    /* close() also removes it from the epoll set (we never dup it). */
+    close(conn->fd);
+    conn->fd = -1;
+  }
+  if (conn->rbuf) {
+    pk__rbuf_put(loop, conn->rbuf, conn->rcap);
+    conn->rbuf = NULL;
+  }
+  /* Out of the pool (idle list, slot); a waiter may get the slot. */
+  pk__req *next = pk__pool_forget(loop, conn);
+  conn->state = PK_CONN_CLOSED;
+  conn->req = NULL;
+  loop->open_conns--;
+  atomic_fetch_add_explicit(&loop->st_closed, 1, memory_order_relaxed);
+  conn->next_free = loop->dead_conns;
+  loop->dead_conns = conn;
+  if (next) open_for(loop, next);
+}
+
+/* Closed structs wait for the end of the batch (an event later in the same
+ * epoll_wait batch may still name them), then go to the free list. */
+void pk__conn_recycle_dead(pk__loop *loop) {
+  while (loop->dead_conns) {
+    pk__conn *c = loop->dead_conns;
+    loop->dead_conns = c->next_free;
+    c->next_free = loop->free_conns;
+    loop->free_conns = c;
+  }
+}
+
+void pk__conn_free_all(pk__loop *loop) {
+  pk__conn_recycle_dead(loop);
+  for (pk__conn *c = loop->free_conns; c;) {
+    pk__conn *next = c->next_free;
+    pk__free(c);
+    c = next;
+  }
+  loop->free_conns = NULL;
 }
 
 /* -------------------------------------------------------------- connect */
@@ -565,21 +541,21 @@ void pk__conn_begin_request(pk__loop *loop, pk__conn *conn) {
 static void handshake_step(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   int detail = 0;
-  int r = pk__tls_handshake(pk__engine_tls(loop->eng, conn->origin->tls_id), conn->tls, &detail);
-  if (r == PK_TLS_WANT_READ || r == PK_TLS_WANT_WRITE) return; /* edge-triggered: the next event resumes */
+  int r = pk__tls_handshake(conn->tls, &detail);
+  if (r == PK__TLS_WANT_READ || r == PK__TLS_WANT_WRITE) return; /* edge-triggered: the next event resumes */
   if (r < 0) {
-    pk__conn_fail(loop, conn, -r, detail);
+    pk__conn_fail(loop, conn, (pk_error)-r, detail);
     return;
   }
   req->timings.tls_ns = pk__now_ns() - conn->t_tls_start;
   req->timings.tls_resumed = pk__tls_resumed(conn->tls);
   conn->state = PK_CONN_ACTIVE;
-  pk__conn_begin_request(loop, conn);
+  begin_request(loop, conn);
 }
 
 /* The newest resumable session of an origin is kept for its next new
- * connection (OpenSSL's new-session callback lands here). */
-void pk__conn_tls_session(void *c, void *session) {
+ * connection (pk_tls.c's new-session callback, given to pk__tls_new). */
+static void keep_session(void *c, void *session) {
   pk__origin *o = ((pk__conn *)c)->origin;
   pk__tls_session_free(o->tls_session);
   o->tls_session = session;
@@ -588,13 +564,15 @@ void pk__conn_tls_session(void *c, void *session) {
 static void connected(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
-  pk__dns_release(conn);
+  pk__dns_release(&conn->dnsq);
+  conn->addrs = NULL;
   if (conn->origin->scheme == PK_SCHEME_HTTPS) {
     pk__origin *o = conn->origin;
-    conn->tls = pk__tls_new(pk__engine_tls(loop->eng, o->tls_id), conn->fd, o->host, o->host_len,
-                            pk__tls_session_resumable(o->tls_session) ? o->tls_session : NULL, conn);
-    if (!conn->tls) {
-      pk__conn_fail(loop, conn, PK_E_TLS_HANDSHAKE, 0);
+    int err = pk__tls_new(pk__engine_tls(loop->eng, o->tls_id), conn->fd, o->host, o->host_len,
+                          pk__tls_session_resumable(o->tls_session) ? o->tls_session : NULL, keep_session, conn,
+                          &conn->tls);
+    if (err) {
+      pk__conn_fail(loop, conn, (pk_error)-err, 0);
       return;
     }
     conn->state = PK_CONN_HANDSHAKE;
@@ -603,7 +581,7 @@ static void connected(pk__loop *loop, pk__conn *conn) {
     return;
   }
   conn->state = PK_CONN_ACTIVE;
-  pk__conn_begin_request(loop, conn);
+  begin_request(loop, conn);
 }
 
 static void try_connect(pk__loop *loop, pk__conn *conn) {
@@ -634,8 +612,7 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct epoll_event ev = {.events = PK_CONN_EVENTS, .data.ptr = conn};
-    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    if (pk__io_add(loop, fd, &conn->io, PK_CONN_EVENTS) < 0) {
       int e = errno;
       close(fd);
       pk__conn_fail(loop, conn, PK_E_SOCKET, e);
@@ -658,9 +635,10 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
   pk__conn_fail(loop, conn, connect_error(last), last);
 }
 
-void pk__conn_connect_addrs(pk__loop *loop, pk__conn *conn, const pk__addrs *addrs, int err) {
+/* Addresses in hand (or not): connect to the first that answers. */
+static void resolved(pk__loop *loop, pk__conn *conn, const pk__addrs *addrs, int err) {
   if (err) {
-    pk__conn_fail(loop, conn, err, addrs ? addrs->gai_error : 0);
+    pk__conn_fail(loop, conn, (pk_error)-err, addrs ? addrs->gai_error : 0);
     return;
   }
   conn->addrs = addrs;
@@ -669,12 +647,23 @@ void pk__conn_connect_addrs(pk__loop *loop, pk__conn *conn, const pk__addrs *add
   try_connect(loop, conn);
 }
 
-void pk__conn_start(pk__loop *loop, pk__conn *conn) {
+/* pk_dns.c's answer to a lookup that went to a resolver thread. */
+static void dns_answer(pk__dns_query *q, const pk__addrs *addrs, int err) {
+  pk__conn *conn = PK_CONTAINER_OF(q, pk__conn, dnsq);
+  if (conn->req) conn->req->timings.dns_ns = q->took_ns;
+  resolved(conn->loop, conn, addrs, err);
+}
+
+static void conn_start(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
+  pk__origin *o = conn->origin;
   conn->state = PK_CONN_RESOLVING;
   req->t_dns_start = loop->now;
   pk__req_update_timer(loop, req);
-  pk__dns_resolve(loop, conn);
+  const pk__addrs *addrs = NULL;
+  int r = pk__dns_resolve(&loop->dns, o->host, o->host_len, loop->now, &conn->dnsq, &addrs);
+  if (r == PK__DNS_PENDING) return; /* dns_answer follows */
+  resolved(loop, conn, addrs, r);
 }
 
 static void connect_event(pk__loop *loop, pk__conn *conn) {
@@ -707,139 +696,14 @@ static void complete(pk__loop *loop, pk__conn *conn) {
     ssize_t r = recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) keep = false;
   }
-  pk__charge_wire(conn, req);
-  if (req->progress_ms) report_progress(loop, req, true);
+  charge_wire(conn, req);
+  if (req->progress_ms) pk__req_report_progress(loop, req, true);
   conn->req = NULL;
   conn->requests++;
   pk__req_finish(loop, req, PK_OK, 0);
   conn->clean = 1; /* the exchange completed: a TLS close keeps its session */
-  if (keep && !loop->stopping_local) pk__conn_release(loop, conn);
+  if (keep && !loop->stopping_local) release(loop, conn);
   else pk__conn_close(loop, conn);
-}
-
-/* ------------------------------------------------------ content decoding */
-
-static bool token_eq(const char *p, size_t n, const char *lit) {
-  size_t m = strlen(lit);
-  if (n != m) return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = p[i];
-    if (c >= 'A' && c <= 'Z') c = (char)(c + 32);
-    if (c != lit[i]) return false;
-  }
-  return true;
-}
-
-/* Sets up decoders for Content-Encoding (RFC 9110 §8.4): gzip and deflate,
- * at most two stacked. A coding we do not decode (br, zstd: the caller must
- * have asked for it) leaves the body as sent. Returns 0 or -PK_E_xxx. */
-static int setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *head) {
-  pk_coding codings[3];
-  int n = 0;
-  for (size_t i = 0; i < head->num_headers; i++) {
-    const pk_header *h = &head->headers[i];
-    if (!token_eq(h->name, h->name_len, "content-encoding")) continue;
-    const char *p = h->value, *end = h->value + h->value_len;
-    while (p < end) {
-      while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) p++;
-      const char *t = p;
-      while (p < end && *p != ',' && *p != ' ' && *p != '\t') p++;
-      size_t len = (size_t)(p - t);
-      if (!len || token_eq(t, len, "identity")) continue;
-      if (n == 2) return -PK_E_TOO_MANY_ENCODINGS;
-      if (token_eq(t, len, "gzip") || token_eq(t, len, "x-gzip")) codings[n++] = PK_CODING_GZIP;
-      else if (token_eq(t, len, "deflate")) codings[n++] = PK_CODING_DEFLATE;
-      else return 0; /* not ours to decode: deliver as sent */
-    }
-  }
-  /* Codings are listed in the order applied: undo the last first. */
-  for (int i = n - 1; i >= 0; i--) {
-    int err = pk_inflate_create(codings[i], &loop->eng->cfg.inflate_limits, &req->dec[req->ndec]);
-    if (err) return err;
-    req->ndec++;
-  }
-  if (n == 1 && req->body_info.framing == PK_FRAMING_LENGTH) pk_inflate_expect(req->dec[0], req->body_info.content_length);
-  return 0;
-}
-
-/* Payload bytes of the current piece already written (body_sent counts a
- * piece once it is all out): a large in-memory part shows progress too. */
-static uint64_t piece_sent(const pk__req *req) {
-  if (!req->chunk || !req->chunk_len) return 0;
-  size_t hdr = req->body_chunked ? req->chunk_hdr_len : 0;
-  size_t n = req->seg_off > hdr ? req->seg_off - hdr : 0;
-  return n < req->chunk_len ? n : req->chunk_len;
-}
-
-/* Progress at most once per interval (and a last time when complete), so a
- * fast transfer does not cost a callback per read. The clock is read here,
- * not taken from the loop pass: a pass that reads a fast body for a while
- * (up to PK_IO_BUDGET per connection, several connections) still reports
- * on time. */
-static void report_progress(pk__loop *loop, pk__req *req, bool final) {
-  uint64_t now = pk__now_ns();
-  if (!final && now - req->t_progress < (uint64_t)req->progress_ms * 1000000u) return;
-  req->t_progress = now;
-  pk_callbacks *cb = &loop->eng->cfg.callbacks;
-  if (!cb->on_progress) return;
-  pk_progress p = {
-      .body_sent = req->body_sent + piece_sent(req),
-      .body_send_total = req->body_chunked ? -1 : (int64_t)req->body_len,
-      .body_received = req->body_wire,
-      .body_receive_total = req->content_length,
-      .body_decoded = req->body_bytes,
-      .decoding = req->ndec > 0,
-      .final = final,
-      .segment = req->seg_i,
-      .segment_sent = req->body_kind == PK_BODY_SEGMENTS ? req->body_sent + piece_sent(req) - req->seg_base : 0,
-  };
-  cb->on_progress(req->ctx, &p);
-}
-
-/* The last stage: decoded (or plain) body bytes to the sink file or the caller. */
-static int body_out(void *ctx, const char *data, size_t n) {
-  pk__req *req = ctx;
-  req->body_bytes += n;
-  if (req->use_sink && !req->divert) {
-    /* A regular file never blocks the way a socket does; a full disk is an
-     * error of its own, with its errno. */
-    while (n) {
-      ssize_t w = write(req->sink_fd, data, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        req->sink_errno = w < 0 ? errno : ENOSPC;
-        return -PK_E_FILE_WRITE;
-      }
-      data += w;
-      n -= (size_t)w;
-    }
-    return 0;
-  }
-  if (req->max_body && req->body_bytes > req->max_body) return -PK_E_BODY_TOO_LARGE;
-  pk_engine *eng = req->loop->eng;
-  int answer = eng->cfg.callbacks.on_body ? eng->cfg.callbacks.on_body(req->ctx, data, n) : PK_BODY_CONTINUE;
-  if (answer & PK_BODY_PAUSE) req->paused = 1;
-  if (answer & PK_BODY_NOTIFY) req->loop->finished_in_pass = true;
-  return 0;
-}
-
-static int inner_out(void *ctx, const char *data, size_t n) {
-  pk__req *req = ctx;
-  return pk_inflate_feed(req->dec[1], data, n, body_out, req);
-}
-
-static int deliver_body(pk__req *req, const char *data, size_t n) {
-  req->body_wire += n;
-  if (req->ndec == 0) return body_out(req, data, n);
-  return pk_inflate_feed(req->dec[0], data, n, req->ndec == 2 ? inner_out : body_out, req);
-}
-
-static int finish_decoding(pk__req *req) {
-  for (int i = 0; i < req->ndec; i++) {
-    int err = pk_inflate_finish(req->dec[i]);
-    if (err) return err;
-  }
-  return 0;
 }
 
 /* Returns true when the request ended (completed or failed). */
@@ -896,7 +760,7 @@ static bool process(pk__loop *loop, pk__conn *conn) {
       if (head.status == 100 && req->expect_wait) {
         /* The server wants the body (RFC 9110 §15.2.1). */
         req->expect_wait = 0;
-        conn_write(loop, conn);
+        pk__conn_write(loop, conn);
         if (conn->req != req) return true;
       }
       continue;
@@ -921,7 +785,7 @@ static bool process(pk__loop *loop, pk__conn *conn) {
       return true;
     }
     if (eng->cfg.decode_content && req->body_info.framing != PK_FRAMING_NONE) {
-      err = setup_decoding(loop, req, &head);
+      err = pk__req_setup_decoding(loop, req, &head);
       if (err) {
         pk__conn_fail(loop, conn, -err, 0);
         return true;
@@ -981,15 +845,15 @@ static bool process(pk__loop *loop, pk__conn *conn) {
     break;
   }
   if (deliver) {
-    int err = deliver_body(req, p, deliver);
+    int err = pk__req_deliver_body(req, p, deliver);
     if (err) {
       pk__conn_fail(loop, conn, -err, err == -PK_E_FILE_WRITE ? req->sink_errno : 0);
       return true;
     }
-    if (req->progress_ms && !done) report_progress(loop, req, false);
+    if (req->progress_ms && !done) pk__req_report_progress(loop, req, false);
   }
   if (done) {
-    int err = finish_decoding(req);
+    int err = pk__req_finish_decoding(req);
     if (err) {
       pk__conn_fail(loop, conn, -err, 0);
       return true;
@@ -1019,7 +883,7 @@ static void on_eof(pk__loop *loop, pk__conn *conn, bool unclean_tls) {
     pk__conn_fail(loop, conn, PK_E_TRUNCATED_BODY, 0);
     return;
   }
-  int err = finish_decoding(req);
+  int err = pk__req_finish_decoding(req);
   if (err) pk__conn_fail(loop, conn, -err, 0);
   else complete(loop, conn);
 }
@@ -1050,21 +914,22 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
     size_t space = conn->rcap - conn->rlen;
     int detail = 0;
-    ssize_t n = pk__tls_read(conn->tls, conn->rbuf + conn->rlen, space, &detail);
-    if (n > 0) {
-      if (received(loop, conn, (size_t)n, space)) return;
+    size_t n;
+    int st = pk__tls_read(conn->tls, conn->rbuf + conn->rlen, space, &n, &detail);
+    if (st == PK__TLS_OK) {
+      if (received(loop, conn, n, space)) return;
       /* OpenSSL may hold decrypted bytes epoll cannot see: read on until it
        * has none and the socket itself was read dry. */
       if (pk__tls_drained(conn->tls)) return;
-      if ((got += (size_t)n) >= PK_IO_BUDGET && read_later(loop, conn)) return;
+      if ((got += n) >= PK_IO_BUDGET && read_later(loop, conn)) return;
       continue;
     }
-    if (n == PK_TLS_WANT_READ || n == PK_TLS_WANT_WRITE) return;
-    if (n == 0 || n == PK_TLS_EOF_UNCLEAN) {
-      on_eof(loop, conn, n == PK_TLS_EOF_UNCLEAN);
+    if (st == PK__TLS_WANT_READ || st == PK__TLS_WANT_WRITE) return;
+    if (st == PK__TLS_CLOSED || st == PK__TLS_EOF_UNCLEAN) {
+      on_eof(loop, conn, st == PK__TLS_EOF_UNCLEAN);
       return;
     }
-    pk__conn_fail(loop, conn, (int)-n, detail);
+    pk__conn_fail(loop, conn, (pk_error)-st, detail);
     return;
   }
 }
@@ -1074,8 +939,8 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
 static void idle_tls_event(pk__loop *loop, pk__conn *conn) {
   char c;
   int detail = 0;
-  ssize_t n = pk__tls_read(conn->tls, &c, 1, &detail);
-  if (n == PK_TLS_WANT_READ) return; /* a ticket or other handshake message: still fit */
+  size_t n;
+  if (pk__tls_read(conn->tls, &c, 1, &n, &detail) == PK__TLS_WANT_READ) return; /* a ticket or other handshake message: still fit */
   pk__conn_close(loop, conn);
 }
 
@@ -1101,7 +966,7 @@ static void use_big_buffer(pk__loop *loop, pk__conn *conn) {
   conn->rcap = PK_BIGBUF_SIZE;
 }
 
-static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
+void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   if (conn->tls) {
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->hup_seen = 1;
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->reusable = 0;
@@ -1142,7 +1007,9 @@ static void conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   }
 }
 
-void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
+/* The connection's handler: the loop calls it through conn->io. */
+static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
+  pk__conn *conn = PK_CONTAINER_OF(io, pk__conn, io);
   switch (conn->state) {
   case PK_CONN_CONNECTING:
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) connect_event(loop, conn);
@@ -1162,34 +1029,16 @@ void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
   case PK_CONN_ACTIVE:
     if ((events & (conn->tls ? (EPOLLOUT | EPOLLIN) : EPOLLOUT)) && conn->want_write) {
       pk__req *req = conn->req;
-      conn_write(loop, conn);
+      pk__conn_write(loop, conn);
       if (conn->req != req || conn->state != PK_CONN_ACTIVE) return;
       if (!conn->want_write) pk__req_update_timer(loop, req);
     }
     if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || conn->read_again) {
       conn->read_again = 0;
-      conn_read(loop, conn, events);
+      pk__conn_read(loop, conn, events);
     }
     return;
   default:
     return;
   }
-}
-
-/* Loop thread: a paused body may flow again (see the header). */
-int pk_request_resume_read(pk_engine *eng, pk_request_handle h) {
-  pk__req *req = h.req;
-  if (!req || !pk__on_loop_thread(eng)) return -PK_E_INVALID_ARGUMENT;
-  if (atomic_load_explicit(&req->id, memory_order_acquire) != h.id || req->state != PK_REQ_ACTIVE)
-    return -PK_E_CANCELLED;
-  if (!req->paused) return 0;
-  req->paused = 0;
-  req->t_last_activity = pk__now_ns();
-  pk__conn *conn = req->conn;
-  if (conn && conn->state == PK_CONN_ACTIVE) {
-    /* Edge-triggered: bytes that arrived while paused raise no new event. */
-    conn_read(req->loop, conn, 0);
-    if (conn->req == req) pk__req_update_timer(req->loop, req);
-  }
-  return 0;
 }

@@ -2,11 +2,16 @@
  * resolver threads runs it; results come back through the loop's queue and
  * land in a per-loop cache that expires (getaddrinfo reports no TTL, so the
  * lifetime is the configured one). Numeric hosts never reach a thread, and
- * concurrent connections to one host share one lookup. */
-#include "pk_internal.h"
+ * concurrent connections to one host share one lookup.
+ *
+ * A leaf: answers go back through the query's callback and the cache's wake
+ * function (pk_dns.h); nothing here knows a connection or a loop. */
+#include "pk_dns.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,22 +22,22 @@ struct pk__dns_entry {
   uint64_t hash;
   uint64_t expires;        /* UINT64_MAX for numeric hosts */
   uint64_t started;
-  uint32_t refs;           /* the table, connecting conns, an outstanding job */
+  uint32_t refs;           /* the table, queries using the addresses, an outstanding job */
   uint8_t state;
   uint8_t in_table;
-  pk__link waiters;        /* conns parked until the lookup finishes */
+  pk__link waiters;        /* queries parked until the lookup finishes */
   pk__addrs addrs;
   size_t host_len;
   char host[];
 };
 
-typedef struct pk__dns_job {
+struct pk__dns_job {
   struct pk__dns_job *next;
-  pk__loop *loop;
+  pk__dns_cache *cache;
   pk__dns_entry *entry;
   pk__addrs addrs;
   char host[];
-} pk__dns_job;
+};
 
 struct pk__resolver {
   pthread_mutex_t lock;
@@ -88,18 +93,16 @@ static void *resolver_main(void *arg) {
       pk__free(job);
       break;
     }
-    /* Lock order: resolver, then loop. The loop never takes the resolver lock. */
-    pk__loop *loop = job->loop;
-    bool wake = false;
-    pthread_mutex_lock(&loop->lock);
-    job->next = loop->dns_done;
-    loop->dns_done = job;
-    if (loop->sleeping && !loop->wake_pending) {
-      loop->wake_pending = true;
-      wake = true;
-    }
-    pthread_mutex_unlock(&loop->lock);
-    if (wake) pk__loop_wake(loop);
+    /* Still under the resolver lock, so pk__resolver_release (which sets
+     * stop under it) knows no result reaches a cache after it returns. The
+     * owner's wake takes its own lock: resolver, then owner; the owner never
+     * takes the resolver lock. The push comes first, so an owner that checks
+     * pk__dns_has_done before sleeping either sees it or is woken. */
+    pk__dns_cache *c = job->cache;
+    pk__dns_job *head = atomic_load_explicit(&c->done, memory_order_relaxed);
+    do job->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&c->done, &head, job, memory_order_release, memory_order_relaxed));
+    c->wake(c->wake_ctx);
   }
   bool free_it;
   resolver_unref_locked(r, &free_it);
@@ -123,14 +126,16 @@ int pk__resolver_create(uint32_t threads, pk__resolver **out) {
     pthread_mutex_lock(&r->lock);
     r->refs++;
     pthread_mutex_unlock(&r->lock);
-    if (pthread_create(&t, &attr, resolver_main, r) != 0) {
+    int rc = pthread_create(&t, &attr, resolver_main, r);
+    if (rc != 0) {
       pthread_mutex_lock(&r->lock);
       r->refs--;
       pthread_mutex_unlock(&r->lock);
       if (i == 0) {
         pthread_attr_destroy(&attr);
         resolver_free(r);
-        return -PK_E_NOMEM;
+        errno = rc;
+        return -PK_E_THREAD;
       }
       break;
     }
@@ -172,9 +177,9 @@ static void entry_unref(pk__dns_entry *e) {
   if (--e->refs == 0) pk__free(e);
 }
 
-static void entry_unlink(pk__loop *loop, pk__dns_entry *e) {
+static void entry_unlink(pk__dns_cache *c, pk__dns_entry *e) {
   if (!e->in_table) return;
-  pk__dns_entry **pp = &loop->dns[e->hash % PK_DNS_BUCKETS];
+  pk__dns_entry **pp = &c->buckets[e->hash % PK_DNS_BUCKETS];
   while (*pp && *pp != e) pp = &(*pp)->next;
   if (*pp) *pp = e->next;
   e->in_table = 0;
@@ -199,127 +204,134 @@ static bool numeric(const char *host, pk__addrs *a) {
   return true;
 }
 
-static void use_entry(pk__loop *loop, pk__conn *conn, pk__dns_entry *e) {
-  e->refs++;
-  conn->dns = e;
-  pk__conn_connect_addrs(loop, conn, &e->addrs, 0);
+void pk__dns_cache_init(pk__dns_cache *c, pk__resolver *r, uint32_t ttl_ms, void (*wake)(void *), void *wake_ctx) {
+  memset(c, 0, sizeof *c);
+  c->resolver = r;
+  c->ttl_ms = ttl_ms;
+  c->wake = wake;
+  c->wake_ctx = wake_ctx;
+  atomic_init(&c->done, NULL);
 }
 
-void pk__dns_resolve(pk__loop *loop, pk__conn *conn) {
-  pk__origin *o = conn->origin;
-  uint64_t h = host_hash(o->host, o->host_len);
-  pk__dns_entry *e = loop->dns[h % PK_DNS_BUCKETS];
+static const pk__addrs *use_entry(pk__dns_query *q, pk__dns_entry *e) {
+  e->refs++;
+  q->entry = e;
+  return &e->addrs;
+}
+
+int pk__dns_resolve(pk__dns_cache *c, const char *host, size_t len, uint64_t now, pk__dns_query *q,
+                    const pk__addrs **addrs) {
+  uint64_t h = host_hash(host, len);
+  q->took_ns = 0;
+  pk__dns_entry *e = c->buckets[h % PK_DNS_BUCKETS];
   for (; e; e = e->next)
-    if (e->hash == h && e->host_len == o->host_len && memcmp(e->host, o->host, o->host_len) == 0) break;
-  if (e && e->state == PK_DNS_READY && e->expires <= loop->now) {
-    entry_unlink(loop, e);
+    if (e->hash == h && e->host_len == len && memcmp(e->host, host, len) == 0) break;
+  if (e && e->state == PK_DNS_READY && e->expires <= now) {
+    entry_unlink(c, e);
     e = NULL;
   }
   if (e && e->state == PK_DNS_READY) {
-    use_entry(loop, conn, e);
-    return;
+    *addrs = use_entry(q, e);
+    return 0;
   }
   if (e && e->state == PK_DNS_PENDING) {
-    pk__list_push_back(&e->waiters, &conn->link);
-    return;
+    pk__list_push_back(&e->waiters, &q->link);
+    return PK__DNS_PENDING;
   }
 
-  e = pk__calloc(1, sizeof *e + o->host_len + 1);
-  if (!e) {
-    pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
-    return;
-  }
+  e = pk__calloc(1, sizeof *e + len + 1);
+  if (!e) return -PK_E_NOMEM;
   e->hash = h;
-  e->host_len = o->host_len;
-  memcpy(e->host, o->host, o->host_len);
+  e->host_len = len;
+  memcpy(e->host, host, len);
   pk__list_init(&e->waiters);
   e->refs = 1; /* the table */
   e->in_table = 1;
-  e->next = loop->dns[h % PK_DNS_BUCKETS];
-  loop->dns[h % PK_DNS_BUCKETS] = e;
+  e->next = c->buckets[h % PK_DNS_BUCKETS];
+  c->buckets[h % PK_DNS_BUCKETS] = e;
   if (numeric(e->host, &e->addrs)) {
     e->state = PK_DNS_READY;
     e->expires = UINT64_MAX;
-    use_entry(loop, conn, e);
-    return;
+    *addrs = use_entry(q, e);
+    return 0;
   }
-  pk__dns_job *job = pk__malloc(sizeof *job + o->host_len + 1);
+  pk__dns_job *job = pk__malloc(sizeof *job + len + 1);
   if (!job) {
-    entry_unlink(loop, e);
-    pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
-    return;
+    entry_unlink(c, e);
+    return -PK_E_NOMEM;
   }
   e->state = PK_DNS_PENDING;
-  e->started = loop->now;
+  e->started = now;
   e->refs++; /* the job */
   job->next = NULL;
-  job->loop = loop;
+  job->cache = c;
   job->entry = e;
-  memcpy(job->host, o->host, o->host_len + 1);
-  pk__list_push_back(&e->waiters, &conn->link);
+  memcpy(job->host, host, len);
+  job->host[len] = 0;
+  pk__list_push_back(&e->waiters, &q->link);
 
-  pk__resolver *r = loop->eng->resolver;
+  pk__resolver *r = c->resolver;
   pthread_mutex_lock(&r->lock);
   if (r->tail) r->tail->next = job;
   else r->head = job;
   r->tail = job;
   pthread_cond_signal(&r->cond);
   pthread_mutex_unlock(&r->lock);
+  return PK__DNS_PENDING;
 }
 
-void pk__dns_cancel(pk__loop *loop, pk__conn *conn) {
-  PK_UNUSED(loop);
-  if (pk__linked(&conn->link)) pk__list_remove(&conn->link);
+void pk__dns_cancel(pk__dns_query *q) {
+  if (pk__linked(&q->link)) pk__list_remove(&q->link);
 }
 
-void pk__dns_release(pk__conn *conn) {
-  if (!conn->dns) return;
-  entry_unref(conn->dns);
-  conn->dns = NULL;
-  conn->addrs = NULL;
+void pk__dns_release(pk__dns_query *q) {
+  if (!q->entry) return;
+  entry_unref(q->entry);
+  q->entry = NULL;
 }
 
-void pk__dns_process_done(pk__loop *loop, pk__dns_job *list) {
-  uint32_t ttl = loop->eng->cfg.dns_cache_ttl_ms;
+void pk__dns_process(pk__dns_cache *c, uint64_t now) {
+  pk__dns_job *list = atomic_exchange_explicit(&c->done, NULL, memory_order_acquire);
   while (list) {
     pk__dns_job *job = list;
     list = job->next;
     pk__dns_entry *e = job->entry;
     e->addrs = job->addrs;
     pk__free(job);
-    uint64_t took = loop->now - e->started;
+    uint64_t took = now - e->started;
     bool ok = e->addrs.gai_error == 0;
     e->state = ok ? PK_DNS_READY : PK_DNS_FAILED;
-    e->expires = loop->now + (uint64_t)ttl * 1000000u;
+    e->expires = now + (uint64_t)c->ttl_ms * 1000000u;
     /* Failures are not cached, and with a zero TTL neither are successes. */
-    if (!ok || ttl == 0) entry_unlink(loop, e);
+    if (!ok || c->ttl_ms == 0) entry_unlink(c, e);
     e->refs++; /* hold it while waking waiters, who may drop other refs */
     while (!pk__list_empty(&e->waiters)) {
-      pk__conn *conn = PK_CONTAINER_OF(e->waiters.next, pk__conn, link);
-      pk__list_remove(&conn->link);
-      if (conn->req) conn->req->timings.dns_ns = took;
-      if (ok) use_entry(loop, conn, e);
-      else pk__conn_connect_addrs(loop, conn, &e->addrs, PK_E_DNS);
+      pk__dns_query *q = PK_CONTAINER_OF(e->waiters.next, pk__dns_query, link);
+      pk__list_remove(&q->link);
+      q->took_ns = took;
+      if (ok) q->cb(q, use_entry(q, e), 0);
+      else q->cb(q, &e->addrs, -PK_E_DNS);
     }
     entry_unref(e); /* ours */
     entry_unref(e); /* the job's */
   }
 }
 
-void pk__dns_free_all(pk__loop *loop) {
-  /* Results that arrived after the loop stopped. */
-  while (loop->dns_done) {
-    pk__dns_job *j = loop->dns_done;
-    loop->dns_done = j->next;
+void pk__dns_cache_free(pk__dns_cache *c) {
+  /* Results that arrived after the owner stopped. */
+  pk__dns_job *j = atomic_exchange(&c->done, NULL);
+  while (j) {
+    pk__dns_job *next = j->next;
     pk__free(j);
+    j = next;
   }
   for (int b = 0; b < PK_DNS_BUCKETS; b++) {
-    pk__dns_entry *e = loop->dns[b];
+    pk__dns_entry *e = c->buckets[b];
     while (e) {
       pk__dns_entry *next = e->next;
-      pk__free(e); /* every conn and job is gone: drop regardless of refs */
+      pk__free(e); /* every query and job is gone: drop regardless of refs */
       e = next;
     }
-    loop->dns[b] = NULL;
+    c->buckets[b] = NULL;
   }
 }

@@ -1,6 +1,10 @@
 /* The error table, the allocation wrapper and the clock: small things every
  * other file needs. */
-#include "pk_internal.h"
+#include "pk_base.h"
+#include "CHTTPEngine.h" /* pk_alloc_count */
+#include "pk_test_hooks.h"
+
+#include <stdatomic.h>
 
 #include <stdlib.h>
 #include <time.h>

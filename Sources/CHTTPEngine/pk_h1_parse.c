@@ -9,7 +9,7 @@
  *   - pk_response_body_info: message body framing (RFC 9112 §6.3).
  * The rules and limits are described in docs/PARSER.md.
  */
-#include "CHTTPEngine.h"
+#include "pk_h1_parse.h"
 
 #include <limits.h>
 #include <string.h>

@@ -201,3 +201,85 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   memcpy(p, spec->host, spec->host_len);
   return 0;
 }
+
+/* --------------------------------------------------------- body pieces */
+
+/* Stream body: the current piece with its chunk framing (RFC 9112 §7.1),
+ * from seg_off on. Returns the number of iovecs. */
+int pk__body_stream_iov(pk__req *req, struct iovec *iov) {
+  static char crlf[] = "\r\n", last_chunk[] = "0\r\n\r\n";
+  struct iovec all[4];
+  int n = 0;
+  if (req->chunk_len) {
+    if (req->body_chunked) all[n++] = (struct iovec){req->chunk_hdr, req->chunk_hdr_len};
+    all[n++] = (struct iovec){(void *)req->chunk, req->chunk_len};
+    if (req->body_chunked) all[n++] = (struct iovec){crlf, 2};
+  }
+  /* The last chunk ends a stream body, or segments once all are out. */
+  if (req->chunk_last && req->body_chunked && (req->body_kind == PK_BODY_STREAM || req->seg_i == req->nsegs))
+    all[n++] = (struct iovec){last_chunk, 5};
+  size_t off = req->seg_off;
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (off >= all[i].iov_len) {
+      off -= all[i].iov_len;
+      continue;
+    }
+    iov[m].iov_base = (char *)all[i].iov_base + off;
+    iov[m++].iov_len = all[i].iov_len - off;
+    off = 0;
+  }
+  return m;
+}
+
+/* The current piece: data[0..len), the last of its stream (or segment) when
+ * `last`; with chunked framing its chunk header is made here. */
+void pk__body_set_piece(pk__req *req, const void *data, size_t len, bool last) {
+  req->chunk = data ? data : "";
+  req->chunk_len = len;
+  req->chunk_last = last;
+  req->seg_off = 0;
+  if (len && req->body_chunked) {
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    size_t v = len;
+    while (v) {
+      tmp[n++] = hex[v & 15];
+      v >>= 4;
+    }
+    int k = 0;
+    while (n) req->chunk_hdr[k++] = tmp[--n];
+    req->chunk_hdr[k++] = '\r';
+    req->chunk_hdr[k++] = '\n';
+    req->chunk_hdr_len = (uint8_t)k;
+  }
+}
+
+/* Segments: makes segments[seg_i] (or the next one that is not empty: a
+ * zero-size chunk would end the body) the current one. A memory segment is
+ * one piece, already there; a stream waits for on_send_more's answers; a
+ * file is written by put_file_segment. Past the last one, chunked framing
+ * still owes the last chunk: an empty last piece. */
+void pk__body_load_segment(pk__req *req) {
+  req->chunk = NULL;
+  req->chunk_len = req->seg_off = 0;
+  req->chunk_last = req->chunk_asked = 0;
+  req->body_provided = 0;
+  req->seg_base = req->body_sent;
+  while (req->seg_i < req->nsegs && req->segs[req->seg_i].kind != PK_SEG_STREAM && req->segs[req->seg_i].len == 0)
+    req->seg_i++;
+  if (req->seg_i == req->nsegs) {
+    if (req->body_chunked) pk__body_set_piece(req, NULL, 0, true);
+    return;
+  }
+  const pk_body_segment *s = &req->segs[req->seg_i];
+  if (s->kind == PK_SEG_MEMORY) pk__body_set_piece(req, s->data, (size_t)s->len, true);
+  if (s->kind == PK_SEG_FILE) {
+    req->seg_phase = req->body_chunked ? 0 : 1;
+    if (req->body_chunked) pk__body_set_piece(req, NULL, (size_t)s->len, false); /* for its chunk header */
+    req->chunk = NULL;
+    req->chunk_len = 0;
+  }
+}
+

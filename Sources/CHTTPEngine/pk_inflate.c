@@ -9,7 +9,8 @@
  * not decode cleanly goes through zlib after all, which gives the precise
  * error (truncated, corrupt, extra members). Larger or chunked bodies
  * stream through zlib. */
-#include "pk_internal.h"
+#include "pk_base.h"
+#include "pk_inflate.h"
 
 #include <libdeflate.h>
 #include <string.h>

@@ -1,52 +1,19 @@
-/* Internals shared between the engine's files (prefix pk__). Not installed. */
+/* Internals shared between the engine's files (prefix pk__). Not installed.
+ * Which file may call which is written in docs/ENGINE.md ("Layers") and
+ * checked by scripts/engine-dag.sh (make check). */
 #ifndef PK_INTERNAL_H
 #define PK_INTERNAL_H
 
 #include "CHTTPEngine.h"
+#include "pk_base.h"
+#include "pk_dns.h"
+#include "pk_tls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/socket.h>
-
-#define PK_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-#define PK_UNUSED(x) ((void)(x))
-
-/* ------------------------------------------------------------ allocation */
-
-void *pk__malloc(size_t n);
-void *pk__calloc(size_t count, size_t n);
-void *pk__realloc(void *p, size_t n);
-void pk__free(void *p);
-
-uint64_t pk__now_ns(void);
-
-/* ------------------------------------------------------- intrusive lists */
-
-typedef struct pk__link {
-  struct pk__link *prev, *next;
-} pk__link;
-
-static inline void pk__list_init(pk__link *head) { head->prev = head->next = head; }
-static inline bool pk__list_empty(const pk__link *head) { return head->next == head; }
-static inline bool pk__linked(const pk__link *l) { return l->next != NULL; }
-static inline void pk__list_push_back(pk__link *head, pk__link *l) {
-  l->prev = head->prev;
-  l->next = head;
-  head->prev->next = l;
-  head->prev = l;
-}
-static inline void pk__list_push_front(pk__link *head, pk__link *l) {
-  l->next = head->next;
-  l->prev = head;
-  head->next->prev = l;
-  head->next = l;
-}
-static inline void pk__list_remove(pk__link *l) {
-  l->prev->next = l->next;
-  l->next->prev = l->prev;
-  l->prev = l->next = NULL;
-}
+#include <sys/uio.h>
 
 /* ---------------------------------------------------------------- timers */
 
@@ -75,59 +42,27 @@ void pk__timer_arm(struct pk__loop *loop, pk__timer *t, uint64_t deadline);
 void pk__timer_cancel(struct pk__loop *loop, pk__timer *t);
 static inline bool pk__timer_armed(const pk__timer *t) { return t->heap_index != PK_TIMER_IDLE; }
 
-/* ---------------------------------------------------------------- TLS */
+/* ------------------------------------------------------------------ I/O */
 
-typedef struct pk__tls_ctx pk__tls_ctx;
-typedef struct pk__tls pk__tls;
-
-/* Results of the nonblocking calls besides byte counts and -PK_E_xxx. */
-#define PK_TLS_WANT_READ (-200001)
-#define PK_TLS_WANT_WRITE (-200002)
-#define PK_TLS_EOF_UNCLEAN (-200003) /* TCP FIN without close_notify */
-
-int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out);
-void pk__tls_ctx_free(pk__tls_ctx *c);
-pk__tls *pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void *session, void *conn);
-void pk__conn_tls_session(void *conn, void *session); /* pk_conn.c: takes ownership */
-int pk__tls_handshake(pk__tls_ctx *c, pk__tls *t, int *detail); /* 0 done, WANT_*, or -PK_E */
-ssize_t pk__tls_read(pk__tls *t, char *buf, size_t len, int *detail);
-ssize_t pk__tls_write(pk__tls *t, const char *buf, size_t len, int *detail);
-bool pk__tls_drained(pk__tls *t); /* nothing decrypted waits and the socket was read dry */
-bool pk__tls_pending(pk__tls *t);
-int pk__tls_resumed(pk__tls *t);
-void pk__tls_session_free(void *session);
-bool pk__tls_session_resumable(void *session);
-void pk__tls_free(pk__tls *t, bool clean);
-uint64_t pk__tls_wire_out(pk__tls *t); /* bytes the BIO sent / received so far */
-uint64_t pk__tls_wire_in(pk__tls *t);
-
-/* ---------------------------------------------------------------- DNS */
-
-#define PK_DNS_MAX_ADDRS 8
-
-typedef struct pk__addrs {
-  uint32_t count;
-  int gai_error; /* 0 or getaddrinfo's code */
-  struct sockaddr_storage addr[PK_DNS_MAX_ADDRS];
-  socklen_t len[PK_DNS_MAX_ADDRS];
-} pk__addrs;
-
-typedef struct pk__dns_entry pk__dns_entry;
-typedef struct pk__resolver pk__resolver;
-
-int pk__resolver_create(uint32_t threads, pk__resolver **out);
-/* Drops the engine's reference: no completion is posted to a loop after it
- * returns; resolver threads still inside getaddrinfo finish on their own. */
-void pk__resolver_release(pk__resolver *r);
+struct pk__io;
+/* What the loop calls for a registered socket's events (redis ae.c's
+ * handler pointer): the loop knows no connection, only this. */
+typedef void (*pk__io_handler)(struct pk__loop *loop, struct pk__io *io, uint32_t events);
+typedef struct pk__io {
+  pk__io_handler handler;
+} pk__io;
 
 /* ------------------------------------------------------------ requests */
 
+/* A request's life (pk_request.c). Changed only by pk__req_set_state. */
 enum pk__req_state {
-  PK_REQ_FREE = 0,
-  PK_REQ_QUEUED,   /* in the submission queue */
-  PK_REQ_WAITING,  /* in an origin's wait queue */
-  PK_REQ_ACTIVE,   /* attached to a connection */
-  PK_REQ_DONE,
+  PK_REQ_FREE = 0,     /* on a free list */
+  PK_REQ_QUEUED,       /* submitted, or sent back by the retry-once rule: not yet dispatched */
+  PK_REQ_WAITING,      /* in an origin's wait queue (the origin is at its cap) */
+  PK_REQ_CONNECTING,   /* on a new connection: DNS, TCP connect, TLS handshake */
+  PK_REQ_ACTIVE,       /* on a ready connection: writing the request, reading the response */
+  PK_REQ_DONE,         /* on_done ran; recycled at the loop's next swap */
+  PK__REQ_STATES
 };
 
 typedef struct pk__origin pk__origin;
@@ -136,7 +71,7 @@ typedef struct pk__conn pk__conn;
 typedef struct pk__req {
   struct pk__req *qnext;      /* submission queue / free list / done list */
   struct pk__req *cnext;      /* cancel list (under the loop lock) */
-  pk__link link;              /* origin wait queue */
+  pk__link link;              /* origin wait queue (the pool's) */
   pk__link all;               /* loop's list of requests it owns */
   _Atomic uint64_t id;        /* 0 once done; guards pk_engine_cancel */
   struct pk__loop *loop;
@@ -229,6 +164,7 @@ enum pk__conn_state {
 };
 
 struct pk__conn {
+  pk__io io;                  /* the loop's handle: its handler is pk_conn.c's event function */
   int fd;
   uint8_t state;
   uint8_t want_write;
@@ -243,11 +179,11 @@ struct pk__conn {
   struct pk__loop *loop;
   pk__origin *origin;
   pk__req *req;
-  pk__link link;              /* origin idle list or DNS waiters */
+  pk__link link;              /* origin idle list (the pool's) */
   pk__timer idle_timer;
   uint64_t idle_since;
   const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
-  pk__dns_entry *dns;
+  pk__dns_query dnsq;         /* the lookup (pk_dns.c reports through it) */
   pk__tls *tls;               /* NULL for plain HTTP */
   uint64_t wire_out_mark, wire_in_mark; /* BIO counters already charged to a request */
   uint64_t t_tls_start;
@@ -279,7 +215,6 @@ typedef struct pk__post {
 } pk__post;
 
 #define PK_ORIGIN_BUCKETS 256
-#define PK_DNS_BUCKETS 256
 #define PK_RBUF_SIZE 16384
 #define PK_BIGBUF_SIZE (256 * 1024) /* read buffer for large bodies (plain connections) */
 /* Bytes one connection may read, and bytes it may write, in one event
@@ -294,12 +229,12 @@ typedef struct pk__loop {
   int evfd;
   pthread_t thread;
   uint32_t index;
+  pk__io wake_io;             /* the eventfd's registration */
 
   pthread_mutex_t lock;       /* guards the fields up to `unlocked` */
   pk__req *sq_head, *sq_tail; /* submissions */
   pk__req *cancels;           /* cancel requests */
   pk__req *free_reqs;         /* recycled request structs */
-  struct pk__dns_job *dns_done; /* completed lookups */
   struct pk__post *posts;     /* work for the loop thread (pk_engine_post) */
   uint32_t posts_len, posts_cap;
   bool closed;                /* the thread exited: posts are refused */
@@ -320,7 +255,7 @@ typedef struct pk__loop {
   char *bigbuf;               /* one free PK_BIGBUF_SIZE buffer */
   uint32_t rbufs_len, rbufs_cap;
   pk__origin *origins[PK_ORIGIN_BUCKETS];
-  pk__dns_entry *dns[PK_DNS_BUCKETS];
+  pk__dns_cache dns;
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
   bool finished_in_pass;      /* on_head or on_done ran since the last on_pass_end */
@@ -337,50 +272,107 @@ struct pk_engine {
   _Atomic int shut;
   _Atomic int joined;
   pk__resolver *resolver;
-  _Atomic(pk__tls_ctx *) tls; /* the engine's own settings (id 0), made on first use if default */
+  pk__tls_ctx *tls;           /* the engine's own settings (id 0), made at create */
   pk__tls_ctx *tls_extra[PK_MAX_TLS_CONFIGS]; /* ids 1..: per-request settings */
   _Atomic uint32_t tls_count; /* extra contexts published (release) */
   pthread_mutex_t tls_lock;   /* serialises pk_engine_add_tls */
 };
 
-/* pk_loop.c */
-#define PK__EXPECT_DEADLINE (-1)      /* req_deadline's `which` for the 100-continue wait */
-pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id);
+/* ------------------------------------------------------------ functions
+ * Grouped by the file that defines them, from the bottom of the DAG up
+ * (docs/ENGINE.md, "Layers"): a file calls only the groups above its own. */
+
+/* pk_loop.c: epoll, handler dispatch, timers, wake-up, read buffers */
+extern _Thread_local pk_engine *pk__current_engine;
+static inline bool pk__on_loop_thread(pk_engine *eng) { return pk__current_engine == eng; }
+void pk__timer_arm(struct pk__loop *loop, pk__timer *t, uint64_t deadline);
+void pk__timer_cancel(struct pk__loop *loop, pk__timer *t);
+void pk__loop_run_timers(pk__loop *loop);
+int pk__loop_next_timeout(pk__loop *loop); /* ms for epoll_wait, -1: none */
+/* Registers fd for `events` with io->handler as its event function. 0 or -1 (errno). */
+int pk__io_add(pk__loop *loop, int fd, pk__io *io, uint32_t events);
+/* Same mask again (EPOLL_CTL_MOD): queues a new event for a ready socket. */
+int pk__io_rearm(pk__loop *loop, int fd, pk__io *io, uint32_t events);
+/* One epoll_wait and the handlers of its events. */
+void pk__loop_poll(pk__loop *loop, int timeout_ms);
+int pk__loop_open(pk__loop *loop); /* epoll + eventfd: 0 or -PK_E_SOCKET */
 void pk__loop_wake(pk__loop *loop);
-void pk__req_finish(pk__loop *loop, pk__req *req, int err, int sys_errno);
-void pk__req_update_timer(pk__loop *loop, pk__req *req);
-bool pk__on_loop_thread(pk_engine *eng);
-
-/* pk_h1_write.c */
-int pk__serialize_request(const pk_request_spec *spec, pk__req *req);
-int pk__method_idempotent(const char *m, size_t n);
-
-/* pk_pool.c */
-void pk__dispatch(pk__loop *loop, pk__req *req, bool fresh);
-void pk__conn_release(pk__loop *loop, pk__conn *conn); /* after a clean response */
-void pk__conn_close(pk__loop *loop, pk__conn *conn);
-void pk__pool_close_all(pk__loop *loop);
-pk__conn *pk__conn_alloc(pk__loop *loop, pk__origin *origin);
-void pk__recycle_dead(pk__loop *loop);
-
-/* pk_conn.c */
-void pk__conn_start(pk__loop *loop, pk__conn *conn);      /* resolve + connect, then write */
-void pk__conn_begin_request(pk__loop *loop, pk__conn *conn); /* write the attached request */
-void pk__conn_event(pk__loop *loop, pk__conn *conn, uint32_t events);
-void pk__conn_expect_expired(pk__loop *loop, pk__conn *conn); /* no 100 Continue in time: send the body */
-void pk__conn_fail(pk__loop *loop, pk__conn *conn, int err, int sys_errno);
-void pk__charge_wire(pk__conn *conn, pk__req *req); /* wire bytes since the last charge */
-void pk__conn_connect_addrs(pk__loop *loop, pk__conn *conn, const pk__addrs *addrs, int err);
 char *pk__rbuf_get(pk__loop *loop);
 void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap);
 
-/* pk_dns.c */
-/* Resolves conn's origin host: immediately for numeric hosts and cache hits
- * (calls pk__conn_connect_addrs), else queues a lookup and parks the conn. */
-void pk__dns_resolve(pk__loop *loop, pk__conn *conn);
-void pk__dns_cancel(pk__loop *loop, pk__conn *conn); /* a parked conn is closing */
-void pk__dns_release(pk__conn *conn);                 /* done with conn->addrs */
-void pk__dns_process_done(pk__loop *loop, struct pk__dns_job *list);
-void pk__dns_free_all(pk__loop *loop);
+/* Engine data the lower files read (no call into pk_engine.c). */
+static inline pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id) {
+  if (id == 0) return eng->tls;
+  uint32_t n = atomic_load_explicit(&eng->tls_count, memory_order_acquire);
+  return id <= n ? eng->tls_extra[id - 1] : NULL;
+}
+
+/* pk_h1_write.c: the request head, and the framing of body pieces */
+int pk__serialize_request(const pk_request_spec *spec, pk__req *req);
+int pk__method_idempotent(const char *m, size_t n);
+void pk__body_set_piece(pk__req *req, const void *data, size_t len, bool last);
+int pk__body_stream_iov(pk__req *req, struct iovec *iov);
+void pk__body_load_segment(pk__req *req);
+
+/* pk_request.c: a request's life */
+extern const char *const pk__req_state_names[PK__REQ_STATES];
+#ifdef PK_STATE_CHECKS
+void pk__req_state_check(const pk__req *req, enum pk__req_state to); /* aborts on an illegal change */
+#endif
+/* The one place a request's state changes (curl's mstate()). Inline: it is
+ * a store on the hot path; test builds (PK_STATE_CHECKS) check every change
+ * against the table of legal ones. */
+static inline void pk__req_set_state(pk__req *req, enum pk__req_state to) {
+#ifdef PK_STATE_CHECKS
+  pk__req_state_check(req, to);
+#endif
+  req->state = (uint8_t)to;
+}
+static inline bool pk__req_attached(const pk__req *req) {
+  return req->state == PK_REQ_CONNECTING || req->state == PK_REQ_ACTIVE;
+}
+/* Copies the spec into req (submit, caller's thread). 0 or -PK_E_xxx. */
+int pk__req_init(pk__req *req, pk__loop *loop, const pk_request_spec *spec, void (*on_deadline)(pk__loop *, pk__timer *));
+#define PK__EXPECT_DEADLINE (-1) /* pk__req_deadline's `which` for the 100-continue wait */
+uint64_t pk__req_deadline(const pk__req *req, int *which);
+void pk__req_update_timer(pk__loop *loop, pk__req *req);
+void pk__req_begin_exchange(pk__loop *loop, pk__req *req); /* fresh response and body state */
+/* The retry-once rule (RFC 9112 §9.3.1). May rewrite *err (a failed body
+ * write is the story when no response came). True: req is QUEUED again and
+ * the caller dispatches it; false: the caller finishes it with *err. */
+bool pk__req_retry(pk__loop *loop, pk__req *req, pk_error *err, int *sys_errno);
+void pk__req_finish(pk__loop *loop, pk__req *req, pk_error err, int sys_errno);
+int pk__req_setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *head);
+int pk__req_deliver_body(pk__req *req, const char *data, size_t n); /* 0 or -PK_E_xxx */
+int pk__req_finish_decoding(pk__req *req);
+void pk__req_report_progress(pk__loop *loop, pk__req *req, bool final);
+
+/* pk_pool.c: decides; the connection acts */
+typedef enum pk__pool_action {
+  PK_POOL_REUSE, /* conn: an idle connection taken off its list, now the request's */
+  PK_POOL_OPEN,  /* a slot of the origin is reserved: open a connection (or pk__pool_unreserve) */
+  PK_POOL_WAIT,  /* the request waits in the origin's queue */
+} pk__pool_action;
+/* Finds (or makes) req's origin and decides. 0 or -PK_E_NOMEM. */
+int pk__pool_acquire(pk__loop *loop, pk__req *req, bool fresh, pk__pool_action *action, pk__conn **conn);
+void pk__pool_unreserve(pk__loop *loop, pk__origin *o);
+/* After a clean response: the waiter that takes the connection now, or NULL
+ * (the connection was parked idle). */
+pk__req *pk__pool_release(pk__loop *loop, pk__conn *conn);
+/* A connection is closing: out of the idle list and its slot freed. Returns
+ * the first waiter with that slot reserved for it (open a connection), or NULL. */
+pk__req *pk__pool_forget(pk__loop *loop, pk__conn *conn);
+pk__conn *pk__pool_any_idle(pk__loop *loop); /* for shutdown */
+void pk__pool_free(pk__loop *loop);
+
+/* pk_conn.c: acts */
+void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh); /* pool decision, then act */
+void pk__conn_fail(pk__loop *loop, pk__conn *conn, pk_error err, int sys_errno);
+void pk__conn_close(pk__loop *loop, pk__conn *conn);
+void pk__conn_deadline(pk__loop *loop, pk__timer *t); /* a request's timer fired */
+void pk__conn_recycle_dead(pk__loop *loop);
+void pk__conn_write(pk__loop *loop, pk__conn *conn); /* write what the request has ready */
+void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events); /* read what the socket holds */
+void pk__conn_free_all(pk__loop *loop);
 
 #endif

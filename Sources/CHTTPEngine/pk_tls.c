@@ -1,21 +1,21 @@
-/* TLS with OpenSSL — the only file of the engine that includes it.
+/* TLS with OpenSSL — the only file of the engine that includes it, and a
+ * leaf: it calls nothing of the connection, the pool or the loop (pk_tls.h).
  *
- * One SSL_CTX per engine, with the trust store loaded once. Each connection
- * gets an SSL on a custom BIO that calls send(MSG_NOSIGNAL)/recv, so the
- * library never raises SIGPIPE, never touches signal handlers, and counts the
- * bytes on the wire. Everything is nonblocking: callers get "want read" or
- * "want write" and return to the loop.
+ * One SSL_CTX per TLS setting, with the trust store loaded once. Each
+ * connection gets an SSL on a custom BIO that calls send(MSG_NOSIGNAL)/recv,
+ * so the library never raises SIGPIPE, never touches signal handlers, and
+ * counts the bytes on the wire. Everything is nonblocking: callers get "want
+ * read" or "want write" and return to their loop.
  *
- * libssl and libcrypto are opened with dlopen on the first TLS context, not
- * linked: a client that never speaks https does not pay their ~2 MB of RSS.
- * The headers still give types and macros; every function is called through
- * the table of pk_ssl_syms.h. */
-#include "pk_internal.h"
+ * libssl and libcrypto are linked like any library (ldd, dpkg-shlibdeps and
+ * SBOM scanners see them); a missing one stops the program at load. */
+#include "pk_tls.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <arpa/inet.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -23,48 +23,22 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "pk_ssl_syms.h"
-
-/* ---------------------------------------------------------------- loading */
-
-static struct pk__ssl_funcs pk__ssl;
-static pthread_once_t ssl_once = PTHREAD_ONCE_INIT;
-static bool ssl_loaded;
-
-/* The versioned names first: the unversioned ones exist only with the -dev
- * package. Opened once and never closed; RTLD_LOCAL keeps OpenSSL's symbols
- * out of the global namespace. All or nothing: on any failure the table is
- * left unused and every context creation fails as a configuration error. */
-static void ssl_load(void) {
-  void *ssl = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
-  if (!ssl) ssl = dlopen("libssl.so", RTLD_NOW | RTLD_LOCAL);
-  void *crypto = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-  if (!crypto) crypto = dlopen("libcrypto.so", RTLD_NOW | RTLD_LOCAL);
-  if (!ssl || !crypto) return;
-  void *f;
-#define PK_SSL_RESOLVE(name)                                              \
-  if (!(f = dlsym(ssl, #name)) && !(f = dlsym(crypto, #name))) return; \
-  pk__ssl.p_##name = (__typeof__(pk__ssl.p_##name))f;
-  PK_SSL_FUNCS(PK_SSL_RESOLVE)
-#undef PK_SSL_RESOLVE
-  ssl_loaded = true;
-}
-
-static bool ssl_ready(void) {
-  pthread_once(&ssl_once, ssl_load);
-  return ssl_loaded;
-}
-
 struct pk__tls_ctx {
   SSL_CTX *ctx;
   BIO_METHOD *method;
   uint8_t *pins; /* count * 32 bytes of SHA-256(SPKI) */
   size_t pin_count;
   int insecure;
+  bool default_store;          /* the system store, loaded at the first connection */
+  _Atomic bool store_ready;
+  pthread_mutex_t store_lock;
 };
 
 struct pk__tls {
   SSL *ssl;
+  pk__tls_ctx *ctx;
+  pk__tls_session_cb on_session;
+  void *owner;
   BIO *bio;
   int fd;
   uint8_t last_read_short; /* the BIO's last recv got less than asked: socket drained */
@@ -117,19 +91,19 @@ static int bio_create(BIO *b) {
 /* -------------------------------------------------------------- context */
 
 /* OpenSSL hands over each new session here (TLS 1.3 tickets arrive after the
- * handshake); the pool keeps the newest per origin. Returning 1 keeps ours. */
+ * handshake); the owner keeps it (the connection's origin keeps the newest).
+ * Returning 1 gives the reference to the owner. */
 static int new_session(SSL *ssl, SSL_SESSION *session) {
-  void *conn = SSL_get_app_data(ssl);
-  if (!conn || !SSL_SESSION_is_resumable(session)) return 0;
-  pk__conn_tls_session(conn, session);
+  pk__tls *t = SSL_get_app_data(ssl);
+  if (!t || !t->on_session || !SSL_SESSION_is_resumable(session)) return 0;
+  t->on_session(t->owner, session);
   return 1;
 }
 
 int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
-  /* Every other TLS call follows a context, so this is the one place to load. */
-  if (!ssl_ready()) return -PK_E_TLS_CONFIG;
   pk__tls_ctx *c = pk__calloc(1, sizeof *c);
   if (!c) return -PK_E_NOMEM;
+  pthread_mutex_init(&c->store_lock, NULL);
   int err = -PK_E_TLS_CONFIG;
   c->ctx = SSL_CTX_new(TLS_client_method());
   if (!c->ctx) goto fail;
@@ -148,11 +122,16 @@ int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
   c->insecure = cfg && cfg->insecure;
   if (!c->insecure) {
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-    /* The trust store is loaded once here, never per connection. */
-    int ok = (cfg && (cfg->ca_file || cfg->ca_dir))
-                 ? SSL_CTX_load_verify_locations(c->ctx, cfg->ca_file, cfg->ca_dir)
-                 : SSL_CTX_set_default_verify_paths(c->ctx);
-    if (!ok) goto fail;
+    /* The trust store is loaded once per context, never per connection. A
+     * named one here, so a bad path fails the engine's creation; the system
+     * default at the first connection (pk__tls_new): its ~4 MB are not paid
+     * by a client that never speaks https, and loading it does not fail
+     * (OpenSSL skips a missing default file or directory). */
+    if (cfg && (cfg->ca_file || cfg->ca_dir)) {
+      if (!SSL_CTX_load_verify_locations(c->ctx, cfg->ca_file, cfg->ca_dir)) goto fail;
+    } else {
+      c->default_store = true;
+    }
   } else {
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_NONE, NULL);
   }
@@ -186,23 +165,41 @@ void pk__tls_ctx_free(pk__tls_ctx *c) {
   if (!c) return;
   if (c->ctx) SSL_CTX_free(c->ctx);
   if (c->method) BIO_meth_free(c->method);
+  pthread_mutex_destroy(&c->store_lock);
   pk__free(c->pins);
   pk__free(c);
 }
 
 /* ------------------------------------------------------------ connection */
 
-pk__tls *pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void *session, void *conn) {
+/* The system trust store, once per context, by whichever loop gets here first. */
+static bool load_default_store(pk__tls_ctx *c) {
+  if (!c->default_store || atomic_load_explicit(&c->store_ready, memory_order_acquire)) return true;
+  pthread_mutex_lock(&c->store_lock);
+  bool ok = atomic_load_explicit(&c->store_ready, memory_order_relaxed) ||
+            SSL_CTX_set_default_verify_paths(c->ctx) == 1;
+  if (ok) atomic_store_explicit(&c->store_ready, true, memory_order_release);
+  pthread_mutex_unlock(&c->store_lock);
+  ERR_clear_error();
+  return ok;
+}
+
+int pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void *session,
+                pk__tls_session_cb on_session, void *owner, pk__tls **out) {
+  if (!load_default_store(c)) return -PK_E_TLS_CONFIG;
   pk__tls *t = pk__calloc(1, sizeof *t);
-  if (!t) return NULL;
+  if (!t) return -PK_E_NOMEM;
   t->fd = fd;
+  t->ctx = c;
+  t->on_session = on_session;
+  t->owner = owner;
   t->ssl = SSL_new(c->ctx);
   t->bio = t->ssl ? BIO_new(c->method) : NULL;
   if (!t->bio) goto fail;
   BIO_set_data(t->bio, t);
   SSL_set_bio(t->ssl, t->bio, t->bio);
   SSL_set_connect_state(t->ssl);
-  SSL_set_app_data(t->ssl, conn);
+  SSL_set_app_data(t->ssl, t);
 
   char name[256];
   if (host_len >= sizeof name) goto fail;
@@ -222,13 +219,14 @@ pk__tls *pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, 
   static const unsigned char alpn[] = "\x08http/1.1";
   if (SSL_set_alpn_protos(t->ssl, alpn, sizeof alpn - 1) != 0) goto fail;
   if (session) SSL_set_session(t->ssl, session);
-  return t;
+  *out = t;
+  return 0;
 fail:
   ERR_clear_error();
   if (t->ssl) SSL_free(t->ssl);
   else if (t->bio) BIO_free(t->bio);
   pk__free(t);
-  return NULL;
+  return -PK_E_TLS_HANDSHAKE;
 }
 
 static int verify_error(long v) {
@@ -258,7 +256,8 @@ static int pin_matches(pk__tls_ctx *c, SSL *ssl) {
   return 0;
 }
 
-int pk__tls_handshake(pk__tls_ctx *c, pk__tls *t, int *detail) {
+int pk__tls_handshake(pk__tls *t, int *detail) {
+  pk__tls_ctx *c = t->ctx;
   ERR_clear_error();
   int r = SSL_do_handshake(t->ssl);
   if (r == 1) {
@@ -268,11 +267,11 @@ int pk__tls_handshake(pk__tls_ctx *c, pk__tls *t, int *detail) {
     /* No ALPN answer is HTTP/1.1 by default; any other protocol is not ours. */
     if (plen && !(plen == 8 && memcmp(proto, "http/1.1", 8) == 0)) return -PK_E_TLS_ALPN;
     if (c->pin_count && !pin_matches(c, t->ssl)) return -PK_E_TLS_PIN;
-    return 0;
+    return PK__TLS_OK;
   }
   int e = SSL_get_error(t->ssl, r);
-  if (e == SSL_ERROR_WANT_READ) return PK_TLS_WANT_READ;
-  if (e == SSL_ERROR_WANT_WRITE) return PK_TLS_WANT_WRITE;
+  if (e == SSL_ERROR_WANT_READ) return PK__TLS_WANT_READ;
+  if (e == SSL_ERROR_WANT_WRITE) return PK__TLS_WANT_WRITE;
   long v = SSL_get_verify_result(t->ssl);
   if (v != X509_V_OK) {
     *detail = (int)v;
@@ -294,45 +293,51 @@ int pk__tls_handshake(pk__tls_ctx *c, pk__tls *t, int *detail) {
   return -PK_E_TLS_HANDSHAKE;
 }
 
-ssize_t pk__tls_read(pk__tls *t, char *buf, size_t len, int *detail) {
+int pk__tls_read(pk__tls *t, char *buf, size_t len, size_t *n, int *detail) {
   ERR_clear_error();
-  int n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
-  if (n > 0) return n;
-  int e = SSL_get_error(t->ssl, n);
+  int r = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+  if (r > 0) {
+    *n = (size_t)r;
+    return PK__TLS_OK;
+  }
+  *n = 0;
+  int e = SSL_get_error(t->ssl, r);
   switch (e) {
-  case SSL_ERROR_WANT_READ: return PK_TLS_WANT_READ;
-  case SSL_ERROR_WANT_WRITE: return PK_TLS_WANT_WRITE;
-  case SSL_ERROR_ZERO_RETURN: return 0; /* close_notify: a clean end */
+  case SSL_ERROR_WANT_READ: return PK__TLS_WANT_READ;
+  case SSL_ERROR_WANT_WRITE: return PK__TLS_WANT_WRITE;
+  case SSL_ERROR_ZERO_RETURN: return PK__TLS_CLOSED; /* close_notify: a clean end */
   case SSL_ERROR_SYSCALL:
     *detail = errno;
-    if (errno == 0 || errno == EPIPE) return PK_TLS_EOF_UNCLEAN;
+    if (errno == 0 || errno == EPIPE) return PK__TLS_EOF_UNCLEAN;
     return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_READ;
   default: {
     unsigned long le = ERR_peek_error();
     ERR_clear_error();
     /* OpenSSL 3 reports a bare TCP FIN as this error. */
-    if (ERR_GET_REASON(le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return PK_TLS_EOF_UNCLEAN;
+    if (ERR_GET_REASON(le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return PK__TLS_EOF_UNCLEAN;
     *detail = ERR_GET_REASON(le);
     return -PK_E_TLS_HANDSHAKE;
   }
   }
 }
 
-ssize_t pk__tls_write(pk__tls *t, const char *buf, size_t len, int *detail) {
+int pk__tls_write(pk__tls *t, const char *buf, size_t len, size_t *n, int *detail) {
   ERR_clear_error();
-  int n = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
-  if (n > 0) return n;
-  int e = SSL_get_error(t->ssl, n);
-  if (e == SSL_ERROR_WANT_WRITE) return PK_TLS_WANT_WRITE;
-  if (e == SSL_ERROR_WANT_READ) return PK_TLS_WANT_READ;
+  int r = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+  if (r > 0) {
+    *n = (size_t)r;
+    return PK__TLS_OK;
+  }
+  *n = 0;
+  int e = SSL_get_error(t->ssl, r);
+  if (e == SSL_ERROR_WANT_WRITE) return PK__TLS_WANT_WRITE;
+  if (e == SSL_ERROR_WANT_READ) return PK__TLS_WANT_READ;
   *detail = errno;
   ERR_clear_error();
   return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_WRITE;
 }
 
 bool pk__tls_drained(pk__tls *t) { return t->last_read_short && !SSL_has_pending(t->ssl); }
-
-bool pk__tls_pending(pk__tls *t) { return SSL_has_pending(t->ssl) != 0; }
 
 int pk__tls_resumed(pk__tls *t) { return SSL_session_reused(t->ssl); }
 
@@ -364,6 +369,4 @@ void pk__tls_free(pk__tls *t, bool clean) {
 }
 
 /* Public, and callable before any context exists. */
-const char *pk_tls_verify_reason(int code) {
-  return ssl_ready() ? X509_verify_cert_error_string(code) : "TLS library not available";
-}
+const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_string(code); }

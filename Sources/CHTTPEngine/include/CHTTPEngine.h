@@ -1,9 +1,17 @@
 /*
  * CHTTPEngine — the C core of Pocket: an HTTP/1.1 client engine on epoll.
+ * This header holds what the Swift layer calls; the parser (pk_h1_parse.h)
+ * and the inflater (pk_inflate.h) have their own, included here for the
+ * types the configuration embeds.
  *
- * Threading: every socket belongs to one loop thread. Only pk_engine_submit,
- * pk_engine_cancel and pk_engine_shutdown may be called from other threads.
- * Callbacks run on a loop thread and must not block.
+ * Errors: one sign rule for the whole engine (pk_errors.h): a function
+ * returns 0 (or a count) on success and -PK_E_xxx on failure, and on_done
+ * receives 0 or -PK_E_xxx.
+ *
+ * Threading: every socket belongs to one loop thread. pk_engine_submit,
+ * pk_engine_cancel, pk_engine_post, pk_engine_add_tls, pk_engine_shutdown and
+ * pk_engine_destroy may be called from any thread; pk_request_* only on the
+ * request's loop thread. Callbacks run on a loop thread and must not block.
  *
  * Ownership: pointers handed to a callback are borrowed until it returns.
  * The engine never owns the caller's context pointer; it says exactly once,
@@ -15,6 +23,10 @@
 #ifndef CHTTPENGINE_H
 #define CHTTPENGINE_H
 
+#include "pk_errors.h"
+#include "pk_h1_parse.h"
+#include "pk_inflate.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,233 +35,6 @@
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------ errors */
-
-/* X(enum, name, message). Codes are stable; new ones are appended. */
-#define PK_ERROR_TABLE(X)                                                                 \
-  X(PK_OK, "ok", "no error")                                                              \
-  X(PK_E_NOMEM, "out_of_memory", "out of memory")                                         \
-  X(PK_E_INVALID_ARGUMENT, "invalid_argument", "invalid argument")                        \
-  X(PK_E_INVALID_METHOD, "invalid_method", "request method is empty or not a token")      \
-  X(PK_E_INVALID_TARGET, "invalid_target",                                                \
-    "request target is empty or contains CR, LF, NUL, space or a control byte")           \
-  X(PK_E_INVALID_HEADER_NAME, "invalid_header_name",                                      \
-    "request header name is empty or not a token")                                        \
-  X(PK_E_INVALID_HEADER_VALUE, "invalid_header_value",                                    \
-    "request header value contains CR, LF, NUL or another control byte")                                        \
-  X(PK_E_INVALID_HOST, "invalid_host", "host is empty, too long or contains invalid bytes") \
-  X(PK_E_REQUEST_TOO_LARGE, "request_head_too_large", "request head exceeds the limit")   \
-  X(PK_E_SHUTDOWN, "shutdown", "the client was shut down")                                \
-  X(PK_E_CANCELLED, "cancelled", "the request was cancelled")                             \
-  X(PK_E_DNS, "dns_failure", "host name could not be resolved")                           \
-  X(PK_E_CONNECT_REFUSED, "connection_refused", "connection refused")                     \
-  X(PK_E_NETWORK_UNREACHABLE, "network_unreachable", "network unreachable")               \
-  X(PK_E_HOST_UNREACHABLE, "host_unreachable", "host unreachable")                        \
-  X(PK_E_CONNECT, "connect_failed", "connect failed")                                     \
-  X(PK_E_CONNECT_TIMEOUT, "connect_timeout", "connect timed out")                         \
-  X(PK_E_READ_TIMEOUT, "read_timeout", "no data received within the idle-read timeout")   \
-  X(PK_E_TOTAL_TIMEOUT, "deadline_exceeded", "request did not finish before its deadline") \
-  X(PK_E_CONN_RESET, "connection_reset", "connection reset by peer")                      \
-  X(PK_E_CLOSED_BEFORE_RESPONSE, "closed_before_response",                                \
-    "server closed the connection before sending a response")                             \
-  X(PK_E_WRITE, "write_failed", "writing the request failed")                             \
-  X(PK_E_READ, "read_failed", "reading the response failed")                              \
-  X(PK_E_SOCKET, "socket_failed", "could not create a socket")                            \
-  X(PK_E_HEAD_TOO_LARGE, "response_head_too_large", "response head exceeds the limit")    \
-  X(PK_E_TOO_MANY_HEADERS, "too_many_headers", "response has too many header fields")     \
-  X(PK_E_BAD_STATUS_LINE, "bad_status_line", "malformed response status line")            \
-  X(PK_E_BAD_VERSION, "unsupported_version", "response is not HTTP/1.0 or HTTP/1.1")      \
-  X(PK_E_BAD_HEADER, "bad_header", "malformed response header field")                     \
-  X(PK_E_BAD_CONTENT_LENGTH, "bad_content_length",                                        \
-    "Content-Length is not a plain decimal number or overflows")                          \
-  X(PK_E_CONFLICTING_CONTENT_LENGTH, "conflicting_content_length",                        \
-    "response has conflicting Content-Length values")                                     \
-  X(PK_E_TE_WITH_CONTENT_LENGTH, "transfer_encoding_with_content_length",                 \
-    "response has both Transfer-Encoding and Content-Length (RFC 9112 6.3)")              \
-  X(PK_E_UNSUPPORTED_TRANSFER_ENCODING, "unsupported_transfer_encoding",                  \
-    "response Transfer-Encoding is not chunked")                                          \
-  X(PK_E_BAD_CHUNK, "bad_chunk", "malformed chunked encoding")                            \
-  X(PK_E_CHUNK_SIZE_TOO_LONG, "chunk_size_too_long", "chunk size has too many hex digits") \
-  X(PK_E_CHUNK_EXT_TOO_LARGE, "chunk_extension_too_large", "chunk extension exceeds the limit") \
-  X(PK_E_TRAILERS_TOO_LARGE, "trailers_too_large", "chunked trailers exceed the limit")   \
-  X(PK_E_TOO_MANY_INTERIM, "too_many_interim_responses", "too many 1xx interim responses") \
-  X(PK_E_UNEXPECTED_UPGRADE, "unexpected_upgrade", "server switched protocols (101) unasked") \
-  X(PK_E_TRUNCATED_BODY, "truncated_body",                                                \
-    "connection closed before the response body was complete")                            \
-  X(PK_E_TRUNCATED_HEAD, "truncated_head",                                                \
-    "connection closed in the middle of the response head")                               \
-  X(PK_E_BODY_TOO_LARGE, "body_too_large", "response body exceeds the limit")              \
-  X(PK_E_TLS_CONFIG, "tls_configuration", "TLS configuration could not be loaded (CA, certificate, key or ciphers)") \
-  X(PK_E_TLS_HANDSHAKE, "tls_handshake_failed", "TLS handshake failed")                   \
-  X(PK_E_TLS_UNTRUSTED, "tls_untrusted_certificate", "server certificate is not trusted")  \
-  X(PK_E_TLS_HOSTNAME, "tls_hostname_mismatch", "server certificate does not match the host") \
-  X(PK_E_TLS_EXPIRED, "tls_certificate_expired", "server certificate has expired")        \
-  X(PK_E_TLS_NOT_YET_VALID, "tls_certificate_not_yet_valid", "server certificate is not yet valid") \
-  X(PK_E_TLS_PIN, "tls_pin_mismatch", "server public key matches none of the pins")       \
-  X(PK_E_TLS_VERSION, "tls_protocol_version", "no TLS protocol version in common with the server") \
-  X(PK_E_TLS_ALPN, "tls_alpn_mismatch", "server selected an application protocol other than http/1.1") \
-  X(PK_E_BAD_ENCODING, "bad_content_encoding", "compressed body is corrupt")               \
-  X(PK_E_TRUNCATED_ENCODING, "truncated_content_encoding", "compressed body ended before its end marker") \
-  X(PK_E_DECOMPRESSION_BOMB, "decompression_bomb", "compressed body expands past the ratio limit") \
-  X(PK_E_DECODED_TOO_LARGE, "decoded_body_too_large", "decompressed body exceeds the size limit") \
-  X(PK_E_TOO_MANY_ENCODINGS, "too_many_content_encodings", "response stacks more than two content codings") \
-  X(PK_E_FILE_WRITE, "file_write_failed", "writing the response body to its file failed")  \
-  X(PK_E_FILE_READ, "file_read_failed", "reading the request body file failed or it ended early") \
-  X(PK_E_BODY_LENGTH, "request_body_length_mismatch",                                     \
-    "the request body stream did not match its declared length")
-
-typedef enum pk_error {
-#define PK__ENUM(e, name, msg) e,
-  PK_ERROR_TABLE(PK__ENUM)
-#undef PK__ENUM
-  PK__ERROR_COUNT
-} pk_error;
-
-/* Stable snake_case name of an error code ("connect_timeout"); "unknown" if out of range. */
-const char *pk_error_name(int code);
-/* One-line English message for an error code. Never NULL. */
-const char *pk_error_message(int code);
-
-/* --------------------------------------------------------- allocation hook */
-
-/* Every engine allocation goes through one wrapper so tests can count them.
- * Returns the number of allocations (malloc/calloc/realloc of a new block)
- * made by the engine since the process started. Thread-safe. */
-uint64_t pk_alloc_count(void);
-/* Test hook: the next `n`-th allocation and every later one fail (0 disables). */
-void pk_alloc_fail_after(uint64_t n);
-
-/* ------------------------------------------------------------ pure parser */
-
-typedef struct pk_header {
-  const char *name;
-  size_t name_len;
-  const char *value;
-  size_t value_len;
-} pk_header;
-
-typedef struct pk_parse_limits {
-  size_t max_head_bytes;      /* default 65536 */
-  size_t max_header_fields;   /* default 128 */
-  size_t max_chunk_hex_digits; /* default 16 */
-  size_t max_chunk_ext_bytes; /* default 4096 */
-  size_t max_trailer_bytes;   /* default 16384 */
-} pk_parse_limits;
-
-/* Fills defaults. */
-void pk_parse_limits_init(pk_parse_limits *limits);
-
-typedef struct pk_response_head {
-  int minor_version;  /* 0 or 1 */
-  int status;         /* 100..999 */
-  const char *reason; /* points into the buffer; may be empty */
-  size_t reason_len;
-  pk_header *headers; /* caller-provided array */
-  size_t num_headers; /* in: capacity of `headers`; out: fields parsed */
-} pk_response_head;
-
-#define PK_PARSE_INCOMPLETE (-1000000)
-
-/*
- * Parses a response head (status line and header fields up to the empty
- * line) in buf[0..len). Stateless: call again with more bytes; `last_len`
- * is how many bytes the previous call saw (0 at first), so only the new
- * bytes are scanned for the end of the head — a trickling server costs O(n).
- * Obsolete line folding is unfolded in place (the fold becomes spaces),
- * which is why `buf` is writable. No allocation, no I/O.
- * Returns the head length (> 0) when complete; PK_PARSE_INCOMPLETE when more
- * bytes are needed (and len < max_head_bytes); otherwise -PK_E_xxx
- * (HEAD_TOO_LARGE, TOO_MANY_HEADERS, BAD_STATUS_LINE, BAD_VERSION, BAD_HEADER).
- * If out->num_headers capacity is smaller than max_header_fields, the smaller
- * bound applies.
- */
-int pk_parse_response_head(char *buf, size_t len, size_t last_len, pk_response_head *out,
-                           const pk_parse_limits *limits);
-
-/* Resumable chunked-body decoder (RFC 9112 §7.1). Zero-initialise or call _init. */
-typedef struct pk_chunked {
-  uint64_t remaining; /* bytes left in the current chunk's data */
-  size_t count;       /* digits / extension bytes / trailer bytes seen, per state */
-  size_t trailer_total;
-  int state;          /* private */
-  int done;           /* 1 once the last chunk and trailers were consumed */
-} pk_chunked;
-
-void pk_chunked_init(pk_chunked *dec);
-
-/*
- * Decodes chunked data in place. On entry buf[0..*len) holds raw bytes; on
- * return the decoded body bytes are compacted to buf[0..*len) (in order).
- * Returns the number of raw bytes consumed (equal to the input length unless
- * the body ended inside the buffer; then dec->done is 1 and the bytes after
- * it are left untouched at buf[consumed..input_len)), or -PK_E_xxx
- * (BAD_CHUNK, CHUNK_SIZE_TOO_LONG, CHUNK_EXT_TOO_LARGE, TRAILERS_TOO_LARGE).
- * Note: when the body ends inside the buffer, the leftover bytes are NOT moved;
- * the caller finds them at original offset `consumed`.
- */
-ssize_t pk_chunked_decode(pk_chunked *dec, char *buf, size_t *len, const pk_parse_limits *limits);
-
-/* Framing of a response body, derived from a parsed head (RFC 9112 §6.3). */
-typedef enum pk_framing {
-  PK_FRAMING_NONE = 0,      /* HEAD, 1xx, 204, 304: no body */
-  PK_FRAMING_LENGTH = 1,    /* Content-Length */
-  PK_FRAMING_CHUNKED = 2,   /* Transfer-Encoding: chunked */
-  PK_FRAMING_CLOSE = 3,     /* read until the server closes */
-} pk_framing;
-
-typedef struct pk_body_info {
-  pk_framing framing;
-  uint64_t content_length; /* valid for PK_FRAMING_LENGTH */
-  int keep_alive;          /* 1 if the connection may be reused after this response */
-} pk_body_info;
-
-/*
- * Applies RFC 9112 §6.3 to a parsed head. `head_request` is 1 for a HEAD
- * request. Returns 0 or -PK_E_xxx (BAD_CONTENT_LENGTH,
- * CONFLICTING_CONTENT_LENGTH, TE_WITH_CONTENT_LENGTH,
- * UNSUPPORTED_TRANSFER_ENCODING). Pure.
- */
-int pk_response_body_info(const pk_response_head *head, int head_request, pk_body_info *out);
-
-/* ------------------------------------------------------ content decoding */
-
-typedef enum pk_coding { PK_CODING_GZIP = 1, PK_CODING_DEFLATE = 2 } pk_coding;
-
-typedef struct pk_inflate pk_inflate;
-
-typedef struct pk_inflate_limits {
-  uint64_t max_ratio;   /* output/input past ratio_floor; default 200 */
-  uint64_t ratio_floor; /* output below this is never a bomb; default 1 MiB */
-  uint64_t max_output;  /* absolute cap; 0 = none (default) */
-} pk_inflate_limits;
-
-void pk_inflate_limits_init(pk_inflate_limits *limits);
-
-/* A streaming gzip or deflate decoder (RFC 9110 §8.4.1). "deflate" accepts
- * the zlib wrapper (RFC 1950) and, as servers wrongly send it, raw deflate
- * (RFC 1951); gzip accepts concatenated members. Memory stays bounded (one
- * zlib stream and a stack buffer). Returns 0 or -PK_E_NOMEM / -PK_E_INVALID_ARGUMENT. */
-int pk_inflate_create(pk_coding coding, const pk_inflate_limits *limits, pk_inflate **out);
-
-/* Decodes `len` bytes, handing output to sink(ctx, data, n) as it comes
- * (borrowed until sink returns; a non-zero return stops and is returned).
- * Returns 0 or -PK_E_BAD_ENCODING, -PK_E_DECOMPRESSION_BOMB, -PK_E_DECODED_TOO_LARGE. */
-int pk_inflate_feed(pk_inflate *dec, const void *data, size_t len,
-                    int (*sink)(void *ctx, const char *data, size_t n), void *ctx);
-
-/* Optional hint, before the first feed: the encoded input is exactly
- * `total` bytes (a Content-Length). A small whole gzip body is then
- * collected and decoded in one call (faster); its output is delivered when
- * the last input byte arrives. Returns 0. */
-int pk_inflate_expect(pk_inflate *dec, uint64_t total);
-
-/* The input ended: 0 if the stream was complete, else -PK_E_TRUNCATED_ENCODING. */
-int pk_inflate_finish(pk_inflate *dec);
-
-void pk_inflate_free(pk_inflate *dec);
-
-/* --------------------------------------------------------------- engine */
-
 typedef struct pk_engine pk_engine;
 
 /* Per-request timings in nanoseconds; 0 when the phase did not happen
@@ -257,7 +42,7 @@ typedef struct pk_engine pk_engine;
 typedef struct pk_timings {
   uint64_t dns_ns;        /* name resolution (0 for numeric hosts and cache hits) */
   uint64_t connect_ns;    /* TCP connect */
-  uint64_t tls_ns;        /* TLS handshake (later issue) */
+  uint64_t tls_ns;        /* TLS handshake (0 for plain HTTP and reused connections) */
   uint64_t first_byte_ns; /* submit -> first response byte */
   uint64_t total_ns;      /* submit -> done */
   uint64_t bytes_sent;     /* request bytes written (before TLS) */
@@ -307,11 +92,18 @@ enum {
                          its readers there, once per pass instead of per delivery) */
 };
 
-/* Callbacks, set once per engine. `ctx` is the per-request context pointer. */
+/* Callbacks, set once per engine (copied by pk_engine_create). `ctx` is the
+ * per-request context pointer of pk_request_spec. Every callback runs on the
+ * request's loop thread and must not block; it may call pk_engine_submit,
+ * pk_engine_cancel, pk_engine_post and the pk_request_ calls. Only on_done is
+ * required; every other one may be NULL (then: PK_HEAD_CONTINUE, bodies
+ * dropped, no progress, no pass-end call). on_send_more is required only
+ * by requests with a stream body or stream segment. */
 typedef struct pk_callbacks {
   /* The final response head (interim 1xx are skipped). Borrowed until return.
    * `raw`/`raw_len` is the head as received (after unfolding). `content_length`
-   * is -1 when unknown. Returns PK_HEAD_CONTINUE or PK_HEAD_DIVERT. A request
+   * is -1 when unknown. Returns PK_HEAD_CONTINUE, PK_HEAD_DIVERT or
+   * PK_HEAD_ABORT (the request then ends with -PK_E_CANCELLED). A request
    * with a sink file may move that file's offset here (e.g. truncate it when a
    * resumed download gets 200 instead of 206): the engine writes at the
    * file's current offset. */
@@ -323,9 +115,11 @@ typedef struct pk_callbacks {
    * the TCP window and stop); pk_request_resume_read starts again. While
    * paused the idle-read timeout does not run; the total timeout does. */
   int (*on_body)(void *ctx, const char *data, size_t len);
-  /* Exactly once per accepted submission. `error` is PK_OK or a pk_error;
-   * `sys_errno` keeps errno (or the getaddrinfo code for PK_E_DNS) when relevant.
-   * After it returns the engine never touches `ctx` again. */
+  /* Required. Exactly once per accepted submission. `error` is 0 or
+   * -PK_E_xxx (the one sign rule, pk_errors.h); `sys_errno` keeps errno (the
+   * getaddrinfo code for PK_E_DNS, OpenSSL's verify code for the certificate
+   * errors) when relevant, else 0. `timings` is borrowed until return. After
+   * it returns the engine never touches `ctx` again: the caller may free it. */
   void (*on_done)(void *ctx, int error, int sys_errno, const pk_timings *timings);
   /* Optional. Called on the loop thread at the end of a pass (after its
    * events and timers, before it may sleep) if on_head or on_done ran during the pass
@@ -363,7 +157,8 @@ typedef struct pk_tls_config {
 } pk_tls_config;
 
 /* OpenSSL's text for a certificate verification code (sys_errno of the
- * PK_E_TLS_UNTRUSTED/HOSTNAME/EXPIRED/NOT_YET_VALID errors). */
+ * PK_E_TLS_UNTRUSTED/HOSTNAME/EXPIRED/NOT_YET_VALID errors). Never NULL; a
+ * static string. Any thread, with or without an engine. */
 const char *pk_tls_verify_reason(int code);
 
 typedef struct pk_engine_config {
@@ -374,9 +169,9 @@ typedef struct pk_engine_config {
   uint32_t dns_cache_ttl_ms;     /* default 30000; 0 disables the cache */
   uint32_t max_interim;          /* 1xx responses skipped at most, default 8 */
   uint64_t max_body_bytes;       /* 0 = unlimited (default) */
-  pk_parse_limits limits;
-  pk_callbacks callbacks;
-  pk_tls_config tls;             /* for https origins */
+  pk_parse_limits limits;        /* max_head_bytes 0: all the defaults */
+  pk_callbacks callbacks;        /* on_done is required */
+  pk_tls_config tls;             /* for https origins; strings borrowed during pk_engine_create */
   int decode_content;            /* 1 (default): gzip/deflate bodies are decoded before on_body */
   pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
@@ -395,19 +190,31 @@ typedef struct pk_engine_config {
   void *open_socket_ctx;
 } pk_engine_config;
 
+/* Fills the defaults (1 loop, 64 connections per origin, ...; no callbacks).
+ * `cfg` must not be NULL. Any thread. */
 void pk_engine_config_init(pk_engine_config *cfg);
 
-/* Starts the loop and resolver threads. Returns 0 or -PK_E_xxx (errno kept in *sys_errno). */
+/* Makes an engine: copies `cfg` (NULL: the defaults, which lack on_done and
+ * so fail), builds the TLS context of cfg->tls (OpenSSL is linked: a
+ * setting that does not load is -PK_E_TLS_CONFIG here, never at the first
+ * https request) and starts the resolver and loop threads. Any thread.
+ * Returns 0 and the engine in *out (owned by the caller: pk_engine_destroy),
+ * or -PK_E_INVALID_ARGUMENT (out NULL, on_done NULL), -PK_E_NOMEM,
+ * -PK_E_TLS_CONFIG, -PK_E_SOCKET (epoll or eventfd), -PK_E_THREAD (a thread
+ * could not start; errno is left as pthread_create's answer). Nothing is
+ * left running after an error. */
 int pk_engine_create(const pk_engine_config *cfg, pk_engine **out);
 
-/* Fails every queued and in-flight request with PK_E_SHUTDOWN (their on_done
- * runs on the loop threads), closes every connection and joins the threads.
- * Idempotent. Any thread except a loop thread may call it; called from a loop
+/* Fails every queued and in-flight request with -PK_E_SHUTDOWN (their
+ * on_done runs on the loop threads), closes every connection and joins the
+ * threads. Idempotent; NULL is a no-op. Any thread; called from a loop
  * thread (inside a callback) it only starts the shutdown. */
 void pk_engine_shutdown(pk_engine *eng);
 
-/* Shuts down (if not yet) and frees the engine. Called from a loop thread
- * the memory is released when that thread exits. */
+/* Shuts down (if not yet) and frees the engine; NULL is a no-op. Any thread;
+ * called from a loop thread the memory is released when the loops are gone
+ * (a short-lived reaper thread), and post_ctx_release runs then. The engine
+ * must not be used after this call. */
 void pk_engine_destroy(pk_engine *eng);
 
 typedef enum pk_scheme { PK_SCHEME_HTTP = 0, PK_SCHEME_HTTPS = 1 } pk_scheme;
@@ -479,19 +286,27 @@ typedef struct pk_request_spec {
 
 
 /* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
- * serialises the request head and queues it. Thread-safe.
- * Returns 0 and fills *handle, or -PK_E_xxx (no callback will run). */
+ * copies what it needs (method, target, headers, host: the spec's strings
+ * may be freed on return; bodies, fds and segments are borrowed until
+ * on_done), serialises the request head and queues it. Any thread.
+ * `handle` may be NULL (then the request cannot be cancelled).
+ * Returns 0 (on_done will run exactly once), or -PK_E_xxx and no callback
+ * runs: INVALID_ARGUMENT (eng or spec NULL, bad segments, unknown tls_id),
+ * INVALID_METHOD/TARGET/HOST/HEADER_NAME/HEADER_VALUE, REQUEST_TOO_LARGE,
+ * SHUTDOWN, NOMEM. */
 int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_handle *handle);
 
-/* Cancels a request from any thread. A no-op if it already finished. The
- * request ends with PK_E_CANCELLED (unless it completed first) and its
- * connection is closed, never pooled. */
+/* Cancels a request. Any thread; eng NULL or a stale handle (the request
+ * already finished, even long ago) is a no-op. The request ends with
+ * -PK_E_CANCELLED in on_done (unless it completed first) and its connection
+ * is closed, never pooled. on_done does not run inside this call. */
 void pk_engine_cancel(pk_engine *eng, pk_request_handle handle);
 
 /* Runs fn(ctx, arg) on loop `loop_index % loops` at its next pass, in FIFO
- * order with other posts. Thread-safe; from the loop thread itself it is a
- * queue push (no syscall). `ctx` is the engine config's post_ctx. Returns 0,
- * or -PK_E_SHUTDOWN once the loop has exited (fn will not run; the caller
+ * order with other posts. Any thread; from the loop thread itself it is a
+ * queue push (no syscall). `ctx` is the engine config's post_ctx; `arg` is
+ * the caller's, never touched. Returns 0, -PK_E_INVALID_ARGUMENT (eng or fn
+ * NULL), -PK_E_SHUTDOWN once the loop has exited (fn will not run; the caller
  * must run the work elsewhere) or -PK_E_NOMEM. Work posted before the loop
  * exits always runs, even during shutdown. This is what lets the Swift layer
  * offer the loop as a TaskExecutor: tasks resumed by a callback continue on
@@ -502,7 +317,7 @@ int pk_engine_post(pk_engine *eng, uint32_t loop_index, void (*fn)(void *ctx, vo
  * request's loop (pk_engine_post(eng, handle.loop, ...)) or from its
  * callbacks. A handle whose request already finished is ignored
  * (-PK_E_CANCELLED); no callback runs synchronously inside them except
- * on_body/on_head/on_done of the request itself. */
+ * on_head/on_body/on_send_more/on_progress/on_done of the request itself. */
 
 /* Starts reading again after on_body answered PK_BODY_PAUSE. Returns 0,
  * -PK_E_CANCELLED (finished) or -PK_E_INVALID_ARGUMENT (not on its loop). */
@@ -516,17 +331,21 @@ int pk_request_resume_read(pk_engine *eng, pk_request_handle handle);
  * -PK_E_CANCELLED (finished) or -PK_E_INVALID_ARGUMENT (not asked for). */
 int pk_request_send_body(pk_engine *eng, pk_request_handle handle, const void *data, size_t len, int last);
 
-/* Registers additional TLS settings (per-request TLS); thread-safe. Pooled
- * connections are keyed by the id, so a request never reuses a connection
- * made under other settings. Returns 0 and the id (>= 1), or -PK_E_TLS_CONFIG
+/* Registers additional TLS settings (per-request TLS). Any thread. `cfg`'s
+ * strings are read during the call (files loaded now). Pooled connections
+ * are keyed by the id, so a request never reuses a connection made under
+ * other settings. Returns 0 and the id (>= 1) in *id, or
+ * -PK_E_INVALID_ARGUMENT (a NULL argument), -PK_E_NOMEM, -PK_E_TLS_CONFIG
  * when the settings do not load or PK_MAX_TLS_CONFIGS are registered. */
 #define PK_MAX_TLS_CONFIGS 64
 int pk_engine_add_tls(pk_engine *eng, const pk_tls_config *cfg, uint32_t *id);
 
-/* 1 when called on one of this engine's loop threads (inside a callback or posted work). */
+/* 1 when called on one of this engine's loop threads (inside a callback or
+ * posted work), else 0 (also for eng NULL). Any thread. */
 int pk_engine_on_loop_thread(pk_engine *eng);
 
-/* Pool statistics for tests and metrics; approximate when read off-loop. */
+/* Pool statistics for tests and metrics; approximate when read off-loop. Any
+ * thread; eng and out must not be NULL. */
 typedef struct pk_engine_stats {
   uint64_t connections_opened;
   uint64_t connections_closed;
@@ -538,6 +357,11 @@ typedef struct pk_engine_stats {
 } pk_engine_stats;
 
 void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out);
+
+/* Every engine allocation goes through one wrapper: the number of
+ * allocations (malloc/calloc/realloc) it made since the process started.
+ * Any thread. A warm keep-alive request adds none. */
+uint64_t pk_alloc_count(void);
 
 #ifdef __cplusplus
 }

@@ -409,7 +409,7 @@ final class InFlightRequest: @unchecked Sendable {
         var failure: PocketError?
         if error != 0 {
             let head = status != 0 ? PocketResponseHead(status: status, reason: reason, headers: headers) : nil
-            if error == Int32(PK_E_CANCELLED.rawValue), var mine = abortError ?? pumpError {
+            if abs(error) == Int32(PK_E_CANCELLED.rawValue), var mine = abortError ?? pumpError {
                 if mine.response == nil { mine.response = head }
                 failure = mine
             } else if t.retry_refused != 0 {

@@ -90,6 +90,9 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let fileWriteFailed = Code("file_write_failed")
         public static let fileReadFailed = Code("file_read_failed")
         public static let requestBodyLengthMismatch = Code("request_body_length_mismatch")
+        /// An engine thread (event loop or resolver) could not be started;
+        /// `systemError` is `pthread_create`'s answer.
+        public static let threadFailed = Code("thread_failed")
 
         // Streaming bodies and downloads (Swift layer)
         /// The request body's `AsyncSequence` threw; `underlying` is its error.

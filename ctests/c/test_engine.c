@@ -2,6 +2,7 @@
  * keep-alive, hostile peers, shutdown with requests in flight, and every
  * allocation failing in turn. */
 #include "CHTTPEngine.h"
+#include "pk_test_hooks.h"
 
 #include "check.h"
 
@@ -125,11 +126,11 @@ static void test_keep_alive_and_hostile(void) {
     EXPECT_EQ(c.body, 5);
   }
   EXPECT_EQ(test_server_accepted(good), 1);
-  EXPECT_EQ(get(e, test_server_port(reset), 10000, &c), PK_E_CONN_RESET);
+  EXPECT_EQ(get(e, test_server_port(reset), 10000, &c), -PK_E_CONN_RESET);
   EXPECT_EQ(get(e, test_server_port(good), 10000, &c), 0);
-  EXPECT_EQ(get(e, test_server_port(silent), 200, &c), PK_E_READ_TIMEOUT);
+  EXPECT_EQ(get(e, test_server_port(silent), 200, &c), -PK_E_READ_TIMEOUT);
   EXPECT_EQ(get(e, test_server_port(good), 10000, &c), 0);
-  EXPECT_EQ(get(e, test_server_port(trunc), 10000, &c), PK_E_TRUNCATED_BODY);
+  EXPECT_EQ(get(e, test_server_port(trunc), 10000, &c), -PK_E_TRUNCATED_BODY);
   EXPECT_EQ(get(e, test_server_port(good), 10000, &c), 0);
   EXPECT_EQ(test_server_accepted(good), 1);
 
@@ -141,7 +142,7 @@ static void test_keep_alive_and_hostile(void) {
   }
   pk_engine_shutdown(e);
   for (int i = 0; i < 16; i++) {
-    EXPECT_EQ(wait_call(&pending[i]), PK_E_SHUTDOWN);
+    EXPECT_EQ(wait_call(&pending[i]), -PK_E_SHUTDOWN);
     destroy_call(&pending[i]);
   }
   pk_engine_destroy(e);
@@ -211,7 +212,7 @@ static void test_file_body_to_a_closed_peer(void) {
     pk_request_handle h;
     EXPECT_EQ(pk_engine_submit(e, &s, &h), 0);
     int err = wait_call(&c);
-    EXPECT(err == 0 || err == PK_E_WRITE || err == PK_E_CONN_RESET);
+    EXPECT(err == 0 || err == -PK_E_WRITE || err == -PK_E_CONN_RESET);
     if (err == 0) EXPECT_EQ(c.status, 413);
     destroy_call(&c);
   }
@@ -261,12 +262,36 @@ static void test_open_socket(void) {
 
   pair_refuse = 1;
   EXPECT_EQ(pk_engine_create(&cfg, &e), 0);
-  EXPECT_EQ(get(e, 1, 10000, &c), PK_E_SOCKET);
+  EXPECT_EQ(get(e, 1, 10000, &c), -PK_E_SOCKET);
   pk_engine_destroy(e);
   test_server_stop(pair_server);
 }
 
+/* OpenSSL is linked and the engine's TLS context is made at create: a TLS
+ * setting that does not load is one clear error there, with nothing left
+ * running, never a surprise at the first https request. */
+static void test_tls_setup_fails_at_create(void) {
+  pk_engine_config cfg;
+  pk_engine_config_init(&cfg);
+  cfg.callbacks.on_done = on_done;
+  cfg.tls.ca_file = "/nonexistent/ca.pem";
+  pk_engine *e = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_TLS_CONFIG);
+  EXPECT(e == NULL);
+  cfg.tls.ca_file = NULL;
+  cfg.tls.ciphers = "NO-SUCH-CIPHER";
+  EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_TLS_CONFIG);
+  cfg.tls.ciphers = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), 0);
+  pk_engine_destroy(e);
+  /* No out pointer, no on_done: refused before anything starts. */
+  EXPECT_EQ(pk_engine_create(&cfg, NULL), -PK_E_INVALID_ARGUMENT);
+  cfg.callbacks.on_done = NULL;
+  EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_INVALID_ARGUMENT);
+}
+
 int main(void) {
+  test_tls_setup_fails_at_create();
   test_open_socket();
   test_file_body_to_a_closed_peer();
   test_keep_alive_and_hostile();

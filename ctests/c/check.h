@@ -1,4 +1,4 @@
-/* A tiny assertion kit for the engine's C tests (tests/c, `make check`). */
+/* A tiny assertion kit for the engine's C tests (ctests/c, `make check`). */
 #ifndef PK_TEST_CHECK_H
 #define PK_TEST_CHECK_H
 
