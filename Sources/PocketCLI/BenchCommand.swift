@@ -1,15 +1,18 @@
 import ArgumentParser
+import Pocket
 import PocketBench
 import PocketBenchKit
 
 /// `pocket bench`: without `--url`, the standard scenarios (13 B, 64 KiB,
 /// 1 MiB, gzip text, TLS, a 1 MiB upload) against in-process loopback
 /// servers at 1 and 64 connections; with `--url`, that server. The same code
-/// as `pocket-bench` (PocketBench, PocketBenchKit).
+/// as `pocket-bench` (PocketBench, PocketBenchKit). `--report FILE.html`
+/// draws the runs; `pocket bench report` draws saved `--json` output.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmark Pocket: standard scenarios on loopback, or --url.")
+        abstract: "Benchmark Pocket: standard scenarios on loopback, or --url.",
+        subcommands: [BenchReportCommand.self])
 
     @Option(help: "The server to load; without it, the standard scenarios run against embedded servers.")
     var url: String?
@@ -28,6 +31,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Flag(help: "One JSON object per run (requests errors elapsed_s rps p50_us p90_us p99_us p999_us cpu_s bytes ...).")
     var json = false
+
+    @Option(name: .customLong("report"), help: "Also write an HTML report of the runs (charts inline, no scripts) to this file.")
+    var reportFile: String?
 
     @Option(help: "Trust this CA (PEM) for an https --url.")
     var cacert: String?
@@ -76,8 +82,24 @@ struct BenchCommand: AsyncParsableCommand {
             Output.diagnostic("pocket bench: \(error.description)\n")
             throw ExitCode(error.exitCode)
         }
+        if let reportFile {
+            // Through the JSON, so the report of a run and `report` of its --json are one drawing.
+            do {
+                let results = try BenchResults.parse(reports.map { $0.json() }.joined(separator: "\n"), name: "this run")
+                try BenchReportCommand.write(results, html: reportFile, svgDir: nil)
+            } catch let error as BenchResults.FormatError {
+                Output.diagnostic("pocket bench: \(error.description)\n")
+                throw ExitCode(1)
+            }
+        }
         if failed { throw ExitCode(1) }
     }
+
+    /// "0.1", from the default User-Agent (`Pocket/0.1`).
+    static let pocketVersion: String = {
+        let agent = PocketClient.Configuration().defaultHeaders["User-Agent"] ?? "Pocket/?"
+        return String(agent.split(separator: "/").last ?? "?")
+    }()
 
     /// One line per run: the table at the end of the scenarios' text output.
     static func summary(_ reports: [Report]) -> String {
@@ -94,8 +116,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Prints one run and keeps its report; true when every request of it failed.
     private func report(_ m: Measurement, into reports: inout [Report]) -> Bool {
-        reports.append(m.report)
-        try? Output.stdout.write((json ? m.report.json() : m.report.text() + "\n") + "\n")
+        var r = m.report
+        r.versions["pocket"] = Self.pocketVersion
+        reports.append(r)
+        try? Output.stdout.write((json ? r.json() : r.text() + "\n") + "\n")
         if let e = m.firstError { Output.diagnostic("pocket bench: first error: \(e)\n") }
         return m.allFailed
     }
