@@ -64,16 +64,17 @@ struct BenchCommand: AsyncParsableCommand {
 
         var failed = false
         var reports: [Report] = []
+        var runs: [String] = [] // each run's JSON, as printed with --json
         do {
             if url != nil {
                 options.connections = connections ?? 64
-                failed = report(try await PocketBenchmark.run(options), into: &reports)
+                failed = report(try await PocketBenchmark.run(options), into: &reports, &runs)
             } else {
                 for scenario in BenchScenario.standard {
                     for c in connections.map({ [$0] }) ?? [1, 64] {
                         options.connections = c
                         let m = try await scenario.run(options, requestsGiven: requests != nil)
-                        failed = report(m, into: &reports) || failed
+                        failed = report(m, into: &reports, &runs) || failed
                     }
                 }
                 if !json { try? Output.stdout.write(Self.summary(reports)) }
@@ -85,7 +86,7 @@ struct BenchCommand: AsyncParsableCommand {
         if let reportFile {
             // Through the JSON, so the report of a run and `report` of its --json are one drawing.
             do {
-                let results = try BenchResults.parse(reports.map { $0.json() }.joined(separator: "\n"), name: "this run")
+                let results = try BenchResults.parse(runs.joined(separator: "\n"), name: "this run")
                 try BenchReportCommand.write(results, html: reportFile, svgDir: nil)
             } catch let error as BenchResults.FormatError {
                 Output.diagnostic("pocket bench: \(error.description)\n")
@@ -114,12 +115,13 @@ struct BenchCommand: AsyncParsableCommand {
         return s
     }
 
-    /// Prints one run and keeps its report; true when every request of it failed.
-    private func report(_ m: Measurement, into reports: inout [Report]) -> Bool {
+    /// Prints one run and keeps its report and JSON; true when every request of it failed.
+    private func report(_ m: Measurement, into reports: inout [Report], _ runs: inout [String]) -> Bool {
         var r = m.report
         r.versions["pocket"] = Self.pocketVersion
         reports.append(r)
-        try? Output.stdout.write((json ? r.json() : r.text() + "\n") + "\n")
+        runs.append(r.json())
+        try? Output.stdout.write((json ? runs.last! : r.text() + "\n") + "\n")
         if let e = m.firstError { Output.diagnostic("pocket bench: first error: \(e)\n") }
         return m.allFailed
     }
