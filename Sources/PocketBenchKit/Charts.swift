@@ -161,7 +161,8 @@ struct PercentileChart {
         frame.drawAxes(&svg, y: y, yTick: latencyLabel, yLabel: "latency\(y.log ? " (log scale)" : "")",
                        xLabel: "percentile (log scale of 1/(1-p), as HdrHistogram plots)")
 
-        let maxX = max(2, min(5, ceil(drawn.flatMap { $0.map { PercentileChart.position($0.percent) } }.max() ?? 2)))
+        // Up to the decade of the rightmost point (99.9% is 3.0000000000000004, not past 3).
+        let maxX = max(2, min(5, ceil((drawn.flatMap { $0.map { PercentileChart.position($0.percent) } }.max() ?? 2) - 1e-9)))
         func px(_ percent: Double) -> Double { Frame.left + PercentileChart.position(percent) / maxX * frame.plotWidth }
         svg.open("g", [("class", "x-axis")])
         for (p, name) in [(0.0, "0%"), (50, "50%"), (90, "90%"), (99, "99%"), (99.9, "99.9%"), (99.99, "99.99%"),

@@ -96,7 +96,7 @@ public struct ResultCharts {
             return "\(name) \(fmt(perConnection, 1)) KiB"
         }
         guard !parts.isEmpty, let lo = groups.map(\.connections).min(), let hi = groups.map(\.connections).max() else { return [] }
-        return ["memory per connection (peak RSS from \(lo) to \(hi) connections): " + parts.joined(separator: ", ")]
+        return ["memory per connection, (peak RSS at \(hi) - at \(lo)) / \(hi - lo) connections:", parts.joined(separator: ", ")]
     }
 }
 
