@@ -22,7 +22,7 @@ public struct Report: Sendable {
     var serverCPUNanos: UInt64       // embedded server threads (0 with --url)
     var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
     var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
-    /// Versions beside the machine in the JSON (`swift` always; a client adds its own).
+    /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
     /// Seconds of the measured phase.

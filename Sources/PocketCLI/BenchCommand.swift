@@ -1,5 +1,4 @@
 import ArgumentParser
-import Pocket
 import PocketBench
 import PocketBenchKit
 
@@ -96,12 +95,6 @@ struct BenchCommand: AsyncParsableCommand {
         if failed { throw ExitCode(1) }
     }
 
-    /// "0.1", from the default User-Agent (`Pocket/0.1`).
-    static let pocketVersion: String = {
-        let agent = PocketClient.Configuration().defaultHeaders["User-Agent"] ?? "Pocket/?"
-        return String(agent.split(separator: "/").last ?? "?")
-    }()
-
     /// One line per run: the table at the end of the scenarios' text output.
     static func summary(_ reports: [Report]) -> String {
         var s = "| scenario | c | req/s | p50 µs | p99 µs | p99.9 µs | CPU µs/req | MB/s | errors |\n"
@@ -117,11 +110,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Prints one run and keeps its report and JSON; true when every request of it failed.
     private func report(_ m: Measurement, into reports: inout [Report], _ runs: inout [String]) -> Bool {
-        var r = m.report
-        r.versions["pocket"] = Self.pocketVersion
-        reports.append(r)
-        runs.append(r.json())
-        try? Output.stdout.write((json ? runs.last! : r.text() + "\n") + "\n")
+        reports.append(m.report)
+        runs.append(m.report.json())
+        try? Output.stdout.write((json ? runs.last! : m.report.text() + "\n") + "\n")
         if let e = m.firstError { Output.diagnostic("pocket bench: first error: \(e)\n") }
         return m.allFailed
     }
