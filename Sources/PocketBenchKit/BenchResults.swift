@@ -15,21 +15,30 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var label: String?
     /// `pocket bench`'s scenario, a script's workload (`"13B"`, `"tls"`), or nil.
     public var scenario: String?
+    /// Concurrent requests (connections).
     public var connections: Int
+    /// Measured requests.
     public var requests: Int?
+    /// Requests that failed, and responses outside 2xx/3xx (`bad_status`).
     public var errors: Int?
     public var badStatus: Int?
+    /// Successful responses per second.
     public var rps: Double
+    /// Latency percentiles (µs) and the maximum, as `Report.json()` names them.
     public var p50Us: Double?
     public var p90Us: Double?
     public var p99Us: Double?
     public var p999Us: Double?
     public var maxUs: Double?
+    /// Process CPU per request (µs).
     public var cpuUsPerReq: Double?
+    /// Peak resident set size of the client process (KiB).
     public var peakRssKib: Double?
     /// `[percent, µs]` pairs, percent ascending (`[[50, 81.5], [90, 102.3], …]`).
     public var latencyPercentiles: [[Double]]?
+    /// The first error's text, when there was one.
     public var firstError: String?
+    /// Where it ran, with which versions (`"pocket"`, `"swift"`, `"nginx"`, …) and command line.
     public var machine: Machine?
     public var versions: [String: String]?
     public var command: String?
@@ -38,10 +47,12 @@ public struct BenchRun: Codable, Sendable, Equatable {
 
     /// The machine a run ran on.
     public struct Machine: Codable, Sendable, Equatable, Hashable {
+        /// Online CPUs, /proc/cpuinfo's model name, the kernel release.
         public var cpus: Int?
         public var cpuModel: String?
         public var kernel: String?
 
+        /// A machine as described.
         public init(cpus: Int?, cpuModel: String?, kernel: String?) {
             self.cpus = cpus
             self.cpuModel = cpuModel
@@ -55,6 +66,7 @@ public struct BenchRun: Codable, Sendable, Equatable {
         }
     }
 
+    /// A run with nothing but its required figures.
     public init(client: String, scenario: String? = nil, connections: Int, rps: Double) {
         self.client = client
         self.scenario = scenario
@@ -91,10 +103,14 @@ public struct BenchRun: Codable, Sendable, Equatable {
 /// `--json` prints), a JSON array of runs, or an object
 /// `{"title": …, "notes": […], "runs": […]}` (the transcribed docs/results).
 public struct BenchResults: Codable, Sendable {
+    /// The report's title (default: "Pocket benchmark report").
     public var title: String?
+    /// Paragraphs shown before the charts: where the figures come from.
     public var notes: [String]?
+    /// The runs, in the order they are drawn.
     public var runs: [BenchRun]
 
+    /// Results as given.
     public init(title: String? = nil, notes: [String]? = nil, runs: [BenchRun]) {
         self.title = title
         self.notes = notes
@@ -141,22 +157,28 @@ public struct BenchResults: Codable, Sendable {
     /// the median of each figure over the repetitions (as the scripts' tables),
     /// failures summed.
     public struct Group: Sendable {
+        /// What the runs share.
         public var scenario: String
         public var client: String
         public var displayName: String
         public var connections: Int
+        /// The repetitions.
         public var runs: [BenchRun]
 
         /// "Pocket c=64".
         public var seriesName: String { "\(displayName) c=\(connections)" }
+        /// Medians over the runs: requests/s, p99 (µs), peak RSS (KiB).
         public var rps: Double { median(runs.map(\.rps)) ?? 0 }
         public var p99Micros: Double? { median(runs.compactMap { $0.curveValue(at: 99) }) }
         public var peakRSSKiB: Double? { median(runs.compactMap(\.peakRssKib)) }
+        /// Failed requests of all the runs.
         public var failures: Int { runs.reduce(0) { $0 + $1.failures } }
+        /// Measured requests of all the runs, if counted.
         public var requests: Int? {
             let r = runs.compactMap(\.requests)
             return r.isEmpty ? nil : r.reduce(0, +)
         }
+        /// The first run's first error.
         public var firstError: String? { runs.lazy.compactMap(\.firstError).first }
 
         /// The point-wise median curve over the runs (percentiles every run has).

@@ -10,10 +10,13 @@ import Musl
 /// parses as XML, which the tests rely on). A run with failed requests puts
 /// a banner at the top and its error counts in red.
 public struct HTMLReport {
+    /// What the report shows.
     public var results: BenchResults
 
+    /// The report of `results`.
     public init(_ results: BenchResults) { self.results = results }
 
+    /// The whole XHTML document.
     public func render() -> String {
         let title = results.title ?? "Pocket benchmark report"
         let scenarios = results.scenarios

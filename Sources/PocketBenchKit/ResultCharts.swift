@@ -5,16 +5,20 @@
 public struct ResultCharts {
     /// One chart: its SVG text and the file name it is written under.
     public struct Chart: Sendable {
+        /// The scenario drawn.
         public var scenario: String
         /// `rps`, `latency`, `p99`, `rss`.
         public var kind: String
+        /// The standalone SVG document.
         public var svg: String
         /// `<scenario>-<kind>.svg`, the scenario in lower case, other characters as `-`.
         public var fileName: String { "\(slug(scenario))-\(kind).svg" }
     }
 
+    /// What is drawn.
     public let results: BenchResults
 
+    /// The charts of `results`.
     public init(_ results: BenchResults) { self.results = results }
 
     /// Every chart, scenario by scenario in the order of the runs.
