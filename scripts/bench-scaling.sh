@@ -74,7 +74,7 @@ bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" "$SERVER_CPU" || exit 1
 NGINX_VERSION="$("$NGINX" -v 2>&1 | sed 's/.*nginx\///')"
 CURL_VERSION="$(curl-config --version | awk '{ print $2 }')"
 MACHINE="$(json_machine)"
-SCENARIO='"scenario":"scaling (13 B, keep-alive)"'
+SCENARIO='"scenario":"scaling"'
 mkdir -p "$(dirname "$JSON")"
 : >"$JSON"
 

@@ -110,7 +110,7 @@ func ordered<T: Hashable>(_ items: [T]) -> [T] {
     return items.filter { seen.insert($0).inserted }
 }
 
-/// A file-name-safe form of a scenario name.
+/// A file-name-safe form of a scenario name: "plain HTTP" → "plain-http".
 func slug(_ s: String) -> String {
-    String(s.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
+    s.lowercased().split { !($0.isASCII && ($0.isLetter || $0.isNumber)) }.joined(separator: "-")
 }
