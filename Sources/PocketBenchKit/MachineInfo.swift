@@ -36,17 +36,9 @@ public enum MachineInfo {
     }
 
     static func cpuModel() -> String? {
-        guard let f = fopen("/proc/cpuinfo", "r") else { return nil }
-        defer { fclose(f) }
-        var line = [CChar](repeating: 0, count: 512)
-        while fgets(&line, Int32(line.count), f) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if text.hasPrefix("model name"), let colon = text.firstIndex(of: ":") {
-                let model = text[text.index(after: colon)...].trimmingWhitespace
-                return model.isEmpty ? nil : model
-            }
-        }
-        return nil
+        guard let line = procLine("/proc/cpuinfo", "model name"), let colon = line.firstIndex(of: ":") else { return nil }
+        let model = line[line.index(after: colon)...].trimmingWhitespace
+        return model.isEmpty ? nil : model
     }
 
     static func kernelRelease() -> String? {
