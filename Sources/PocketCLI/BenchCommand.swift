@@ -31,7 +31,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per run (requests errors elapsed_s rps p50_us p90_us p99_us p999_us cpu_s bytes ...).")
     var json = false
 
-    @Option(name: .customLong("report"), help: "Also write an HTML report of the runs (charts inline, no scripts) to this file.")
+    @Option(name: .customLong("report"),
+            help: ArgumentHelp("Also write an HTML report of the runs (charts inline, no scripts) to this file.",
+                               valueName: "file.html"))
     var reportFile: String?
 
     @Option(help: "Trust this CA (PEM) for an https --url.")

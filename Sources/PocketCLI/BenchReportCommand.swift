@@ -16,13 +16,14 @@ struct BenchReportCommand: ParsableCommand {
         commandName: "report",
         abstract: "An HTML report (and SVG charts) from the JSON of benchmark runs.")
 
-    @Argument(help: "Results: JSON lines of runs (`pocket bench --json`), a JSON array of runs, or {\"runs\": [...]}; - for stdin.")
+    @Argument(help: ArgumentHelp("Results: JSON lines of runs (`pocket bench --json`), a JSON array of runs, or {\"runs\": [...]}; - for stdin.",
+                                 valueName: "results.json"))
     var files: [String]
 
-    @Option(help: "The HTML report to write.")
+    @Option(help: ArgumentHelp("The HTML report to write.", valueName: "file.html"))
     var out: String?
 
-    @Option(name: .customLong("svg-dir"), help: "Also write every chart as DIR/<scenario>-<chart>.svg.")
+    @Option(name: .customLong("svg-dir"), help: ArgumentHelp("Also write every chart as DIR/<scenario>-<chart>.svg.", valueName: "dir"))
     var svgDir: String?
 
     @Option(help: "The report's title (default: the files' own, or \"Pocket benchmark report\").")
