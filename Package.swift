@@ -59,5 +59,7 @@ let package = Package(
                     resources: [.copy("Schemas")]),
         // Runs the built `pocket` binary (next to the test bundle) against the test server.
         .testTarget(name: "PocketCLITests", dependencies: ["PocketTestSupport", "CPocketBenchServer"]),
+        // The charts and the HTML report: parsed as XML, drawn by rsvg-convert.
+        .testTarget(name: "PocketBenchKitTests", dependencies: ["PocketBenchKit"]),
     ]
 )

@@ -10,6 +10,8 @@
 #   scripts/bench-peers.sh            # REPS=5 DUR=5
 #   scripts/bench-peers.sh --quick    # REPS=1 DUR=2 (smoke test)
 #   REPS=9 DUR=10 scripts/bench-peers.sh
+#   scripts/bench-peers.sh --json docs/results/peers.json   # also every run as JSON
+#                                     # for the charts (scripts/bench-charts.sh)
 #
 # Environment: REPS (5), DUR seconds per run (5), PORT (18085), SERVER_CPU
 # (0), CLIENT_CPU (1), CONNECTIONS ("64 1"), SCRATCH (a swift build
@@ -23,7 +25,18 @@ cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
 . scripts/lib/bench-common.sh
 
-bench_args bench-peers 2,20p "$@"
+. scripts/lib/bench-json.sh
+
+JSON_OUT=""
+args=()
+while (($#)); do
+  case "$1" in
+    --json) JSON_OUT="${2:?--json needs a file}"; shift 2 ;;
+    --json=*) JSON_OUT="${1#--json=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+bench_args bench-peers 2,21p "${args[@]}"
 PORT="${PORT:-18085}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
@@ -115,6 +128,24 @@ run_one() { # client connections
   esac
 }
 
+# The last run of a client as one JSON run object (--json): the Swift
+# clients' own line, wrk's and curl-bench's output with what they lack.
+json_line() { # client connections rep cpu_us_per_req
+  local name=$1 c=$2 rep=$3 cpu=$4 tag="\"scenario\":\"plain HTTP\",\"rep\":$3"
+  local common="\"connections\":$c,\"cpu_us_per_req\":$cpu,\"machine\":$(json_machine)"
+  case "$name" in
+    wrk)
+      json_tag "$(wrk_json "$TMP/wrk.out")" "$tag,$common,\"label\":$(json_str "wrk $WRK_VERSION"),\
+\"versions\":{\"wrk\":$(json_str "$WRK_VERSION"),\"nginx\":$(json_str "$NGINX_VERSION")},\
+\"command\":$(json_str "wrk -t1 -c$c -d${DUR}s --latency $URL")" ;;
+    libcurl)
+      json_tag "$(cat "$TMP/curl.out")" "$tag,$common,\"client\":\"libcurl\",\"label\":$(json_str "libcurl $CURL_VERSION (multi)"),\
+\"versions\":{\"libcurl\":$(json_str "$CURL_VERSION"),\"nginx\":$(json_str "$NGINX_VERSION")},\
+\"command\":$(json_str "curl-bench --url $URL --connections $c --warmup $((c * 16)) --max-seconds $DUR")" ;;
+    *) json_tag "$(cat "$TMP/swift.out")" "$tag" ;;
+  esac
+}
+
 ratio() { # a b
   awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
 }
@@ -124,6 +155,14 @@ CLIENTS=(wrk libcurl pocket ahc urlsession)
 CONFIGS=()
 for c in $CONNECTIONS; do for client in "${CLIENTS[@]}"; do CONFIGS+=("$client $c"); done; done
 declare -A RPS P50 P99 CPU
+NGINX_VERSION="$("$NGINX" -v 2>&1 | sed 's/.*nginx\///')"
+# wrk --version exits 1; "wrk debian/4.1.0-3+b2 [epoll] ..." -> 4.1.0
+WRK_VERSION="$({ "$WRK" --version 2>&1 || true; } | head -1 | awk '{ print $2 }' | sed 's|.*/||; s/-.*//')"
+CURL_VERSION="$(curl-config --version | awk '{ print $2 }')"
+if [ -n "$JSON_OUT" ]; then
+  mkdir -p "$(dirname "$JSON_OUT")"
+  : >"$JSON_OUT"
+fi
 
 log "machine: $NCPU CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r)"
 log "$REPS repetitions x ${#CONFIGS[@]} runs x ${DUR}s"
@@ -142,6 +181,7 @@ for rep in $(seq "$REPS"); do
       continue
     fi
     read -r rps p50 p99 cpu reqs errs <<<"$line"
+    [ -n "$JSON_OUT" ] && json_line "$name" "$c" "$rep" "$cpu" >>"$JSON_OUT"
     key="$name/$c"
     RPS[$key]+="$rps "
     P50[$key]+="$p50 "
@@ -175,5 +215,6 @@ echo "Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- 
   "$(swift --version 2>/dev/null | head -1), $("$WRK" --version 2>&1 | head -1 | awk '{print $1, $2}'), $(curl-config --version 2>/dev/null || echo libcurl)"
 echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "Command: REPS=$REPS DUR=$DUR scripts/bench-peers.sh"
+[ -n "$JSON_OUT" ] && echo "Results: $JSON_OUT (draw: scripts/bench-charts.sh $JSON_OUT)"
 echo "Clients: wrk -t1 -cC -dDUR --latency; curl-bench --connections C --warmup 16C --max-seconds DUR;" \
   "pocket-bench / ahc-bench / urlsession-bench --url URL --connections C --max-seconds DUR --json"

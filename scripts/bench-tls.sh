@@ -4,9 +4,13 @@
 # medians; then handshake CPU per new connection against a bare OpenSSL loop
 # (scripts/tls-handshake/handshake_loop.c), both resuming sessions.
 #   REPS=5 DUR=5 N=2000 scripts/bench-tls.sh
+#   JSON=docs/results/tls.json scripts/bench-tls.sh   # also every wrk and pocket run as
+#                                                    # JSON for the charts (scripts/bench-charts.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS="${REPS:-5}"; DUR="${DUR:-5}"; N="${N:-2000}"; PORT="${PORT:-18443}"
+. scripts/lib/bench-common.sh
+. scripts/lib/bench-json.sh
+REPS="${REPS:-5}"; DUR="${DUR:-5}"; N="${N:-2000}"; PORT="${PORT:-18443}"; JSON="${JSON:-}"
 scripts/setup.sh >/dev/null
 TMP="$(mktemp -d /tmp/pocket-bench-tls.XXXXXX)"
 cleanup() { [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; rm -rf "$TMP"; }
@@ -47,12 +51,26 @@ clang -O2 scripts/tls-handshake/handshake_loop.c -lssl -lcrypto -o "$TMP/handsha
 URL="https://localhost:$PORT/"
 sleep 0.3
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+if [ -n "$JSON" ]; then
+  mkdir -p "$(dirname "$JSON")"
+  : >"$JSON"
+  NGINX_VERSION="$("$(command -v nginx || echo /usr/sbin/nginx)" -v 2>&1 | sed 's/.*nginx\///')"
+  WRK_VERSION="$({ wrk --version 2>&1 || true; } | head -1 | awk '{ print $2 }' | sed 's|.*/||; s/-.*//')"
+fi
 declare -A R
 for rep in $(seq 1 "$REPS"); do
   for c in 64 1; do
-    w=$(taskset -c 1 wrk -t1 -c$c -d${DUR}s "$URL" | awk '/Requests\/sec/{print $2}')
-    p=$(taskset -c 1 "$B" --url "$URL" --cacert "$TMP/ca.pem" --connections $c --requests 1000000000 --max-seconds "$DUR" --json \
-        | python3 -c "import json,sys; print(json.load(sys.stdin)['rps'])")
+    taskset -c 1 wrk -t1 -c$c -d${DUR}s --latency "$URL" >"$TMP/wrk.out"
+    w=$(awk '/Requests\/sec/{print $2}' "$TMP/wrk.out")
+    taskset -c 1 "$B" --url "$URL" --cacert "$TMP/ca.pem" --connections $c --requests 1000000000 --max-seconds "$DUR" --json \
+      >"$TMP/pocket.json"
+    p=$(python3 -c "import json,sys; print(json.load(sys.stdin)['rps'])" <"$TMP/pocket.json")
+    if [ -n "$JSON" ]; then
+      json_tag "$(wrk_json "$TMP/wrk.out")" "\"scenario\":\"TLS\",\"rep\":$rep,\"connections\":$c,\"machine\":$(json_machine),\
+\"label\":$(json_str "wrk $WRK_VERSION"),\"versions\":{\"wrk\":$(json_str "$WRK_VERSION"),\"nginx\":$(json_str "$NGINX_VERSION")},\
+\"command\":$(json_str "wrk -t1 -c$c -d${DUR}s --latency $URL")" >>"$JSON"
+      json_tag "$(cat "$TMP/pocket.json")" "\"scenario\":\"TLS\",\"rep\":$rep" >>"$JSON"
+    fi
     echo "rep $rep c=$c wrk $w pocket $p"
     R[w$c]+="$w "; R[p$c]+="$p "
   done

@@ -3,7 +3,7 @@
 # OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
 # (integration tests and benchmarks), wrk (benchmark peer), the openssl and
 # curl command-line tools (TLS test certificates and fixture checks), python3
-# (multipart tests).
+# (multipart tests), rsvg-convert (benchmark chart tests).
 set -euo pipefail
 need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
@@ -20,6 +20,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 # Multipart tests parse uploaded forms with Python's email package (an
 # independent parser).
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The benchmark chart tests draw every SVG with a real renderer.
+command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""

@@ -21,12 +21,17 @@
  * --buffer-size B    CURLOPT_BUFFERSIZE (default: libcurl's, 16 KiB)
  *
  * Prints one JSON line:
- *   {"requests":N,"errors":E,"elapsed_s":S,"rps":R,"bytes":B,"mb_per_s":M}
+ *   {"requests":N,"errors":E,"elapsed_s":S,"rps":R,"bytes":B,"mb_per_s":M,
+ *    "p50_us":…,"p90_us":…,"p99_us":…,"p999_us":…,"latency_percentiles":[[50,…],…],
+ *    "peak_rss_kib":K}
  * requests = measured requests finished, errors = those that failed (curl
  * error or status outside 2xx; the first is printed to stderr), rps =
  * successful requests / elapsed, bytes = body bytes of the successful ones
  * (decoded response bytes, or uploaded bytes), mb_per_s = bytes / 1e6 /
- * elapsed. Exits 1 when every measured request failed, 2 on bad usage.
+ * elapsed. Latencies are libcurl's CURLINFO_TOTAL_TIME_T of each successful
+ * measured request (the last 16M of them), the percentiles nearest-rank;
+ * peak_rss_kib is getrusage's ru_maxrss (the charts' scaling run).
+ * Exits 1 when every measured request failed, 2 on bad usage.
  *
  * Build: cc -O2 Benchmarks/curl-bench/curl_bench.c -o curl-bench -lcurl
  */
@@ -38,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +71,27 @@ struct tally {
     long started, finished, errors;
     curl_off_t bytes;
 };
+
+/* Latencies of the measured phase (µs), a ring of the most recent ones;
+ * capacity 0 during the warmup. */
+struct latencies {
+    curl_off_t *us;
+    long capacity, count;
+};
+
+static int cmp_off(const void *a, const void *b) {
+    curl_off_t x = *(const curl_off_t *)a, y = *(const curl_off_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of the sorted samples. */
+static double percentile(const struct latencies *l, long n, double p) {
+    if (n == 0) return 0;
+    long rank = (long)(p / 100.0 * (double)n + 0.999999);
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    return (double)l->us[rank - 1];
+}
 
 static bool g_error_printed;
 
@@ -206,7 +233,8 @@ static void first_error(const char *what) {
 
 /* Runs `count` requests (fewer if the deadline passes) on the slots, each
  * slot starting its next request as soon as its last one finished. */
-static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, long count, double deadline) {
+static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, long count, double deadline,
+                              struct latencies *lat) {
     struct tally t = {0};
     long active = 0;
     for (long i = 0; i < nslots && t.started < count; i++, t.started++, active++)
@@ -241,6 +269,9 @@ static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, lon
                 first_error(what);
             } else {
                 t.bytes += s->body;
+                curl_off_t us = 0;
+                if (lat->capacity > 0 && curl_easy_getinfo(e, CURLINFO_TOTAL_TIME_T, &us) == CURLE_OK)
+                    lat->us[lat->count++ % lat->capacity] = us;
             }
             if (t.started < count && (deadline == 0 || now_s() < deadline)) {
                 start_request(multi, s);
@@ -286,18 +317,36 @@ int main(int argc, char **argv) {
         curl_easy_setopt(slots[i].easy, CURLOPT_PRIVATE, (char *)&slots[i]);
     }
 
-    if (o.warmup > 0) (void)run_phase(multi, slots, o.connections, o.warmup, 0);
+    struct latencies none = {0}, lat = {0};
+    lat.capacity = o.requests < (1L << 24) ? o.requests : (1L << 24);
+    lat.us = malloc((size_t)lat.capacity * sizeof(*lat.us)); /* untouched pages cost no RSS */
+    if (!lat.us) return 1;
+    if (o.warmup > 0) (void)run_phase(multi, slots, o.connections, o.warmup, 0, &none);
     double t0 = now_s();
     struct tally t = run_phase(multi, slots, o.connections, o.requests,
-                               o.max_seconds > 0 ? t0 + o.max_seconds : 0);
+                               o.max_seconds > 0 ? t0 + o.max_seconds : 0, &lat);
     for (long i = 0; i < o.connections; i++)
         if (slots[i].sink) fflush(slots[i].sink); /* the last body is on its way to the file */
     double elapsed = now_s() - t0;
 
     long ok = t.finished - t.errors;
-    printf("{\"requests\":%ld,\"errors\":%ld,\"elapsed_s\":%.6f,\"rps\":%.1f,\"bytes\":%lld,\"mb_per_s\":%.1f}\n",
+    long n = lat.count < lat.capacity ? lat.count : lat.capacity;
+    qsort(lat.us, (size_t)n, sizeof(*lat.us), cmp_off);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"requests\":%ld,\"errors\":%ld,\"elapsed_s\":%.6f,\"rps\":%.1f,\"bytes\":%lld,\"mb_per_s\":%.1f,"
+           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"latency_percentiles\":[",
            t.finished, t.errors, elapsed, elapsed > 0 ? (double)ok / elapsed : 0.0, (long long)t.bytes,
-           elapsed > 0 ? (double)t.bytes / 1e6 / elapsed : 0.0);
+           elapsed > 0 ? (double)t.bytes / 1e6 / elapsed : 0.0, percentile(&lat, n, 50), percentile(&lat, n, 90),
+           percentile(&lat, n, 99), percentile(&lat, n, 99.9));
+    /* The percentiles pocket-bench's report draws, each once the samples can tell it from the maximum. */
+    static const double curve[] = {0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999};
+    for (size_t i = 0, first = 1; n > 0 && i < sizeof(curve) / sizeof(curve[0]); i++) {
+        if (curve[i] > 50 && (double)n < 1.0 / (1.0 - curve[i] / 100.0) - 0.5) break;
+        printf("%s[%.3f,%.1f]", first ? "" : ",", curve[i], curve[i] == 0 ? (double)lat.us[0] : percentile(&lat, n, curve[i]));
+        first = 0;
+    }
+    printf("],\"peak_rss_kib\":%ld}\n", ru.ru_maxrss);
     fflush(stdout);
 
     for (long i = 0; i < o.connections; i++) {
@@ -306,6 +355,7 @@ int main(int argc, char **argv) {
         if (slots[i].upload) fclose(slots[i].upload);
     }
     free(slots);
+    free(lat.us);
     curl_multi_cleanup(multi);
     curl_global_cleanup();
     return t.finished > 0 && ok == 0 ? 1 : 0;

@@ -89,6 +89,7 @@ public enum PocketBenchmark {
         setup.engineAllocations = { PocketClient.engineAllocationCount }
         setup.executor = options.onLoop ? client.executor : nil
         setup.engineThreads = options.engineThreads
+        setup.versions["pocket"] = pocketVersion
         let bench = PocketBenchClient(client: client, request: request, transfer: Transfer(options.bodySink),
                                       uploadBytes: uploadBytes)
         let measurement = await measure(bench, options: options, setup: setup)
@@ -96,6 +97,12 @@ public enum PocketBenchmark {
         return measurement
     }
 }
+
+/// Pocket's version for the report: "0.1" of the default `User-Agent: Pocket/0.1`.
+let pocketVersion: String = {
+    let agent = PocketClient.Configuration().defaultHeaders["User-Agent"] ?? "Pocket/?"
+    return String(agent.split(separator: "/").last ?? "?")
+}()
 
 /// The in-process `CPocketBenchServer` (one per process).
 public enum EmbeddedServer {

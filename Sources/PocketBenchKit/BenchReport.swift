@@ -22,6 +22,8 @@ public struct Report: Sendable {
     var serverCPUNanos: UInt64       // embedded server threads (0 with --url)
     var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
     var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
+    /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
+    public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
     /// Seconds of the measured phase.
     public var elapsedSeconds: Double { Double(elapsedNanos) / 1e9 }
@@ -34,6 +36,19 @@ public struct Report: Sendable {
     public func percentileMicros(_ p: Double) -> Double {
         guard latencies.totalCount > 0 else { return 0 }
         return Double(latencies.valueAtPercentile(p * 100)) / 1e3
+    }
+
+    /// The percentiles of the latency curve (HdrHistogram's plot): those the
+    /// samples can tell apart from the maximum (p needs 1/(1-p) samples).
+    static let curvePercents: [Double] = [0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999]
+
+    /// `[percent, µs]` pairs of the latency curve, empty without samples.
+    public var latencyCurve: [(percent: Double, micros: Double)] {
+        let n = Double(latencies.totalCount)
+        guard n > 0 else { return [] }
+        return Report.curvePercents.filter { $0 <= 50 || n >= 1 / (1 - $0 / 100) - 0.5 }.map { p in
+            (p, p == 0 ? Double(latencies.min) / 1e3 : percentileMicros(p / 100))
+        }
     }
 
     var maxMicros: Double { latencies.totalCount > 0 ? Double(latencies.max) / 1e3 : 0 }
@@ -86,6 +101,15 @@ public struct Report: Sendable {
         ]
         if let scenario { fields.insert(("scenario", jsonString(scenario)), at: 1) }
         if let e = tally.firstError { fields.append(("first_error", jsonString(e))) }
+        // Last: what the charts draw and where the run ran (`pocket bench report`).
+        fields.append(("latency_percentiles", "[" + latencyCurve.map { "[\(fmt($0.percent, 3)),\(fmt($0.micros, 1))]" }
+            .joined(separator: ",") + "]"))
+        let m = MachineInfo.current
+        fields.append(("machine", "{\"cpus\":\(m.cpus.map(String.init) ?? "null"),\"cpu_model\":"
+            + "\(m.cpuModel.map(jsonString) ?? "null"),\"kernel\":\(m.kernel.map(jsonString) ?? "null")}"))
+        fields.append(("versions", "{" + versions.sorted { $0.key < $1.key }
+            .map { "\(jsonString($0.key)):\(jsonString($0.value))" }.joined(separator: ",") + "}"))
+        fields.append(("command", jsonString(MachineInfo.commandLine)))
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 

@@ -17,6 +17,8 @@ public struct MeasureSetup: Sendable {
     public var executor: (any TaskExecutor)?
     /// Event-loop threads of the client, for the report.
     public var engineThreads = 1
+    /// Versions for the report besides Swift's (`["pocket": "0.1"]`).
+    public var versions: [String: String] = [:]
 
     /// A setup with no probes, the global executor and one engine thread.
     public init(clientName: String, scenario: String? = nil, url: String) {
@@ -89,7 +91,8 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         cpuNanos: cpu1 &- cpu0,
         serverCPUNanos: server1 &- server0,
         engineAllocations: engine0.flatMap { e0 in engine1.map { $0 &- e0 } },
-        heapAllocations: heap0.flatMap { h0 in heap1.map { $0 &- h0 } }
+        heapAllocations: heap0.flatMap { h0 in heap1.map { $0 &- h0 } },
+        versions: setup.versions.merging(["swift": MachineInfo.swiftVersion]) { mine, _ in mine }
     )
     return Measurement(report: report, warmup: warmTally)
 }

@@ -5,11 +5,13 @@ import PocketBenchKit
 /// `pocket bench`: without `--url`, the standard scenarios (13 B, 64 KiB,
 /// 1 MiB, gzip text, TLS, a 1 MiB upload) against in-process loopback
 /// servers at 1 and 64 connections; with `--url`, that server. The same code
-/// as `pocket-bench` (PocketBench, PocketBenchKit).
+/// as `pocket-bench` (PocketBench, PocketBenchKit). `--report FILE.html`
+/// draws the runs; `pocket bench report` draws saved `--json` output.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmark Pocket: standard scenarios on loopback, or --url.")
+        abstract: "Benchmark Pocket: standard scenarios on loopback, or --url.",
+        subcommands: [BenchReportCommand.self])
 
     @Option(help: "The server to load; without it, the standard scenarios run against embedded servers.")
     var url: String?
@@ -28,6 +30,11 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Flag(help: "One JSON object per run (requests errors elapsed_s rps p50_us p90_us p99_us p999_us cpu_s bytes ...).")
     var json = false
+
+    @Option(name: .customLong("report"),
+            help: ArgumentHelp("Also write an HTML report of the runs (charts inline, no scripts) to this file.",
+                               valueName: "file.html"))
+    var reportFile: String?
 
     @Option(help: "Trust this CA (PEM) for an https --url.")
     var cacert: String?
@@ -58,16 +65,17 @@ struct BenchCommand: AsyncParsableCommand {
 
         var failed = false
         var reports: [Report] = []
+        var runs: [String] = [] // each run's JSON, as printed with --json
         do {
             if url != nil {
                 options.connections = connections ?? 64
-                failed = report(try await PocketBenchmark.run(options), into: &reports)
+                failed = report(try await PocketBenchmark.run(options), into: &reports, &runs)
             } else {
                 for scenario in BenchScenario.standard {
                     for c in connections.map({ [$0] }) ?? [1, 64] {
                         options.connections = c
                         let m = try await scenario.run(options, requestsGiven: requests != nil)
-                        failed = report(m, into: &reports) || failed
+                        failed = report(m, into: &reports, &runs) || failed
                     }
                 }
                 if !json { try? Output.stdout.write(Self.summary(reports)) }
@@ -75,6 +83,16 @@ struct BenchCommand: AsyncParsableCommand {
         } catch let error as PocketBenchmark.Failure {
             Output.diagnostic("pocket bench: \(error.description)\n")
             throw ExitCode(error.exitCode)
+        }
+        if let reportFile {
+            // Through the JSON, so the report of a run and `report` of its --json are one drawing.
+            do {
+                let results = try BenchResults.parse(runs.joined(separator: "\n"), name: "this run")
+                try BenchReportCommand.write(results, html: reportFile, svgDir: nil)
+            } catch let error as BenchResults.FormatError {
+                Output.diagnostic("pocket bench: \(error.description)\n")
+                throw ExitCode(1)
+            }
         }
         if failed { throw ExitCode(1) }
     }
@@ -92,10 +110,11 @@ struct BenchCommand: AsyncParsableCommand {
         return s
     }
 
-    /// Prints one run and keeps its report; true when every request of it failed.
-    private func report(_ m: Measurement, into reports: inout [Report]) -> Bool {
+    /// Prints one run and keeps its report and JSON; true when every request of it failed.
+    private func report(_ m: Measurement, into reports: inout [Report], _ runs: inout [String]) -> Bool {
         reports.append(m.report)
-        try? Output.stdout.write((json ? m.report.json() : m.report.text() + "\n") + "\n")
+        runs.append(m.report.json())
+        try? Output.stdout.write((json ? runs.last! : m.report.text() + "\n") + "\n")
         if let e = m.firstError { Output.diagnostic("pocket bench: first error: \(e)\n") }
         return m.allFailed
     }

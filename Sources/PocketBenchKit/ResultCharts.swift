@@ -1,0 +1,116 @@
+/// The charts of a results set, per scenario: requests/s bars by connection
+/// count and client; the latency percentile curves; and, when a scenario ran
+/// at three or more connection counts (the scaling run), p99 and peak RSS
+/// bars with the memory per connection stated beside them.
+public struct ResultCharts {
+    /// One chart: its SVG text and the file name it is written under.
+    public struct Chart: Sendable {
+        /// The scenario drawn.
+        public var scenario: String
+        /// `rps`, `latency`, `p99`, `rss`.
+        public var kind: String
+        /// The standalone SVG document.
+        public var svg: String
+        /// `<scenario>-<kind>.svg`, the scenario in lower case, other characters as `-`.
+        public var fileName: String { "\(slug(scenario))-\(kind).svg" }
+    }
+
+    /// What is drawn.
+    public let results: BenchResults
+
+    /// The charts of `results`.
+    public init(_ results: BenchResults) { self.results = results }
+
+    /// Every chart, scenario by scenario in the order of the runs.
+    public var charts: [Chart] { results.scenarios.flatMap { charts(scenario: $0.name, groups: $0.groups) } }
+
+    func charts(scenario: String, groups: [BenchResults.Group]) -> [Chart] {
+        let clients = ordered(groups.map(\.client))
+        let counts = Array(Set(groups.map(\.connections))).sorted()
+        func colour(_ g: BenchResults.Group) -> String {
+            Palette.colour(client: g.client, index: clients.firstIndex(of: g.client) ?? 0)
+        }
+        // One bar series per client name drawn (a label may tell two builds of one client apart).
+        let names = ordered(groups.map(\.displayName))
+        let barSeries = names.map { name in ChartSeries(name: name, colour: colour(groups.first { $0.displayName == name }!)) }
+        func values(_ figure: (BenchResults.Group) -> Double?) -> [[Double?]] {
+            names.map { name in counts.map { c in groups.first { $0.displayName == name && $0.connections == c }.flatMap(figure) } }
+        }
+        let categories = counts.map { "\($0)" }
+        let failing = groups.filter { $0.failures > 0 }
+        var rpsNotes: [String] = []
+        if !failing.isEmpty {
+            rpsNotes.append("ERRORS: " + failing.map { "\($0.seriesName) \($0.failures) failed" }.joined(separator: ", "))
+        }
+        let repetitions = Set(groups.map(\.runs.count))
+        if let r = repetitions.max(), r > 1 { rpsNotes.append("medians of \(r) repetitions") }
+
+        var out: [Chart] = []
+        let rps = BarChart(kind: "rps", scenario: scenario, title: "\(scenario): requests/s (higher is better)",
+                           notes: rpsNotes, yLabel: "requests/s", xLabel: "concurrent connections",
+                           categories: categories, series: barSeries, values: values { $0.rps })
+        out.append(Chart(scenario: scenario, kind: "rps", svg: rps.svg()))
+
+        if counts.count >= 3 {
+            let p99 = BarChart(kind: "p99", scenario: scenario, title: "\(scenario): p99 latency (lower is better)",
+                               yLabel: "p99 latency", xLabel: "concurrent connections", categories: categories,
+                               series: barSeries, values: values(\.p99Micros), label: latencyLabel)
+            if p99.values.contains(where: { $0.contains { $0 != nil } }) {
+                out.append(Chart(scenario: scenario, kind: "p99", svg: p99.svg()))
+            }
+            let rss = BarChart(kind: "rss", scenario: scenario, title: "\(scenario): peak RSS (lower is better)",
+                               notes: memoryPerConnection(groups, names: names), yLabel: "peak RSS (MiB)",
+                               xLabel: "concurrent connections", categories: categories, series: barSeries,
+                               values: values { $0.peakRSSKiB.map { $0 / 1024 } })
+            if rss.values.contains(where: { $0.contains { $0 != nil } }) {
+                out.append(Chart(scenario: scenario, kind: "rss", svg: rss.svg()))
+            }
+        }
+
+        var curves: [PercentileChart.Curve] = []
+        var withoutLatency: [String] = []
+        for name in names {
+            for g in groups.filter({ $0.displayName == name }).sorted(by: { $0.connections < $1.connections }) {
+                let points = g.curve
+                if points.isEmpty {
+                    withoutLatency.append(g.seriesName)
+                    continue
+                }
+                let dash = Palette.dashes[(counts.firstIndex(of: g.connections) ?? 0) % Palette.dashes.count]
+                curves.append(.init(series: ChartSeries(name: g.seriesName, colour: colour(g), dash: dash), points: points))
+            }
+        }
+        if !curves.isEmpty {
+            var notes: [String] = []
+            if !withoutLatency.isEmpty { notes.append("no latency measured: " + withoutLatency.joined(separator: ", ")) }
+            let chart = PercentileChart(scenario: scenario, title: "\(scenario): latency by percentile (lower is better)",
+                                        notes: notes, curves: curves)
+            out.append(Chart(scenario: scenario, kind: "latency", svg: chart.svg()))
+        }
+        return out
+    }
+
+    /// "Pocket 22.1 KiB/connection", from the peak RSS at the fewest and the
+    /// most connections: (RSS(max) - RSS(min)) / (max - min).
+    func memoryPerConnection(_ groups: [BenchResults.Group], names: [String]) -> [String] {
+        let parts: [String] = names.compactMap { name in
+            let g = groups.filter { $0.displayName == name && $0.peakRSSKiB != nil }.sorted { $0.connections < $1.connections }
+            guard let a = g.first, let b = g.last, b.connections > a.connections else { return nil }
+            let perConnection = (b.peakRSSKiB! - a.peakRSSKiB!) / Double(b.connections - a.connections)
+            return "\(name) \(fmt(perConnection, 1)) KiB"
+        }
+        guard !parts.isEmpty, let lo = groups.map(\.connections).min(), let hi = groups.map(\.connections).max() else { return [] }
+        return ["memory per connection, (peak RSS at \(hi) - at \(lo)) / \(hi - lo) connections:", parts.joined(separator: ", ")]
+    }
+}
+
+/// The elements in the order they first appear, once each.
+func ordered<T: Hashable>(_ items: [T]) -> [T] {
+    var seen = Set<T>()
+    return items.filter { seen.insert($0).inserted }
+}
+
+/// A file-name-safe form of a scenario name: "plain HTTP" → "plain-http".
+func slug(_ s: String) -> String {
+    s.lowercased().split { !($0.isASCII && ($0.isLetter || $0.isNumber)) }.joined(separator: "-")
+}
