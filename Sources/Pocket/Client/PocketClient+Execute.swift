@@ -127,10 +127,8 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
-        let handling = configuration.handling
-        let policy = options.retry ?? handling.retry
-        let sink = given ?? hub.sink(for: request, options: options)
-        if sink == nil, policy == nil, handling.middleware.isEmpty, options.middleware.isEmpty {
+        if unadapted, given == nil, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
+           !hub.isListening {
             // Nothing to adapt, retry or report: one attempt.
             var response = try await hop(request, progress)
             if let failure = validationFailure(of: response, for: request) {
@@ -140,6 +138,9 @@ extension PocketClient {
             response.keep(request: request)
             return response
         }
+        let handling = configuration.handling
+        let policy = options.retry ?? handling.retry
+        let sink = given ?? hub.sink(for: request, options: options)
         var chain = handling.middleware
         chain.append(contentsOf: options.middleware)
         if let policy { chain.append(policy) }

@@ -121,6 +121,10 @@ public final class PocketClient: Sendable {
     let templates: TemplateRegistry
     /// Event subscribers and observers (shared with scoped clients).
     let hub: EventHub
+    /// No middleware and no retry policy configured (computed once): the
+    /// request path then has nothing to adapt or retry for requests that
+    /// bring none of their own.
+    let unadapted: Bool
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -129,6 +133,7 @@ public final class PocketClient: Sendable {
         self.engine = try Engine(configuration: configuration)
         self.templates = TemplateRegistry()
         self.hub = EventHub()
+        self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -137,6 +142,7 @@ public final class PocketClient: Sendable {
         self.engine = engine
         self.templates = templates
         self.hub = hub
+        self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

@@ -6,6 +6,7 @@ import Foundation
 
 /// A response the redirect loop can look at, record the chain in, and drop.
 protocol RedirectableResponse: Sendable {
+    var redirectStatus: Int { get }
     var redirectHead: PocketResponseHead { get }
     /// How long this hop took (for a chain-wide total deadline).
     var hopDuration: Duration { get }
@@ -37,8 +38,7 @@ extension PocketClient {
         _ request: PocketRequest, progress: PocketProgressHandler?,
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
-        let policy = request.redirects ?? configuration.redirects
-        guard policy.follows else {
+        guard request.redirects?.follows ?? configuration.redirects.follows else {
             var response = try await hop(request, progress)
             response.record(url: request.url, redirects: [])
             return response
@@ -51,12 +51,13 @@ extension PocketClient {
             gate?.gate.markFinal()
             throw error
         }
-        guard RedirectFollower.isRedirect(response.redirectHead.status) else {
+        guard RedirectFollower.isRedirect(response.redirectStatus) else {
             gate?.gate.markFinal()
             response.record(url: request.url, redirects: [])
             return response
         }
-        var follower = RedirectFollower(policy: policy, request: request, clientTimeouts: configuration.timeouts)
+        var follower = RedirectFollower(policy: request.redirects ?? configuration.redirects, request: request,
+                                        clientTimeouts: configuration.timeouts)
         do {
             while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
                 await response.discardRedirectBody()
@@ -115,6 +116,7 @@ final class ProgressFinishGate: Sendable {
 }
 
 extension PocketResponse: RedirectableResponse {
+    var redirectStatus: Int { status }
     var redirectHead: PocketResponseHead { head }
     var hopDuration: Duration { timings.total }
     mutating func record(url: URL, redirects: [PocketRedirectHop]) {
@@ -125,6 +127,7 @@ extension PocketResponse: RedirectableResponse {
 }
 
 extension PocketStreamingResponse: RedirectableResponse {
+    var redirectStatus: Int { status }
     var redirectHead: PocketResponseHead { head }
     var hopDuration: Duration { .zero } // the head came; the deadline of each hop still holds
     mutating func record(url: URL, redirects: [PocketRedirectHop]) {

@@ -321,14 +321,15 @@ final class InFlightRequest: @unchecked Sendable {
         if head.reason_len > 0 {
             reason = String(decoding: UnsafeRawBufferPointer(start: head.reason, count: head.reason_len), as: UTF8.self)
         }
-        var list = PocketHeaders()
-        list.reserveCapacity(head.num_headers)
-        for i in 0..<head.num_headers {
-            let h = head.headers[i]
-            list.add(name: String(decoding: UnsafeRawBufferPointer(start: h.name, count: h.name_len), as: UTF8.self),
-                     value: String(decoding: UnsafeRawBufferPointer(start: h.value, count: h.value_len), as: UTF8.self))
-        }
-        headers = list
+        // One allocation for all the fields: their bytes are packed, and
+        // become Strings only when read.
+        var total = 0
+        for i in 0..<head.num_headers { total += head.headers[i].name_len + head.headers[i].value_len }
+        let fields = head.headers
+        headers = PocketHeaders(packed: PackedFields.make(count: head.num_headers, totalBytes: total) { i in
+            let h = fields![i]
+            return (UnsafeRawBufferPointer(start: h.name, count: h.name_len), UnsafeRawBufferPointer(start: h.value, count: h.value_len))
+        })
         // Small bodies stay inline in Data (no allocation); larger ones get
         // their storage once, bounded so a lying Content-Length costs nothing.
         func reserve() {

@@ -14,29 +14,63 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         }
     }
 
-    /// The fields in order.
-    public private(set) var fields: [Field]
+    /// Where the fields live: a list (headers built in code), or, for a
+    /// received response, one packed block the engine's bytes are copied
+    /// into once (a single allocation, whatever the number of fields;
+    /// values become `String`s only when read). A mutation turns a packed
+    /// block into a list first.
+    enum Storage: Sendable {
+        case list([Field])
+        case packed(SendablePackedFields)
+    }
 
-    public init() { fields = [] }
+    var storage: Storage
+
+    /// The fields in order.
+    public private(set) var fields: [Field] {
+        get {
+            switch storage {
+            case .list(let list): return list
+            case .packed(let packed): return packed.buffer.decoded()
+            }
+        }
+        set { storage = .list(newValue) }
+    }
+
+    public init() { storage = .list([]) }
 
     public init(_ pairs: [(String, String)]) {
-        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+        storage = .list(pairs.map { Field(name: $0.0, value: $0.1) })
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
+    init(packed: PackedFields) { storage = .packed(SendablePackedFields(buffer: packed)) }
+
     /// Number of fields (duplicates count).
-    public var count: Int { fields.count }
-    public var isEmpty: Bool { fields.isEmpty }
+    public var count: Int {
+        switch storage {
+        case .list(let list): return list.count
+        case .packed(let packed): return packed.buffer.count
+        }
+    }
+
+    public var isEmpty: Bool { count == 0 }
 
     /// The first value of `name`, or nil. Setting replaces every field of that
     /// name with one (at the position of the first), or removes them all for nil.
     public subscript(name: String) -> String? {
-        get { fields.first { Self.equalNames($0.name, name) }?.value }
+        get {
+            switch storage {
+            case .list(let list): return list.first { Self.equalNames($0.name, name) }?.value
+            case .packed(let p): return p.buffer.firstIndex(of: name).map { p.buffer.value(at: $0) }
+            }
+        }
         set {
             guard let newValue else { remove(name); return }
+            var fields = self.fields
             if let i = fields.firstIndex(where: { Self.equalNames($0.name, name) }) {
                 fields[i].value = newValue
                 var j = i + 1
@@ -46,29 +80,47 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
             } else {
                 fields.append(Field(name: name, value: newValue))
             }
+            storage = .list(fields)
         }
     }
 
     /// Every value of `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { Self.equalNames($0.name, name) }.map(\.value)
+        switch storage {
+        case .list(let list): return list.filter { Self.equalNames($0.name, name) }.map(\.value)
+        case .packed(let p): return (0..<p.buffer.count).filter { p.buffer.nameEquals(name, at: $0) }.map { p.buffer.value(at: $0) }
+        }
     }
 
     public func contains(_ name: String) -> Bool {
-        fields.contains { Self.equalNames($0.name, name) }
+        switch storage {
+        case .list(let list): return list.contains { Self.equalNames($0.name, name) }
+        case .packed(let p): return p.buffer.firstIndex(of: name) != nil
+        }
     }
 
     /// Appends a field, keeping any existing ones of the same name.
     public mutating func add(name: String, value: String) {
-        fields.append(Field(name: name, value: value))
+        if case .list(var list) = storage {
+            storage = .list([]) // keep the list uniquely referenced while it grows
+            list.append(Field(name: name, value: value))
+            storage = .list(list)
+        } else {
+            fields.append(Field(name: name, value: value))
+        }
     }
 
     /// Reserves room for `n` fields.
     public mutating func reserveCapacity(_ n: Int) {
-        fields.reserveCapacity(n)
+        if case .list(var list) = storage {
+            storage = .list([])
+            list.reserveCapacity(n)
+            storage = .list(list)
+        }
     }
 
     public mutating func remove(_ name: String) {
+        guard contains(name) else { return }
         fields.removeAll { Self.equalNames($0.name, name) }
     }
 
@@ -100,11 +152,12 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
     /// Equality ignores name case but keeps order.
     public static func == (lhs: PocketHeaders, rhs: PocketHeaders) -> Bool {
-        lhs.fields.count == rhs.fields.count
-            && zip(lhs.fields, rhs.fields).allSatisfy { equalNames($0.name, $1.name) && $0.value == $1.value }
+        let l = lhs.fields, r = rhs.fields
+        return l.count == r.count && zip(l, r).allSatisfy { equalNames($0.name, $1.name) && $0.value == $1.value }
     }
 
     public func hash(into hasher: inout Hasher) {
+        let fields = self.fields
         hasher.combine(fields.count)
         for f in fields {
             hasher.combine(f.name.lowercased())
@@ -115,4 +168,96 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
 extension PocketHeaders: Sequence {
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+}
+
+extension PocketHeaders {
+    private enum CodingKeys: String, CodingKey { case fields }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        storage = .list(try c.decode([Field].self, forKey: .fields))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(fields, forKey: .fields)
+    }
+}
+
+/// Received header fields packed in one allocation: an index of
+/// (name offset, name length, value offset, value length) per field, then
+/// the bytes. Immutable once built, so it is shared freely.
+final class PackedFields: ManagedBuffer<PackedFields.Counts, UInt32> {
+    // Invariant: written only by `make`, before the object is published.
+    struct Counts {
+        var fields: Int
+        var bytes: Int
+    }
+
+    /// Packs `count` fields whose name and value bytes `field(i)` gives
+    /// (valid during the call), `totalBytes` in all.
+    static func make(count: Int, totalBytes: Int,
+                     field: (Int) -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)) -> PackedFields {
+        let words = count * 4 + (totalBytes + 3) / 4
+        let buffer = PackedFields.create(minimumCapacity: max(words, 1)) { _ in Counts(fields: count, bytes: totalBytes) }
+        let packed = unsafeDowncast(buffer, to: PackedFields.self)
+        packed.withUnsafeMutablePointerToElements { index in
+            let bytes = UnsafeMutableRawPointer(index + count * 4)
+            var offset = 0
+            for i in 0..<count {
+                let (name, value) = field(i)
+                index[i * 4] = UInt32(offset)
+                index[i * 4 + 1] = UInt32(name.count)
+                if name.count > 0 { (bytes + offset).copyMemory(from: name.baseAddress!, byteCount: name.count) }
+                offset += name.count
+                index[i * 4 + 2] = UInt32(offset)
+                index[i * 4 + 3] = UInt32(value.count)
+                if value.count > 0 { (bytes + offset).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+                offset += value.count
+            }
+        }
+        return packed
+    }
+
+    var count: Int { header.fields }
+
+    private func bytes(_ i: Int, _ part: Int) -> UnsafeRawBufferPointer {
+        withUnsafeMutablePointerToElements { index in
+            let base = UnsafeRawPointer(index + header.fields * 4)
+            return UnsafeRawBufferPointer(start: base + Int(index[i * 4 + part]), count: Int(index[i * 4 + part + 1]))
+        }
+    }
+
+    func name(at i: Int) -> String { String(decoding: bytes(i, 0), as: UTF8.self) }
+    func value(at i: Int) -> String { String(decoding: bytes(i, 2), as: UTF8.self) }
+
+    /// Whether field `i`'s name is `name`, ignoring ASCII case (no allocation).
+    func nameEquals(_ name: String, at i: Int) -> Bool {
+        let stored = bytes(i, 0)
+        var name = name
+        return name.withUTF8 { wanted in
+            guard wanted.count == stored.count else { return false }
+            for k in 0..<wanted.count {
+                let x = wanted[k], y = stored[k]
+                if x == y { continue }
+                let l = x | 0x20
+                guard l == y | 0x20, l >= UInt8(ascii: "a"), l <= UInt8(ascii: "z") else { return false }
+            }
+            return true
+        }
+    }
+
+    func firstIndex(of name: String) -> Int? {
+        (0..<count).first { nameEquals(name, at: $0) }
+    }
+
+    func decoded() -> [PocketHeaders.Field] {
+        (0..<count).map { PocketHeaders.Field(name: name(at: $0), value: value(at: $0)) }
+    }
+}
+
+/// A `PackedFields` as a `Sendable` value (ManagedBuffer opts out of
+/// Sendable). Invariant: the buffer is immutable once `make` returns.
+struct SendablePackedFields: @unchecked Sendable {
+    let buffer: PackedFields
 }
