@@ -123,6 +123,7 @@ extension PocketClient {
     /// Runs `request` through the chain, `hop` (redirects and the engine)
     /// and validation, reporting to `sink` (or to a sink made here when
     /// anyone listens).
+    @_specialize(where R == PocketResponse)
     func execute<R: ExchangedResponse>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R

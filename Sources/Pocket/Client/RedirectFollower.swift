@@ -34,6 +34,7 @@ extension PocketClient {
     /// A progress handler's `finish` (the end of `PocketProgressHandler.stream`)
     /// comes once, when the final response is complete: the stream of
     /// updates spans every hop, and a redirect's end does not close it.
+    @_specialize(where R == PocketResponse)
     func followingRedirects<R: RedirectableResponse>(
         _ request: PocketRequest, progress: PocketProgressHandler?,
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R

@@ -13,55 +13,187 @@ import Foundation
 /// let response = try await client.send(request)
 /// ```
 public struct PocketRequest: Sendable, Hashable, Codable {
+    /// The fields live in one shared box, copied on the first change to a
+    /// shared copy: a request is passed, kept in its response and handed to
+    /// middleware for the price of a reference, not of a dozen fields.
+    final class Storage: @unchecked Sendable {
+        // Invariant: mutated only through `PocketRequest`'s setters, after
+        // `isKnownUniquelyReferenced` made this box the request's own.
+        var method: PocketMethod
+        var url: URL
+        var target: Target
+        var headers: PocketHeaders
+        var body: PocketRequestBody?
+        var expectContinue: Duration?
+        var redirects: PocketRedirectPolicy?
+        var timeouts: PocketTimeouts?
+        var tls: PocketTLSConfiguration?
+        var format: PocketContentFormat?
+        var validation: PocketValidation?
+        var schema: PocketSchema?
+        var errorParser: (any PocketErrorParser)?
+
+        init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
+            self.method = method
+            self.url = url
+            self.target = Target(url)
+            self.headers = headers
+            self.body = body
+        }
+
+        func copy() -> Storage {
+            let c = Storage(method: method, url: url, headers: headers, body: body)
+            c.target = target
+            c.expectContinue = expectContinue
+            c.redirects = redirects
+            c.timeouts = timeouts
+            c.tls = tls
+            c.format = format
+            c.validation = validation
+            c.schema = schema
+            c.errorParser = errorParser
+            return c
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
     /// The method; `.get` by default.
-    public var method: PocketMethod
+    public var method: PocketMethod {
+        get { storage.method }
+        _modify {
+            let s = unique()
+            yield &s.method
+        }
+        set { unique().method = newValue }
+    }
     /// An absolute `http` or `https` URL. Its path and query are sent as they
     /// are percent-encoded in the URL.
     public var url: URL {
-        didSet { target = Target(url) }
+        get { storage.url }
+        set {
+            let s = unique()
+            s.url = newValue
+            s.target = Target(newValue)
+        }
     }
     /// Header fields sent after the client's defaults (a field here replaces a
     /// default of the same name). `Host` and `Content-Length` are written by the engine.
-    public var headers: PocketHeaders
+    public var headers: PocketHeaders {
+        get { storage.headers }
+        _modify {
+            let s = unique()
+            yield &s.headers
+        }
+        set { unique().headers = newValue }
+    }
     /// The body, or nil for none: bytes, a file or a stream (`PocketRequestBody`).
     /// An empty body sends `Content-Length: 0`.
-    public var body: PocketRequestBody?
+    public var body: PocketRequestBody? {
+        get { storage.body }
+        _modify {
+            let s = unique()
+            yield &s.body
+        }
+        set { unique().body = newValue }
+    }
     /// Send `Expect: 100-continue` and wait up to this long for the server's
     /// `100 Continue` before sending the body; nil (the default) sends the
     /// body at once. Worth it for large uploads a server may refuse (auth,
     /// 413): the refusal arrives before the bytes are sent. Past the wait the
     /// body goes anyway, as RFC 9110 §10.1.1 advises for servers that never answer 100.
-    public var expectContinue: Duration?
+    public var expectContinue: Duration? {
+        get { storage.expectContinue }
+        _modify {
+            let s = unique()
+            yield &s.expectContinue
+        }
+        set { unique().expectContinue = newValue }
+    }
     /// How this request follows redirects; nil (the default) uses the
     /// client's `Configuration.redirects`.
-    public var redirects: PocketRedirectPolicy?
+    public var redirects: PocketRedirectPolicy? {
+        get { storage.redirects }
+        _modify {
+            let s = unique()
+            yield &s.redirects
+        }
+        set { unique().redirects = newValue }
+    }
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
-    public var timeouts: PocketTimeouts?
+    public var timeouts: PocketTimeouts? {
+        get { storage.timeouts }
+        _modify {
+            let s = unique()
+            yield &s.timeouts
+        }
+        set { unique().timeouts = newValue }
+    }
     /// TLS settings for this request only; nil uses the client's
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
-    public var tls: PocketTLSConfiguration?
+    public var tls: PocketTLSConfiguration? {
+        get { storage.tls }
+        _modify {
+            let s = unique()
+            yield &s.tls
+        }
+        set { unique().tls = newValue }
+    }
     /// The format the request was built with (`PocketRequest(path:…)`,
     /// `client.request`, templates), which also wrote its `Accept` and
     /// `Content-Type`. Here it tells validation and `PocketResponse.decode` what to
     /// expect; nil (a request made from a URL) means JSON to them. Setting it
     /// does not change the headers.
-    public var format: PocketContentFormat?
+    public var format: PocketContentFormat? {
+        get { storage.format }
+        _modify {
+            let s = unique()
+            yield &s.format
+        }
+        set { unique().format = newValue }
+    }
     /// Validation `client.send` applies to this request's response; nil (the
     /// default) uses the client's `Configuration.validation`, which is off by default.
-    public var validation: PocketValidation?
+    public var validation: PocketValidation? {
+        get { storage.validation }
+        _modify {
+            let s = unique()
+            yield &s.validation
+        }
+        set { unique().validation = newValue }
+    }
     /// The schema `client.send` applies to the response before returning it
     /// (with the client's `Configuration.schemas`: its error parser, then
     /// validation, transformers, mappers); the result is
     /// `response.schemaResult`, which `response.decode` reads. nil (the
     /// default): no schema, no work. Not compared, hashed or archived.
-    public var schema: PocketSchema?
+    public var schema: PocketSchema? {
+        get { storage.schema }
+        _modify {
+            let s = unique()
+            yield &s.schema
+        }
+        set { unique().schema = newValue }
+    }
     /// This request's error parser (TyphoonRestClient's per-request one):
     /// `client.send` asks it about the response (and throws `.errorResponse`
     /// with its typed error) before the schema applies, in place of
     /// `Configuration.schemas.errorParser`; with no `schema`, it runs alone.
     /// nil by default. Not compared, hashed or archived.
-    public var errorParser: (any PocketErrorParser)?
+    public var errorParser: (any PocketErrorParser)? {
+        get { storage.errorParser }
+        _modify {
+            let s = unique()
+            yield &s.errorParser
+        }
+        set { unique().errorParser = newValue }
+    }
 
     /// Whether sending this request twice has the effect of sending it once:
     /// its method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE,
@@ -72,14 +204,10 @@ public struct PocketRequest: Sendable, Hashable, Codable {
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
-    var target: Target
+    var target: Target { storage.target }
 
     public init(method: PocketMethod = .get, url: URL, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.target = Target(url)
+        storage = Storage(method: method, url: url, headers: headers, body: body)
     }
 
     /// A request for a URL string; throws `PocketError.invalidURL` when it does not parse.
