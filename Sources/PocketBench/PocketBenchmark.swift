@@ -58,6 +58,16 @@ public enum PocketBenchmark {
         config.tls.caFile = options.caFile
         config.tls.insecureSkipVerification = options.insecure
         if let compressed = options.compressed { config.decompression = compressed }
+        if options.pipeline {
+            // The engaged path: a middleware that adds a header, a retry
+            // policy (nothing to retry against a healthy server), events.
+            config.handling.middleware = [PocketClosureMiddleware(adapt: { request, _ in
+                var request = request
+                request.headers["X-Pocket-Bench"] = "pipeline"
+                return request
+            })]
+            config.handling.retry = PocketRetryPolicy()
+        }
         let client: PocketClient
         do {
             client = try PocketClient(configuration: config)
@@ -89,6 +99,11 @@ public enum PocketBenchmark {
         setup.engineAllocations = { PocketClient.engineAllocationCount }
         setup.executor = options.onLoop ? client.executor : nil
         setup.engineThreads = options.engineThreads
+        setup.pipeline = options.pipeline
+        // One live subscription, drained as events come.
+        let events = options.pipeline ? client.events() : nil
+        let listener = events.map { events in Task { for await _ in events {} } }
+        defer { listener?.cancel() }
         setup.versions["pocket"] = pocketVersion
         let bench = PocketBenchClient(client: client, request: request, transfer: Transfer(options.bodySink),
                                       uploadBytes: uploadBytes)

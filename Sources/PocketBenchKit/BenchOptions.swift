@@ -28,6 +28,9 @@ public struct BenchOptions: Sendable {
     public var engineThreads = 1
     /// Run the request tasks on Pocket's loop executor (default: the global one).
     public var onLoop = false
+    /// Engage Pocket's whole request path: one middleware that adds a
+    /// header, a retry policy and one live `events()` subscription.
+    public var pipeline = false
     /// A PEM CA file for https URLs instead of the system store.
     public var caFile: String?
     /// No certificate verification (benchmarks against throwaway certificates).
@@ -58,7 +61,7 @@ public struct BenchOptions: Sendable {
     public static let usage = """
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
-                            [--engine-threads T] [--on-loop] [--cacert FILE] [-k] [--close]
+                            [--engine-threads T] [--on-loop] [--pipeline] [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K]
 
@@ -74,6 +77,8 @@ public struct BenchOptions: Sendable {
           --server-threads S   embedded server loop threads (default 1)
           --engine-threads T   Pocket engine event-loop threads (default 1)
           --on-loop            run the request tasks on the client's loop executor
+          --pipeline           a middleware adding a header, a retry policy and a live
+                               events() subscription on every request (the engaged path)
                                (withTaskExecutorPreference) instead of the global pool
           --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
           -k, --insecure       no certificate verification for https URLs (benchmarks only)
@@ -140,6 +145,7 @@ public struct BenchOptions: Sendable {
             case "--server-threads": o.serverThreads = try int(arg, min: 1)
             case "--engine-threads": o.engineThreads = try int(arg, min: 1)
             case "--on-loop": o.onLoop = true
+            case "--pipeline": o.pipeline = true
             case "--cacert": o.caFile = try value(arg)
             case "-k", "--insecure": o.insecure = true
             case "--close": o.closeEach = true

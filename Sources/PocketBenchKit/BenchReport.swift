@@ -13,6 +13,7 @@ public struct Report: Sendable {
     public var connections: Int
     var engineThreads: Int
     var onLoop: Bool
+    var pipeline = false
     var warmup: Int
     /// The measured requests and their outcome.
     public var tally: Tally
@@ -93,6 +94,7 @@ public struct Report: Sendable {
             ("connections", "\(connections)"),
             ("engine_threads", "\(engineThreads)"),
             ("on_loop", onLoop ? "true" : "false"),
+            ("pipeline", pipeline ? "true" : "false"),
             ("warmup", "\(warmup)"),
             ("latency_samples", "\(latencies.totalCount)"),
             ("embedded_server", embedded ? "true" : "false"),
@@ -118,7 +120,8 @@ public struct Report: Sendable {
         var lines: [String] = []
         lines.append("\(scenario.map { "[\($0)] " } ?? "")\(client)  \(url)\(embedded ? "  (embedded server)" : "")")
         lines.append("  connections \(connections), engine threads \(engineThreads), "
-            + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests")
+            + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests"
+            + (pipeline ? ", request path engaged (middleware, retry policy, events)" : ""))
         lines.append("  requests    \(tally.requests) in \(fmt(elapsedSeconds, 3)) s"
             + "  (errors \(tally.errors), non-2xx/3xx \(tally.badStatus))")
         lines.append("  requests/s  \(fmt(rps, 0))")

@@ -17,6 +17,8 @@ public struct MeasureSetup: Sendable {
     public var executor: (any TaskExecutor)?
     /// Event-loop threads of the client, for the report.
     public var engineThreads = 1
+    /// The client's whole request path was engaged (`--pipeline`), for the report.
+    public var pipeline = false
     /// Versions for the report besides Swift's (`["pocket": "0.1"]`).
     public var versions: [String: String] = [:]
 
@@ -84,6 +86,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         connections: options.connections,
         engineThreads: setup.engineThreads,
         onLoop: setup.executor != nil,
+        pipeline: setup.pipeline,
         warmup: options.effectiveWarmup,
         tally: tally,
         elapsedNanos: t1 &- t0,

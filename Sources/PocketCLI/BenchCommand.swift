@@ -45,6 +45,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Ask for gzip/deflate and decode (the gzip scenario always does).")
     var compressed = false
 
+    @Flag(help: "Engage the whole request path: a middleware adding a header, a retry policy and a live events() subscription.")
+    var pipeline = false
+
     func validate() throws {
         if let requests, requests < 1 { throw ValidationError("--requests must be at least 1") }
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
@@ -62,6 +65,7 @@ struct BenchCommand: AsyncParsableCommand {
         options.caFile = cacert
         options.insecure = insecure
         options.compressed = compressed
+        options.pipeline = pipeline
 
         var failed = false
         var reports: [Report] = []
