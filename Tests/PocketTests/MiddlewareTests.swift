@@ -234,7 +234,7 @@ final class MiddlewareTests: XCTestCase {
     func testThePlainPathReturnsWhenListenersLeave() async throws {
         let client = try makeClient()
         XCTAssertFalse(client.hub.isListening)
-        var events: AsyncStream<PocketTaskEvent>? = client.events()
+        var events: PocketTaskEvents? = client.events()
         let token = client.addObserver(endpoint: "/x") { _ in }
         XCTAssertTrue(client.hub.isListening)
         client.removeObserver(token)

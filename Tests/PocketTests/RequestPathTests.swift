@@ -20,7 +20,7 @@ final class RequestPathTests: XCTestCase {
     private struct Fixture {
         let server: TestServer
         let client: PocketClient
-        let events: AsyncStream<PocketTaskEvent>
+        let events: PocketTaskEvents
         let hits: Recorder<String>
 
         init() throws {

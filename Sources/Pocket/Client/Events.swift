@@ -67,7 +67,12 @@ public struct PocketObserverToken: Sendable, Hashable {
 final class EventHub: Sendable {
     private struct State {
         var nextID: UInt64 = 1
-        var streams: [UInt64: AsyncStream<PocketTaskEvent>.Continuation] = [:]
+        var streams: [UInt64: TaskEventBuffer] = [:] {
+            didSet { streamList = Array(streams.values) }
+        }
+        /// `streams`' values, kept as an array so that publishing an event
+        /// takes a reference to it instead of building one.
+        var streamList: [TaskEventBuffer] = []
         var endpointObservers: [String: [(id: UInt64, observer: PocketTaskObserver)]] = [:]
     }
 
@@ -89,22 +94,20 @@ final class EventHub: Sendable {
 
     func newTaskID() -> UInt64 { nextTask.add(1, ordering: .relaxed).oldValue }
 
-    func subscribe(bufferingNewest limit: Int) -> AsyncStream<PocketTaskEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PocketTaskEvent.self,
-                                                            bufferingPolicy: .bufferingNewest(max(1, limit)))
+    func subscribe(bufferingNewest limit: Int) -> PocketTaskEvents {
+        let buffer = TaskEventBuffer(limit: limit)
         let id = state.withLock { s -> UInt64 in
             let id = s.nextID
             s.nextID += 1
-            s.streams[id] = continuation
+            s.streams[id] = buffer
             return id
         }
         listenerCount.add(1, ordering: .relaxed)
-        continuation.onTermination = { [weak self] _ in
+        return PocketTaskEvents(buffer: buffer) { [weak self] in
             guard let self else { return }
             let removed = self.state.withLock { $0.streams.removeValue(forKey: id) != nil }
             if removed { self.listenerCount.subtract(1, ordering: .relaxed) }
         }
-        return stream
     }
 
     func addObserver(endpoint: String, _ observer: PocketTaskObserver) -> PocketObserverToken {
@@ -135,15 +138,15 @@ final class EventHub: Sendable {
     /// (outside the lock).
     func publish(_ event: PocketTaskEvent) {
         let (streams, observers) = state.withLock { s in
-            (Array(s.streams.values), s.endpointObservers[event.endpoint] ?? [])
+            (s.streamList, s.endpointObservers.isEmpty ? [] : s.endpointObservers[event.endpoint] ?? [])
         }
         for entry in observers where entry.observer.states.contains(event.state) { entry.observer.handler(event) }
-        for continuation in streams { continuation.yield(event) }
+        for buffer in streams { buffer.yield(event) }
     }
 
     func finishAll() {
         let streams = state.withLock { s in Array(s.streams.values) }
-        for continuation in streams { continuation.finish() }
+        for buffer in streams { buffer.finish() }
     }
 }
 

@@ -142,9 +142,13 @@ extension PocketClient {
         let handling = configuration.handling
         let policy = options.retry ?? handling.retry
         let sink = given ?? hub.sink(for: request, options: options)
-        var chain = handling.middleware
-        chain.append(contentsOf: options.middleware)
-        if let policy { chain.append(policy) }
+        var chain = self.chain
+        if !options.middleware.isEmpty || options.retry != nil {
+            // The request's own middleware run after the client's; its
+            // policy replaces the client's as the last middleware.
+            chain = handling.middleware + options.middleware
+            if let policy { chain.append(policy) }
+        }
         let context = PocketMiddlewareContext(taskID: sink?.taskID ?? hub.newTaskID(),
                                               endpoint: options.endpoint ?? request.url.path(percentEncoded: false),
                                               clock: handling.clock)
@@ -166,6 +170,7 @@ extension PocketClient {
     /// (the first opinion wins; the retry policy is the last middleware).
     /// The policy's `maxAttempts` (3 without a policy) caps every retry,
     /// whoever asks for it.
+    @_specialize(where R == PocketResponse)
     private func attempts<R: ExchangedResponse>(
         _ request: PocketRequest, chain: [any PocketMiddleware], policy: PocketRetryPolicy?,
         context: PocketMiddlewareContext, progress: PocketProgressHandler?, sink: EventSink?,
@@ -203,7 +208,11 @@ extension PocketClient {
             var failure: PocketError?
             if case .success(let response) = outcome { failure = validationFailure(of: response, for: sent) }
             context.end(elapsed: ContinuousClock.now - attemptStart, validationFailure: failure)
-            let view = outcome.map(\.attemptView)
+            let view: Result<PocketResponse, any Error>
+            switch outcome {
+            case .success(let response): view = .success(response.attemptView)
+            case .failure(let error): view = .failure(error)
+            }
             for middleware in chain.reversed() { await middleware.observe(view, for: sent, context: context) }
             if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
 
@@ -266,6 +275,7 @@ extension PocketClient {
     }
 
     /// The outcome the caller gets, reported as `.finished`.
+    @_specialize(where R == PocketResponse)
     private func finish<R: ExchangedResponse>(_ outcome: Result<R, any Error>, validationFailure: PocketError?,
                                               request: PocketRequest, attempt: Int, sink: EventSink?) throws -> R {
         switch outcome {
@@ -344,7 +354,7 @@ extension PocketClient {
     /// costs bounded memory) and ends when the stream is dropped or the
     /// client shuts down. A request reports to the subscriptions that exist
     /// when it starts.
-    public func events(bufferingNewest: Int = 1024) -> AsyncStream<PocketTaskEvent> {
+    public func events(bufferingNewest: Int = 1024) -> PocketTaskEvents {
         hub.subscribe(bufferingNewest: bufferingNewest)
     }
 

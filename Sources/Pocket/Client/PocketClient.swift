@@ -125,6 +125,8 @@ public final class PocketClient: Sendable {
     /// request path then has nothing to adapt or retry for requests that
     /// bring none of their own.
     let unadapted: Bool
+    /// The client's middleware with its retry policy last (built once).
+    let chain: [any PocketMiddleware]
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -134,6 +136,7 @@ public final class PocketClient: Sendable {
         self.templates = TemplateRegistry()
         self.hub = EventHub()
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
+        self.chain = Self.chain(configuration.handling)
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -143,6 +146,7 @@ public final class PocketClient: Sendable {
         self.templates = templates
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
+        self.chain = Self.chain(configuration.handling)
     }
 
     /// Fails every request in flight with `.shutdown`, closes every
@@ -174,4 +178,11 @@ public final class PocketClient: Sendable {
     /// Allocations made by the C engine in this process (its allocation
     /// wrapper's count): the benchmark reports it per request.
     public static var engineAllocationCount: UInt64 { Engine.allocationCount }
+
+    /// The middleware of `handling`, its retry policy last.
+    static func chain(_ handling: PocketRequestHandling) -> [any PocketMiddleware] {
+        var chain = handling.middleware
+        if let policy = handling.retry { chain.append(policy) }
+        return chain
+    }
 }

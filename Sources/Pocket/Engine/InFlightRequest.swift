@@ -179,8 +179,12 @@ final class InFlightRequest: @unchecked Sendable {
             total += f.name.utf8.count + f.value.utf8.count
             count += 1
         }
-
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(total, 1)) { bytes in
+        // The object's fields are read here, once, not inside the closures
+        // below (where each access would be checked for exclusivity).
+        let bodyBytes = bodyCopy, segments = multipart?.segmentArray, segmentCount = multipart?.segmentCount ?? 0
+        let delivery = self.delivery, progressInterval = progress?.interval, raw = engine.raw
+        var handle = pk_request_handle()
+        let rc: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(total, 1)) { bytes in
             withUnsafeTemporaryAllocation(of: pk_header.self, capacity: max(count, 1)) { hdrs in
                 var offset = 0
                 func put(_ s: inout String) -> (UnsafePointer<CChar>?, Int) {
@@ -212,13 +216,13 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.port = target.port
                 spec.has_body = body.present ? 1 : 0
                 spec.body_kind = body.kind
-                spec.body = UnsafeRawPointer(bodyCopy?.baseAddress)
-                spec.body_len = body.kind == Int32(PK_BODY_MEMORY.rawValue) ? bodyCopy?.count ?? 0 : body.length
+                spec.body = UnsafeRawPointer(bodyBytes?.baseAddress)
+                spec.body_len = body.kind == Int32(PK_BODY_MEMORY.rawValue) ? bodyBytes?.count ?? 0 : body.length
                 spec.body_fd = body.fd
                 spec.body_offset = body.offset
                 spec.body_chunked = body.chunked ? 1 : 0
-                spec.segments = multipart?.segmentArray
-                spec.num_segments = multipart?.segmentCount ?? 0
+                spec.segments = segments
+                spec.num_segments = segmentCount
                 if let wait = prepared.expectContinue { spec.expect_continue_ms = max(1, PocketTimeouts.milliseconds(wait)) }
                 switch delivery {
                 case .collect: break
@@ -227,7 +231,7 @@ final class InFlightRequest: @unchecked Sendable {
                     spec.use_sink = 1
                     spec.sink_fd = fd
                 }
-                if let progress { spec.progress_interval_ms = max(1, PocketTimeouts.milliseconds(progress.interval)) }
+                if let progressInterval { spec.progress_interval_ms = max(1, PocketTimeouts.milliseconds(progressInterval)) }
                 spec.connect_timeout_ms = PocketTimeouts.milliseconds(timeouts.connect)
                 spec.read_timeout_ms = PocketTimeouts.milliseconds(timeouts.read)
                 spec.total_timeout_ms = PocketTimeouts.milliseconds(timeouts.total)
@@ -238,20 +242,19 @@ final class InFlightRequest: @unchecked Sendable {
                 if state.load(ordering: .acquiring) == State.cancelledEarly {
                     return -Int32(PK_E_CANCELLED.rawValue)
                 }
-                var handle = pk_request_handle()
-                let rc = pk_engine_submit(engine.raw, &spec, &handle)
-                guard rc == 0 else { return rc }
-                handleReq = UInt(bitPattern: handle.req)
-                handleID = handle.id
-                handleLoop = handle.loop
-                let (published, seen) = state.compareExchange(expected: State.idle, desired: State.running,
-                                                              ordering: .acquiringAndReleasing)
-                // Cancelled between our check and the submit: the engine has
-                // the request now, so the cancel is ours to pass on.
-                if !published && seen == State.cancelledEarly { pk_engine_cancel(engine.raw, handle) }
-                return 0
+                return pk_engine_submit(raw, &spec, &handle)
             }
         }
+        guard rc == 0 else { return rc }
+        handleReq = UInt(bitPattern: handle.req)
+        handleID = handle.id
+        handleLoop = handle.loop
+        let (published, seen) = state.compareExchange(expected: State.idle, desired: State.running,
+                                                      ordering: .acquiringAndReleasing)
+        // Cancelled between our check and the submit: the engine has
+        // the request now, so the cancel is ours to pass on.
+        if !published && seen == State.cancelledEarly { pk_engine_cancel(raw, handle) }
+        return 0
     }
 
     /// Called from Task cancellation on any thread.

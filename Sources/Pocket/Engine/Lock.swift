@@ -10,26 +10,35 @@ import Musl
 /// every contended `Mutex` shows up as a data race under
 /// `swift test --sanitize=thread` (CI failed on exactly that). ThreadSanitizer
 /// intercepts pthread mutexes. `scripts/test.sh` rejects a new `Mutex`.
-package final class Lock<Value>: @unchecked Sendable {
-    // Invariant: `value` is only accessed while `mutex` is held.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
-
-    package init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+///
+/// The value and the mutex share one allocation (a `ManagedBuffer`: the
+/// value as its header, the mutex as its one element); copies of a `Lock`
+/// share it, as references to a class would.
+package struct Lock<Value>: @unchecked Sendable {
+    // Invariant: the header (the value) is only accessed while the element
+    // (the mutex) is held.
+    private final class Buffer: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    private let buffer: Buffer
+
+    package init(_ value: Value) {
+        let made = Buffer.create(minimumCapacity: 1) { _ in value }
+        buffer = unsafeDowncast(made, to: Buffer.self)
+        buffer.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            _ = pthread_mutex_init(mutex, nil)
+        }
     }
 
     package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try buffer.withUnsafeMutablePointers { (value, mutex) throws(E) -> R in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 }
