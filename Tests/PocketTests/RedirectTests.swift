@@ -115,7 +115,7 @@ final class RedirectTests: XCTestCase {
         options.keyFile = certs.serverKey
         let secure = try TestServer(tls: options), plain = try TestServer()
         defer { secure.shutdown(); plain.shutdown() }
-        plain.route("/clear") { r in .text("clear \(r.header("PocketAuthorization") ?? "-")") }
+        plain.route("/clear") { r in .text("clear \(r.header("Authorization") ?? "-")") }
         secure.route("/secure") { _ in .text("secure") }
         secure.routeRedirect("/down", 301, to: plain.url("/clear"))
         plain.routeRedirect("/up", 301, to: secure.url(host: "localhost", path: "/secure"))

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The value of an `PocketAuthorization` header, built by one of the schemes the
+/// The value of an `Authorization` header, built by one of the schemes the
 /// seeds used. Each constructor checks its input and throws
 /// `.invalidCredentials` instead of sending a header the server would misread.
 ///
@@ -14,12 +14,12 @@ import Foundation
 /// ```
 ///
 /// `user:password@` in a URL also becomes Basic authorization (done when the
-/// request is sent, unless the request has its own `PocketAuthorization`).
+/// request is sent, unless the request has its own `Authorization`).
 public struct PocketAuthorization: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The header value, e.g. `Basic YWRhOnMzY3JldA==`.
     public let headerValue: String
 
-    /// An `PocketAuthorization` value used as it is (after the CR/LF/NUL check).
+    /// An `Authorization` value used as it is (after the CR/LF/NUL check).
     public init(headerValue: String) throws {
         guard !headerValue.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
             throw PocketError(.invalidCredentials, "an Authorization value cannot contain CR, LF or NUL")
@@ -72,12 +72,12 @@ public struct PocketAuthorization: Sendable, Hashable, Codable, CustomStringConv
 }
 
 extension PocketHeaders {
-    /// Sets `PocketAuthorization` (replacing any).
+    /// Sets `Authorization` (replacing any).
     public mutating func authorize(_ authorization: PocketAuthorization) {
         self["Authorization"] = authorization.headerValue
     }
 
-    /// Headers holding only `PocketAuthorization: Basic …`, as MTPocket's
+    /// Headers holding only `Authorization: Basic …`, as MTPocket's
     /// `headerDictionaryForBasicAuthWithUsername:password:`.
     public static func basicAuthorization(username: String, password: String) throws -> PocketHeaders {
         ["Authorization": try PocketAuthorization.basic(username: username, password: password).headerValue]

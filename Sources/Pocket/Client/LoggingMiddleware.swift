@@ -9,7 +9,7 @@ import Logging
 /// connection logger): method, URL, status or error, time in ms, attempt;
 /// at `.debug` and below also the header fields, the bodies (truncated) and
 /// the engine's timings (DNS, connect, TLS, first byte, total, reuse).
-/// Credentials are never logged: `PocketAuthorization`, `Proxy-PocketAuthorization`,
+/// Credentials are never logged: `Authorization`, `Proxy-Authorization`,
 /// `Cookie` and `Set-Cookie` values (and any field in `redactedHeaders`)
 /// are replaced by `<redacted>`, and a URL's password is dropped.
 ///

@@ -16,7 +16,7 @@ import Foundation
 ///   method but HEAD into GET and drops the body; 307 and 308 keep the method
 ///   and the body (a replayable one: a stream body that was already sent is
 ///   `.bodyNotReplayable`).
-/// - `PocketAuthorization`, `Proxy-PocketAuthorization` and `Cookie` are removed when a
+/// - `Authorization`, `Proxy-Authorization` and `Cookie` are removed when a
 ///   hop leaves the origin (scheme, host, port), so credentials never reach a
 ///   host they were not meant for.
 /// - `https` → `http` is refused (`.insecureRedirect`) unless

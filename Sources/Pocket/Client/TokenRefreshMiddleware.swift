@@ -34,7 +34,7 @@ public final class PocketTokenRefreshMiddleware: PocketMiddleware {
     private let refreshToken: @Sendable (_ rejected: String?) async throws -> String
 
     /// - Parameters:
-    ///   - header: the field carrying the token, `PocketAuthorization` by default.
+    ///   - header: the field carrying the token, `Authorization` by default.
     ///   - prefix: written before the token, `"Bearer "` by default (RFC 6750).
     ///   - token: the token to start with; nil (the default) refreshes before the first request.
     ///   - refreshStatuses: statuses that mean "token rejected", 401 by default.

@@ -161,7 +161,7 @@ extension PocketError.Code {
     public static let invalidPathTemplate = PocketError.Code("invalid_path_template")
     /// A `{name}` placeholder has no value (missing or `.null`).
     public static let missingPathParameter = PocketError.Code("missing_path_parameter")
-    /// Credentials an `PocketAuthorization` scheme cannot carry (a `:` in a Basic
+    /// Credentials an `Authorization` scheme cannot carry (a `:` in a Basic
     /// username, an invalid Bearer token, CR/LF).
     public static let invalidCredentials = PocketError.Code("invalid_credentials")
     /// A body could not be encoded (`PocketRequestBody.json`); `underlying` is the `EncodingError`.

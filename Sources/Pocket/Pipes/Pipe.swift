@@ -25,9 +25,6 @@ import Foundation
 /// decode as `Model` (`.decodingFailed`, naming the JSON path), a record
 /// without an id where one is needed (`.missingRecordID`), or `.cancelled`
 /// after `cancel()`.
-///
-/// (In a file that also imports Foundation, which has a `PocketPipe` class of its
-/// own, name this type `Pocket.PocketPipe`; usually it is inferred.)
 public final class PocketPipe<Model: Codable & Sendable>: Sendable {
     /// The settings the pipe was made with.
     public let configuration: PocketPipeConfiguration

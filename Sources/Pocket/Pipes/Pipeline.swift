@@ -76,7 +76,7 @@ public struct PocketPipeConfiguration: Sendable {
     /// Header fields sent with every operation of the pipe. Default none
     /// (the client's default headers still go).
     public var headers: PocketHeaders = [:]
-    /// The `PocketAuthorization` sent with every operation (`try .bearer(token)`,
+    /// The `Authorization` sent with every operation (`try .bearer(token)`,
     /// `.basic(username:password:)`, `.token(_:)`); nil (the default) sends none.
     public var authorization: PocketAuthorization?
     /// Where next/previous page links are found: `Link` headers by default.
