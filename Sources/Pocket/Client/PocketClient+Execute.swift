@@ -52,6 +52,7 @@ extension PocketClient {
     }
 
     /// `send` with the task's own event sink (queues pass theirs).
+    @inline(__always)
     func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
               sink: EventSink?) async throws -> PocketResponse {
         let response = try await execute(request, options: options, progress: progress, sink: sink) { request, progress in
@@ -100,6 +101,18 @@ extension PocketClient {
             return try await followingRedirects(request, progress: progress) { request, progress in
                 try await transport.send(request, progress: progress)
             }
+        }
+        if progress?.finish == nil {
+            // The common case in few steps: one engine request; the redirect
+            // machinery starts only after a 3xx it follows.
+            var response = try await run(request, InFlightRequest(engine: engine, progress: progress))
+            if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
+                return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
+                    try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+                }
+            }
+            response.record(url: request.url, redirects: [])
+            return response
         }
         return try await followingRedirects(request, progress: progress) { request, progress in
             try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))

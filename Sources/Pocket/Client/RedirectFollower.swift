@@ -17,14 +17,6 @@ protocol RedirectableResponse: Sendable {
 }
 
 extension PocketClient {
-    /// The engine path of `send`: `request` and the redirects it leads to,
-    /// each one engine request collected in memory.
-    func sendFollowingRedirects(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
-        try await followingRedirects(request, progress: progress) { request, progress in
-            try await run(request, InFlightRequest(engine: engine, progress: progress))
-        }
-    }
-
     /// Runs `hop` for `request`, then for each redirect the policy follows.
     ///
     /// The first hop is the whole cost of a request that is not redirected:
@@ -57,6 +49,19 @@ extension PocketClient {
             response.record(url: request.url, redirects: [])
             return response
         }
+        return try await redirecting(request, after: response, progress: progress, gate: gate, hop)
+    }
+
+    /// The redirects after `response`, the 3xx that answered `request`
+    /// (`gate`: the first hop's progress gate, if it has one).
+    @_specialize(where R == PocketResponse)
+    func redirecting<R: RedirectableResponse>(
+        _ request: PocketRequest, after first: R, progress: PocketProgressHandler?,
+        gate firstGate: (handler: PocketProgressHandler, gate: ProgressFinishGate)?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
+        var response = first
+        var gate = firstGate
         var follower = RedirectFollower(policy: request.redirects ?? configuration.redirects, request: request,
                                         clientTimeouts: configuration.timeouts)
         do {
