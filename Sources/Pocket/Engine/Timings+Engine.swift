@@ -4,11 +4,8 @@ extension PocketTimings {
     /// The engine's timings of a finished request.
     init(_ t: pk_timings) {
         self.init()
-        dns = .nanoseconds(Int64(t.dns_ns))
-        connect = .nanoseconds(Int64(t.connect_ns))
-        tls = .nanoseconds(Int64(t.tls_ns))
-        firstByte = .nanoseconds(Int64(t.first_byte_ns))
-        total = .nanoseconds(Int64(t.total_ns))
+        setNanos(dns: Int64(t.dns_ns), connect: Int64(t.connect_ns), tls: Int64(t.tls_ns),
+                 firstByte: Int64(t.first_byte_ns), total: Int64(t.total_ns))
         bytesSent = Int(t.bytes_sent)
         bytesReceived = Int(t.bytes_received)
         wireBytesSent = Int(t.wire_bytes_sent)

@@ -74,16 +74,39 @@ public struct PocketResponseHead: Sendable, Hashable {
 
 /// Per-request timings, like curl's `-w` variables.
 public struct PocketTimings: Sendable, Hashable {
+    // Nanoseconds, stored as Int64 (a `Duration` takes 16 bytes): every
+    // response carries these, and is copied on its way to the caller.
+    private var dnsNanos: Int64 = 0
+    private var connectNanos: Int64 = 0
+    private var tlsNanos: Int64 = 0
+    private var firstByteNanos: Int64 = 0
+    private var totalNanos: Int64 = 0
+
     /// Name resolution; zero for numeric hosts, cache hits and reused connections.
-    public var dns: Duration = .zero
+    public var dns: Duration {
+        get { .nanoseconds(dnsNanos) }
+        set { dnsNanos = Self.nanos(newValue) }
+    }
     /// TCP connect; zero on a reused connection.
-    public var connect: Duration = .zero
+    public var connect: Duration {
+        get { .nanoseconds(connectNanos) }
+        set { connectNanos = Self.nanos(newValue) }
+    }
     /// TLS handshake; zero for plain HTTP and reused connections.
-    public var tls: Duration = .zero
+    public var tls: Duration {
+        get { .nanoseconds(tlsNanos) }
+        set { tlsNanos = Self.nanos(newValue) }
+    }
     /// From `send` to the first response byte.
-    public var firstByte: Duration = .zero
+    public var firstByte: Duration {
+        get { .nanoseconds(firstByteNanos) }
+        set { firstByteNanos = Self.nanos(newValue) }
+    }
     /// From `send` to the last body byte.
-    public var total: Duration = .zero
+    public var total: Duration {
+        get { .nanoseconds(totalNanos) }
+        set { totalNanos = Self.nanos(newValue) }
+    }
     /// Bytes written to and read from the socket for this request.
     public var bytesSent: Int = 0
     public var bytesReceived: Int = 0
@@ -100,6 +123,22 @@ public struct PocketTimings: Sendable, Hashable {
     public var retried = false
 
     public init() {}
+
+    mutating func setNanos(dns: Int64, connect: Int64, tls: Int64, firstByte: Int64, total: Int64) {
+        dnsNanos = dns
+        connectNanos = connect
+        tlsNanos = tls
+        firstByteNanos = firstByte
+        totalNanos = total
+    }
+
+    /// Whole nanoseconds of `d` (saturating: ±292 years).
+    static func nanos(_ d: Duration) -> Int64 {
+        let (seconds, attoseconds) = d.components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return product.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max : product + attoseconds / 1_000_000_000
+    }
 }
 
 /// MTPocket's response object, in Swift: the details around status and body.
