@@ -9,7 +9,9 @@
 #
 # Environment: REPS (5), DUR seconds per run (5), PORT (18080), SCRATCH (a
 # swift build --scratch-path; default: SwiftPM's own .build), SERVER_CPU (0),
-# CLIENT_CPU (1), ON_LOOP=1 to add pocket-bench --on-loop rows, ALLOCS=0 to
+# CLIENT_CPU (1), ON_LOOP=1 to add pocket-bench --on-loop rows, PIPELINE=1 to
+# add pocket-bench --pipeline rows (the whole request path engaged: a
+# middleware, a retry policy, a live events() subscription), ALLOCS=0 to
 # skip the allocation-count runs.
 set -euo pipefail
 
@@ -23,6 +25,7 @@ PORT="${PORT:-18080}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 ON_LOOP="${ON_LOOP:-0}"
+PIPELINE="${PIPELINE:-0}"
 ALLOCS="${ALLOCS:-1}"
 URL="http://127.0.0.1:${PORT}/"
 # pocket-bench runs for DUR seconds: a request budget it cannot reach.
@@ -86,6 +89,7 @@ run_pocket() { # connections [extra args...]
 # ------------------------------------------------------------------ the run
 CONFIGS=("wrk 64" "pocket 64" "wrk 1" "pocket 1")
 [ "$ON_LOOP" = 1 ] && CONFIGS+=("pocket-loop 64" "pocket-loop 1")
+[ "$PIPELINE" = 1 ] && CONFIGS+=("pocket-pipeline 64" "pocket-pipeline 1")
 declare -A RPS P50 P99 CPU
 
 run_one() { # name connections
@@ -93,6 +97,7 @@ run_one() { # name connections
     wrk) run_wrk "$2" ;;
     pocket) run_pocket "$2" ;;
     pocket-loop) run_pocket "$2" --on-loop ;;
+    pocket-pipeline) run_pocket "$2" --pipeline ;;
   esac
 }
 
@@ -121,12 +126,16 @@ done
 # Allocation counts: separate runs with the counter preloaded (not timed).
 ALLOC_LINES=()
 if [ -n "$MALLOC_LIB" ]; then
-  for c in 64 1; do
-    out="$TMP/alloc.out"
-    if LD_PRELOAD="$MALLOC_LIB" taskset -c "$CLIENT_CPU" "$BIN" --url "$URL" --connections "$c" \
-      --requests "$POCKET_REQUESTS" --max-seconds "$DUR" --json >"$out" 2>/dev/null; then
-      ALLOC_LINES+=("c=$c: engine $(jget engine_allocs_per_req "$out")/request, process heap $(jget heap_allocs_per_req "$out")/request")
-    fi
+  modes=("")
+  [ "$PIPELINE" = 1 ] && modes+=(--pipeline)
+  for mode in "${modes[@]}"; do
+    for c in 64 1; do
+      out="$TMP/alloc.out"
+      if LD_PRELOAD="$MALLOC_LIB" taskset -c "$CLIENT_CPU" "$BIN" --url "$URL" --connections "$c" \
+        --requests "$POCKET_REQUESTS" --max-seconds "$DUR" --json $mode >"$out" 2>/dev/null; then
+        ALLOC_LINES+=("c=$c${mode:+ $mode}: engine $(jget engine_allocs_per_req "$out")/request, process heap $(jget heap_allocs_per_req "$out")/request")
+      fi
+    done
   done
 fi
 
@@ -141,7 +150,7 @@ echo
 echo "| c | client | req/s | p50 µs | p99 µs | CPU µs/req |"
 echo "|---|---|---:|---:|---:|---:|"
 for c in 64 1; do
-  for name in wrk pocket pocket-loop; do
+  for name in wrk pocket pocket-loop pocket-pipeline; do
     key="$name/$c"
     [ -n "${RPS[$key]:-}" ] || continue
     echo "| $c | $name | $(fmt "$(m "${RPS[$key]}")" 0) | $(fmt "$(m "${P50[$key]}")" 1) |" \
@@ -152,7 +161,7 @@ echo
 echo "| c | pocket/wrk | req/s ratio | p99 ratio | CPU/req ratio |"
 echo "|---|---|---:|---:|---:|"
 for c in 64 1; do
-  for name in pocket pocket-loop; do
+  for name in pocket pocket-loop pocket-pipeline; do
     key="$name/$c"
     [ -n "${RPS[$key]:-}" ] || continue
     echo "| $c | $name/wrk | $(ratio "$(m "${RPS[$key]}")" "$(m "${RPS[wrk/$c]}")") |" \
@@ -174,5 +183,6 @@ echo "  server:  ${NGINX_CMD[*]}   (worker_processes 1; worker pinned to core $S
 echo "  wrk:     /usr/bin/time -f '%U %S' taskset -c $CLIENT_CPU $WRK -t1 -c{64,1} -d${DUR}s --latency $URL"
 echo "  pocket:  taskset -c $CLIENT_CPU $BIN --url $URL --connections {64,1} --requests $POCKET_REQUESTS --max-seconds $DUR --json"
 [ "$ON_LOOP" = 1 ] && echo "           (pocket-loop rows: the same with --on-loop)"
+[ "$PIPELINE" = 1 ] && echo "           (pocket-pipeline rows: the same with --pipeline)"
 [ -n "$MALLOC_LIB" ] && echo "  allocs:  LD_PRELOAD=libmalloccount.so (scripts/malloc-count) with the pocket command above"
 echo "CPU/req: wrk = (user+sys of the whole wrk process) / requests; pocket = getrusage(RUSAGE_SELF) over the measured phase / requests"
