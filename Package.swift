@@ -52,7 +52,7 @@ let package = Package(
         // A small epoll server (plain or TLS, with a certificate it makes at start)
         // the benchmark starts when no --url is given.
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")],
-                linkerSettings: [.linkedLibrary("z")]),
+                linkerSettings: [.linkedLibrary("z"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Benchmark loop, HDR latencies, report: no Pocket in it (the peers use it too).
         .target(name: "PocketBenchKit", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
         // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
@@ -60,7 +60,7 @@ let package = Package(
         .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"]),
         // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer.
         .executableTarget(name: "PocketCLI", dependencies: [
-            "Pocket", "PocketBench", "PocketBenchKit", "CPocketBenchServer", "PocketTestSupport",
+            "Pocket", "PocketBench", "PocketBenchKit", "CPocketBenchServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Schema validation + mapping vs JSONDecoder (docs/BENCHMARKS.md).

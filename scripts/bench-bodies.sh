@@ -107,7 +107,8 @@ SINK_BIN="$TMP/bench-server"
 log "building curl-bench and bench-server"
 cc "${CFLAGS_BENCH[@]}" Benchmarks/curl-bench/curl_bench.c -o "$CURL_BENCH" -lcurl
 cc "${CFLAGS_BENCH[@]}" -D_GNU_SOURCE -pthread -ISources/CPocketBenchServer/include \
-  Sources/CPocketBenchServer/pkbs_server.c Benchmarks/bench-server/main.c -o "$SINK_BIN"
+  Sources/CPocketBenchServer/pkbs_server.c Sources/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c \
+  -o "$SINK_BIN" -lssl -lcrypto
 
 BIN="${POCKET_BENCH:-}"
 if [ -z "$BIN" ]; then
