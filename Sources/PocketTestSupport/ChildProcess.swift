@@ -48,6 +48,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// The environment variable naming the test process that spawned a child.
     public static let spawnedByVariable = "POCKET_SPAWNED_BY"
 
+    /// PIDs of the children started here and not reaped yet: the processes
+    /// this test process still owns (a fixture shared by the whole run, say).
+    private static let owned = OwnedPIDs()
+
     /// Starts `executable` (a path) with `arguments`, in `directory` (the
     /// current one when nil), with `environment` added to this process's.
     public init(_ executable: String, _ arguments: [String], directory: String? = nil,
@@ -94,6 +98,7 @@ public final class ChildProcess: @unchecked Sendable {
             throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(rc)))")
         }
         pid = child
+        Self.owned.withLock { _ = $0.insert(child) }
     }
 
     deinit {
@@ -104,7 +109,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// signal that ended it (as a shell reports it); nil while it runs.
     public var exitStatus: Int32? {
         lock.withLock {
-            if status == nil { status = Self.reap(pid) }
+            if status == nil {
+                status = Self.reap(pid)
+                if status != nil { Self.owned.withLock { _ = $0.remove(pid) } }
+            }
             return status
         }
     }
@@ -137,7 +145,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// PID cannot belong to another process by then).
     public func signal(_ signal: Int32) {
         lock.withLock {
-            if status == nil { status = Self.reap(pid) }
+            if status == nil {
+                status = Self.reap(pid)
+                if status != nil { Self.owned.withLock { _ = $0.remove(pid) } }
+            }
             if status == nil { kill(pid, signal) }
         }
     }
@@ -214,15 +225,18 @@ public final class ChildProcess: @unchecked Sendable {
         return output.stdout
     }
 
-    /// Live processes that carry `POCKET_SPAWNED_BY=<parent>` (this process
-    /// by default) in their environment, other than `parent` itself: the
-    /// children it started, and theirs, even if they were orphaned and
-    /// re-parented. Each as its PID and command line.
-    public static func leftovers(spawnedBy parent: pid_t = getpid()) -> [(pid: pid_t, command: String)] {
+    /// Live processes that carry `POCKET_SPAWNED_BY=<this PID>` in their
+    /// environment and that no `ChildProcess` of this process still owns
+    /// (started and not yet ended): what the tests started and lost track
+    /// of, their children included, even orphaned and re-parented ones.
+    /// Each as its PID and command line.
+    public static func leftovers() -> [(pid: pid_t, command: String)] {
+        let parent = getpid()
         let marker = Array("\(spawnedByVariable)=\(parent)".utf8)
+        let owned = Self.owned.withLock { $0 }
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { name -> (pid_t, String)? in
-            guard let pid = pid_t(name), pid != parent,
+            guard let pid = pid_t(name), pid != parent, !owned.contains(pid),
                   let environ = FileManager.default.contents(atPath: "/proc/\(name)/environ") else { return nil }
             guard environ.split(separator: 0).contains(where: { Array($0) == marker }) else { return nil }
             // A zombie (ended, not yet reaped by its parent) is not running.
@@ -248,5 +262,16 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let low = raw & 0x7f
         return low == 0 ? (raw >> 8) & 0xff : 128 + low
+    }
+}
+
+/// The PIDs `ChildProcess` owns, behind a lock.
+private final class OwnedPIDs: @unchecked Sendable {
+    // Invariant: `pids` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var pids = Set<pid_t>()
+
+    func withLock<R>(_ body: (inout Set<pid_t>) -> R) -> R {
+        lock.withLock { body(&pids) }
     }
 }
