@@ -9,23 +9,7 @@ cd "$(dirname "$0")/.."
 # this marker. At the end, whatever the outcome, a process that still carries
 # it is reported, stopped by its PID, and fails the run.
 . scripts/lib/processes.sh
-POCKET_TEST_RUN="$$-$(date +%s%N)"
-export POCKET_TEST_RUN
-check_leftovers() {
-  local rc=$? left
-  left="$(leftovers_scan "$POCKET_TEST_RUN")"
-  if [ -n "$left" ]; then
-    echo "test.sh: processes started by this run are still alive:"
-    echo "$left" | sed 's/^/  /'
-    # shellcheck disable=SC2046
-    stop_pids $(echo "$left" | cut -d' ' -f1)
-    rc=1
-  else
-    echo "test.sh: no process started by this run is left"
-  fi
-  exit "$rc"
-}
-trap check_leftovers EXIT
+leftovers_guard test.sh
 scripts/setup.sh
 # Synchronization.Mutex parks on futexes ThreadSanitizer cannot see, so a
 # contended one fails the TSan job as a data race: the package's pthread

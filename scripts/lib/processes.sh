@@ -16,6 +16,10 @@
 #                         process, nginx, openssl, curl, python3, pocket...),
 #                         even one orphaned and re-parented. Bash builtins
 #                         only, so the scan starts no process of its own.
+#   leftovers_guard NAME  exports a fresh POCKET_TEST_RUN and, at exit
+#                         (whatever the outcome), reports the processes that
+#                         still carry it, stops them by PID and fails (test.sh,
+#                         ci-extra.sh)
 
 spawn_bg() {
   ( trap - INT QUIT TERM HUP; exec "$@" ) &
@@ -44,6 +48,28 @@ leftovers_scan() {
       fi
     done
   done
+}
+
+leftovers_guard() {
+  LEFTOVERS_NAME="$1"
+  POCKET_TEST_RUN="$$-$(date +%s%N)"
+  export POCKET_TEST_RUN
+  trap leftovers_check EXIT
+}
+
+leftovers_check() {
+  local rc=$? left
+  left="$(leftovers_scan "$POCKET_TEST_RUN")"
+  if [ -n "$left" ]; then
+    echo "$LEFTOVERS_NAME: processes started by this run are still alive:"
+    echo "$left" | sed 's/^/  /'
+    # shellcheck disable=SC2046
+    stop_pids $(echo "$left" | cut -d' ' -f1)
+    rc=1
+  else
+    echo "$LEFTOVERS_NAME: no process started by this run is left"
+  fi
+  exit "$rc"
 }
 
 stop_pids() {
