@@ -22,7 +22,6 @@ let package = Package(
         .library(name: "PocketBenchKit", targets: ["PocketBenchKit"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // Logging middleware (`LoggingMiddleware`): the server ecosystem's logging API.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -58,10 +57,11 @@ let package = Package(
         // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
         .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer"]),
         .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"]),
-        // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer.
+        // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer. Its
+        // command line is parsed by hand (CommandLineOptions.swift): swift-argument-
+        // parser's reflection was about 2 MB of `pocket URL`'s peak RSS.
         .executableTarget(name: "PocketCLI", dependencies: [
             "Pocket", "PocketBench", "PocketBenchKit", "CPocketBenchServer",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Schema validation + mapping vs JSONDecoder (docs/BENCHMARKS.md).
         .executableTarget(name: "schema-bench", dependencies: ["Pocket"]),
