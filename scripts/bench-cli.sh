@@ -36,7 +36,7 @@ spawn_bg "${PIN_SERVER[@]}" "$TMP/bench-server" --port "$PORT" >"$TMP/server.out
 SERVER_PID=$SPAWNED_PID
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.05; done
 URL="http://127.0.0.1:$PORT/"
-log "pocket: $POCKET ($(ldd "$POCKET" | grep -c '=>') shared libraries; Foundation: $(ldd "$POCKET" | grep -oE 'lib(Foundation|FoundationEssentials|FoundationInternationalization|_FoundationICU)\.so' | tr '\n' ' '))"
+log "pocket: $POCKET ($(ldd "$POCKET" | grep -c '=>') shared libraries; Foundation: $(ldd "$POCKET" | awk '{ print $1 }' | grep -E '^lib_?Foundation' | tr '\n' ' '))"
 log "curl: $(curl --version | head -1)"
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
