@@ -22,7 +22,7 @@ struct BenchCommand: Sendable {
         (--max-seconds), then a table. With --url: that server, 100000 requests at 64
         connections by default. The flags are pocket-bench's:
 
-        """ + BenchOptions.usage.replacing("usage: pocket-bench", with: "usage: pocket bench")
+        """ + "\n" + BenchOptions.usage.replacing("usage: pocket-bench", with: "usage: pocket bench")
 
     /// The command for `arguments` (after `pocket bench`); `--help` prints
     /// the usage and exits.
