@@ -22,6 +22,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
+. scripts/lib/processes.sh
 ROOT="$PWD"
 
 QUICK=0
@@ -85,16 +86,9 @@ fi
 TMP="$(mktemp -d /tmp/pocket-bench-bodies.XXXXXX)"
 NGINX_PID=""
 SINK_PID=""
-stop_pid() { # pid
-  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-    kill -TERM "$1" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$1" 2>/dev/null || true
-  fi
-}
-cleanup() {
-  stop_pid "$NGINX_PID"
-  stop_pid "$SINK_PID"
+cleanup() { # the servers this script started, by their PIDs
+  # shellcheck disable=SC2086
+  if [ -n "$NGINX_PID$SINK_PID" ]; then stop_pids $NGINX_PID $SINK_PID; fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -107,7 +101,8 @@ SINK_BIN="$TMP/bench-server"
 log "building curl-bench and bench-server"
 cc "${CFLAGS_BENCH[@]}" Benchmarks/curl-bench/curl_bench.c -o "$CURL_BENCH" -lcurl
 cc "${CFLAGS_BENCH[@]}" -D_GNU_SOURCE -pthread -ISources/CPocketBenchServer/include \
-  Sources/CPocketBenchServer/pkbs_server.c Benchmarks/bench-server/main.c -o "$SINK_BIN"
+  Sources/CPocketBenchServer/pkbs_server.c Sources/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c \
+  -o "$SINK_BIN" -lssl -lcrypto
 
 BIN="${POCKET_BENCH:-}"
 if [ -z "$BIN" ]; then
@@ -222,16 +217,16 @@ EOF
 } >"$TMP/nginx.conf"
 NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log")
 log "starting nginx on 127.0.0.1:$PORT (core $SERVER_CPU)"
-"${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
-NGINX_PID=$!
+spawn_bg "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1
+NGINX_PID=$SPAWNED_PID
 wait_port "$NGINX_PID" "$PORT" nginx || {
   cat "$TMP/nginx.out" "$TMP/error.log" >&2 2>/dev/null || true
   exit 1
 }
 SINK_CMD=(taskset -c "$SERVER_CPU" "$SINK_BIN" --port "$UPLOAD_PORT" --cpu "$SERVER_CPU")
 log "starting bench-server (upload sink) on 127.0.0.1:$UPLOAD_PORT (core $SERVER_CPU)"
-"${SINK_CMD[@]}" >"$TMP/sink.out" 2>&1 &
-SINK_PID=$!
+spawn_bg "${SINK_CMD[@]}" >"$TMP/sink.out" 2>&1
+SINK_PID=$SPAWNED_PID
 wait_port "$SINK_PID" "$UPLOAD_PORT" bench-server || { cat "$TMP/sink.out" >&2; exit 1; }
 
 # The gzip scenario must get the precompressed file, not the plain one.

@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 REPS="${REPS:-5}"; DUR="${DUR:-5}"; N="${N:-2000}"; PORT="${PORT:-18443}"; JSON="${JSON:-}"
 scripts/setup.sh >/dev/null
 TMP="$(mktemp -d /tmp/pocket-bench-tls.XXXXXX)"
-cleanup() { [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; rm -rf "$TMP"; }
+# nginx daemonizes here: its master's PID is in its pid file; stopped by that PID.
+. scripts/lib/processes.sh
+cleanup() { if [ -f "$TMP/nginx.pid" ]; then stop_pids "$(cat "$TMP/nginx.pid")"; fi; rm -rf "$TMP"; }
 trap cleanup EXIT
 cd "$TMP"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 \

@@ -10,6 +10,9 @@
 # the 2-core CI machine (see docs/FUZZING.md for a measured run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# As in test.sh: a process this run starts and leaves behind fails it.
+. scripts/lib/processes.sh
+leftovers_guard ci-extra.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 mkdir -p .build
 

@@ -29,7 +29,7 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# Debian starts nginx as a service on install; the tests run their own.
-if command -v systemctl >/dev/null 2>&1; then systemctl stop nginx >/dev/null 2>&1 || true; fi
-pkill -x nginx >/dev/null 2>&1 || true
+# Debian starts nginx as a service on install: it is left alone (it may be
+# the user's). The tests and benchmarks run their own nginx, on ports of
+# their own with their own config and pid file, and stop it by its PID.
 exit 0

@@ -4,6 +4,12 @@
 # replay of the fuzz corpora and saved crashers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every process this run starts (setup, the XCTest process and what it
+# spawns: nginx, openssl, curl, python3, pocket; the fuzz replays) inherits
+# this marker. At the end, whatever the outcome, a process that still carries
+# it is reported, stopped by its PID, and fails the run.
+. scripts/lib/processes.sh
+leftovers_guard test.sh
 scripts/setup.sh
 # Synchronization.Mutex parks on futexes ThreadSanitizer cannot see, so a
 # contended one fails the TSan job as a data race: the package's pthread

@@ -3,14 +3,17 @@
  * upload sink of scripts/bench-bodies.sh (nginx's `return` answers before
  * reading a request body; this server reads every body to its end first).
  *
- *   bench-server [--host ADDR] [--port P] [--cpu K] [--threads T]
+ *   bench-server [--host ADDR] [--port P] [--cpu K] [--threads T] [--tls CERT.pem]
  *
- * Defaults: 127.0.0.1, port 18081, not pinned, one thread. Runs until
- * SIGTERM or SIGINT, then prints the number of requests answered to stderr.
+ * Defaults: 127.0.0.1, port 18081, not pinned, one thread, plain HTTP.
+ * With --tls it speaks TLS with a certificate it makes at start, written to
+ * CERT.pem (the client's CA file). Runs until SIGTERM or SIGINT, then prints
+ * the number of requests answered to stderr.
  *
  * Build (from the repository root):
  *   cc -D_GNU_SOURCE -O2 -pthread -ISources/CPocketBenchServer/include \
- *      Sources/CPocketBenchServer/pkbs_server.c Benchmarks/bench-server/main.c -o bench-server
+ *      Sources/CPocketBenchServer/pkbs_server.c Sources/CPocketBenchServer/pkbs_tls.c \
+ *      Benchmarks/bench-server/main.c -o bench-server -lssl -lcrypto
  */
 #include "CPocketBenchServer.h"
 
@@ -22,7 +25,7 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fputs("usage: bench-server [--host ADDR] [--port P] [--cpu K] [--threads T]\n", f);
+    fputs("usage: bench-server [--host ADDR] [--port P] [--cpu K] [--threads T] [--tls CERT.pem]\n", f);
 }
 
 static long parse_num(const char *flag, const char *v, long lo, long hi) {
@@ -37,7 +40,7 @@ static long parse_num(const char *flag, const char *v, long lo, long hi) {
 }
 
 int main(int argc, char **argv) {
-    const char *host = "127.0.0.1";
+    const char *host = "127.0.0.1", *tls_cert = NULL;
     long port = 18081, cpu = -1, threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -46,6 +49,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "--host") == 0 && v) {
             host = v;
+        } else if (strcmp(a, "--tls") == 0 && v) {
+            tls_cert = v;
         } else if (strcmp(a, "--port") == 0) {
             port = parse_num(a, v, 0, 65535);
         } else if (strcmp(a, "--cpu") == 0) {
@@ -71,12 +76,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench-server: no CPU %ld\n", cpu);
         return 1;
     }
+    if (tls_cert && pkbs_set_tls(true, tls_cert) != 0) {
+        fprintf(stderr, "bench-server: cannot set up TLS (%s): %s\n", tls_cert, strerror(errno));
+        return 1;
+    }
     uint16_t bound = 0;
     if (pkbs_start(host, (uint16_t)port, (int)threads, &bound) != 0) {
         fprintf(stderr, "bench-server: cannot listen on %s:%ld: %s\n", host, port, strerror(errno));
         return 1;
     }
-    fprintf(stderr, "bench-server: listening on %s:%u (threads %ld, cpu %ld)\n", host, bound, threads, cpu);
+    fprintf(stderr, "bench-server: listening on %s:%u (threads %ld, cpu %ld%s)\n", host, bound, threads, cpu,
+            tls_cert ? ", TLS" : "");
 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0) {}

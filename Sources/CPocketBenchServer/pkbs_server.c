@@ -28,8 +28,16 @@
  *    requests were pipelined in it.
  *  - When the socket's send buffer is full the connection stops reading
  *    (EPOLLOUT instead of EPOLLIN) until the backlog is written.
+ *  - TLS (pkbs_set_tls) changes only the calls that move bytes: conn_recv
+ *    and conn_send go through pkbs_tls.c, which reports "would block" as
+ *    EAGAIN like recv/send. Two things differ: a handshake read may need to
+ *    write (the connection then waits for EPOLLOUT and reads again), and
+ *    OpenSSL may hold decrypted bytes no epoll event announces (read on
+ *    while it does). The loop threads block SIGPIPE, since OpenSSL writes
+ *    with write(2), not send(MSG_NOSIGNAL).
  */
 #include "CPocketBenchServer.h"
+#include "pkbs_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +45,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -91,6 +100,8 @@ enum {
 
 struct pkbs_conn {
     int fd;
+    void *tls;       /* pkbs_tls.c's connection, or NULL (plain) */
+    bool tls_read_wants_write; /* a TLS read blocked on writing: read again on EPOLLOUT */
     bool want_out;   /* registered for EPOLLOUT (and not EPOLLIN) */
     bool close_after; /* close once the output is written */
     bool req_close;  /* the request being read asked to close after its answer */
@@ -120,6 +131,7 @@ struct pkbs_thread {
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *g_tls_ctx; /* pkbs_set_tls's context, or NULL: plain */
 static bool g_running;
 static atomic_bool g_stopping;
 static int g_listen_fd = -1;
@@ -160,6 +172,26 @@ int pkbs_set_answer(const char *bytes, size_t len) {
     free(g_answer);
     g_answer = copy;
     g_answer_len = copy ? len : DEFAULT_ANSWER_LEN;
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+}
+
+int pkbs_set_tls(bool enable, const char *cert_pem_path) {
+    pthread_mutex_lock(&g_lock);
+    if (g_running) {
+        pthread_mutex_unlock(&g_lock);
+        errno = EBUSY;
+        return -1;
+    }
+    void *ctx = NULL;
+    if (enable && !(ctx = pkbs__tls_context(cert_pem_path))) {
+        int e = errno;
+        pthread_mutex_unlock(&g_lock);
+        errno = e;
+        return -1;
+    }
+    pkbs__tls_context_free(g_tls_ctx);
+    g_tls_ctx = ctx;
     pthread_mutex_unlock(&g_lock);
     return 0;
 }
@@ -348,10 +380,19 @@ static int chunk_framing(struct pkbs_conn *c, const char *p, uint32_t n, uint32_
 
 static void conn_close(struct pkbs_thread *t, struct pkbs_conn *c) {
     epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    if (c->tls) pkbs__tls_free(c->tls);
     close(c->fd);
     if (c->prev) c->prev->next = c->next; else t->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     free(c);
+}
+
+static ssize_t conn_send(struct pkbs_conn *c, const char *src, size_t n) {
+    return c->tls ? pkbs__tls_send(c->tls, src, n) : send(c->fd, src, n, MSG_NOSIGNAL);
+}
+
+static ssize_t conn_recv(struct pkbs_conn *c, char *dst, size_t n) {
+    return c->tls ? pkbs__tls_recv(c->tls, dst, n, &c->tls_read_wants_write) : recv(c->fd, dst, n, 0);
 }
 
 static void set_interest(struct pkbs_thread *t, struct pkbs_conn *c, bool out) {
@@ -384,7 +425,7 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
         } else {
             break;
         }
-        ssize_t w = send(c->fd, src, n, MSG_NOSIGNAL);
+        ssize_t w = conn_send(c, src, n);
         if (w > 0) {
             if (answers) {
                 c->out_off += (uint64_t)w;
@@ -403,6 +444,7 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
         return false;
     }
     if (c->close_after) {
+        if (c->tls) pkbs__tls_close_notify(c->tls);
         shutdown(c->fd, SHUT_WR);
         conn_close(t, c);
         return false;
@@ -518,14 +560,15 @@ static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
             conn_close(t, c);
             return;
         }
-        ssize_t r = recv(c->fd, dst, space, 0);
+        ssize_t r = conn_recv(c, dst, space);
         if (r > 0) {
             if (discard) c->skip -= (uint64_t)r;
             else c->len += (uint32_t)r;
             if (!process(t, c)) return;
             /* Stop reading while output is backed up or closing. */
             if (c->want_out || c->close_after) return;
-            if ((size_t)r < space) return; /* drained; level-triggered */
+            /* Drained (level-triggered), unless OpenSSL holds more. */
+            if ((size_t)r < space && !(c->tls && pkbs__tls_pending(c->tls))) return;
             continue;
         }
         if (r == 0) {
@@ -533,7 +576,10 @@ static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
             return;
         }
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (c->tls_read_wants_write) set_interest(t, c, true);
+            return;
+        }
         conn_close(t, c);
         return;
     }
@@ -554,6 +600,13 @@ static void on_accept(struct pkbs_thread *t) {
             continue;
         }
         c->fd = fd;
+        c->tls = NULL;
+        c->tls_read_wants_write = false;
+        if (g_tls_ctx && !(c->tls = pkbs__tls_new(g_tls_ctx, fd))) {
+            close(fd);
+            free(c);
+            continue;
+        }
         c->want_out = c->close_after = c->req_close = false;
         c->body = BODY_NONE;
         c->chunk_state = CH_SIZE;
@@ -568,6 +621,7 @@ static void on_accept(struct pkbs_thread *t) {
         if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             t->conns = c->next;
             if (t->conns) t->conns->prev = NULL;
+            if (c->tls) pkbs__tls_free(c->tls);
             close(fd);
             free(c);
         }
@@ -585,6 +639,10 @@ static void *loop_main(void *arg) {
         pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     }
     pthread_setname_np(pthread_self(), "pkbs-loop");
+    sigset_t pipe_set; /* see the top: OpenSSL's writes may raise SIGPIPE */
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
     t->scratch = malloc(PKBS_SCRATCH);
     struct epoll_event evs[PKBS_MAX_EVENTS];
     while (!atomic_load_explicit(&g_stopping, memory_order_acquire)) {
@@ -607,7 +665,9 @@ static void *loop_main(void *arg) {
                     if (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
                         /* Once the backlog is written, EPOLLIN is back and
                          * level-triggered reports unread requests. */
-                        (void)flush_out(t, c);
+                        bool read_again = c->tls_read_wants_write;
+                        c->tls_read_wants_write = false;
+                        if (flush_out(t, c) && read_again) on_readable(t, c);
                     }
                 } else if (e & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
                     on_readable(t, c);

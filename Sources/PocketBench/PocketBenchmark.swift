@@ -122,12 +122,18 @@ let pocketVersion: String = {
 /// The in-process `CPocketBenchServer` (one per process).
 public enum EmbeddedServer {
     /// Starts it on 127.0.0.1 (a free port) answering every request with
-    /// `answer` (nil: the 13-byte default); returns the port.
-    public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1) throws(PocketBenchmark.Failure) -> UInt16 {
+    /// `answer` (nil: the 13-byte default); returns the port. With
+    /// `tlsCertificate`, it speaks TLS with a certificate for `localhost` it
+    /// makes now, whose PEM it writes at that path (the client's CA file).
+    public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1,
+                             tlsCertificate: String? = nil) throws(PocketBenchmark.Failure) -> UInt16 {
         let set = answer.map { bytes in bytes.withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { pkbs_set_answer($0.baseAddress, $0.count) }
         } } ?? pkbs_set_answer(nil, 0)
         guard set == 0 else { throw .init(description: "embedded server: \(String(cString: strerror(errno)))", exitCode: 1) }
+        guard pkbs_set_tls(tlsCertificate != nil, tlsCertificate) == 0 else {
+            throw .init(description: "embedded server: TLS: \(String(cString: strerror(errno)))", exitCode: 1)
+        }
         if let cpu, pkbs_set_cpu(Int32(clamping: cpu)) != 0 {
             throw .init(description: "--server-cpu \(cpu): no such CPU", exitCode: 2)
         }

@@ -1,104 +1,103 @@
-import ArgumentParser
 import PocketBench
 import PocketBenchKit
 
 /// `pocket bench`: without `--url`, the standard scenarios (13 B, 64 KiB,
 /// 1 MiB, gzip text, TLS, a 1 MiB upload) against in-process loopback
 /// servers at 1 and 64 connections; with `--url`, that server. The same code
-/// as `pocket-bench` (PocketBench, PocketBenchKit). `--report FILE.html`
-/// draws the runs; `pocket bench report` draws saved `--json` output.
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bench",
-        abstract: "Benchmark Pocket: standard scenarios on loopback, or --url.",
-        subcommands: [BenchReportCommand.self])
-
-    @Option(help: "The server to load; without it, the standard scenarios run against embedded servers.")
-    var url: String?
-
-    @Option(help: "Measured requests per run (default: 100000 with --url; per scenario, a few seconds' worth).")
-    var requests: Int?
-
-    @Option(help: "Concurrent requests (and pool size); default 64 with --url, 1 and 64 for the scenarios.")
-    var connections: Int?
-
-    @Option(help: "Unmeasured requests first (default max(1000, 16*C) with --url; max(2*C, 100) per scenario).")
-    var warmup: Int?
-
-    @Option(name: .customLong("max-seconds"), help: "End each measured phase after this many seconds (scenarios: 3 by default).")
-    var maxSeconds: Double?
-
-    @Flag(help: "One JSON object per run (requests errors elapsed_s rps p50_us p90_us p99_us p999_us cpu_s bytes ...).")
-    var json = false
-
-    @Option(name: .customLong("report"),
-            help: ArgumentHelp("Also write an HTML report of the runs (charts inline, no scripts) to this file.",
-                               valueName: "file.html"))
+/// and the same flags as `pocket-bench` (PocketBench, PocketBenchKit's
+/// `BenchOptions.parse`).
+struct BenchCommand: Sendable {
+    var options: BenchOptions
+    /// `--requests` was given (else each scenario runs its own count).
+    var requestsGiven: Bool
+    /// `--connections` was given (else the scenarios run at 1 and at 64).
+    var connectionsGiven: Bool
+    /// `--report FILE.html`: also write the HTML report of the runs.
     var reportFile: String?
 
-    @Option(help: "Trust this CA (PEM) for an https --url.")
-    var cacert: String?
+    static let usage = """
+        OVERVIEW: Benchmark Pocket: standard scenarios on loopback, or --url.
 
-    @Flag(name: [.customShort("k"), .long], help: "No certificate verification for an https --url.")
-    var insecure = false
+        Without --url: 13 B, 64 KiB, 1 MiB, gzip text, TLS and a 1 MiB upload against
+        servers inside the process, at 1 and at 64 connections (--connections C: only C),
+        each a few seconds' worth of requests (--requests N: N) for at most 3 s
+        (--max-seconds), then a table. With --url: that server, 100000 requests at 64
+        connections by default. The flags are pocket-bench's, and
 
-    @Flag(help: "Ask for gzip/deflate and decode (the gzip scenario always does).")
-    var compressed = false
+          --report FILE.html   also write an HTML report of the runs (charts inline, no
+                               scripts); `pocket bench report --help` draws saved --json
 
-    @Flag(help: "Engage the whole request path: a middleware adding a header, a retry policy and a live events() subscription.")
-    var pipeline = false
+        """ + "\n" + BenchOptions.usage.replacing("usage: pocket-bench", with: "usage: pocket bench")
 
-    func validate() throws {
-        if let requests, requests < 1 { throw ValidationError("--requests must be at least 1") }
-        if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
-        if let warmup, warmup < 0 { throw ValidationError("--warmup must be 0 or more") }
-        if let maxSeconds, !(maxSeconds > 0) { throw ValidationError("--max-seconds must be more than 0") }
+    /// The command for `arguments` (after `pocket bench`); `--help` prints
+    /// the usage and exits.
+    static func parse(_ all: ArraySlice<String>) throws(CLIFailure) -> BenchCommand {
+        // `--report FILE` is pocket bench's own; the rest are pocket-bench's.
+        var arguments: [String] = []
+        var reportFile: String?
+        var rest = all
+        while let a = rest.popFirst() {
+            if a == "--report" {
+                guard let file = rest.popFirst() else { throw CLIFailure(.usage, "bench: --report needs a file name") }
+                reportFile = file
+            } else if a.hasPrefix("--report=") {
+                reportFile = String(a.dropFirst("--report=".count))
+            } else {
+                arguments.append(a)
+            }
+        }
+        var options: BenchOptions
+        do {
+            options = try BenchOptions.parse(arguments[...], usage: usage)
+        } catch {
+            throw CLIFailure(.usage, "bench: \(error) (pocket bench --help)")
+        }
+        // No Accept-Encoding unless --compressed (pocket-bench's nil: Pocket's default).
+        options.compressed = options.compressed ?? false
+        func given(_ names: String...) -> Bool {
+            arguments.contains { a in names.contains { a == $0 || a.hasPrefix($0 + "=") } }
+        }
+        return BenchCommand(options: options, requestsGiven: given("--requests", "-n"),
+                            connectionsGiven: given("--connections", "-c"), reportFile: reportFile)
     }
 
-    mutating func run() async throws {
-        var options = BenchOptions()
-        options.url = url
-        if let requests { options.requests = requests }
-        options.warmup = warmup
-        options.maxSeconds = maxSeconds
-        options.json = json
-        options.caFile = cacert
-        options.insecure = insecure
-        options.compressed = compressed
-        options.pipeline = pipeline
-
+    /// Runs the scenarios or the --url run; returns the exit status.
+    func run() async -> Int32 {
+        var options = self.options
         var failed = false
         var reports: [Report] = []
         var runs: [String] = [] // each run's JSON, as printed with --json
         do {
-            if url != nil {
-                options.connections = connections ?? 64
+            if options.url != nil {
                 failed = report(try await PocketBenchmark.run(options), into: &reports, &runs)
             } else {
                 for scenario in BenchScenario.standard {
-                    for c in connections.map({ [$0] }) ?? [1, 64] {
+                    for c in connectionsGiven ? [options.connections] : [1, 64] {
                         options.connections = c
-                        let m = try await scenario.run(options, requestsGiven: requests != nil)
+                        let m = try await scenario.run(options, requestsGiven: requestsGiven)
                         failed = report(m, into: &reports, &runs) || failed
                     }
                 }
-                if !json { try? Output.stdout.write(Self.summary(reports)) }
+                if !options.json { try? Output.stdout.write(Self.summary(reports)) }
             }
         } catch let error as PocketBenchmark.Failure {
             Output.diagnostic("pocket bench: \(error.description)\n")
-            throw ExitCode(error.exitCode)
+            return error.exitCode
+        } catch {
+            Output.diagnostic("pocket bench: \(error)\n")
+            return 1
         }
         if let reportFile {
             // Through the JSON, so the report of a run and `report` of its --json are one drawing.
             do {
                 let results = try BenchResults.parse(runs.joined(separator: "\n"), name: "this run")
-                try BenchReportCommand.write(results, html: reportFile, svgDir: nil)
-            } catch let error as BenchResults.FormatError {
+                if let status = BenchReportCommand.write(results, html: reportFile, svgDir: nil) { return status }
+            } catch {
                 Output.diagnostic("pocket bench: \(error.description)\n")
-                throw ExitCode(1)
+                return 1
             }
         }
-        if failed { throw ExitCode(1) }
+        return failed ? 1 : 0
     }
 
     /// One line per run: the table at the end of the scenarios' text output.
@@ -118,7 +117,7 @@ struct BenchCommand: AsyncParsableCommand {
     private func report(_ m: Measurement, into reports: inout [Report], _ runs: inout [String]) -> Bool {
         reports.append(m.report)
         runs.append(m.report.json())
-        try? Output.stdout.write((json ? runs.last! : m.report.text() + "\n") + "\n")
+        try? Output.stdout.write((options.json ? runs.last! : m.report.text() + "\n") + "\n")
         if let e = m.firstError { Output.diagnostic("pocket bench: first error: \(e)\n") }
         return m.allFailed
     }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import PocketBenchKit
 #if canImport(Glibc)
 import Glibc
@@ -11,50 +10,81 @@ import Musl
 /// the peers and scaling scripts' results, docs/results/*.json); files of
 /// several clients draw side by side. `--svg-dir DIR` also writes each chart
 /// as a standalone SVG file (how scripts/bench-charts.sh makes docs/charts).
-struct BenchReportCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "report",
-        abstract: "An HTML report (and SVG charts) from the JSON of benchmark runs.")
-
-    @Argument(help: ArgumentHelp("Results: JSON lines of runs (`pocket bench --json`), a JSON array of runs, or {\"runs\": [...]}; - for stdin.",
-                                 valueName: "results.json"))
-    var files: [String]
-
-    @Option(help: ArgumentHelp("The HTML report to write.", valueName: "file.html"))
+struct BenchReportCommand {
+    var files: [String] = []
     var out: String?
-
-    @Option(name: .customLong("svg-dir"), help: ArgumentHelp("Also write every chart as DIR/<scenario>-<chart>.svg.", valueName: "dir"))
     var svgDir: String?
-
-    @Option(help: "The report's title (default: the files' own, or \"Pocket benchmark report\").")
     var title: String?
 
-    func validate() throws {
-        if files.isEmpty { throw ValidationError("give one or more results files") }
-        if out == nil && svgDir == nil { throw ValidationError("give --out FILE.html, --svg-dir DIR or both") }
+    static let usage = """
+        OVERVIEW: An HTML report (and SVG charts) from the JSON of benchmark runs.
+
+        USAGE: pocket bench report <results.json> ... [--out file.html] [--svg-dir dir] [--title title]
+
+          <results.json>       JSON lines of runs (`pocket bench --json`), a JSON array of runs,
+                               or {"runs": [...]}; - for stdin
+          --out FILE.html      the HTML report to write
+          --svg-dir DIR        also write every chart as DIR/<scenario>-<chart>.svg
+          --title TITLE        the report's title (default: the files' own, or
+                               "Pocket benchmark report")
+
+        """
+
+    /// The command for `arguments` (after `pocket bench report`); nil after
+    /// printing the usage for `--help`.
+    static func parse(_ arguments: ArraySlice<String>) throws(CLIFailure) -> BenchReportCommand? {
+        var command = BenchReportCommand()
+        var rest = arguments
+        func value(_ name: String, _ inline: String?) throws(CLIFailure) -> String {
+            if let inline { return inline }
+            guard let v = rest.popFirst() else { throw CLIFailure(.usage, "bench report: \(name) needs a value") }
+            return v
+        }
+        while let a = rest.popFirst() {
+            let (name, inline): (String, String?) = a.hasPrefix("--") && a.contains("=")
+                ? (String(a.prefix { $0 != "=" }), String(a.drop { $0 != "=" }.dropFirst())) : (a, nil)
+            switch name {
+            case "-h", "--help":
+                try? Output.stdout.write(usage)
+                return nil
+            case "--out": command.out = try value(name, inline)
+            case "--svg-dir": command.svgDir = try value(name, inline)
+            case "--title": command.title = try value(name, inline)
+            default:
+                if a.hasPrefix("-") && a != "-" { throw CLIFailure(.usage, "bench report: unknown option \(a)") }
+                command.files.append(a)
+            }
+        }
+        if command.files.isEmpty { throw CLIFailure(.usage, "bench report: give one or more results files") }
+        if command.out == nil && command.svgDir == nil {
+            throw CLIFailure(.usage, "bench report: give --out FILE.html, --svg-dir DIR or both")
+        }
+        return command
     }
 
-    func run() throws {
+    /// Reads the files and writes the report; returns the exit status.
+    func run() -> Int32 {
         var parts: [BenchResults] = []
         for file in files {
             guard let text = readWhole(file) else {
                 Output.diagnostic("pocket bench report: cannot read \(file): \(String(cString: strerror(errno)))\n")
-                throw ExitCode(1)
+                return 1
             }
             do {
                 parts.append(try BenchResults.parse(text, name: file))
             } catch {
                 Output.diagnostic("pocket bench report: \(error.description)\n")
-                throw ExitCode(1)
+                return 1
             }
         }
         var results = BenchResults.merged(parts)
         if let title { results.title = title }
-        try Self.write(results, html: out, svgDir: svgDir)
+        return Self.write(results, html: out, svgDir: svgDir) ?? 0
     }
 
-    /// Writes the report to `html` and each chart into `svgDir` (either may be nil).
-    static func write(_ results: BenchResults, html: String?, svgDir: String?) throws {
+    /// Writes the report to `html` and each chart into `svgDir` (either may
+    /// be nil); nil when done, else the exit status of the failure.
+    static func write(_ results: BenchResults, html: String?, svgDir: String?) -> Int32? {
         do throws(CLIFailure) {
             if let html { try writeWhole(html, HTMLReport(results).render()) }
             if let svgDir {
@@ -63,9 +93,10 @@ struct BenchReportCommand: ParsableCommand {
                 }
                 for chart in ResultCharts(results).charts { try writeWhole(svgDir + "/" + chart.fileName, chart.svg) }
             }
+            return nil
         } catch {
             Output.diagnostic("pocket bench report: \(error.message)\n")
-            throw ExitCode(1)
+            return error.status.code
         }
     }
 }

@@ -1,7 +1,6 @@
 import CPocketBenchServer
 import PocketBench
 import PocketBenchKit
-import PocketTestSupport
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -19,8 +18,8 @@ struct BenchScenario: Sendable {
     enum Server: Sendable {
         /// `CPocketBenchServer` answering every request with these bytes (nil: 13 bytes).
         case answer([UInt8]?)
-        /// The test support's TLS server (a certificate made with the openssl
-        /// CLI at run time), answering 13 bytes.
+        /// The same server over TLS (a certificate it makes in-process at
+        /// start), answering 13 bytes: plain and TLS figures from one server.
         case tls
     }
 
@@ -76,17 +75,15 @@ struct BenchScenario: Sendable {
             defer { EmbeddedServer.stop() }
             return try await PocketBenchmark.run(options, url: "http://127.0.0.1:\(port)/", embedded: true, scenario: name)
         case .tls:
-            let server: TestServer
-            do {
-                server = try TestServer(tls: .localhost())
-                options.caFile = try TestCertificates.shared.caCert
-            } catch {
-                throw PocketBenchmark.Failure(description: "TLS scenario: \(error)", exitCode: 1)
-            }
-            server.defaultHandler = { _ in .text("Hello, World!") }
-            defer { server.shutdown() }
-            return try await PocketBenchmark.run(options, url: server.url(host: "localhost", path: "/"),
-                                                 inProcessServer: true, scenario: name)
+            // The server's certificate, written by the server at start: the client's CA file.
+            let certificate = FileManager.default.temporaryDirectory
+                .appending(path: "pocket-bench-cert-\(getpid()).pem").path(percentEncoded: false)
+            defer { try? FileManager.default.removeItem(atPath: certificate) }
+            let port = try EmbeddedServer.start(answer: nil, cpu: base.serverCPU, threads: base.serverThreads,
+                                                tlsCertificate: certificate)
+            defer { EmbeddedServer.stop() }
+            options.caFile = certificate
+            return try await PocketBenchmark.run(options, url: "https://localhost:\(port)/", embedded: true, scenario: name)
         }
     }
 

@@ -27,7 +27,13 @@ extension FetchCommand {
     func makePlan() throws(CLIFailure) -> FetchPlan {
         // As curl: a URL without a scheme is http.
         let url = self.url.contains("://") ? self.url : "http://" + self.url
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), parsed.host() != nil else {
+        // FoundationEssentials' URL(string:) percent-encodes a space or a
+        // control byte even in the host, where it is never valid: refuse them
+        // there (as full Foundation and curl do); in the path they are encoded.
+        let authority = url.split(separator: "://", maxSplits: 1).last?
+            .prefix { $0 != "/" && $0 != "?" && $0 != "#" } ?? ""
+        guard !authority.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f }),
+              let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), parsed.host() != nil else {
             throw CLIFailure(.url, "malformed URL '\(self.url)'")
         }
         guard scheme == "http" || scheme == "https" else {
@@ -62,7 +68,7 @@ extension FetchCommand {
         configuration.tls.insecureSkipVerification = insecure
         if let pins = pinnedPublicKey {
             configuration.tls.pinnedPublicKeys = pins.split(separator: ";")
-                .map { String($0).trimmingCharacters(in: .whitespaces) }
+                .map { String($0).trimmingWhitespace() }
             guard configuration.tls.pinnedPublicKeys.allSatisfy({ $0.hasPrefix("sha256//") }) else {
                 throw CLIFailure(.usage, "--pinnedpubkey takes sha256//BASE64 pins separated by ';'")
             }
@@ -158,7 +164,7 @@ extension FetchCommand {
             var type: String?, fileName: String?
             // A ';' is part of the content unless what follows is a known modifier.
             while let next = pieces.first {
-                let trimmed = next.trimmingCharacters(in: .whitespaces)
+                let trimmed = next.trimmingWhitespace()
                 if trimmed.hasPrefix("type=") {
                     type = String(trimmed.dropFirst(5))
                 } else if trimmed.hasPrefix("filename=") {
@@ -203,7 +209,7 @@ extension FetchCommand {
         }
         guard let colon else { throw CLIFailure(.usage, "-H '\(line)': expected 'Name: value'") }
         let name = String(line[..<colon])
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let value = line[line.index(after: colon)...].trimmingWhitespace()
         guard !name.isEmpty, !name.contains(" ") else { throw CLIFailure(.usage, "-H '\(line)': expected 'Name: value'") }
         if value.isEmpty {
             headers.remove(name)

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Pocket
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -14,140 +13,93 @@ import Musl
 /// `pocket URL`: one request, curl's flags, Pocket's engine (the default
 /// subcommand). The body goes to stdout as it arrives, or with `-o`/`-O` to a
 /// file the engine writes itself.
-struct FetchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "fetch",
-        abstract: "Send one request and print the body (the default: `pocket URL`).")
-
-    @Argument(help: "The http:// or https:// URL.")
-    var url: String
-
-    @Option(name: [.customShort("X"), .customLong("request")],
-            help: ArgumentHelp("The method (default GET; POST with data; HEAD with -I).",
-                               valueName: "method"))
+struct FetchCommand: Sendable {
+    /// The http:// or https:// URL (the one positional argument).
+    var url = ""
+    // The options, set by `parse` from `options` (defaults as curl's).
     var method: String?
-
-    @Option(name: [.customShort("H"), .customLong("header")],
-            help: ArgumentHelp("A header field 'Name: value' (repeatable). 'Name:' removes a default field; 'Name;' sends it empty.",
-                               valueName: "name: value"))
     var headers: [String] = []
-
-    @Option(name: [.customShort("d"), .customLong("data")],
-            help: ArgumentHelp("Body data, POST, x-www-form-urlencoded (repeatable, joined with &). @FILE reads a file without CR/LF; @- stdin.",
-                               valueName: "data"))
     var data: [String] = []
-
-    @Option(name: .customLong("data-binary"),
-            help: ArgumentHelp("Body data as is. @FILE sends the file (streamed from disk); @- stdin.",
-                               valueName: "data|@file"))
     var dataBinary: [String] = []
-
-    @Option(name: .customLong("json"),
-            help: ArgumentHelp("JSON body (@FILE, @- too); sets Content-Type and Accept to application/json.",
-                               valueName: "json|@file"))
     var json: [String] = []
-
-    @Option(name: [.customShort("F"), .customLong("form")],
-            help: ArgumentHelp("A multipart/form-data part (repeatable; POST): name=value, name=@FILE (a file part, streamed), name=<FILE (a field read from a file); ;type=MIME and ;filename=NAME after the value.",
-                               valueName: "name=content"))
     var form: [String] = []
-
-    @Flag(name: [.customShort("L"), .customLong("location")],
-          help: "Follow redirects (301/302/303 turn POST into GET; 307/308 keep it), up to --max-redirs.")
     var location = false
-
-    @Option(name: .customLong("max-redirs"), parsing: .unconditional,
-            help: ArgumentHelp("With -L, follow at most N redirects (default 50, as curl; -1: no limit but loops).",
-                               valueName: "N"))
     var maxRedirs: Int = 50
-
-    @Option(name: [.customShort("o"), .customLong("output")],
-            help: ArgumentHelp("Write the body to FILE (the engine writes it) instead of stdout.",
-                               valueName: "file"))
     var output: String?
-
-    @Flag(name: [.customShort("O"), .customLong("remote-name")],
-          help: "Write the body to a file named like the URL's last path segment.")
     var remoteName = false
-
-    @Option(name: [.customShort("C"), .customLong("continue-at")],
-            help: ArgumentHelp("'-': resume the -o/-O file from its size (Range, If-Range).",
-                               valueName: "-"))
     var continueAt: String?
-
-    @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and header fields before the body.")
     var include = false
-
-    @Option(name: [.customShort("D"), .customLong("dump-header")],
-            help: ArgumentHelp("Write the response head to FILE ('-': stdout).",
-                               valueName: "file"))
     var dumpHeader: String?
-
-    @Flag(name: [.customShort("I"), .customLong("head")], help: "Send HEAD and print the response head.")
     var head = false
-
-    @Option(name: [.customShort("m"), .customLong("max-time")],
-            help: ArgumentHelp("Give up after SECONDS for the whole request (exit 28).",
-                               valueName: "seconds"))
     var maxTime: Double?
-
-    @Option(name: .customLong("connect-timeout"),
-            help: ArgumentHelp("Give up connecting after SECONDS (default 10; exit 28).",
-                               valueName: "seconds"))
     var connectTimeout: Double?
-
-    @Option(name: .customLong("retry"),
-            help: ArgumentHelp("Retry transient failures N times (timeouts, connect failures, 408, 429, 500, 502, 503, 504).",
-                               valueName: "n"))
     var retry: Int = 0
-
-    @Flag(name: .customLong("compressed"), help: "Ask for gzip/deflate and decode the body.")
     var compressed = false
-
-    @Option(name: .customLong("cacert"),
-            help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system store.",
-                               valueName: "file"))
     var cacert: String?
-
-    @Option(name: .customLong("cert"),
-            help: ArgumentHelp("Client certificate chain (PEM) for mutual TLS.",
-                               valueName: "file"))
     var cert: String?
-
-    @Option(name: .customLong("key"),
-            help: ArgumentHelp("Private key (PEM) of --cert (default: in the --cert file).",
-                               valueName: "file"))
     var key: String?
-
-    @Option(name: .customLong("pinnedpubkey"),
-            help: ArgumentHelp("sha256//BASE64 pins of the server's public key, ';'-separated (exit 90 on mismatch).",
-                               valueName: "sha256//base64"))
     var pinnedPublicKey: String?
-
-    @Flag(name: [.customShort("k"), .customLong("insecure")],
-          help: "Skip certificate verification (throwaway test servers only).")
     var insecure = false
-
-    @Flag(name: [.customShort("f"), .customLong("fail")], help: "A status >= 400 is an error: no body output, exit 22.")
     var fail = false
-
-    @Flag(name: [.customShort("s"), .customLong("silent")], help: "No progress bar and no error line.")
     var silent = false
-
-    @Flag(name: [.customShort("S"), .customLong("show-error")], help: "With -s, still print the error line.")
     var showError = false
-
-    @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Request and response heads and timings on stderr.")
     var verbose = false
-
-    @Option(name: [.customShort("w"), .customLong("write-out")],
-            help: ArgumentHelp("Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it).",
-                               valueName: "format"))
     var writeOut: String?
 
-    mutating func run() async throws {
-        let status = await execute()
-        if status != 0 { throw ExitCode(status) }
+    /// Every option of `pocket [fetch]`, in the order of the help.
+    static var options: [CommandLineOption<FetchCommand>] { [
+        .string("X", "request", \.method, "method", "The method (default GET; POST with data; HEAD with -I)."),
+        .strings("H", "header", \.headers, "name: value", "A header field 'Name: value' (repeatable). 'Name:' removes a default field; 'Name;' sends it empty."),
+        .strings("d", "data", \.data, "data", "Body data, POST, x-www-form-urlencoded (repeatable, joined with &). @FILE reads a file without CR/LF; @- stdin."),
+        .strings(nil, "data-binary", \.dataBinary, "data|@file", "Body data as is. @FILE sends the file (streamed from disk); @- stdin."),
+        .strings(nil, "json", \.json, "json|@file", "JSON body (@FILE, @- too); sets Content-Type and Accept to application/json."),
+        .strings("F", "form", \.form, "name=content", "A multipart/form-data part (repeatable; POST): name=value, name=@FILE (a file part, streamed), name=<FILE (a field read from a file); ;type=MIME and ;filename=NAME after the value."),
+        .flag("L", "location", \.location, "Follow redirects (301/302/303 turn POST into GET; 307/308 keep it), up to --max-redirs."),
+        .number(nil, "max-redirs", \.maxRedirs, "N", "With -L, follow at most N redirects (default 50, as curl; -1: no limit but loops).") { Int($0) },
+        .string("o", "output", \.output, "file", "Write the body to FILE (the engine writes it) instead of stdout."),
+        .flag("O", "remote-name", \.remoteName, "Write the body to a file named like the URL's last path segment."),
+        .string("C", "continue-at", \.continueAt, "-", "'-': resume the -o/-O file from its size (Range, If-Range)."),
+        .flag("i", "include", \.include, "Print the status line and header fields before the body."),
+        .string("D", "dump-header", \.dumpHeader, "file", "Write the response head to FILE ('-': stdout)."),
+        .flag("I", "head", \.head, "Send HEAD and print the response head."),
+        .optionalNumber("m", "max-time", \.maxTime, "seconds", "Give up after SECONDS for the whole request (exit 28).") { Double($0) },
+        .optionalNumber(nil, "connect-timeout", \.connectTimeout, "seconds", "Give up connecting after SECONDS (default 10; exit 28).") { Double($0) },
+        .number(nil, "retry", \.retry, "n", "Retry transient failures N times (timeouts, connect failures, 408, 429, 500, 502, 503, 504).") { Int($0) },
+        .flag(nil, "compressed", \.compressed, "Ask for gzip/deflate and decode the body."),
+        .string(nil, "cacert", \.cacert, "file", "Trust the CA certificates in this PEM file instead of the system store."),
+        .string(nil, "cert", \.cert, "file", "Client certificate chain (PEM) for mutual TLS."),
+        .string(nil, "key", \.key, "file", "Private key (PEM) of --cert (default: in the --cert file)."),
+        .string(nil, "pinnedpubkey", \.pinnedPublicKey, "sha256//base64", "sha256//BASE64 pins of the server's public key, ';'-separated (exit 90 on mismatch)."),
+        .flag("k", "insecure", \.insecure, "Skip certificate verification (throwaway test servers only)."),
+        .flag("f", "fail", \.fail, "A status >= 400 is an error: no body output, exit 22."),
+        .flag("s", "silent", \.silent, "No progress bar and no error line."),
+        .flag("S", "show-error", \.showError, "With -s, still print the error line."),
+        .flag("v", "verbose", \.verbose, "Request and response heads and timings on stderr."),
+        .string("w", "write-out", \.writeOut, "format", "Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it)."),
+    ] }
+
+    static let helpHeader = """
+        OVERVIEW: Send one request and print the body (the default: `pocket URL`).
+
+        USAGE: pocket [fetch] <url> [options]
+
+        ARGUMENTS:
+          <url>   The http:// or https:// URL (without a scheme: http).
+        """
+
+    /// The command for `arguments` (after `pocket` or `pocket fetch`); nil
+    /// for `--help`.
+    static func parse(_ arguments: ArraySlice<String>) throws(CLIFailure) -> FetchCommand? {
+        var command = FetchCommand()
+        guard let positional = try CommandLineOptions.parse(arguments, options: options, into: &command) else {
+            return nil
+        }
+        guard let url = positional.first else { throw CLIFailure(.usage, "missing the URL (pocket --help)") }
+        guard positional.count == 1 else {
+            throw CLIFailure(.usage, "one URL only; unexpected '\(positional[1])'")
+        }
+        command.url = url
+        return command
     }
 
     /// Runs the request; returns the exit status after printing the error line.

@@ -172,7 +172,7 @@ struct FetchTransfer: Sendable {
 
     static func retryable(_ status: Int, _ reason: String, _ headers: PocketHeaders) -> Retryable? {
         guard retryStatuses.contains(status) else { return nil }
-        let after = headers["Retry-After"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { min(max($0, 0), 600) }
+        let after = headers["Retry-After"].flatMap { Int($0.trimmingWhitespace()) }.map { min(max($0, 0), 600) }
         return Retryable(failure: CLIFailure(.httpError, answered(status, reason)), retryAfter: after)
     }
 

@@ -59,20 +59,11 @@ print(json.dumps(out))
         let bodyFile = dir.appendingPathComponent("body"), scriptFile = dir.appendingPathComponent("parse.py")
         try Data(body).write(to: bodyFile)
         try Data(script.utf8).write(to: scriptFile)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", scriptFile.path, bodyFile.path, contentType]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw NSError(domain: "python3", code: Int(process.terminationStatus),
-                          userInfo: [NSLocalizedDescriptionKey: String(decoding: errors, as: UTF8.self)])
+        let (result, _) = try ChildProcess.run("/usr/bin/env", ["python3", scriptFile.path, bodyFile.path, contentType])
+        guard result.status == 0 else {
+            throw NSError(domain: "python3", code: Int(result.status),
+                          userInfo: [NSLocalizedDescriptionKey: result.stderrText])
         }
-        return try JSONDecoder().decode(Form.self, from: output)
+        return try JSONDecoder().decode(Form.self, from: result.stdout)
     }
 }

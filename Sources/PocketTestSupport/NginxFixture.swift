@@ -20,7 +20,9 @@ import Foundation
 /// - any other path: nginx's 404.
 ///
 /// nginx runs in the foreground as a single process (`daemon off;
-/// master_process off;`), with `keepalive_requests 10000`.
+/// master_process off;`), with `keepalive_requests 10000`, started with a
+/// clean signal mask and default signal dispositions (`ChildProcess`) and
+/// stopped by its recorded PID: SIGTERM, SIGKILL only after 2 s.
 ///
 /// ```swift
 /// guard NginxFixture.isAvailable else { throw XCTSkip("no nginx") }
@@ -32,8 +34,11 @@ public final class NginxFixture: @unchecked Sendable {
     // Invariant: `process` and `stopped` are read and written only with `lock`
     // held; every other stored property is immutable after `init`.
     private let lock = NSLock()
-    private var process: Process?
+    private var process: ChildProcess?
     private var stopped = false
+
+    /// nginx's process ID, recorded when it was started.
+    public let pid: pid_t
 
     /// The address nginx listens on.
     public let host = "127.0.0.1"
@@ -101,7 +106,10 @@ public final class NginxFixture: @unchecked Sendable {
         directory = fileManager.temporaryDirectory.appendingPathComponent("pocket-nginx-\(UUID().uuidString)")
         do {
             try Self.populate(directory)
-            (port, process) = try Self.start(executable, directory: directory, tls: tls, timeout: timeout)
+            let started: ChildProcess
+            (port, started) = try Self.start(executable, directory: directory, tls: tls, timeout: timeout)
+            process = started
+            pid = started.pid
         } catch {
             try? fileManager.removeItem(at: directory)
             throw error
@@ -112,16 +120,19 @@ public final class NginxFixture: @unchecked Sendable {
         stop()
     }
 
-    /// Stops nginx (SIGTERM, SIGKILL after 2 s) and removes the directory.
-    /// Idempotent; also run by `deinit`.
-    public func stop() {
-        let (first, running): (Bool, Process?) = lock.withLock {
+    /// Stops nginx by its PID (SIGTERM, SIGKILL after 2 s), waits for it to
+    /// end and removes the directory. Idempotent; also run by `deinit`.
+    /// Returns how nginx ended (nil when it was stopped before).
+    @discardableResult
+    public func stop() -> ChildProcess.Ending? {
+        let (first, running): (Bool, ChildProcess?) = lock.withLock {
             defer { process = nil; stopped = true }
             return (!stopped, process)
         }
-        guard first else { return }
-        if let running { Self.terminate(running) }
+        guard first else { return nil }
+        let ending = running?.terminate(grace: 2)
         try? FileManager.default.removeItem(at: directory)
+        return ending
     }
 
     /// The nginx error log so far (for failure messages).
@@ -179,7 +190,7 @@ public final class NginxFixture: @unchecked Sendable {
 
     /// Picks a free port, writes the config and launches nginx; retries
     /// (up to 3 times) if another process took the port in between.
-    private static func start(_ executable: String, directory: URL, tls: TLSOptions?, timeout: Double) throws -> (Int, Process) {
+    private static func start(_ executable: String, directory: URL, tls: TLSOptions?, timeout: Double) throws -> (Int, ChildProcess) {
         for _ in 0..<3 {
             let port = try Sockets.freePort()
             try config(directory: directory, port: port, tls: tls)
@@ -193,39 +204,21 @@ public final class NginxFixture: @unchecked Sendable {
 
     /// Starts nginx; returns the process once the port accepts, nil if nginx
     /// exited because the address was in use; throws on other failures.
-    private static func launch(_ executable: String, directory: URL, port: Int, timeout: Double) throws -> Process? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path,
-                             "-e", directory.appendingPathComponent("logs/error.log").path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+    private static func launch(_ executable: String, directory: URL, port: Int, timeout: Double) throws -> ChildProcess? {
+        let process = try ChildProcess(executable, ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path,
+                                                    "-e", directory.appendingPathComponent("logs/error.log").path])
 
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
             if Sockets.canConnect(host: "127.0.0.1", port: port) { return process }
-            if !process.isRunning {
+            if let status = process.exitStatus {
                 let log = errorLog(directory)
                 if log.contains("Address already in use") { return nil }
-                throw StartError(description: "nginx exited with status \(process.terminationStatus):\n\(log)")
+                throw StartError(description: "nginx exited with status \(status):\n\(log)")
             }
             Sockets.sleep(milliseconds: 20)
         }
-        terminate(process)
+        process.terminate(grace: 2)
         throw StartError(description: "nginx did not accept on port \(port) within \(timeout) s:\n\(errorLog(directory))")
-    }
-
-    private static func terminate(_ process: Process) {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date(timeIntervalSinceNow: 2)
-        while process.isRunning && Date() < deadline { Sockets.sleep(milliseconds: 10) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            let hardDeadline = Date(timeIntervalSinceNow: 2)
-            while process.isRunning && Date() < hardDeadline { Sockets.sleep(milliseconds: 10) }
-        }
     }
 }

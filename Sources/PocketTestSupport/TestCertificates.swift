@@ -193,30 +193,13 @@ public final class TestCertificates: Sendable {
         guard let executable = opensslPath else {
             throw GenerationError(description: "the openssl CLI is not installed")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        try process.run()
-        if let input {
-            stdin.fileHandleForWriting.write(input)
-            try? stdin.fileHandleForWriting.close()
+        // A clean signal mask, output through files (ChildProcess.run).
+        let (result, timedOut) = try ChildProcess.run(executable, arguments, input: input, timeout: 60)
+        guard result.status == 0, !timedOut else {
+            throw GenerationError(description: "openssl \(arguments.joined(separator: " ")) "
+                + (timedOut ? "timed out" : "exited with \(result.status)") + ": \(result.stderrText)")
         }
-        // Read both pipes to EOF before waiting (no deadlock on full pipes).
-        let errorData = LockedData()
-        let errorReader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
-        errorReader.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !errorData.isSet { usleep(1000) }
-        guard process.terminationStatus == 0 else {
-            throw GenerationError(description: "openssl \(arguments.joined(separator: " ")) exited with "
-                + "\(process.terminationStatus): \(String(decoding: errorData.value, as: UTF8.self))")
-        }
-        return output
+        return result.stdout
     }
 
     /// The base64 SHA-256 of `certificate`'s DER SubjectPublicKeyInfo: the
@@ -235,12 +218,4 @@ public final class TestCertificates: Sendable {
     public func spkiSHA256Base64(ofCertificate certificate: String) throws -> String {
         try Self.spkiSHA256Base64(ofCertificate: certificate)
     }
-}
-
-private final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data: Data?
-    func set(_ value: Data) { lock.withLock { data = value } }
-    var isSet: Bool { lock.withLock { data != nil } }
-    var value: Data { lock.withLock { data ?? Data() } }
 }

@@ -143,11 +143,8 @@ final class InterruptedDownloadTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("slow.bin")
 
-        let process = Process()
-        process.executableURL = try PocketBinary.path()
-        process.arguments = ["-s", "-o", out.path, server.url("/slow.bin")]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(try PocketBinary.path().path, ["-s", "-o", out.path, server.url("/slow.bin")])
+        defer { process.terminate() }
         // Wait (bounded) until some of the body is on disk, then interrupt.
         var started = false
         for _ in 0..<600 where !started {
@@ -160,9 +157,8 @@ final class InterruptedDownloadTests: XCTestCase {
             }
         }
         XCTAssertTrue(started, "the download never got going")
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 130)
+        process.signal(SIGINT)
+        XCTAssertEqual(process.wait(), 130)
         let partial = try Data(contentsOf: out)
         XCTAssertGreaterThanOrEqual(partial.count, 200_000)
         XCTAssertLessThan(partial.count, 1_000_000)

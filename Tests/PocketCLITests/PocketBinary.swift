@@ -1,4 +1,5 @@
 import Foundation
+import PocketTestSupport
 import XCTest
 
 /// The built `pocket` executable, run as a subprocess. SwiftPM puts it next
@@ -36,38 +37,13 @@ struct PocketBinary {
     @discardableResult
     static func run(_ args: [String], binary: String = "pocket", stdin: Data? = nil, directory: URL? = nil,
                     timeout: TimeInterval = 120, file: StaticString = #filePath, line: UInt = #line) throws -> Run {
-        let process = Process()
-        process.executableURL = try path(binary, file: file, line: line)
-        process.arguments = args
-        if let directory { process.currentDirectoryURL = directory }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        if let stdin {
-            let input = scratch.appendingPathComponent("in")
-            _ = FileManager.default.createFile(atPath: input.path, contents: stdin)
-            process.standardInput = try FileHandle(forReadingFrom: input)
-        } else {
-            process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        }
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        // A clean signal mask and default dispositions; stopped by PID on a timeout.
+        let (result, timedOut) = try ChildProcess.run(try path(binary, file: file, line: line).path, args, input: stdin,
+                                                      directory: directory?.path, timeout: timeout)
+        if timedOut {
             XCTFail("pocket \(args.joined(separator: " ")) did not finish in \(Int(timeout)) s", file: file, line: line)
         }
-        process.waitUntilExit()
-        try outHandle.close()
-        try errHandle.close()
-        return Run(status: process.terminationStatus, stdout: try Data(contentsOf: out), stderr: try Data(contentsOf: err))
+        return Run(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     /// A fresh temporary directory, removed by the caller's `defer`.

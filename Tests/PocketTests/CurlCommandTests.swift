@@ -79,10 +79,5 @@ final class CurlCommandTests: XCTestCase {
 
 /// Runs `command` with `/bin/sh -c`; returns its exit status.
 private func shell(_ command: String) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(filePath: "/bin/sh")
-    process.arguments = ["-c", command]
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+    try ChildProcess.run("/bin/sh", ["-c", command]).0.status
 }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import Pocket
+import PocketTesting
 import PocketTestSupport
 
 /// Parameter packing tables and endpoint types, on the wire and over the stub transport.

@@ -96,24 +96,11 @@ final class MultipartMemoryTests: XCTestCase {
         return path
     }
 
-    /// Runs `path` with `args`; returns its exit status and its output.
+    /// Runs `path` with `args` (ChildProcess: a clean signal mask, stopped by
+    /// its PID on a timeout); returns its exit status and its output.
     private func spawn(_ path: String, _ args: [String]) throws -> (Int32, String) {
-        let outFile = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-bench-\(UUID().uuidString).out")
-        defer { try? FileManager.default.removeItem(at: outFile) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, outFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([path] + args).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let output = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
-        let exited = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (exited, output)
+        let (result, timedOut) = try ChildProcess.run(path, args, timeout: 600)
+        XCTAssertFalse(timedOut, "\(path) \(args) did not finish in 600 s")
+        return (result.status, result.stdoutText + result.stderrText)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import Pocket
+import PocketTesting
 
 /// A pipe (AGPipe) running over the stub transport: the same pipe code, no network.
 final class StubPipeTests: XCTestCase {

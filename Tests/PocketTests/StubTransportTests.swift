@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import Pocket
+import PocketTesting
 
 /// The stub transport: canned answers with no network, under the full pipeline.
 final class StubTransportTests: XCTestCase {

@@ -99,18 +99,14 @@ final class TLSFixtureTests: XCTestCase {
         let server = try TestServer(tls: .localhost())
         defer { server.shutdown() }
         // s_client stays connected while its stdin is open, and exits when the server closes.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try XCTUnwrap(TestCertificates.opensslPath))
-        process.arguments = ["s_client", "-quiet", "-connect", "127.0.0.1:\(server.port)", "-CAfile", certificates.caCert]
         let stdin = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(try XCTUnwrap(TestCertificates.opensslPath),
+                                       ["s_client", "-quiet", "-connect", "127.0.0.1:\(server.port)", "-CAfile", certificates.caCert],
+                                       stdin: .descriptor(stdin.fileHandleForReading.fileDescriptor))
+        try? stdin.fileHandleForReading.close() // the child has its copy
         defer {
             try? stdin.fileHandleForWriting.close()
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            process.terminate()
         }
         XCTAssertTrue(server.waitUntil(timeout: 5) { $0.tlsHandshakes == 1 })
         XCTAssertEqual(server.openConnections, 1)
@@ -303,31 +299,7 @@ final class TLSFixtureTests: XCTestCase {
     }
 
     private func run(_ executable: String, _ arguments: [String], input: String? = nil) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-tls-run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outPath = directory.appendingPathComponent("out"), errPath = directory.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outPath.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outPath), err = try FileHandle(forWritingTo: errPath)
-        if let input {
-            let inPath = directory.appendingPathComponent("in")
-            try Data(input.utf8).write(to: inPath)
-            process.standardInput = try FileHandle(forReadingFrom: inPath)
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try? out.close()
-        try? err.close()
-        return Outcome(status: process.terminationStatus,
-                       output: (try? String(contentsOf: outPath, encoding: .utf8)) ?? "",
-                       error: (try? String(contentsOf: errPath, encoding: .utf8)) ?? "")
+        let (result, _) = try ChildProcess.run(executable, arguments, input: input.map { Data($0.utf8) }, timeout: 60)
+        return Outcome(status: result.status, output: result.stdoutText, error: result.stderrText)
     }
 }

@@ -109,8 +109,26 @@ func residentBytes() -> Int {
     ((try? MemoryStatus.read())?.residentKiB ?? 0) * 1024
 }
 
-/// One plain nginx for the test process (started on first use).
-private let sharedNginx: NginxFixture? = try? NginxFixture()
+/// One plain nginx for the test process (started on first use), stopped
+/// when the test bundle finishes: a global is never deinitialized, and a full
+/// run used to leave this nginx running after it (scripts/test.sh now fails
+/// on that).
+private let sharedNginx: NginxFixture? = {
+    guard let nginx = try? NginxFixture() else { return nil }
+    XCTestObservationCenter.shared.addTestObserver(SharedNginxStopper(nginx))
+    return nginx
+}()
+
+/// Stops the shared nginx at the end of the test bundle.
+private final class SharedNginxStopper: NSObject, XCTestObservation {
+    private let nginx: NginxFixture
+
+    init(_ nginx: NginxFixture) { self.nginx = nginx }
+
+    func testBundleDidFinish(_ testBundle: Bundle) {
+        nginx.stop()
+    }
+}
 
 /// The shared nginx; its absence is a failure, not a skip (CI installs it).
 func requireNginx(file: StaticString = #filePath, line: UInt = #line) throws -> NginxFixture {

@@ -122,13 +122,10 @@ final class TestServerStreamingTests: XCTestCase {
         for path in ["/big", "/chunked"] {
             let output = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)").path
             defer { try? FileManager.default.removeItem(atPath: output) }
-            let curl = Process()
-            curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            curl.arguments = ["-sS", "--fail", "--max-time", "20", "--cacert", try TestCertificates.shared.caCert,
-                              "-o", output, tlsServer.url(host: "localhost", path: path)]
-            try curl.run()
-            curl.waitUntilExit()
-            XCTAssertEqual(curl.terminationStatus, 0)
+            let (curl, _) = try ChildProcess.run("/usr/bin/curl", [
+                "-sS", "--fail", "--max-time", "20", "--cacert", try TestCertificates.shared.caCert,
+                "-o", output, tlsServer.url(host: "localhost", path: path)])
+            XCTAssertEqual(curl.status, 0, curl.stderrText)
             XCTAssertEqual(try SHA256Digest.hex(fileAtPath: output), BytePattern.sha256(seed: 4, size: size), path)
         }
     }

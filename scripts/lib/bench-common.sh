@@ -8,12 +8,14 @@
 #   bench_install PKG...          apt-get install PKG... (nothing when none given),
 #                                 then NGINX and WRK name the installed binaries
 #   bench_start_nginx NGINX CONF PORT CPU   start nginx (pid in NGINX_PID), wait for PORT
-#   bench_stop_nginx              TERM, then KILL after 5 s (for the EXIT trap)
+#   bench_stop_nginx              TERM to NGINX_PID, then KILL after 5 s (for the EXIT trap)
 #   to_us VALUE                   wrk's "123.45us", "1.23ms", "2.00s" -> microseconds
 #   wrk_stats OUT TIMEFILE        "rps p50_us p99_us cpu_us_per_req requests errors" of one wrk run
 #   jget KEY FILE                 a number (or "string") from a one-line JSON object
 #   median N...                   the median of the numeric arguments ("-" if none)
-# The caller sets TMP (its temp dir) and log().
+# The caller sets TMP (its temp dir) and log(). Processes are started and
+# stopped through processes.sh: default signal dispositions, stopped by PID.
+. "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
 
 bench_args() {
   local name=$1 lines=$2 a quick=0
@@ -57,8 +59,8 @@ bench_start_nginx() {
   local nginx="$1" conf="$2" port="$3" cpu="$4" ready=0
   NGINX_CMD=(taskset -c "$cpu" "$nginx" -p "$TMP" -c "$conf" -e "$TMP/error.log")
   log "starting nginx on 127.0.0.1:$port (core $cpu)"
-  "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
-  NGINX_PID=$!
+  spawn_bg "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1
+  NGINX_PID=$SPAWNED_PID
   for _ in $(seq 100); do
     if ! kill -0 "$NGINX_PID" 2>/dev/null; then break; fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then ready=1; break; fi
@@ -72,11 +74,7 @@ bench_start_nginx() {
 }
 
 bench_stop_nginx() {
-  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-    kill -TERM "$NGINX_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$NGINX_PID" 2>/dev/null || true
-  fi
+  if [ -n "$NGINX_PID" ]; then stop_pids "$NGINX_PID"; fi
 }
 
 to_us() {

@@ -17,11 +17,16 @@
  * with "HTTP/1.1 100 Continue" before the body is read. `Connection: close`
  * (or HTTP/1.0 without keep-alive) closes after the answer.
  *
+ * With pkbs_set_tls, the same server speaks TLS (1.2 or 1.3, OpenSSL) with
+ * a certificate it makes itself, so plain and TLS figures come from the same
+ * server.
+ *
  * One server per process: start, stop, start again is fine.
  */
 #ifndef CPOCKETBENCHSERVER_H
 #define CPOCKETBENCHSERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +44,15 @@ int pkbs_set_cpu(int cpu);
  * gzip-coded one. NULL or 0 restores the default 13-byte answer. Returns 0,
  * or -1 with errno EBUSY while a server runs, ENOMEM. */
 int pkbs_set_answer(const char *bytes, size_t len);
+
+/* With enable, servers started from now on speak TLS only, with a fresh
+ * ECDSA P-256 key and a self-signed certificate for localhost (subjectAltName
+ * DNS:localhost, IP:127.0.0.1, IP:::1), made now in this process (no files
+ * read, no openssl command). The certificate's PEM is written to
+ * cert_pem_path (unless NULL): a client's CA file to verify the server with.
+ * Without enable, servers are plain again. Returns 0, or -1 with errno EBUSY
+ * while a server runs, EIO if OpenSSL fails, or fopen's errno. */
+int pkbs_set_tls(bool enable, const char *cert_pem_path);
 
 /* Compresses [in, in+n) into a gzip stream (RFC 1952, zlib level 6) at
  * out, at most cap bytes. Returns the stream's length, or 0 if it does not

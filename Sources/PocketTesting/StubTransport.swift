@@ -3,16 +3,19 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Pocket
 
 /// A transport with canned responses per method and path (TyphoonRestClient's
 /// stub connection): the same requests, endpoints and middleware run in
 /// tests with no network. Install it as `Configuration.handling.transport`.
 ///
 /// ```swift
-/// let stub = StubTransport()
+/// import PocketTesting
+///
+/// let stub = PocketStubTransport()
 /// stub.stub(.get, "/users/7", .json(#"{"id":7}"#))
 /// stub.stub(.post, "/users", .status(503), .status(201))   // first 503, then 201 (last repeats)
-/// stub.stub(.get, "/slow", StubResponse(status: 200, delay: .seconds(1)))
+/// stub.stub(.get, "/slow", PocketStubResponse(status: 200, delay: .seconds(1)))
 /// stub.stub(.get, "/down", .failure(PocketError(.connectionRefused, "stubbed")))
 /// var config = PocketClient.Configuration()
 /// config.handling.transport = stub

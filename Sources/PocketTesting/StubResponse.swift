@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Pocket
 
 /// One canned answer of a `PocketStubTransport`.
 public struct PocketStubResponse: Sendable {
