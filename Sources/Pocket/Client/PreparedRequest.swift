@@ -37,6 +37,14 @@ struct PreparedRequest {
     /// Prepares `request` under `configuration`; throws `.invalidURL` or
     /// `.unsupportedScheme` for a URL the engine cannot send to.
     init(_ request: PocketRequest, configuration: PocketClient.Configuration) throws(PocketError) {
+        try self.init(request, defaultHeaders: configuration.defaultHeaders, decompression: configuration.decompression,
+                      timeouts: configuration.timeouts)
+    }
+
+    /// Prepares `request` under the client's settings that take part (read
+    /// one by one, so the client's configuration is not copied per request).
+    init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
+         timeouts clientTimeouts: PocketTimeouts) throws(PocketError) {
         let target = request.target
         if let problem = target.problem {
             let scheme = request.url.scheme?.lowercased()
@@ -52,12 +60,11 @@ struct PreparedRequest {
         if let form = request.body?.multipartForm, !request.headers.contains("Content-Type") {
             extra.add(name: "Content-Type", value: form.contentType)
         }
-        let acceptEncoding = configuration.decompression && !request.headers.contains("Accept-Encoding")
-            && !configuration.defaultHeaders.contains("Accept-Encoding")
-        fields = HeaderSources(defaults: configuration.defaultHeaders, extra: extra, own: request.headers,
-                               acceptEncoding: acceptEncoding)
+        let acceptEncoding = decompression && !request.headers.contains("Accept-Encoding")
+            && !defaultHeaders.contains("Accept-Encoding")
+        fields = HeaderSources(defaults: defaultHeaders, extra: extra, own: request.headers, acceptEncoding: acceptEncoding)
         body = request.body?.source
-        timeouts = request.timeouts ?? configuration.timeouts
+        timeouts = request.timeouts ?? clientTimeouts
         expectContinue = request.expectContinue
         tls = request.tls
         idempotent = request.isIdempotent

@@ -104,7 +104,9 @@ final class InFlightRequest: @unchecked Sendable {
         let prepared: PreparedRequest
         let tlsID: UInt32
         do {
-            prepared = try PreparedRequest(request, configuration: client.configuration)
+            prepared = try PreparedRequest(request, defaultHeaders: client.configuration.defaultHeaders,
+                                           decompression: client.configuration.decompression,
+                                           timeouts: client.configuration.timeouts)
             tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
