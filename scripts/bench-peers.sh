@@ -50,8 +50,7 @@ log() { echo "bench-peers: $*" >&2; }
 # ------------------------------------------------------------------ packages
 need=()
 bench_need_base
-command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
-command -v curl-config >/dev/null 2>&1 || need+=(libcurl4-openssl-dev)
+bench_need_libcurl
 bench_install "${need[@]}"
 
 bench_check_cpus

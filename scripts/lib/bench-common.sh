@@ -42,6 +42,12 @@ bench_need_base() {
   command -v taskset >/dev/null 2>&1 || need+=(util-linux)
 }
 
+# Adds to `need` what curl-bench (libcurl's multi interface) is built with.
+bench_need_libcurl() {
+  command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+  command -v curl-config >/dev/null 2>&1 || need+=(libcurl4-openssl-dev)
+}
+
 bench_install() {
   if (($#)); then
     local sudo=""
