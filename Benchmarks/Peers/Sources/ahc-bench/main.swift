@@ -32,7 +32,7 @@ configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = option
 configuration.httpVersion = .http1Only
 if options.compressed == true { configuration.decompression = .enabled(limit: .none) }
 if options.caFile != nil || options.insecure {
-    var tls = PocketTLSConfiguration.makeClientConfiguration()
+    var tls = TLSConfiguration.makeClientConfiguration()
     if let ca = options.caFile { tls.trustRoots = .file(ca) }
     if options.insecure { tls.certificateVerification = .none }
     configuration.tlsConfiguration = tls
