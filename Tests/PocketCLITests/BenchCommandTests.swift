@@ -32,6 +32,27 @@ final class BenchCommandTests: XCTestCase {
         }
     }
 
+    /// `--pipeline` sends every request through a middleware (its header
+    /// reaches the server), a retry policy and a live events() subscription,
+    /// and says so in the report.
+    func testPipelineEngagesTheRequestPath() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let run = try PocketBinary.run(["bench", "--url", server.url("/"), "--requests", "30", "--warmup", "3",
+                                        "--connections", "2", "--pipeline", "--json"], timeout: 120)
+        XCTAssertEqual(run.status, 0, run.stderrText)
+        let report = try XCTUnwrap(try objects(run).first)
+        XCTAssertEqual(report["pipeline"] as? Bool, true)
+        XCTAssertEqual(report["errors"] as? Int, 0)
+        XCTAssertEqual(server.requestCount, 33)
+        XCTAssertEqual(Set(server.receivedRequests.map { $0.header("X-Pocket-Bench") ?? "-" }), ["pipeline"],
+                       "the middleware adapted every request")
+        let plain = try PocketBinary.run(["bench", "--url", server.url("/"), "--requests", "5", "--warmup", "1",
+                                          "--connections", "1", "--json"], timeout: 120)
+        XCTAssertEqual(try objects(plain).first?["pipeline"] as? Bool, false)
+    }
+
     func testOneConnectionCountAndText() throws {
         let run = try PocketBinary.run(["bench", "--requests", "10", "--warmup", "1", "--connections", "2"], timeout: 300)
         XCTAssertEqual(run.status, 0, run.stderrText)
