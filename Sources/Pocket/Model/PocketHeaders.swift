@@ -70,17 +70,17 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         }
         set {
             guard let newValue else { remove(name); return }
-            var fields = self.fields
-            if let i = fields.firstIndex(where: { Self.equalNames($0.name, name) }) {
-                fields[i].value = newValue
-                var j = i + 1
-                while j < fields.count {
-                    if Self.equalNames(fields[j].name, name) { fields.remove(at: j) } else { j += 1 }
+            editList { fields in
+                if let i = fields.firstIndex(where: { Self.equalNames($0.name, name) }) {
+                    fields[i].value = newValue
+                    var j = i + 1
+                    while j < fields.count {
+                        if Self.equalNames(fields[j].name, name) { fields.remove(at: j) } else { j += 1 }
+                    }
+                } else {
+                    fields.append(Field(name: name, value: newValue))
                 }
-            } else {
-                fields.append(Field(name: name, value: newValue))
             }
-            storage = .list(fields)
         }
     }
 
@@ -101,33 +101,40 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
     /// Appends a field, keeping any existing ones of the same name.
     public mutating func add(name: String, value: String) {
-        if case .list(var list) = storage {
-            storage = .list([]) // keep the list uniquely referenced while it grows
-            list.append(Field(name: name, value: value))
-            storage = .list(list)
-        } else {
-            fields.append(Field(name: name, value: value))
-        }
+        editList { $0.append(Field(name: name, value: value)) }
     }
 
     /// Reserves room for `n` fields.
     public mutating func reserveCapacity(_ n: Int) {
-        if case .list(var list) = storage {
-            storage = .list([])
-            list.reserveCapacity(n)
-            storage = .list(list)
-        }
+        if case .list = storage { editList { $0.reserveCapacity(n) } }
     }
 
     public mutating func remove(_ name: String) {
         guard contains(name) else { return }
-        fields.removeAll { Self.equalNames($0.name, name) }
+        editList { $0.removeAll { Self.equalNames($0.name, name) } }
     }
 
     /// Adds `other`'s fields, replacing same-named ones of `self`.
     public mutating func merge(_ other: PocketHeaders) {
-        for name in other.fields.map(\.name) where contains(name) { remove(name) }
-        fields.append(contentsOf: other.fields)
+        let added = other.fields
+        editList { fields in
+            fields.removeAll { f in added.contains { Self.equalNames($0.name, f.name) } }
+            fields.append(contentsOf: added)
+        }
+    }
+
+    /// Changes the fields as a list, in place: a packed block becomes a list
+    /// first, and the list is taken out of `storage` while `body` runs, so
+    /// it stays uniquely referenced (no copy of the array per change).
+    private mutating func editList(_ body: (inout [Field]) -> Void) {
+        var list: [Field]
+        switch storage {
+        case .list(let l): list = l
+        case .packed(let p): list = p.buffer.decoded()
+        }
+        storage = .list([])
+        body(&list)
+        storage = .list(list)
     }
 
     public var description: String {
