@@ -173,6 +173,7 @@ static void pass_end(pk__loop *loop) {
 static void *loop_main(void *arg) {
   pk__loop *loop = arg;
   pk__current_engine = loop->eng;
+  pthread_mutex_lock(&loop->pass_lock);
   pthread_setname_np(pthread_self(), "pocket-loop"); /* visible in top -H, gdb, /proc */
   /* sendfile(2) and write(2) (file bodies, sink files that are pipes) have
    * no MSG_NOSIGNAL: to a peer or reader that went away they raise SIGPIPE,
@@ -207,18 +208,55 @@ static void *loop_main(void *arg) {
     pk__conn_recycle_dead(loop);
 
     int timeout = pk__loop_next_timeout(loop);
+    /* With timers armed, sleep at most PK_SLEEP_CAP_MS: a direct pass that
+     * arms a later deadline then needs no wake-up (see pk_engine_submit). */
+    if (timeout > PK_SLEEP_CAP_MS) timeout = PK_SLEEP_CAP_MS;
     pthread_mutex_lock(&loop->lock);
     if (loop->sq_head || loop->cancels || pk__dns_has_done(&loop->dns) || loop->posts_len || loop->stopping)
       timeout = 0;
     else loop->sleeping = true;
     pthread_mutex_unlock(&loop->lock);
+    loop->sleep_until = timeout < 0 ? UINT64_MAX : loop->now + (uint64_t)timeout * 1000000u;
 
     pk__loop_poll(loop, timeout);
     pass_end(loop);
     pk__conn_recycle_dead(loop);
   }
+  pthread_mutex_unlock(&loop->pass_lock);
   pk__current_engine = NULL;
   return NULL;
+}
+
+/* A direct pass: the submitting thread holds the sleeping loop's pass_lock
+ * and does what the loop's next pass would do with the submissions (the
+ * request is written now, from this thread), then the pass's end (finished
+ * requests' continuations). Posted work, cancels and DNS results stay the
+ * loop thread's. The loop is woken only if it must see something before its
+ * epoll_wait times out: an earlier deadline than it sleeps to, or queued work. */
+static void direct_pass(pk__loop *loop) {
+  pk_engine *outer = pk__current_engine;
+  pk__current_engine = loop->eng;
+  loop->now = pk__now_ns();
+  pthread_mutex_lock(&loop->lock);
+  pk__req *subs = loop->sq_head;
+  loop->sq_head = loop->sq_tail = NULL;
+  bool stopping = loop->stopping;
+  pthread_mutex_unlock(&loop->lock);
+  if (subs) process_submissions(loop, subs, stopping);
+  pass_end(loop);
+  pk__conn_recycle_dead(loop);
+  bool late = pk__loop_next_deadline(loop) < loop->sleep_until;
+  pk__current_engine = outer;
+  bool wake = false;
+  pthread_mutex_lock(&loop->lock);
+  if ((late || loop->sq_head || loop->cancels || loop->posts_len || loop->stopping || pk__dns_has_done(&loop->dns)) &&
+      loop->sleeping && !loop->wake_pending) {
+    loop->wake_pending = true;
+    wake = true;
+  }
+  pthread_mutex_unlock(&loop->lock);
+  pthread_mutex_unlock(&loop->pass_lock);
+  if (wake) pk__loop_wake(loop);
 }
 
 /* The resolver's wake-up (pk_dns.h): a result is on the cache's list. Only
@@ -256,6 +294,8 @@ static int loop_init(pk_engine *eng, pk__loop *loop, uint32_t index) {
   loop->index = index;
   loop->epfd = loop->evfd = -1;
   pthread_mutex_init(&loop->lock, NULL);
+  pthread_mutex_init(&loop->pass_lock, NULL);
+  loop->sleep_until = UINT64_MAX;
   pk__list_init(&loop->reqs);
   pk__dns_cache_init(&loop->dns, eng->resolver, eng->cfg.dns_cache_ttl_ms, dns_wake, loop);
   return pk__loop_open(loop);
@@ -283,6 +323,7 @@ static void loop_free(pk__loop *loop) {
   pk__free(loop->run_posts);
   pk__pool_free(loop);
   pthread_mutex_destroy(&loop->lock);
+  pthread_mutex_destroy(&loop->pass_lock);
 }
 
 int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
@@ -449,18 +490,33 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   else loop->sq_head = req;
   loop->sq_tail = req;
   /* Only a sleeping loop needs the eventfd; a busy one drains the queue on its
-   * next pass, so a loaded engine makes no wake-up syscalls at all. */
+   * next pass, so a loaded engine makes no wake-up syscalls at all. A
+   * sleeping, idle loop whose pass this thread can take (not blocked on)
+   * gets no wake-up either: this thread runs the submission (direct_pass). */
+  bool direct = false;
   if (loop->sleeping && !loop->wake_pending) {
-    loop->wake_pending = true;
-    wake = true;
+    /* Only for a loop with nothing in flight (one request at a time: the
+     * case where the wake-up is the whole cost). A busy loop writes its
+     * submissions in batches, which is cheaper than each sender writing its
+     * own under the pass lock. */
+    if (!eng->cfg.no_direct_submit && !pk__on_loop_thread(eng) && pthread_mutex_trylock(&loop->pass_lock) == 0) {
+      if (pk__list_empty(&loop->reqs)) direct = true;
+      else pthread_mutex_unlock(&loop->pass_lock);
+    }
+    if (!direct) {
+      loop->wake_pending = true;
+      wake = true;
+    }
   }
   pthread_mutex_unlock(&loop->lock);
-  if (wake) pk__loop_wake(loop);
+  /* The handle is the caller's before the request can run (and finish). */
   if (handle) {
     handle->req = req;
     handle->id = id;
     handle->loop = li;
   }
+  if (wake) pk__loop_wake(loop);
+  if (direct) direct_pass(loop);
   return 0;
 }
 

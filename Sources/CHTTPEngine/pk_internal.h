@@ -215,6 +215,9 @@ typedef struct pk__post {
 } pk__post;
 
 #define PK_ORIGIN_BUCKETS 256
+/* A loop with timers armed sleeps at most this long, so a submission run on
+ * the caller's thread (direct pass) rarely needs to wake it for a deadline. */
+#define PK_SLEEP_CAP_MS 1000
 #define PK_RBUF_SIZE 16384
 #define PK_BIGBUF_SIZE (256 * 1024) /* read buffer for large bodies (plain connections) */
 /* Bytes one connection may read, and bytes it may write, in one event
@@ -242,7 +245,15 @@ typedef struct pk__loop {
   bool wake_pending;          /* eventfd written since it last woke */
   bool stopping;
 
-  /* loop thread only */
+  /* The pass: held by the loop thread except while it blocks in epoll_wait.
+   * A thread submitting to a sleeping loop takes it (trylock) and runs the
+   * submission itself (pk_engine.c, "direct pass"): the request is written
+   * from the caller's thread with no eventfd wake-up and no switch to the
+   * loop thread. Every field below is guarded by it. */
+  pthread_mutex_t pass_lock;
+  uint64_t sleep_until;       /* when the loop's epoll_wait times out (UINT64_MAX: never) */
+
+  /* loop thread (holding pass_lock) only */
   struct pk__post *run_posts; /* the other half of the double buffer */
   uint32_t run_cap;
   uint64_t now;
@@ -293,8 +304,11 @@ int pk__loop_next_timeout(pk__loop *loop); /* ms for epoll_wait, -1: none */
 int pk__io_add(pk__loop *loop, int fd, pk__io *io, uint32_t events);
 /* Same mask again (EPOLL_CTL_MOD): queues a new event for a ready socket. */
 int pk__io_rearm(pk__loop *loop, int fd, pk__io *io, uint32_t events);
-/* One epoll_wait and the handlers of its events. */
+/* One epoll_wait and the handlers of its events. A wait that can block
+ * (timeout_ms != 0) releases the loop's pass_lock for its duration. */
 void pk__loop_poll(pk__loop *loop, int timeout_ms);
+/* The earliest armed timer's deadline, UINT64_MAX when none is armed. */
+uint64_t pk__loop_next_deadline(pk__loop *loop);
 int pk__loop_open(pk__loop *loop); /* epoll + eventfd: 0 or -PK_E_SOCKET */
 void pk__loop_wake(pk__loop *loop);
 char *pk__rbuf_get(pk__loop *loop);

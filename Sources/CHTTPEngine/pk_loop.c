@@ -31,7 +31,9 @@ int pk__io_rearm(pk__loop *loop, int fd, pk__io *io, uint32_t events) {
 
 void pk__loop_poll(pk__loop *loop, int timeout_ms) {
   struct epoll_event events[PK_MAX_EVENTS];
+  if (timeout_ms != 0) pthread_mutex_unlock(&loop->pass_lock);
   int n = epoll_wait(loop->epfd, events, PK_MAX_EVENTS, timeout_ms);
+  if (timeout_ms != 0) pthread_mutex_lock(&loop->pass_lock);
   /* Awake again: callbacks below may submit or post (a resumed task sending
    * its next request), and those must not pay for an eventfd write. Clearing
    * without the lock is safe: it was set under the lock after the queues
@@ -178,11 +180,16 @@ void pk__loop_run_timers(pk__loop *loop) {
   }
 }
 
-int pk__loop_next_timeout(pk__loop *loop) {
+uint64_t pk__loop_next_deadline(pk__loop *loop) {
   pk__heap *h = &loop->timers;
   uint64_t d = h->len ? h->items[0]->deadline : UINT64_MAX;
   for (pk__timer *t = h->overflow; t; t = t->ov_next)
     if (t->deadline < d) d = t->deadline;
+  return d;
+}
+
+int pk__loop_next_timeout(pk__loop *loop) {
+  uint64_t d = pk__loop_next_deadline(loop);
   if (d == UINT64_MAX) return -1;
   if (d <= loop->now) return 0;
   uint64_t ms = (d - loop->now + 999999) / 1000000; /* round up: never wake early */

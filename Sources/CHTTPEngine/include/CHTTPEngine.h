@@ -173,6 +173,12 @@ typedef struct pk_engine_config {
   pk_callbacks callbacks;        /* on_done is required */
   pk_tls_config tls;             /* for https origins; strings borrowed during pk_engine_create */
   int decode_content;            /* 1 (default): gzip/deflate bodies are decoded before on_body */
+  /* 0 (default): pk_engine_submit from another thread to a loop that is
+   * asleep in epoll_wait runs the submission on the calling thread (the
+   * request is written there; callbacks of the pass, on_pass_end included,
+   * may run there too, serialised with the loop thread) instead of waking
+   * the loop. 1: every submission is left to the loop thread. */
+  int no_direct_submit;
   pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
   /* Optional: called once with post_ctx after the loop threads are gone and

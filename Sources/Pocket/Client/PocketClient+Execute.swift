@@ -105,7 +105,9 @@ extension PocketClient {
         if progress?.finish == nil {
             // The common case in few steps: one engine request; the redirect
             // machinery starts only after a 3xx it follows.
-            var response = try await run(request, InFlightRequest(engine: engine, progress: progress))
+            var inflight = spares.collectingRequest(engine: engine, progress: progress)
+            var response = try await run(request, inflight)
+            spares.recycle(&inflight)
             if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
                 return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
                     try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
@@ -321,7 +323,7 @@ extension PocketClient {
     /// The last step of `send`: the request's `schema` (or its error
     /// parser) applied to the response (`response.schemaResult`). With
     /// neither set (the default) that is two nil checks.
-    func applySchema(_ response: PocketResponse) throws -> PocketResponse {
+    func applySchema(_ response: consuming PocketResponse) throws -> PocketResponse {
         guard let request = response.request, request.schema != nil || request.errorParser != nil else { return response }
         var response = response
         let validation = request.validation ?? configuration.validation

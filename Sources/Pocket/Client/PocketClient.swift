@@ -127,6 +127,8 @@ public final class PocketClient: Sendable {
     let unadapted: Bool
     /// The client's middleware with its retry policy last (built once).
     let chain: [any PocketMiddleware]
+    /// Finished engine requests kept for reuse by `send`.
+    let spares = InFlightSpares()
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.

@@ -58,7 +58,7 @@ final class Engine: @unchecked Sendable {
         let retained = Unmanaged.passRetained(executor)
         cfg.post_ctx = retained.toOpaque()
         // The engine releases it once its threads are gone, wherever that is.
-        cfg.post_ctx_release = { ctx in Unmanaged<LoopExecutor>.fromOpaque(ctx!).release() }
+        cfg.post_ctx_release = { ctx in Unmanaged<LoopExecutor>.fromOpaque(ctx!).takeRetainedValue().closeResumer() }
         var engine: OpaquePointer?
         let rc: Int32
         do {

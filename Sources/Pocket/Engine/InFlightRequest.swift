@@ -61,7 +61,7 @@ final class InFlightRequest: @unchecked Sendable {
     }
 
     private let delivery: Delivery
-    private let progress: PocketProgressHandler?
+    private var progress: PocketProgressHandler?
     /// Set when the request is ended from our side for a reason of its own.
     private var abortError: PocketError?
     private var headDelivered = false
@@ -74,7 +74,12 @@ final class InFlightRequest: @unchecked Sendable {
     private var minorVersion = 1
     private var headers = PocketHeaders()
     private var body = Data()
-    private var outcome: Result<PocketResponse, PocketError>?
+    /// What the waiting task gets when resumed; the response itself is
+    /// built from the fields above only then (once, in place).
+    private enum Ready { case none, head, response, failure }
+    private var ready = Ready.none
+    private var failure: PocketError?
+    private var timings = PocketTimings()
     /// Link in the loop's list of requests finished in the current pass.
     var nextCompleted: InFlightRequest?
     /// The sending task runs on the engine's loop (loop executor preference),
@@ -86,6 +91,37 @@ final class InFlightRequest: @unchecked Sendable {
         self.engine = engine
         self.delivery = delivery
         self.progress = progress
+    }
+
+    /// Made ready for another collected request (`Engine.recycle`): the
+    /// state a new object would have. Only for a finished `.collect` request
+    /// nothing else references.
+    func reset(progress: PocketProgressHandler?) {
+        state.store(State.idle, ordering: .relaxed)
+        handleReq = 0
+        handleID = 0
+        handleLoop = 0
+        abortError = nil
+        headDelivered = false
+        lastUploadReport = -1
+        lastDownloadReport = -1
+        status = 0
+        reason = ""
+        minorVersion = 1
+        headers = PocketHeaders()
+        body = Data()
+        resumesOnLoop = false
+        ready = .none
+        failure = nil
+        timings = PocketTimings()
+        self.progress = progress
+    }
+
+    /// Whether `reset` may reuse it: finished, collected, holding nothing.
+    var isReusable: Bool {
+        guard case .collect = delivery else { return false }
+        return state.load(ordering: .acquiring) == State.finished && continuation == nil && ready == .none
+            && nextCompleted == nil && pump == nil && multipart == nil && bodyCopy == nil && uploadFD < 0
     }
 
     static func from(_ ctx: UnsafeMutableRawPointer?) -> InFlightRequest {
@@ -188,30 +224,12 @@ final class InFlightRequest: @unchecked Sendable {
         var handle = pk_request_handle()
         let rc: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(total, 1)) { bytes in
             withUnsafeTemporaryAllocation(of: pk_header.self, capacity: max(count, 1)) { hdrs in
-                var offset = 0
-                func put(_ s: inout String) -> (UnsafePointer<CChar>?, Int) {
-                    let start = offset
-                    s.withUTF8 { u in
-                        if u.count > 0 {
-                            UnsafeMutableRawPointer(bytes.baseAddress! + offset).copyMemory(from: u.baseAddress!, byteCount: u.count)
-                        }
-                        offset += u.count
-                    }
-                    let p = UnsafeRawPointer(bytes.baseAddress! + start).assumingMemoryBound(to: CChar.self)
-                    return (p, offset - start)
-                }
+                var writer = SpecWriter(bytes: bytes.baseAddress!, headers: hdrs.baseAddress!)
                 var spec = pk_request_spec()
-                (spec.method, spec.method_len) = put(&method)
-                (spec.host, spec.host_len) = put(&host)
-                (spec.target, spec.target_len) = put(&path)
-                var i = 0
-                fields.forEach { f in
-                    var name = f.name, value = f.value
-                    let (n, nl) = put(&name)
-                    let (v, vl) = put(&value)
-                    hdrs[i] = pk_header(name: n, name_len: nl, value: v, value_len: vl)
-                    i += 1
-                }
+                (spec.method, spec.method_len) = writer.put(&method)
+                (spec.host, spec.host_len) = writer.put(&host)
+                (spec.target, spec.target_len) = writer.put(&path)
+                fields.forEach { f in writer.putField(f) }
                 spec.headers = UnsafePointer(hdrs.baseAddress)
                 spec.num_headers = count
                 spec.scheme = target.https ? Int32(PK_SCHEME_HTTPS.rawValue) : Int32(PK_SCHEME_HTTP.rawValue)
@@ -347,7 +365,7 @@ final class InFlightRequest: @unchecked Sendable {
         case .stream:
             // The caller gets the head now; the body follows through the stream.
             headDelivered = true
-            outcome = .success(PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers))
+            ready = .head
             engine.executor.complete(self)
             return Int32(PK_HEAD_CONTINUE)
         case .file(_, let decide):
@@ -435,24 +453,122 @@ final class InFlightRequest: @unchecked Sendable {
             return
         }
         if let failure {
-            outcome = .failure(failure)
+            self.failure = failure
+            ready = .failure
         } else {
-            outcome = .success(PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion,
-                                        headers: headers, body: body, timings: PocketTimings(t)))
+            timings = PocketTimings(t)
+            ready = .response
         }
         engine.executor.complete(self)
     }
 
     /// Loop thread, end of the pass: hands the outcome to the waiting task.
-    func resume() {
-        let c = continuation
-        continuation = nil
-        guard let outcome else { return }
-        self.outcome = nil
-        switch outcome {
-        case .success(let response): c?.resume(returning: response)
-        case .failure(let error): c?.resume(throwing: error)
+    func resume() { takeResumption().run() }
+
+    /// The continuation and what it gets (the response built here, in
+    /// place), taken out so that the caller can drop its reference to this
+    /// object before the task runs on (a collected request is then unique
+    /// again, and reusable).
+    func takeResumption() -> Resumption {
+        guard let c = continuation.take() else { return .none }
+        switch ready {
+        case .none:
+            return .none
+        case .head:
+            ready = .none
+            return .response(c, PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers))
+        case .response:
+            ready = .none
+            let bytes = body
+            body = Data()
+            return .response(c, PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion,
+                                               headers: headers, body: bytes, timings: timings))
+        case .failure:
+            ready = .none
+            guard let error = failure.take() else { return .none }
+            return .failure(c, error)
         }
+    }
+
+    enum Resumption {
+        case none
+        case response(UnsafeContinuation<PocketResponse, any Error>, PocketResponse)
+        case failure(UnsafeContinuation<PocketResponse, any Error>, PocketError)
+
+        consuming func run() {
+            switch consume self {
+            case .none: break
+            case .response(let c, let response): c.resume(returning: response)
+            case .failure(let c, let error): c.resume(throwing: error)
+            }
+        }
+    }
+}
+
+/// Finished collected requests kept for reuse, so a warm `send` allocates
+/// no `InFlightRequest`. Owned by the client (not the engine: a spare holds
+/// its engine, and the engine must be freed when the client goes).
+final class InFlightSpares: Sendable {
+    private struct Spares {
+        var head: InFlightRequest? // linked through `nextCompleted`
+        var count = 0
+    }
+    private let spares = Lock<Spares>(Spares())
+    private static let maxSpares = 256
+
+    init() {}
+
+    /// An `InFlightRequest` on `engine` collecting its body: a reused one,
+    /// else a new one.
+    func collectingRequest(engine: Engine, progress: PocketProgressHandler?) -> InFlightRequest {
+        let reused = spares.withLock { s -> InFlightRequest? in
+            guard let r = s.head else { return nil }
+            s.head = r.nextCompleted.take()
+            s.count -= 1
+            return r
+        }
+        guard let reused, reused.engine === engine else { return InFlightRequest(engine: engine, progress: progress) }
+        reused.reset(progress: progress)
+        return reused
+    }
+
+    /// Takes back a finished request from `collectingRequest` that nothing
+    /// else references.
+    func recycle(_ request: inout InFlightRequest) {
+        guard isKnownUniquelyReferenced(&request), request.isReusable else { return }
+        let r = request
+        spares.withLock { s in
+            guard s.count < Self.maxSpares else { return }
+            r.nextCompleted = s.head
+            s.head = r
+            s.count += 1
+        }
+    }
+}
+
+/// Packs the spec's strings into one stack buffer and the header array.
+private struct SpecWriter {
+    let bytes: UnsafeMutablePointer<UInt8>
+    let headers: UnsafeMutablePointer<pk_header>
+    var offset = 0
+    var count = 0
+
+    mutating func put(_ s: inout String) -> (UnsafePointer<CChar>?, Int) {
+        let start = bytes + offset
+        let n = s.withUTF8 { u -> Int in
+            if u.count > 0 { start.update(from: u.baseAddress!, count: u.count) }
+            return u.count
+        }
+        offset += n
+        return (UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), n)
+    }
+
+    mutating func putField(_ f: PocketHeaders.Field) {
+        var name = f.name, value = f.value
+        let (n, nl) = put(&name)
+        let (v, vl) = put(&value)
+        headers[count] = pk_header(name: n, name_len: nl, value: v, value_len: vl)
+        count += 1
     }
 }
 

@@ -49,7 +49,8 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     /// response: on a busy core the scheduler then switches to that thread at
     /// once, and loop and pool ping-pong twice per request. So one job on the
     /// global executor resumes them all: one wake-up per pass, and the pool
-    /// thread runs the whole batch.
+    /// thread runs the whole batch. That job is one long-lived task parked
+    /// between batches, so a batch allocates nothing.
     func resumeCompleted() {
         // Swapped out, not copied: the array is rarely non-empty, and an
         // empty one must cost no allocation per pass.
@@ -65,6 +66,7 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
             return l
         }
         var remote: InFlightRequest?
+        var remoteLast: InFlightRequest?
         var remoteCount = 0
         var local: InFlightRequest?
         while let r = list {  // reversing restores completion order
@@ -73,26 +75,106 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
                 r.nextCompleted = local
                 local = r
             } else {
+                if remoteLast == nil { remoteLast = r }
                 r.nextCompleted = remote
                 remote = r
                 remoteCount += 1
             }
         }
-        Self.resumeAll(local)
+        Self.resumeAll(local.take())
         if remoteCount == 1 {
-            Self.resumeAll(remote)
-        } else if let batch = remote {
-            let box = UncheckedBox(batch)
-            Task.detached { Self.resumeAll(box.value) }
+            remoteLast = nil
+            Self.resumeAll(remote.take())
+        } else if let first = remote.take(), let last = remoteLast.take() {
+            handOff(first, last: last)
         }
     }
 
-    private static func resumeAll(_ first: InFlightRequest?) {
+    // MARK: the resumer
+
+    /// Batches of finished requests whose tasks wait on the global executor,
+    /// and the one task that resumes them there (made on first use, parked
+    /// on a continuation between batches: a batch costs no allocation).
+    private struct Resumer {
+        var head: InFlightRequest?
+        var tail: InFlightRequest?
+        var parked: UnsafeContinuation<Bool, Never>?
+        var running = false
+        var closed = false
+    }
+
+    private let resumer = Lock<Resumer>(Resumer())
+
+    /// Loop thread: queues a batch (linked through `nextCompleted`, in
+    /// completion order) for the resumer, waking or starting it.
+    private func handOff(_ first: InFlightRequest, last: InFlightRequest) {
+        var wake: UnsafeContinuation<Bool, Never>?
+        var start = false
+        resumer.withLock { r in
+            if let tail = r.tail { tail.nextCompleted = first } else { r.head = first }
+            r.tail = last
+            if let parked = r.parked {
+                wake = parked
+                r.parked = nil
+            } else if !r.running {
+                r.running = true
+                start = true
+            }
+        }
+        wake?.resume(returning: true)
+        if start { Task.detached { await self.resumeBatches() } }
+    }
+
+    /// The resumer task: resumes each queued batch, parks when there is
+    /// none, ends once the engine is gone (`closeResumer`).
+    private func resumeBatches() async {
+        while true {
+            var batch = resumer.withLock { r -> InFlightRequest? in
+                let head = r.head
+                r.head = nil
+                r.tail = nil
+                return head
+            }
+            if batch != nil {
+                Self.resumeAll(batch.take())
+                continue
+            }
+            let more = await withUnsafeContinuation { (parked: UnsafeContinuation<Bool, Never>) in
+                let ready = resumer.withLock { r -> Bool? in
+                    if r.head != nil { return true }
+                    if r.closed {
+                        r.running = false
+                        return false
+                    }
+                    r.parked = parked
+                    return nil
+                }
+                if let ready { parked.resume(returning: ready) }
+            }
+            if !more { return }
+        }
+    }
+
+    /// The engine is gone (its loops have exited): the resumer task ends.
+    func closeResumer() {
+        let parked = resumer.withLock { r -> UnsafeContinuation<Bool, Never>? in
+            r.closed = true
+            let p = r.parked
+            r.parked = nil
+            if p != nil { r.running = false }
+            return p
+        }
+        parked?.resume(returning: false)
+    }
+
+    private static func resumeAll(_ first: consuming InFlightRequest?) {
         var next = first
-        while let r = next {
-            next = r.nextCompleted
-            r.nextCompleted = nil
-            r.resume()
+        while let r = next.take() {
+            next = r.nextCompleted.take()
+            let resumption = r.takeResumption()
+            // The last reference to `r` goes before the task runs on.
+            _ = consume r
+            resumption.run()
         }
     }
 
@@ -114,9 +196,3 @@ final class LoopExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// Carries the batch list to the resumer job; the list is owned by that job
-/// alone once handed over.
-private struct UncheckedBox: @unchecked Sendable {
-    let value: InFlightRequest
-    init(_ value: InFlightRequest) { self.value = value }
-}
