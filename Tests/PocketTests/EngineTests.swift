@@ -37,6 +37,45 @@ final class EngineTests: XCTestCase {
         XCTAssertLessThan(wakeups, 20, "wakeups: \(wakeups) for 200 requests")
     }
 
+    func testOneRequestAtATimeFromThePoolIsWrittenByItsSender() async throws {
+        // Tasks on the global executor, one request at a time: each finds the
+        // loop asleep with nothing in flight, and writes its request itself
+        // (the direct pass) instead of waking the loop through its eventfd.
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("ok") }
+        let client = try makeClient()
+        let request = PocketRequest(url: url(server, "/"))
+        _ = try await client.send(request)
+        let before = client.engine.stats.wakeups
+        try await sendSequentially(client, request, count: 200)
+        let wakeups = client.engine.stats.wakeups - before
+        // Without the direct pass this is one per request (200); a sender
+        // that finds the loop between deciding to sleep and sleeping still
+        // wakes it.
+        XCTAssertLessThan(wakeups, 100, "wakeups: \(wakeups) for 200 requests")
+    }
+
+    func testADeadlineArmedByTheSenderWakesTheSleepingLoop() async throws {
+        // The loop sleeps up to a second while a pooled connection's idle
+        // timer is armed; a request written by its sender (direct pass) with
+        // a shorter read timeout must wake it, or the timeout would fire up
+        // to a second late.
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/ok") { _ in .text("ok") }
+        server.route("/stall") { _ in .stall(milliseconds: 3000) }
+        let client = try makeClient()
+        _ = try await client.send(PocketRequest(url: url(server, "/ok")))
+        try await Task.sleep(for: .milliseconds(50)) // the loop is asleep again
+        var request = PocketRequest(url: url(server, "/stall"))
+        request.timeouts = PocketTimeouts(connect: .seconds(5), read: .milliseconds(150), total: nil)
+        let start = ContinuousClock.now
+        await assertPocketError(.readTimeout) { _ = try await client.send(request) }
+        let elapsed = ContinuousClock.now - start
+        XCTAssertLessThan(elapsed, .milliseconds(700 * sanitizerSlowdown), "read timeout of 150 ms fired after \(elapsed)")
+    }
+
     func testHundredThousandPendingTimersStayCheap() async throws {
         // One connection, stalled; 100,000 requests wait behind it, each with
         // its own deadline timer in the heap. Shutdown fails them all.
