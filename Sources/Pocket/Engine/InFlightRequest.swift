@@ -26,6 +26,7 @@ final class InFlightRequest: @unchecked Sendable {
         static let running = 1        // handleReq/handleID are valid
         static let cancelledEarly = 2 // cancelled before the handle was published
         static let finished = 3
+        static let resumed = 4        // the waiting task was handed its outcome
     }
 
     private let state = Atomic<Int>(State.idle)
@@ -120,7 +121,9 @@ final class InFlightRequest: @unchecked Sendable {
     /// Whether `reset` may reuse it: finished, collected, holding nothing.
     var isReusable: Bool {
         guard case .collect = delivery else { return false }
-        return state.load(ordering: .acquiring) == State.finished && continuation == nil && ready == .none
+        // The acquiring load pairs with `takeResumption`'s releasing store:
+        // every field below was last written before it, on another thread.
+        return state.load(ordering: .acquiring) == State.resumed && continuation == nil && ready == .none
             && nextCompleted == nil && pump == nil && multipart == nil && bodyCopy == nil && uploadFD < 0
     }
 
@@ -471,23 +474,26 @@ final class InFlightRequest: @unchecked Sendable {
     /// again, and reusable).
     func takeResumption() -> Resumption {
         guard let c = continuation.take() else { return .none }
+        let resumption: Resumption
         switch ready {
         case .none:
             return .none
         case .head:
+            // The body is still on its way: the request stays running (and cancellable).
             ready = .none
             return .response(c, PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers))
         case .response:
-            ready = .none
             let bytes = body
             body = Data()
-            return .response(c, PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion,
-                                               headers: headers, body: bytes, timings: timings))
+            resumption = .response(c, PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion,
+                                                     headers: headers, body: bytes, timings: timings))
         case .failure:
-            ready = .none
             guard let error = failure.take() else { return .none }
-            return .failure(c, error)
+            resumption = .failure(c, error)
         }
+        ready = .none
+        state.store(State.resumed, ordering: .releasing)
+        return resumption
     }
 
     enum Resumption {
