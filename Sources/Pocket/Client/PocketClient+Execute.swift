@@ -425,7 +425,7 @@ extension PocketStreamingResponse: ExchangedResponse {
         return attemptView.validationFailure(validation, format: format, hasBody: !empty)
     }
 
-    mutating func keep(request: PocketRequest) {}
+    mutating func keep(request: PocketRequest) { metadata = request.metadata }
 
     func discardBody() async { body.state.abandon() }
 }

@@ -28,6 +28,8 @@ public struct PocketStreamingResponse: Sendable {
     public var url: URL?
     /// The redirects followed to get here, in order; empty for none.
     public var redirects: [PocketRedirectHop] = []
+    /// The request's `metadata`, or nil.
+    public var metadata: (any Sendable)?
 
     init(status: Int, reason: String, httpMinorVersion: Int, headers: PocketHeaders, body: PocketResponseBodyStream) {
         self.status = status
