@@ -13,7 +13,9 @@ import Foundation
 //   2. redirects (`followingRedirects`): each hop is
 //   3. prepared (a pure value step: defaults merged, URL credentials,
 //      Accept-Encoding, the body described; `PreparedRequest`) and handed to
-//   4. the engine (`InFlightRequest`), or to a configured `PocketTransport`
+//   4. the engine (`InFlightRequest`), or to a configured `PocketTransport`;
+//      a request with an `authentication` answers a 401 challenge around
+//      2-4 once (`authenticating`, Sources/Pocket/Auth)
 //   5. validation of the final response (the request's `PocketValidation`,
 //      else the client's); then the middleware observe the outcome in
 //      reverse order and, for a failure, are asked in order whether to retry
@@ -142,7 +144,7 @@ extension PocketClient {
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         if unadapted, given == nil, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening {
+           !hub.isListening, request.authentication == nil {
             // Nothing to adapt, retry or report: one attempt.
             var response = try await hop(request, progress)
             if let failure = validationFailure(of: response, for: request) {
@@ -214,7 +216,7 @@ extension PocketClient {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
-                outcome = .success(try await hop(sent, progress))
+                outcome = .success(try await authenticating(sent, progress: progress, hop))
             } catch {
                 outcome = .failure(error)
             }

@@ -136,6 +136,7 @@ public final class PocketClient: Sendable {
         self.templates = TemplateRegistry()
         self.hub = EventHub()
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
+            && configuration.handling.authentication == nil
         self.chain = Self.chain(configuration.handling)
     }
 
@@ -146,6 +147,7 @@ public final class PocketClient: Sendable {
         self.templates = templates
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
+            && configuration.handling.authentication == nil
         self.chain = Self.chain(configuration.handling)
     }
 

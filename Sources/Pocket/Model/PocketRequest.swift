@@ -33,6 +33,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         var schema: PocketSchema?
         var errorParser: (any PocketErrorParser)?
         var metadata: (any Sendable)?
+        var authentication: PocketAuthentication?
 
         init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
             self.method = method
@@ -54,6 +55,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             c.schema = schema
             c.errorParser = errorParser
             c.metadata = metadata
+            c.authentication = authentication
             return c
         }
     }
@@ -209,6 +211,13 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     public var metadata: (any Sendable)? {
         get { storage.metadata }
         set { unique().metadata = newValue }
+    }
+    /// How this request answers 401 challenges (Basic, Digest); nil (the
+    /// default) uses the client's `PocketRequestHandling.authentication`,
+    /// which is off by default. Not compared, hashed or archived.
+    public var authentication: PocketAuthentication? {
+        get { storage.authentication }
+        set { unique().authentication = newValue }
     }
 
     /// Whether sending this request twice has the effect of sending it once:
