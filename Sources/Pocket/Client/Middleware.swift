@@ -179,6 +179,8 @@ public struct PocketRequestHandling: Sendable {
     /// `authentication` of their own; nil (the default): a 401 is returned
     /// as it is.
     public var authentication: PocketAuthentication?
+    /// The response cache (RFC 9111, private); nil (the default): none.
+    public var cache: PocketResponseCache?
 
     /// Nothing configured: the direct path.
     public init() {}

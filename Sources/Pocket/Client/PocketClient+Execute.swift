@@ -58,7 +58,10 @@ extension PocketClient {
     func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
               sink: EventSink?) async throws -> PocketResponse {
         let response = try await execute(request, options: options, progress: progress, sink: sink) { request, progress in
-            try await self.exchange(request, progress: progress)
+            if self.responseCache != nil || request.cachePolicy != nil {
+                return try await self.caching(request, progress: progress)   // Sources/Pocket/Cache
+            }
+            return try await self.exchange(request, progress: progress)
         }
         return try applySchema(response)
     }

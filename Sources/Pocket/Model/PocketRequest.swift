@@ -34,6 +34,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         var errorParser: (any PocketErrorParser)?
         var metadata: (any Sendable)?
         var authentication: PocketAuthentication?
+        var cachePolicy: PocketCachePolicy?
 
         init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
             self.method = method
@@ -56,6 +57,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             c.errorParser = errorParser
             c.metadata = metadata
             c.authentication = authentication
+            c.cachePolicy = cachePolicy
             return c
         }
     }
@@ -218,6 +220,12 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     public var authentication: PocketAuthentication? {
         get { storage.authentication }
         set { unique().authentication = newValue }
+    }
+    /// How this request uses the client's response cache; nil (the
+    /// default) is `.useProtocol`. Not compared, hashed or archived.
+    public var cachePolicy: PocketCachePolicy? {
+        get { storage.cachePolicy }
+        set { unique().cachePolicy = newValue }
     }
 
     /// Whether sending this request twice has the effect of sending it once:
