@@ -366,4 +366,74 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertLessThanOrEqual(cache.byteCount, 100_000)
         try await client.shutdown()
     }
+
+    // MARK: streams
+
+    func testAStreamIsStoredAsItIsReadAndOnlyWhenReadToTheEnd() async throws {
+        route("/s", headers: [("Cache-Control", "max-age=60")], body: String(repeating: "s", count: 300_000))
+        route("/partial", headers: [("Cache-Control", "max-age=60")], body: String(repeating: "p", count: 3_000_000))
+        let directory = try temporaryDirectory("cache-stream")
+        let cache = try diskCache(directory, capacity: 16 << 20)
+        let client = try client(cache)
+        let first = try await client.stream(PocketRequest(url: url(server, "/s")))
+        XCTAssertFalse(first.fromCache)
+        let firstBody = try await first.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(firstBody.count, 300_000)
+        let again = try await client.stream(PocketRequest(url: url(server, "/s")))
+        XCTAssertTrue(again.fromCache)
+        XCTAssertEqual(again.headers["Age"], "0")
+        let againBody = try await again.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(againBody, Data(repeating: UInt8(ascii: "s"), count: 300_000))
+        let sent = try await get(client, "/s")
+        XCTAssertTrue(sent.fromCache, "send and stream share the entry")
+        XCTAssertEqual(requests("/s").count, 1)
+
+        // A body dropped before its end is not stored.
+        var partial: PocketStreamingResponse? = try await client.stream(PocketRequest(url: url(server, "/partial")), bufferSize: 64 << 10)
+        var iterator = partial!.body.makeAsyncIterator()
+        _ = try await iterator.next()
+        partial = nil
+        iterator = PocketResponseBodyStream(BodyStreamState(highWater: 1)).makeAsyncIterator()
+        let afterDrop = try await get(client, "/partial")
+        XCTAssertFalse(afterDrop.fromCache)
+        XCTAssertEqual(requests("/partial").count, 2)
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.hasPrefix(".tmp-") },
+                      "the abandoned write left nothing")
+        try await client.shutdown()
+    }
+
+    func testAStreamedBodyGoesToDiskWithoutGrowingMemory() async throws {
+        let size = 24 << 20
+        server.route("/big") { _ in .generated(size: size, seed: 3, headers: [("Cache-Control", "max-age=60")], chunked: true) }
+        let directory = try temporaryDirectory("cache-big")
+        let cache = try diskCache(directory, capacity: 64 << 20)
+        let client = try client(cache)
+        let baseline = try MemoryStatus.resetPeak()
+        let response = try await client.stream(PocketRequest(url: url(server, "/big")), bufferSize: 256 << 10)
+        var received = 0
+        for try await chunk in response.body { received += chunk.count }
+        let peak = try MemoryStatus.read().peakKiB
+        XCTAssertEqual(received, size)
+        XCTAssertLessThan(peak - baseline.residentKiB, 12 * 1024, "a \(size >> 20) MiB body stored with a peak of +\(peak - baseline.residentKiB) KiB")
+        XCTAssertEqual(cache.statistics.stores, 1)
+        XCTAssertGreaterThan(cache.byteCount, size)
+        let hit = try await get(client, "/big")
+        XCTAssertTrue(hit.fromCache)
+        XCTAssertEqual(SHA256Digest.hex(hit.body), BytePattern.sha256(seed: 3, size: size))
+        XCTAssertEqual(requests("/big").count, 1)
+        try await client.shutdown()
+    }
+
+    func testAStreamRevalidatesAStaleEntry() async throws {
+        route("/sv", headers: [("Cache-Control", "max-age=10")], etag: "\"e\"", notModified: [("Cache-Control", "max-age=10")])
+        let client = try client(memoryCache())
+        _ = try await client.stream(PocketRequest(url: url(server, "/sv"))).body.collect(upTo: 1 << 20)
+        advance(30)
+        let revalidated = try await client.stream(PocketRequest(url: url(server, "/sv")))
+        XCTAssertTrue(revalidated.revalidated)
+        let body = try await revalidated.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), "catalogue v1")
+        XCTAssertEqual(requests("/sv").last?.header("If-None-Match"), "\"e\"")
+        try await client.shutdown()
+    }
 }

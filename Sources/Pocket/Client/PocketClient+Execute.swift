@@ -84,18 +84,27 @@ extension PocketClient {
     public func stream(_ request: PocketRequest, bufferSize: Int = 256 << 10, options: PocketSendOptions = PocketSendOptions(),
                        progress: PocketProgressHandler? = nil) async throws -> PocketStreamingResponse {
         try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            try await self.followingRedirects(request, progress: progress) { request, progress in
-                if let transport = self.configuration.handling.transport {
-                    return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
-                }
-                let state = BodyStreamState(highWater: bufferSize)
-                let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
-                state.request = inflight
-                let body = PocketResponseBodyStream(state)
-                let head = try await self.run(request, inflight)
-                return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
-                                               headers: head.headers, body: body)
+            if self.responseCache != nil || request.cachePolicy != nil {
+                return try await self.cachingStream(request, bufferSize: bufferSize, progress: progress)   // Sources/Pocket/Cache
             }
+            return try await self.streamExchange(request, bufferSize: bufferSize, progress: progress)
+        }
+    }
+
+    /// Redirects, then the engine (or the configured transport) for each
+    /// hop, returning at the head.
+    func streamExchange(_ request: PocketRequest, bufferSize: Int, progress: PocketProgressHandler?) async throws -> PocketStreamingResponse {
+        try await followingRedirects(request, progress: progress) { request, progress in
+            if let transport = self.configuration.handling.transport {
+                return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
+            }
+            let state = BodyStreamState(highWater: bufferSize)
+            let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
+            state.request = inflight
+            let body = PocketResponseBodyStream(state)
+            let head = try await self.run(request, inflight)
+            return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
+                                           headers: head.headers, body: body)
         }
     }
 
