@@ -221,44 +221,41 @@ struct DigestChallenge: Sendable {
     }
 }
 
-/// Digest nonces in use, by origin and realm, with their counts: a later
-/// request to the same protection space answers at once with the next count.
+/// Digest nonces in use, by origin, with their counts: a later request to
+/// the same origin answers at once with the next count.
 final class DigestNonces: Sendable {
     struct Entry: Sendable {
         var challenge: DigestChallenge
         var count: Int
     }
 
-    /// At most this many protection spaces are kept (the oldest goes).
-    static let limit = 64
-    private let entries = Lock<[String: Entry]>([:])
-    private let order = Lock<[String]>([])
+    struct State {
+        var entries: [String: Entry] = [:]
+        /// Origins, least recently stored first.
+        var order: [String] = []
+    }
 
-    /// The challenge last seen for `origin` with `realm` (any realm when nil)
-    /// and the next nonce count, counted as used.
+    /// At most this many origins are kept (the oldest goes).
+    static let limit = 64
+    private let state = Lock(State())
+
+    /// The challenge last seen for `origin` and its next nonce count, counted as used.
     func next(origin: String) -> (DigestChallenge, Int)? {
-        entries.withLock { entries in
-            guard var entry = entries[origin] else { return nil }
+        state.withLock { s in
+            guard var entry = s.entries[origin] else { return nil }
             entry.count += 1
-            entries[origin] = entry
+            s.entries[origin] = entry
             return (entry.challenge, entry.count)
         }
     }
 
     /// Records a fresh `challenge` for `origin`: its nonce is at count 1.
     func store(_ challenge: DigestChallenge, origin: String) {
-        let evicted = order.withLock { order -> String? in
-            order.removeAll { $0 == origin }
-            order.append(origin)
-            return order.count > Self.limit ? order.removeFirst() : nil
+        state.withLock { s in
+            s.order.removeAll { $0 == origin }
+            s.order.append(origin)
+            s.entries[origin] = Entry(challenge: challenge, count: 1)
+            if s.order.count > Self.limit { s.entries[s.order.removeFirst()] = nil }
         }
-        entries.withLock { entries in
-            entries[origin] = Entry(challenge: challenge, count: 1)
-            if let evicted { entries[evicted] = nil }
-        }
-    }
-
-    func forget(origin: String) {
-        _ = entries.withLock { $0.removeValue(forKey: origin) }
     }
 }

@@ -48,7 +48,7 @@ public struct PocketCredential: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Digest (RFC 7616): MD5, SHA-256 and their `-sess` variants, `qop=auth`
 /// (or none, RFC 2069), a fresh client nonce per answer, and the nonce
-/// count: a server nonce is kept per origin and realm and used again,
+/// count: a server nonce is kept per origin and used again,
 /// counted, for the next requests (no extra round trip) until the server
 /// says it is stale.
 public struct PocketAuthentication: Sendable {
