@@ -91,7 +91,8 @@ final class DiskCacheStore: CacheStore {
     func body(of entry: CacheEntry) -> Data? {
         let file = path(entry.id)
         guard let data = Self.readBody(file, head: entry.head) else {
-            if FileManager.default.fileExists(atPath: file) { drop(entry) }
+            // Corrupt, or gone from under the index: out of both.
+            drop(entry)
             return nil
         }
         state.withLock { s in
