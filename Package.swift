@@ -68,6 +68,8 @@ let package = Package(
         ]),
         // Schema validation + mapping vs JSONDecoder (docs/BENCHMARKS.md).
         .executableTarget(name: "schema-bench", dependencies: ["Pocket"]),
+        // The response cache's fresh hit and 304 against a network GET (docs/BENCHMARKS.md).
+        .executableTarget(name: "cache-bench", dependencies: ["Pocket"]),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
         .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTesting", "PocketTestSupport", "CHTTPEngine", .product(name: "Logging", package: "swift-log")],
                     // Schema files found by name (SchemaQuickStartTests).

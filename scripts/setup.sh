@@ -22,6 +22,9 @@ command -v make >/dev/null 2>&1 || need+=(make)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The benchmark chart tests draw every SVG with a real renderer.
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+# The authentication tests answer Digest and Basic challenges of a real
+# Apache httpd (mod_auth_digest), run by the tests on a port of their own.
+[ -x /usr/sbin/apache2 ] || need+=(apache2)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""
@@ -29,7 +32,7 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# Debian starts nginx as a service on install: it is left alone (it may be
-# the user's). The tests and benchmarks run their own nginx, on ports of
+# Debian starts nginx (and apache2) as a service on install: it is left
+# alone (it may be the user's). The tests and benchmarks run their own nginx, on ports of
 # their own with their own config and pid file, and stop it by its PID.
 exit 0

@@ -370,3 +370,12 @@ void pk__tls_free(pk__tls *t, bool clean) {
 
 /* Public, and callable before any context exists. */
 const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_string(code); }
+
+/* Here because this is the one file that includes OpenSSL; Digest
+ * authentication needs MD5 and SHA-256 (RFC 7616 §3.4.2). */
+int pk_digest(int algorithm, const void *data, size_t len, uint8_t *out) {
+  const EVP_MD *md = algorithm == PK_DIGEST_MD5 ? EVP_md5() : algorithm == PK_DIGEST_SHA256 ? EVP_sha256() : NULL;
+  unsigned int n = 0;
+  if (md == NULL || EVP_Digest(data, len, out, &n, md, NULL) != 1) return -1;
+  return (int)n;
+}

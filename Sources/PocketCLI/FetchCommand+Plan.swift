@@ -100,6 +100,7 @@ extension FetchCommand {
         if head { request.method = .head }
         if let m = method { request.method = PocketMethod(m) }
         for line in headers { try Self.apply(header: line, to: &request.headers, defaults: &configuration.defaultHeaders) }
+        request.authentication = try authentication()
 
         var destination: URL?
         if let output, output != "-" { // -o -: stdout, as with curl

@@ -45,6 +45,11 @@ struct FetchCommand: Sendable {
     var showError = false
     var verbose = false
     var writeOut: String?
+    // Authentication (FetchCommand+Auth.swift).
+    var user: String?
+    var basic = false
+    var digest = false
+    var anyauth = false
 
     /// Every option of `pocket [fetch]`, in the order of the help.
     static var options: [CommandLineOption<FetchCommand>] { [
@@ -76,6 +81,10 @@ struct FetchCommand: Sendable {
         .flag("S", "show-error", \.showError, "With -s, still print the error line."),
         .flag("v", "verbose", \.verbose, "Request and response heads and timings on stderr."),
         .string("w", "write-out", \.writeOut, "format", "Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it)."),
+        .string("u", "user", \.user, "user:password", "Credentials for the URL's origin: Basic, sent at once (or as --digest/--anyauth say)."),
+        .flag(nil, "basic", \.basic, "With -u: Basic, sent with the first request (the default)."),
+        .flag(nil, "digest", \.digest, "With -u: Digest (MD5, SHA-256), answering the server's 401 challenge."),
+        .flag(nil, "anyauth", \.anyauth, "With -u: wait for the 401 and answer the best scheme offered (Digest over Basic)."),
     ] }
 
     static let helpHeader = """

@@ -12,8 +12,8 @@ private let interruptRequested = Atomic<Bool>(false)
 /// While a `-o` download runs, Ctrl-C (SIGINT) pauses it instead of killing
 /// the process, so the partial body and its validators are kept for `-C -`
 /// (the download then fails with `.cancelled`; `fired` tells why). The
-/// handler only sets a flag; a task watching it (every 50 ms) pauses the
-/// download.
+/// handler only sets a flag; a task watching it (every 50 ms) ends the
+/// download keeping its partial file (`cancelProducingResumeData`).
 final class InterruptPause: Sendable {
     private let watcher: Task<Bool, Never>
 
@@ -23,7 +23,7 @@ final class InterruptPause: Sendable {
         watcher = Task {
             while !Task.isCancelled {
                 if interruptRequested.load(ordering: .sequentiallyConsistent) {
-                    _ = try? await task.pause()
+                    _ = await task.cancelProducingResumeData()
                     return true
                 }
                 try? await Task.sleep(for: .milliseconds(50))

@@ -66,7 +66,8 @@ final class DownloadTests: XCTestCase {
         let (updates, progress) = PocketProgressHandler.stream(interval: .milliseconds(1))
         let task = client.downloadTask(PocketRequest(url: url(server, "/big")), to: destination, progress: progress)
         for await update in updates where update.direction == .download && update.bytes >= size * 4 / 10 { break }
-        let resume = try await task.pause()
+        let stopped = await task.cancelProducingResumeData()
+        let resume = try XCTUnwrap(stopped)
         XCTAssertGreaterThanOrEqual(resume.bytesReceived, size * 4 / 10)
         XCTAssertLessThanOrEqual(resume.bytesReceived, held, "paused before the end")
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing at the destination until complete")
@@ -107,7 +108,8 @@ final class DownloadTests: XCTestCase {
             if update.bytes >= size * 4 / 10 { break }
         }
         XCTAssertEqual(sawTotal, size, "the total is the Content-Length")
-        let resume = try await task.pause()
+        let stopped = await task.cancelProducingResumeData()
+        let resume = try XCTUnwrap(stopped)
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), "nothing at the destination until complete")
         XCTAssertTrue(FileManager.default.fileExists(atPath: resume.temporaryFile.path), "the partial file is kept")
         let partial = try FileManager.default.attributesOfItem(atPath: resume.temporaryFile.path)[.size] as? Int

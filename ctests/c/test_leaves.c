@@ -8,7 +8,8 @@
  * OpenSSL API, no openssl CLI): success with the certificate trusted, then
  * an untrusted certificate and a host name mismatch.
  * DNS: a numeric host (answered at once), "localhost" (a resolver thread,
- * then the cache), a reserved .invalid name (fails), and a cancelled query. */
+ * then the cache), a reserved .invalid name (fails), and a cancelled query.
+ * Digests: pk_digest (MD5, SHA-256) against published vectors. */
 #include "pk_dns.h"
 #include "pk_tls.h"
 
@@ -280,9 +281,33 @@ static void test_tls(void) {
   unlink(path);
 }
 
+/* ------------------------------------------------------------------ digests */
+
+/* pk_digest (Digest authentication's hashes) against RFC 1321's and FIPS
+ * 180-2's published vectors. */
+static void hex(const uint8_t *d, int n, char *out) {
+  for (int i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static void test_digest(void) {
+  uint8_t out[32];
+  char text[65];
+  EXPECT_EQ(pk_digest(PK_DIGEST_MD5, "abc", 3, out), 16);
+  hex(out, 16, text);
+  EXPECT(strcmp(text, "900150983cd24fb0d6963f7d28e17f72") == 0);
+  EXPECT_EQ(pk_digest(PK_DIGEST_MD5, "", 0, out), 16);
+  hex(out, 16, text);
+  EXPECT(strcmp(text, "d41d8cd98f00b204e9800998ecf8427e") == 0);
+  EXPECT_EQ(pk_digest(PK_DIGEST_SHA256, "abc", 3, out), 32);
+  hex(out, 32, text);
+  EXPECT(strcmp(text, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0);
+  EXPECT_EQ(pk_digest(7, "abc", 3, out), -1);
+}
+
 int main(void) {
   test_dns();
   test_tls();
+  test_digest();
   if (pk_test_failures) {
     fprintf(stderr, "%d failure(s)\n", pk_test_failures);
     return 1;

@@ -161,6 +161,16 @@ typedef struct pk_tls_config {
  * static string. Any thread, with or without an engine. */
 const char *pk_tls_verify_reason(int code);
 
+/* Message digests for HTTP Digest authentication (RFC 7616 §3.4.2). */
+#define PK_DIGEST_MD5 0    /* 16 bytes */
+#define PK_DIGEST_SHA256 1 /* 32 bytes */
+
+/* Writes the `algorithm` digest of the `len` bytes at `data` to `out`, which
+ * holds at least 32 bytes. Returns the digest's length, or -1 for an unknown
+ * algorithm or an OpenSSL failure (then `out` is unspecified). Any thread,
+ * with or without an engine; allocates nothing that outlives the call. */
+int pk_digest(int algorithm, const void *data, size_t len, uint8_t *out);
+
 typedef struct pk_engine_config {
   uint32_t loops;                /* event-loop threads, default 1 */
   uint32_t max_conns_per_origin; /* default 64 */

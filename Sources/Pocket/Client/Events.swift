@@ -39,6 +39,9 @@ public struct PocketTaskEvent: Sendable {
     public var error: (any Error)?
     /// For `.retrying`: how long until the next attempt.
     public var retryDelay: Duration?
+    /// The request's `metadata` (the caller's value: which operation this
+    /// task belongs to), or nil.
+    public var metadata: (any Sendable)?
 }
 
 /// A handler for a task's events, limited to some states.
@@ -89,7 +92,8 @@ final class EventHub: Sendable {
     func sink(for request: PocketRequest, options: PocketSendOptions) -> EventSink? {
         guard listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty else { return nil }
         return EventSink(hub: self, taskID: newTaskID(), method: request.method, url: request.url,
-                         endpoint: options.endpoint ?? request.url.path(percentEncoded: false), observers: options.observers)
+                         endpoint: options.endpoint ?? request.url.path(percentEncoded: false), observers: options.observers,
+                         metadata: request.metadata)
     }
 
     func newTaskID() -> UInt64 { nextTask.add(1, ordering: .relaxed).oldValue }
@@ -160,9 +164,10 @@ struct EventSink: Sendable {
     let observers: [PocketTaskObserver]
     /// A queued task, whose observers may change while it runs.
     let task: PocketQueuedTask?
+    let metadata: (any Sendable)?
 
     init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: String, observers: [PocketTaskObserver],
-         task: PocketQueuedTask? = nil) {
+         task: PocketQueuedTask? = nil, metadata: (any Sendable)? = nil) {
         self.hub = hub
         self.taskID = taskID
         self.method = method
@@ -170,6 +175,7 @@ struct EventSink: Sendable {
         self.endpoint = endpoint
         self.observers = observers
         self.task = task
+        self.metadata = metadata
     }
 
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
@@ -178,7 +184,7 @@ struct EventSink: Sendable {
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
         let event = PocketTaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
-                              attempt: attempt, status: status, error: error, retryDelay: retryDelay)
+                              attempt: attempt, status: status, error: error, retryDelay: retryDelay, metadata: metadata)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
         if hubListens { hub.publish(event) }
     }

@@ -175,6 +175,12 @@ public struct PocketRequestHandling: Sendable {
     public var transport: (any PocketTransport)?
     /// Time for backoff waits, deadlines and stub delays; the system clock by default.
     public var clock: any PocketRetryClock = PocketSystemRetryClock()
+    /// How requests answer 401 challenges (Basic, Digest) when they have no
+    /// `authentication` of their own; nil (the default): a 401 is returned
+    /// as it is.
+    public var authentication: PocketAuthentication?
+    /// The response cache (RFC 9111, private); nil (the default): none.
+    public var cache: PocketResponseCache?
 
     /// Nothing configured: the direct path.
     public init() {}

@@ -13,7 +13,9 @@ import Foundation
 //   2. redirects (`followingRedirects`): each hop is
 //   3. prepared (a pure value step: defaults merged, URL credentials,
 //      Accept-Encoding, the body described; `PreparedRequest`) and handed to
-//   4. the engine (`InFlightRequest`), or to a configured `PocketTransport`
+//   4. the engine (`InFlightRequest`), or to a configured `PocketTransport`;
+//      a request with an `authentication` answers a 401 challenge around
+//      2-4 once (`authenticating`, Sources/Pocket/Auth)
 //   5. validation of the final response (the request's `PocketValidation`,
 //      else the client's); then the middleware observe the outcome in
 //      reverse order and, for a failure, are asked in order whether to retry
@@ -56,7 +58,10 @@ extension PocketClient {
     func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
               sink: EventSink?) async throws -> PocketResponse {
         let response = try await execute(request, options: options, progress: progress, sink: sink) { request, progress in
-            try await self.exchange(request, progress: progress)
+            if self.responseCache != nil || request.cachePolicy != nil {
+                return try await self.caching(request, progress: progress)   // Sources/Pocket/Cache
+            }
+            return try await self.exchange(request, progress: progress)
         }
         return try applySchema(response)
     }
@@ -79,18 +84,27 @@ extension PocketClient {
     public func stream(_ request: PocketRequest, bufferSize: Int = 256 << 10, options: PocketSendOptions = PocketSendOptions(),
                        progress: PocketProgressHandler? = nil) async throws -> PocketStreamingResponse {
         try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            try await self.followingRedirects(request, progress: progress) { request, progress in
-                if let transport = self.configuration.handling.transport {
-                    return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
-                }
-                let state = BodyStreamState(highWater: bufferSize)
-                let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
-                state.request = inflight
-                let body = PocketResponseBodyStream(state)
-                let head = try await self.run(request, inflight)
-                return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
-                                               headers: head.headers, body: body)
+            if self.responseCache != nil || request.cachePolicy != nil {
+                return try await self.cachingStream(request, bufferSize: bufferSize, progress: progress)   // Sources/Pocket/Cache
             }
+            return try await self.streamExchange(request, bufferSize: bufferSize, progress: progress)
+        }
+    }
+
+    /// Redirects, then the engine (or the configured transport) for each
+    /// hop, returning at the head.
+    func streamExchange(_ request: PocketRequest, bufferSize: Int, progress: PocketProgressHandler?) async throws -> PocketStreamingResponse {
+        try await followingRedirects(request, progress: progress) { request, progress in
+            if let transport = self.configuration.handling.transport {
+                return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
+            }
+            let state = BodyStreamState(highWater: bufferSize)
+            let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
+            state.request = inflight
+            let body = PocketResponseBodyStream(state)
+            let head = try await self.run(request, inflight)
+            return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
+                                           headers: head.headers, body: body)
         }
     }
 
@@ -144,7 +158,7 @@ extension PocketClient {
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         if unadapted, given == nil, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening {
+           !hub.isListening, request.authentication == nil {
             // Nothing to adapt, retry or report: one attempt.
             var response = try await hop(request, progress)
             if let failure = validationFailure(of: response, for: request) {
@@ -216,7 +230,7 @@ extension PocketClient {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
-                outcome = .success(try await hop(sent, progress))
+                outcome = .success(try await authenticating(sent, progress: progress, hop))
             } catch {
                 outcome = .failure(error)
             }
@@ -427,7 +441,7 @@ extension PocketStreamingResponse: ExchangedResponse {
         return attemptView.validationFailure(validation, format: format, hasBody: !empty)
     }
 
-    mutating func keep(request: PocketRequest) {}
+    mutating func keep(request: PocketRequest) { metadata = request.metadata }
 
     func discardBody() async { body.state.abandon() }
 }

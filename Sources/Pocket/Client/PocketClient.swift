@@ -125,6 +125,8 @@ public final class PocketClient: Sendable {
     /// request path then has nothing to adapt or retry for requests that
     /// bring none of their own.
     let unadapted: Bool
+    /// `configuration.handling.cache`, read once per `send`.
+    let responseCache: PocketResponseCache?
     /// The client's middleware with its retry policy last (built once).
     let chain: [any PocketMiddleware]
     /// Finished engine requests kept for reuse by `send`.
@@ -138,6 +140,8 @@ public final class PocketClient: Sendable {
         self.templates = TemplateRegistry()
         self.hub = EventHub()
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
+            && configuration.handling.authentication == nil
+        self.responseCache = configuration.handling.cache
         self.chain = Self.chain(configuration.handling)
     }
 
@@ -148,6 +152,8 @@ public final class PocketClient: Sendable {
         self.templates = templates
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
+            && configuration.handling.authentication == nil
+        self.responseCache = configuration.handling.cache
         self.chain = Self.chain(configuration.handling)
     }
 

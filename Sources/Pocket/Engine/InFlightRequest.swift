@@ -418,9 +418,11 @@ final class InFlightRequest: @unchecked Sendable {
         if p.body_received > 0 || final, Int(p.body_decoded) != lastDownloadReport || final {
             lastDownloadReport = Int(p.body_decoded)
             let wireTotal = p.body_receive_total >= 0 ? Int(p.body_receive_total) : nil
-            // A decoded body's size is known only at its end; an identity body's from Content-Length.
-            var total = final ? Int(p.body_decoded) : p.decoding != 0 ? nil : wireTotal
-            if !final, let name = progress.contentLengthHeader, let declared = headers[name].flatMap({ Int($0) }), declared >= 0 {
+            // An identity body's total is its Content-Length; a chunked or
+            // decoded one has none in any report, the last included (the
+            // same rule as uploads), unless the user names a header for it.
+            var total = p.decoding != 0 ? nil : wireTotal
+            if let name = progress.contentLengthHeader, let declared = headers[name].flatMap({ Int($0) }), declared >= 0 {
                 total = declared
             }
             progress.report(PocketTransferProgress(direction: .download, bytes: Int(p.body_decoded), total: total,

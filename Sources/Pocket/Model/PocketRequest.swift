@@ -32,6 +32,9 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         var validation: PocketValidation?
         var schema: PocketSchema?
         var errorParser: (any PocketErrorParser)?
+        var metadata: (any Sendable)?
+        var authentication: PocketAuthentication?
+        var cachePolicy: PocketCachePolicy?
 
         init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
             self.method = method
@@ -52,6 +55,9 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             c.validation = validation
             c.schema = schema
             c.errorParser = errorParser
+            c.metadata = metadata
+            c.authentication = authentication
+            c.cachePolicy = cachePolicy
             return c
         }
     }
@@ -193,6 +199,33 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             yield &s.errorParser
         }
         set { unique().errorParser = newValue }
+    }
+    /// The caller's own value carried with the request (AFNetworking's
+    /// `userInfo`, the fields of an STNetTask subclass): which business
+    /// operation it belongs to, a trace id, a tenant. Pocket never reads it;
+    /// middleware see it on the request they adapt, and it reaches
+    /// `PocketTaskEvent.metadata` (events and observers),
+    /// `PocketQueuedTask.metadata` and the response (`metadata` on
+    /// `PocketResponse`, `PocketStreamingResponse` and
+    /// `PocketDownloadResponse`). Read it back with a cast
+    /// (`event.metadata as? Checkout`). nil by default. Not compared,
+    /// hashed or archived (a `Sendable` value need not be `Codable`).
+    public var metadata: (any Sendable)? {
+        get { storage.metadata }
+        set { unique().metadata = newValue }
+    }
+    /// How this request answers 401 challenges (Basic, Digest); nil (the
+    /// default) uses the client's `PocketRequestHandling.authentication`,
+    /// which is off by default. Not compared, hashed or archived.
+    public var authentication: PocketAuthentication? {
+        get { storage.authentication }
+        set { unique().authentication = newValue }
+    }
+    /// How this request uses the client's response cache; nil (the
+    /// default) is `.useProtocol`. Not compared, hashed or archived.
+    public var cachePolicy: PocketCachePolicy? {
+        get { storage.cachePolicy }
+        set { unique().cachePolicy = newValue }
     }
 
     /// Whether sending this request twice has the effect of sending it once:

@@ -32,6 +32,13 @@ public struct PocketResponse: Sendable {
     /// mapped: models and dates as `.mapped`), set by `client.send`; nil
     /// when the request had no schema. `decode` reads it instead of the bytes.
     public var schemaResult: PocketJSONValue?
+    /// True when the response came from the client's cache
+    /// (`PocketRequestHandling.cache`), with or without revalidation.
+    public var fromCache = false
+    /// True when a stored response was revalidated (a 304) before being returned.
+    public var revalidated = false
+    /// The sent request's `metadata` (`request?.metadata`).
+    public var metadata: (any Sendable)? { request?.metadata }
 
     public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: PocketHeaders = [:],
                 body: Data = Data(), timings: PocketTimings = PocketTimings(), request: PocketRequest? = nil) {

@@ -29,6 +29,8 @@ public final class PocketQueuedTask: Sendable {
 
     /// The task's id, as in its `PocketTaskEvent`s.
     public let id: UInt64
+    /// The request's `metadata`, readable while the task waits or runs.
+    public let metadata: (any Sendable)?
     /// The queue position key: priority first, then arrival.
     let priority: PocketQueuePriority
     let sequence: UInt64
@@ -52,6 +54,7 @@ public final class PocketQueuedTask: Sendable {
         self.options = options
         self.method = request.method
         self.url = request.url
+        self.metadata = request.metadata
         self.endpoint = options.endpoint ?? request.url.path(percentEncoded: false)
         self.progress = progress
         self.queue = queue

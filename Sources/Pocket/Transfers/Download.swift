@@ -29,6 +29,8 @@ public struct PocketDownloadResponse: Sendable {
     public var url: URL?
     /// The redirects followed to get here, in order; empty for none.
     public var redirects: [PocketRedirectHop] = []
+    /// The request's `metadata`, or nil.
+    public var metadata: (any Sendable)?
 
     /// True for 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }
@@ -58,63 +60,276 @@ public struct PocketResumeData: Sendable, Codable, Hashable {
     public var totalBytes: Int?
 }
 
-/// A download in progress: wait for it, pause it, or cancel it.
+/// Where a `PocketDownloadTask` is (AFURLConnectionOperation's `isPaused`,
+/// `isExecuting`, `isFinished`, `isCancelled`).
+public enum PocketDownloadState: Sendable, Hashable, CaseIterable {
+    /// Made or resumed; its request is about to be sent.
+    case pending
+    /// The request is in flight (retries and redirects included).
+    case running
+    /// Stopped by `pause()`, the partial file kept; `resume()` continues it.
+    case paused
+    /// Done with a response (`response()` returns it; a non-2xx status included).
+    case finished
+    /// Ended by an error (`response()` throws it); `resumeData` may continue it.
+    case failed
+    /// Ended by `cancel()` (or by cancelling `download`'s caller).
+    case cancelled
+
+    /// Finished, failed or cancelled: nothing more will happen.
+    public var isTerminal: Bool { self == .finished || self == .failed || self == .cancelled }
+}
+
+/// A download you can wait for, pause and resume (on the same task), or cancel.
 ///
 /// The engine writes the body to a temporary file next to the destination
 /// (no trip through Swift per chunk, constant memory) and renames it into
 /// place when the body is complete, so the destination appears complete or
 /// not at all (a rename within one directory is atomic).
+///
+/// ```swift
+/// let task = client.downloadTask(request, to: file, progress: progress)
+/// await task.pause()              // the partial file is kept
+/// task.resume()                   // Range: bytes=N- with If-Range, same task
+/// for await state in task.states() { print(state) }   // ... running, finished
+/// let response = try await task.response()
+/// ```
+///
+/// Progress continues across a pause: after a resume that the server answers
+/// with 206, reports count from the bytes already in the file, against the
+/// whole size. A progress `stream()` ends when the task ends, not when it pauses.
 public final class PocketDownloadTask: Sendable {
     enum Outcome: Sendable {
         case done(PocketDownloadResponse)
         case paused(PocketResumeData)
     }
 
-    /// What the task and its runner share.
+    /// What the task and one run share.
     final class Control: Sendable {
         let pausing = Atomic<Bool>(false)
         let saved = Lock<PocketResumeData?>(nil)
     }
 
-    private let task: Task<Outcome, any Error>
-    private let control = Control()
+    private struct Machine {
+        var state = PocketDownloadState.pending
+        var run: Task<Void, Never>?
+        var control = Control()
+        var cancelling = false
+        var resumeData: PocketResumeData?
+        var outcome: Result<PocketDownloadResponse, any Error>?
+        var waiters: [CheckedContinuation<PocketDownloadResponse, any Error>] = []
+        var watchers: [UInt64: AsyncStream<PocketDownloadState>.Continuation] = [:]
+        var nextWatcher: UInt64 = 0
+    }
+
+    private let client: PocketClient
+    private let request: PocketRequest
+    private let destination: URL
+    private let progress: PocketProgressHandler?
+    private let machine = Lock(Machine())
 
     init(client: PocketClient, request: PocketRequest, destination: URL, resume: PocketResumeData?, progress: PocketProgressHandler?) {
-        let control = self.control
-        task = Task {
-            try await Downloader(client: client, request: request, destination: destination, resume: resume,
-                                 progress: progress, control: control).run()
+        self.client = client
+        self.request = request
+        self.destination = destination
+        self.progress = progress
+        machine.withLock { m in
+            m.resumeData = resume
+            m.run = start(resume: resume, control: m.control)
         }
     }
 
-    /// Waits for the download. Throws what kept it from completing; a paused
-    /// download throws `.cancelled`. After a failure other than cancellation,
-    /// `resumeData` holds what the partial file needs to continue.
+    /// The task's state now.
+    public var state: PocketDownloadState { machine.withLock { $0.state } }
+
+    /// True while paused (AFURLConnectionOperation's `isPaused`).
+    public var isPaused: Bool { state == .paused }
+
+    /// The task's states as an `AsyncSequence`: the current one first, then
+    /// each change, ending after a terminal state (finished, failed,
+    /// cancelled). Each call is a new subscription; it holds at most one
+    /// state per change, so a few per pause.
+    public func states() -> AsyncStream<PocketDownloadState> {
+        let (stream, continuation) = AsyncStream<PocketDownloadState>.makeStream()
+        let id: UInt64? = machine.withLock { m in
+            continuation.yield(m.state)
+            if m.state.isTerminal { return nil }
+            m.nextWatcher += 1
+            m.watchers[m.nextWatcher] = continuation
+            return m.nextWatcher
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.machine.withLock { $0.watchers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Waits for the download's end, across pauses and resumes. Throws what
+    /// kept it from completing (`.cancelled` after `cancel()`); after a
+    /// failure other than cancellation, `resumeData` holds what the partial
+    /// file needs to continue.
     public func response() async throws -> PocketDownloadResponse {
-        switch try await task.value {
-        case .done(let r): return r
-        case .paused: throw PocketError(.cancelled, "the download was paused; continue it with its ResumeData")
+        try await withCheckedThrowingContinuation { continuation in
+            let outcome = machine.withLock { m -> Result<PocketDownloadResponse, any Error>? in
+                if m.outcome == nil { m.waiters.append(continuation) }
+                return m.outcome
+            }
+            if let outcome { continuation.resume(with: outcome) }
         }
     }
 
-    /// Stops the transfer, keeps the partial file and returns how to continue.
-    /// Throws if the download already ended (its `response()` tells how).
-    public func pause() async throws -> PocketResumeData {
-        control.pausing.store(true, ordering: .sequentiallyConsistent)
-        task.cancel()
-        switch try await task.value {
-        case .paused(let data): return data
-        case .done: throw PocketError(.invalidArgument, "the download had already completed")
+    /// Stops the transfer and keeps the partial file; the task is `.paused`
+    /// until `resume()` or `cancel()`. Returns the resume data (also in
+    /// `resumeData`; nil when the body was content-coded, which a Range
+    /// cannot continue: `resume()` then starts again from zero). Pausing a
+    /// paused task returns its data; pausing a finished, failed or
+    /// cancelled one does nothing and returns nil.
+    @discardableResult
+    public func pause() async -> PocketResumeData? {
+        let run = machine.withLock { m -> Task<Void, Never>? in
+            guard m.state == .pending || m.state == .running, !m.cancelling else { return nil }
+            m.control.pausing.store(true, ordering: .sequentiallyConsistent)
+            m.run?.cancel()
+            return m.run
+        }
+        await run?.value
+        return machine.withLock { $0.state == .paused ? $0.resumeData : nil }
+    }
+
+    /// Continues a paused task with `Range: bytes=N-` (N = the partial
+    /// file's size) and `If-Range` (the strong ETag, else Last-Modified), as
+    /// `downloadTask(resumingWith:)` does. Does nothing unless the task is
+    /// paused, so resuming twice sends one request.
+    public func resume() {
+        machine.withLock { m in
+            guard m.state == .paused else { return }
+            m.control = Control()
+            m.run = start(resume: m.resumeData, control: m.control)
+            Self.enter(.pending, &m)
         }
     }
 
-    /// Stops the transfer and removes the partial file.
+    /// Stops the transfer (or a pause) for good and removes the partial file;
+    /// `response()` throws `.cancelled`. Does nothing to an ended task.
     public func cancel() {
-        task.cancel()
+        var watchers: [AsyncStream<PocketDownloadState>.Continuation]?
+        let (run, partial) = machine.withLock { m -> (Task<Void, Never>?, PocketResumeData?) in
+            switch m.state {
+            case .pending, .running:
+                m.cancelling = true
+                return (m.run, nil)
+            case .paused:
+                let partial = m.resumeData
+                m.resumeData = nil
+                watchers = Self.end(.cancelled, with: .failure(PocketError(.cancelled, "the paused download was cancelled")), &m)
+                return (nil, partial)
+            case .finished, .failed, .cancelled:
+                return (nil, nil)
+            }
+        }
+        run?.cancel()
+        if let partial { unlink(partial.temporaryFile.path(percentEncoded: false)) }
+        if let watchers { finished(watchers) }
+    }
+
+    /// Ends the task like `cancel()` but keeps the partial file and returns
+    /// how to continue it later, even in another process
+    /// (`PocketClient.downloadTask(resumingWith:)`), as URLSession's
+    /// `cancel(byProducingResumeData:)` does. Nil when nothing can be continued.
+    public func cancelProducingResumeData() async -> PocketResumeData? {
+        let data = await pause()
+        let watchers = machine.withLock { m -> [AsyncStream<PocketDownloadState>.Continuation]? in
+            guard m.state == .paused else { return nil }
+            return Self.end(.cancelled, with: .failure(PocketError(.cancelled, "the download was stopped; continue it with its resume data")), &m)
+        }
+        guard let watchers else { return nil }
+        finished(watchers)
+        return data
     }
 
     /// Resume data after a pause, or after a failure that left a partial file.
-    public var resumeData: PocketResumeData? { control.saved.withLock { $0 } }
+    public var resumeData: PocketResumeData? { machine.withLock { $0.resumeData } }
+
+    // MARK: runs
+
+    /// Starts one run (fresh or resumed) in a task of its own.
+    private func start(resume: PocketResumeData?, control: Control) -> Task<Void, Never> {
+        let (client, request, destination, progress) = (self.client, self.request, self.destination, self.progress)
+        return Task { [weak self] in
+            self?.machine.withLock { m in if m.state == .pending { Self.enter(.running, &m) } }
+            let result: Result<Outcome, any Error>
+            do {
+                result = .success(try await Downloader(client: client, request: request, destination: destination, resume: resume,
+                                                       progress: progress, control: control).run())
+            } catch {
+                result = .failure(error)
+            }
+            self?.ended(result, control: control)
+        }
+    }
+
+    /// A run ended: done, paused, failed or cancelled.
+    private func ended(_ result: Result<Outcome, any Error>, control: Control) {
+        var discard: PocketResumeData?
+        let watchers = machine.withLock { m -> [AsyncStream<PocketDownloadState>.Continuation]? in
+            guard m.control === control else { return nil }
+            m.run = nil
+            switch result {
+            case .success(.done(let response)):
+                return Self.end(.finished, with: .success(response), &m)
+            case .success(.paused(let data)) where m.cancelling:
+                // cancel() came while the pause was under way.
+                discard = data
+                return Self.end(.cancelled, with: .failure(PocketError(.cancelled, "the download was cancelled")), &m)
+            case .success(.paused(let data)):
+                m.resumeData = data
+                Self.enter(.paused, &m)
+                return nil
+            case .failure(let error):
+                if !m.cancelling, control.pausing.load(ordering: .sequentiallyConsistent), Self.isCancelled(error) {
+                    // A content-coded body: nothing to continue, a resume starts again.
+                    m.resumeData = nil
+                    Self.enter(.paused, &m)
+                    return nil
+                }
+                m.resumeData = control.saved.withLock { $0 }
+                return Self.end(m.cancelling || Self.isCancelled(error) ? .cancelled : .failed, with: .failure(error), &m)
+            }
+        }
+        if let discard { unlink(discard.temporaryFile.path(percentEncoded: false)) }
+        if let watchers { finished(watchers) }
+    }
+
+    /// After a terminal state, outside the lock: state streams end (their
+    /// termination handlers take the lock) and the progress stream too.
+    private func finished(_ watchers: [AsyncStream<PocketDownloadState>.Continuation]) {
+        for watcher in watchers { watcher.finish() }
+        progress?.finish?()
+    }
+
+    private static func isCancelled(_ error: any Error) -> Bool {
+        (error as? PocketError)?.code == .cancelled || error is CancellationError
+    }
+
+    private static func enter(_ state: PocketDownloadState, _ m: inout Machine) {
+        guard m.state != state else { return }
+        m.state = state
+        for watcher in m.watchers.values { watcher.yield(state) }
+    }
+
+    /// Enters a terminal state: waiters get `outcome`; returns the state
+    /// streams, for `finished` to end once the lock is released.
+    private static func end(_ state: PocketDownloadState, with outcome: Result<PocketDownloadResponse, any Error>,
+                            _ m: inout Machine) -> [AsyncStream<PocketDownloadState>.Continuation] {
+        enter(state, &m)
+        m.outcome = outcome
+        for waiter in m.waiters { waiter.resume(with: outcome) }
+        m.waiters = []
+        defer { m.watchers = [:] }
+        return Array(m.watchers.values)
+    }
 }
 
 extension PocketClient {
@@ -192,6 +407,24 @@ private struct Downloader {
         }
         let seen = Lock(Seen(etag: resume?.etag, lastModified: resume?.lastModified, total: resume?.totalBytes))
         let start = offset
+        // Download progress counts from the bytes already in the file when
+        // a 206 continues it; the task ends the user's progress stream.
+        let base = Lock(0)
+        let progress = self.progress.map { user in
+            var handler = PocketProgressHandler(interval: user.interval, report: { p in
+                var p = p
+                let skipped = p.direction == .download ? base.withLock { $0 } : 0
+                if skipped > 0 {
+                    p.bytes += skipped
+                    p.wireBytes += skipped
+                    p.total = p.total.map { $0 + skipped }
+                    p.wireTotal = p.wireTotal.map { $0 + skipped }
+                }
+                user.report(p)
+            }, finish: nil)
+            handler.contentLengthHeader = user.contentLengthHeader
+            return handler
+        }
         let expectedETag = resume?.etag, expectedDate = resume?.lastModified
         let decide: @Sendable (PocketResponseHead) -> InFlightRequest.FileDecision = { head in
             guard (200..<300).contains(head.status) else { return .memory }
@@ -208,6 +441,7 @@ private struct Downloader {
                     return .abort(PocketError(.resumeValidatorMismatch, "the resource changed: Last-Modified \(date), resuming \(expectedDate)", response: head))
                 }
                 seen.withLock { $0.total = range.total ?? $0.total }
+                base.withLock { $0 = start }
                 return .write
             }
             // A whole body: start the file again from zero.
@@ -216,6 +450,7 @@ private struct Downloader {
                 lseek(fd, 0, SEEK_SET)
             }
             let total = head.headers["Content-Length"].flatMap { Int($0) }
+            base.withLock { $0 = 0 }
             seen.withLock { $0 = Seen(etag: etag, lastModified: date, total: total, encoded: $0.encoded) }
             return .write
         }
@@ -278,7 +513,7 @@ private struct Downloader {
             }
             return .done(PocketDownloadResponse(status: response.status, reason: response.reason, headers: response.headers, fileURL: nil,
                                           body: response.body, fileSize: 0, resumed: false, timings: response.timings,
-                                          url: response.url, redirects: response.redirects))
+                                          url: response.url, redirects: response.redirects, metadata: request.metadata))
         }
         guard rename(tempPath, destination.path(percentEncoded: false)) == 0 else {
             let error = Self.fileError("cannot move the download into \(destination.path(percentEncoded: false))")
@@ -287,7 +522,7 @@ private struct Downloader {
         }
         return .done(PocketDownloadResponse(status: response.status, reason: response.reason, headers: response.headers,
                                       fileURL: destination, body: Data(), fileSize: size, resumed: response.status == 206,
-                                      timings: response.timings, url: response.url, redirects: response.redirects))
+                                      timings: response.timings, url: response.url, redirects: response.redirects, metadata: request.metadata))
     }
 
     /// A hop through a configured `PocketTransport`: its complete response,

@@ -28,6 +28,12 @@ public struct PocketStreamingResponse: Sendable {
     public var url: URL?
     /// The redirects followed to get here, in order; empty for none.
     public var redirects: [PocketRedirectHop] = []
+    /// The request's `metadata`, or nil.
+    public var metadata: (any Sendable)?
+    /// True when the response came from the client's cache (see `PocketResponse.fromCache`).
+    public var fromCache = false
+    /// True when a stored response was revalidated (a 304) before being returned.
+    public var revalidated = false
 
     init(status: Int, reason: String, httpMinorVersion: Int, headers: PocketHeaders, body: PocketResponseBodyStream) {
         self.status = status
@@ -64,6 +70,10 @@ public struct PocketStreamingResponse: Sendable {
 public final class PocketResponseBodyStream: AsyncSequence, Sendable {
     public typealias Element = Data
     let state: BodyStreamState
+    /// Where the response cache stores the body as it is read; set once by
+    /// the cache step before the response reaches the caller (so never
+    /// written while read), nil otherwise.
+    nonisolated(unsafe) var tee: (any CacheWriter)?
 
     init(_ state: BodyStreamState) { self.state = state }
 
@@ -71,7 +81,20 @@ public final class PocketResponseBodyStream: AsyncSequence, Sendable {
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let stream: PocketResponseBodyStream
-        public mutating func next() async throws -> Data? { try await stream.state.next() }
+        public mutating func next() async throws -> Data? {
+            guard let tee = stream.tee else { return try await stream.state.next() }
+            do {
+                guard let chunk = try await stream.state.next() else {
+                    tee.commit()
+                    return nil
+                }
+                _ = tee.append(chunk)
+                return chunk
+            } catch {
+                tee.abandon()
+                throw error
+            }
+        }
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }

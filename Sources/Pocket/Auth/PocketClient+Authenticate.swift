@@ -1,0 +1,131 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+// The authentication step of the one request path: inside an attempt,
+// around redirects and the engine (stage 2 to 4 of
+// PocketClient+Execute.swift). It runs only for a request with an
+// `authentication` (its own or the client's); others go straight to the hop.
+
+extension PocketClient {
+    /// Most answers one request makes: a Digest exchange takes one, a stale
+    /// nonce one more, a handler that offers another credential after a
+    /// refusal a few more.
+    static let maxAuthenticationRounds = 4
+
+    /// Sends `request` through `hop` and answers a 401 challenge as its
+    /// `PocketAuthentication` says (see there for the rules).
+    func authenticating<R: ExchangedResponse>(
+        _ request: PocketRequest, progress: PocketProgressHandler?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
+        guard let auth = request.authentication ?? configuration.handling.authentication else {
+            return try await hop(request, progress)
+        }
+        let home = auth.origin ?? (request.authentication != nil ? request.url : configuration.baseURL ?? request.url)
+        guard Self.sameOrigin(home, request.url) else { return try await hop(request, progress) }
+        let target = request.target
+        let originKey = "\(target.https ? "https" : "http")://\(target.host.lowercased()):\(target.port)"
+        let method = request.method.rawValue, uri = target.pathAndQuery
+
+        var sent = request
+        var used: PocketCredential?
+        var usedScheme: PocketAuthentication.Scheme?
+        var preemptive = false
+        if case .credential(let credential) = auth.source {
+            // A nonce this protection space gave before: answer at once, counted.
+            if auth.schemes.contains(.digest), let (challenge, nc) = auth.nonces.next(origin: originKey),
+               let value = challenge.answer(credential, method: method, uri: uri, nc: nc, cnonce: DigestChallenge.makeCNonce()) {
+                sent.headers["Authorization"] = value
+                (used, usedScheme, preemptive) = (credential, .digest, true)
+            } else if auth.preemptiveBasic, auth.schemes.contains(.basic) {
+                sent.headers["Authorization"] = try PocketAuthorization.basic(username: credential.username,
+                                                                             password: credential.password).headerValue
+                (used, usedScheme, preemptive) = (credential, .basic, true)
+            }
+        }
+        var refused: [PocketCredential] = []
+        var staleAnswered = false
+        var rounds = 0
+        while true {
+            let response = try await hop(sent, progress)
+            let view = response.attemptView
+            guard view.status == 401, rounds < Self.maxAuthenticationRounds else { return response }
+            // Only a challenge from the request's own origin, not from where a redirect led.
+            if let url = Self.respondingURL(response), !Self.sameOrigin(url, request.url) { return response }
+            let challenges = AuthChallenge.parse(view.headers.values(for: "WWW-Authenticate"))
+            let digests = auth.schemes.contains(.digest) ? challenges.compactMap(DigestChallenge.init) : []
+            // Digest over Basic; SHA-256 over MD5.
+            let digest = digests.first { $0.hash == .sha256 } ?? digests.first
+            let basic = auth.schemes.contains(.basic) ? challenges.first { $0.scheme == "basic" } : nil
+            guard digest != nil || basic != nil else { return response }
+            let scheme: PocketAuthentication.Scheme = digest != nil ? .digest : .basic
+
+            let credential: PocketCredential
+            if let used, let digest, digest.stale, usedScheme == .digest, !staleAnswered {
+                // Only the nonce expired (RFC 7616 §3.3): the same credential, once more.
+                staleAnswered = true
+                credential = used
+            } else {
+                if let used, !preemptive { refused.append(used) }
+                preemptive = false
+                switch auth.source {
+                case .credential(let c):
+                    guard !refused.contains(c) else { return response }
+                    credential = c
+                case .handler(let handler):
+                    let chosen = digest != nil ? challenges.first { $0.scheme == "digest" } : basic
+                    let challenge = PocketAuthChallenge(url: Self.respondingURL(response) ?? request.url, scheme: scheme,
+                                                        realm: chosen?.parameters["realm"], parameters: chosen?.parameters ?? [:],
+                                                        response: view.head, refused: refused.last)
+                    let offered: PocketCredential?
+                    do {
+                        offered = try await handler(challenge)
+                    } catch {
+                        await response.discardBody()
+                        throw error
+                    }
+                    guard let offered, !refused.contains(offered) else { return response }
+                    credential = offered
+                }
+            }
+            if let body = request.body, !body.isReplayable {
+                await response.discardBody()
+                throw PocketError(.bodyNotReplayable, "\(request.method) \(request.url.absoluteString) got a 401 \(scheme.rawValue) challenge to answer, but its body is one-shot (a stream) and was already sent",
+                                  response: view.head)
+            }
+            let value: String?
+            if let digest {
+                auth.nonces.store(digest, origin: originKey)
+                value = digest.answer(credential, method: method, uri: uri, nc: 1, cnonce: DigestChallenge.makeCNonce())
+            } else {
+                do {
+                    value = try PocketAuthorization.basic(username: credential.username, password: credential.password).headerValue
+                } catch {
+                    await response.discardBody()
+                    throw error
+                }
+            }
+            // The hash is unavailable (MD5 under FIPS): the 401 stands.
+            guard let value else { return response }
+            await response.discardBody()
+            sent.headers["Authorization"] = value
+            (used, usedScheme) = (credential, scheme)
+            rounds += 1
+        }
+    }
+
+    /// Scheme, host and port equal (RFC 6454 origins).
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        let x = Target(a), y = Target(b)
+        return x.problem == nil && y.problem == nil && x.https == y.https && x.port == y.port
+            && x.host.lowercased() == y.host.lowercased()
+    }
+
+    /// Where a response came from (after redirects), when it records it.
+    static func respondingURL<R: ExchangedResponse>(_ response: R) -> URL? {
+        (response as? PocketResponse)?.url ?? (response as? PocketStreamingResponse)?.url
+    }
+}

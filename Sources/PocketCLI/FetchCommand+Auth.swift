@@ -1,0 +1,30 @@
+import Pocket
+
+extension FetchCommand {
+    /// `-u user:password` with `--basic` (curl's default: Basic with the
+    /// first request), `--digest` (answer a Digest challenge) or `--anyauth`
+    /// (answer whichever scheme the 401 offers, Digest first). The
+    /// credential goes to the URL's origin only, never where a redirect leads.
+    func authentication() throws(CLIFailure) -> PocketAuthentication? {
+        let schemes = [basic, digest, anyauth].filter { $0 }.count
+        guard let user else {
+            if schemes > 0 { throw CLIFailure(.usage, "--basic, --digest and --anyauth need -u user:password") }
+            return nil
+        }
+        if schemes > 1 { throw CLIFailure(.usage, "give one of --basic, --digest and --anyauth") }
+        guard let colon = user.firstIndex(of: ":") else {
+            throw CLIFailure(.usage, "-u needs user:password (pocket does not prompt for a password)")
+        }
+        let name = String(user[..<colon]), password = String(user[user.index(after: colon)...])
+        guard !name.isEmpty else { throw CLIFailure(.usage, "-u '\(name):…': the user name is empty") }
+        if digest { return PocketAuthentication(username: name, password: password, schemes: [.digest]) }
+        if anyauth { return PocketAuthentication(username: name, password: password) }
+        // Basic checks its input at once: a bad name is a usage error, not a request.
+        do {
+            _ = try PocketAuthorization.basic(username: name, password: password)
+        } catch {
+            throw CLIFailure(.usage, "-u: \((error as? PocketError)?.message ?? "\(error)")")
+        }
+        return PocketAuthentication(username: name, password: password, schemes: [.basic], preemptiveBasic: true)
+    }
+}
