@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define PK_HEADERS_ON_STACK 256
@@ -584,6 +585,42 @@ static void connected(pk__loop *loop, pk__conn *conn) {
   begin_request(loop, conn);
 }
 
+/* Makes conn->fd for `addr` (socket(2), or the config's open_socket hook),
+ * nonblocking and registered, then connect(2)s it. Returns 1: connected
+ * (always so from the hook); 0: connect(2) failed with errno set (EINPROGRESS
+ * included), conn->fd still open; -1: the connection was failed here. */
+static int open_fd(pk__loop *loop, pk__conn *conn, const struct sockaddr *addr, socklen_t len) {
+  const pk_engine_config *cfg = &loop->eng->cfg;
+  int fd = cfg->open_socket ? cfg->open_socket(cfg->open_socket_ctx, addr, (unsigned)len)
+                            : socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
+    return -1;
+  }
+  if (cfg->open_socket) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+      int e = errno;
+      close(fd);
+      pk__conn_fail(loop, conn, PK_E_SOCKET, e);
+      return -1;
+    }
+  }
+  if (addr->sa_family != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  if (pk__io_add(loop, fd, &conn->io, PK_CONN_EVENTS) < 0) {
+    int e = errno;
+    close(fd);
+    pk__conn_fail(loop, conn, PK_E_SOCKET, e);
+    return -1;
+  }
+  conn->fd = fd;
+  if (cfg->open_socket) return 1;
+  return connect(fd, addr, len) == 0 ? 1 : 0;
+}
+
 static void try_connect(pk__loop *loop, pk__conn *conn) {
   const pk__addrs *a = conn->addrs;
   pk__req *req = conn->req;
@@ -594,32 +631,9 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
     socklen_t len = a->len[conn->addr_index];
     if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->port);
     else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->port);
-    const pk_engine_config *cfg = &loop->eng->cfg;
-    int fd = cfg->open_socket ? cfg->open_socket(cfg->open_socket_ctx, &ss, (unsigned)len)
-                              : socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
-      return;
-    }
-    if (cfg->open_socket) {
-      int flags = fcntl(fd, F_GETFL);
-      if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        int e = errno;
-        close(fd);
-        pk__conn_fail(loop, conn, PK_E_SOCKET, e);
-        return;
-      }
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (pk__io_add(loop, fd, &conn->io, PK_CONN_EVENTS) < 0) {
-      int e = errno;
-      close(fd);
-      pk__conn_fail(loop, conn, PK_E_SOCKET, e);
-      return;
-    }
-    conn->fd = fd;
-    if (cfg->open_socket || connect(fd, (struct sockaddr *)&ss, len) == 0) {
+    int r = open_fd(loop, conn, (struct sockaddr *)&ss, len);
+    if (r < 0) return;
+    if (r > 0) {
       connected(loop, conn);
       return;
     }
@@ -629,7 +643,7 @@ static void try_connect(pk__loop *loop, pk__conn *conn) {
       return;
     }
     last = errno;
-    close(fd);
+    close(conn->fd);
     conn->fd = -1;
   }
   pk__conn_fail(loop, conn, connect_error(last), last);
@@ -654,12 +668,58 @@ static void dns_answer(pk__dns_query *q, const pk__addrs *addrs, int err) {
   resolved(conn->loop, conn, addrs, err);
 }
 
+/* A Unix socket's connect errors, each its own code (the path is the
+ * caller's to name): a missing file, nobody listening (or not a socket), no
+ * permission. */
+static int unix_connect_error(int e) {
+  switch (e) {
+  case ENOENT:
+  case ENOTDIR: return PK_E_UNIX_SOCKET_NOT_FOUND;
+  case ECONNREFUSED:
+  case ENOTSOCK:
+  case EPROTOTYPE: return PK_E_UNIX_SOCKET_REFUSED;
+  case EACCES:
+  case EPERM: return PK_E_UNIX_SOCKET_PERMISSION;
+  default: return PK_E_CONNECT;
+  }
+}
+
+/* The origin's route is a Unix domain socket: no resolution, one address.
+ * A local connect completes (or fails) at once; EAGAIN means the listener's
+ * backlog is full, which is reported (connect_failed, errno kept) rather than
+ * waited for, as curl does. */
+static void unix_connect(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  pk__origin *o = conn->origin;
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, pk__origin_route(o), o->route_len); /* <= PK_UNIX_PATH_MAX, checked at submit */
+  socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + o->route_len + 1);
+  conn->state = PK_CONN_CONNECTING;
+  req->t_connect_start = pk__now_ns();
+  int r = open_fd(loop, conn, (struct sockaddr *)&sa, len);
+  if (r < 0) return;
+  if (r > 0) {
+    connected(loop, conn);
+    return;
+  }
+  if (errno == EINPROGRESS) {
+    pk__req_update_timer(loop, req);
+    return;
+  }
+  int e = errno;
+  pk__conn_fail(loop, conn, unix_connect_error(e), e);
+}
+
 static void conn_start(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   pk__origin *o = conn->origin;
   conn->state = PK_CONN_RESOLVING;
   req->t_dns_start = loop->now;
   pk__req_update_timer(loop, req);
+  if (o->route == PK_ROUTE_UNIX) {
+    unix_connect(loop, conn);
+    return;
+  }
   const pk__addrs *addrs = NULL;
   int r = pk__dns_resolve(&loop->dns, o->host, o->host_len, loop->now, &conn->dnsq, &addrs);
   if (r == PK__DNS_PENDING) return; /* dns_answer follows */
@@ -675,6 +735,10 @@ static void connect_event(pk__loop *loop, pk__conn *conn) {
     return;
   }
   if (err == EINPROGRESS || err == EALREADY) return;
+  if (conn->origin->route == PK_ROUTE_UNIX) {
+    pk__conn_fail(loop, conn, unix_connect_error(err), err);
+    return;
+  }
   close(conn->fd);
   conn->fd = -1;
   conn->addr_index++;

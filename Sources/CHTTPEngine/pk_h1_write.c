@@ -123,6 +123,11 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (spec->body_kind < PK_BODY_MEMORY || spec->body_kind > PK_BODY_SEGMENTS) return -PK_E_INVALID_ARGUMENT;
   if (spec->body_kind == PK_BODY_SEGMENTS && !segments_valid(spec)) return -PK_E_INVALID_ARGUMENT;
   if (spec->use_sink && spec->sink_fd < 0) return -PK_E_INVALID_ARGUMENT;
+  if (spec->unix_path) {
+    if (spec->unix_path_len == 0 || memchr(spec->unix_path, 0, spec->unix_path_len)) return -PK_E_INVALID_ARGUMENT;
+    if (spec->unix_path_len > PK_UNIX_PATH_MAX) return -PK_E_UNIX_SOCKET_PATH_TOO_LONG;
+  }
+  size_t route_len = spec->unix_path ? spec->unix_path_len : 0;
   bool chunked = (spec->body_kind == PK_BODY_STREAM || spec->body_kind == PK_BODY_SEGMENTS) && spec->body_chunked;
   bool has_body = spec->has_body || spec->body_len || spec->body_kind != PK_BODY_MEMORY;
   bool expect = (spec->body_len || spec->body_kind != PK_BODY_MEMORY) && spec->expect_continue_ms > 0;
@@ -134,7 +139,7 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
                 + 28 + 22                                 /* Transfer-Encoding: chunked, Expect */
                 + 16 + 20 + 2                             /* Content-Length */
                 + 2                                       /* final CRLF */
-                + spec->host_len;                         /* host copy for the pool key */
+                + spec->host_len + route_len;             /* host and route copies for the pool key */
   for (size_t i = 0; i < spec->num_headers; i++) {
     const pk_header *h = &spec->headers[i];
     if (!h->name || !is_token(h->name, h->name_len)) return -PK_E_INVALID_HEADER_NAME;
@@ -199,6 +204,9 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   req->host_off = req->head_len;
   req->host_len = spec->host_len;
   memcpy(p, spec->host, spec->host_len);
+  req->route = spec->unix_path ? PK_ROUTE_UNIX : PK_ROUTE_TCP;
+  req->route_len = route_len;
+  if (route_len) memcpy(p + spec->host_len, spec->unix_path, route_len);
   return 0;
 }
 

@@ -80,10 +80,12 @@ typedef struct pk__req {
   pk__conn *conn;
   pk__timer timer;
 
-  char *buf;                  /* serialized head, then the host name */
+  char *buf;                  /* serialized head, then the host name, then the route's bytes */
   size_t buf_cap;
   size_t head_len;
   size_t host_off, host_len;
+  size_t route_len;           /* bytes after the host: the Unix socket path */
+  uint8_t route;              /* pk__route: how its connections reach the origin */
   /* request body (pk_body_kind) */
   const char *body;
   size_t body_len;
@@ -152,6 +154,13 @@ typedef struct pk__req {
   uint8_t ndec;
 } pk__req;
 
+/* How a connection reaches its origin; part of the pool key, so a request
+ * never reuses a connection made another way. */
+enum pk__route {
+  PK_ROUTE_TCP = 0,  /* host:port, resolved */
+  PK_ROUTE_UNIX = 1, /* a Unix domain socket (the route's bytes are its path) */
+};
+
 /* ----------------------------------------------------------- connections */
 
 enum pk__conn_state {
@@ -199,13 +208,18 @@ struct pk__origin {
   uint8_t scheme;
   uint16_t port;
   uint32_t tls_id;           /* TLS settings the connections were made with */
+  uint8_t route;             /* pk__route */
   uint32_t conns;            /* open + connecting */
   void *tls_session;         /* last resumable TLS session (https origins) */
   pk__link idle;             /* LIFO: most recently used first */
   pk__link waiters;          /* requests waiting for a connection (FIFO) */
   size_t host_len;
+  size_t route_len;          /* the route's bytes follow the host's NUL in host[] */
   char host[];
 };
+
+/* The route's bytes of an origin (NUL-terminated): a Unix socket's path. */
+static inline const char *pk__origin_route(const pk__origin *o) { return o->host + o->host_len + 1; }
 
 /* ----------------------------------------------------------------- loop */
 

@@ -282,7 +282,18 @@ typedef struct pk_request_spec {
   uint32_t tls_id;      /* https: 0 = the engine's TLS settings, else an id from pk_engine_add_tls */
   void *ctx;
   const pk_body_segment *segments; size_t num_segments; /* PK_BODY_SEGMENTS, borrowed until on_done */
+  /* A Unix domain socket to connect to instead of host:port (curl's
+   * --unix-socket); NULL (the default) for TCP. host and port still name the
+   * origin: the Host field and, for https, SNI and certificate verification.
+   * At most PK_UNIX_PATH_MAX bytes, no NUL (abstract sockets are not
+   * supported). Connections are pooled per path: a request for a path never
+   * reuses a TCP connection, nor one to another path. Errors of its own:
+   * PK_E_UNIX_SOCKET_NOT_FOUND, _REFUSED, _PERMISSION (errno kept) and, from
+   * submit, _PATH_TOO_LONG. Copied by submit. */
+  const char *unix_path; size_t unix_path_len;
 } pk_request_spec;
+
+#define PK_UNIX_PATH_MAX 107 /* sizeof(sun_path) - 1 on Linux */
 
 
 /* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
@@ -293,7 +304,7 @@ typedef struct pk_request_spec {
  * Returns 0 (on_done will run exactly once), or -PK_E_xxx and no callback
  * runs: INVALID_ARGUMENT (eng or spec NULL, bad segments, unknown tls_id),
  * INVALID_METHOD/TARGET/HOST/HEADER_NAME/HEADER_VALUE, REQUEST_TOO_LARGE,
- * SHUTDOWN, NOMEM. */
+ * UNIX_SOCKET_PATH_TOO_LONG, SHUTDOWN, NOMEM. */
 int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_handle *handle);
 
 /* Cancels a request. Any thread; eng NULL or a stale handle (the request

@@ -47,6 +47,11 @@ public final class PocketClient: Sendable {
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = PocketTLSConfiguration()
+        /// A Unix domain socket every request goes through instead of its
+        /// URL's host and port (curl's `--unix-socket`), unless the request
+        /// sets its own (`PocketRequest.unixSocketPath`) or has an
+        /// `http+unix`/`https+unix` URL. nil (the default): TCP.
+        public var unixSocketPath: String?
         /// How redirects are followed unless a request sets its own
         /// (`PocketRequest.redirects`): up to 10 hops by default, no https → http
         /// (see `PocketRedirectPolicy` for why and for the rules of each hop).

@@ -29,6 +29,9 @@ struct PreparedRequest {
     let expectContinue: Duration?
     /// The request's own TLS settings (nil: the client's).
     let tls: PocketTLSConfiguration?
+    /// The Unix domain socket to connect to instead of host and port: the
+    /// URL's (`http+unix`), else the request's, else the client's.
+    let unixSocketPath: String?
     /// May the engine send it again on a new connection when a reused one
     /// failed before any response byte (`PocketRequest.isIdempotent`)? A
     /// one-shot body is then refused by the engine (`.bodyNotReplayable`).
@@ -38,17 +41,18 @@ struct PreparedRequest {
     /// `.unsupportedScheme` for a URL the engine cannot send to.
     init(_ request: PocketRequest, configuration: PocketClient.Configuration) throws(PocketError) {
         try self.init(request, defaultHeaders: configuration.defaultHeaders, decompression: configuration.decompression,
-                      timeouts: configuration.timeouts)
+                      timeouts: configuration.timeouts, unixSocketPath: configuration.unixSocketPath)
     }
 
     /// Prepares `request` under the client's settings that take part (read
     /// one by one, so the client's configuration is not copied per request).
     init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
-         timeouts clientTimeouts: PocketTimeouts) throws(PocketError) {
+         timeouts clientTimeouts: PocketTimeouts, unixSocketPath clientSocket: String? = nil) throws(PocketError) {
         let target = request.target
         if let problem = target.problem {
             let scheme = request.url.scheme?.lowercased()
-            throw PocketError(scheme == nil || scheme == "http" || scheme == "https" ? .invalidURL : .unsupportedScheme, problem)
+            let known: Set<String?> = [nil, "http", "https", "http+unix", "https+unix"]
+            throw PocketError(known.contains(scheme) ? .invalidURL : .unsupportedScheme, problem)
         }
         self.target = target
         method = request.method.rawValue
@@ -67,6 +71,7 @@ struct PreparedRequest {
         timeouts = request.timeouts ?? clientTimeouts
         expectContinue = request.expectContinue
         tls = request.tls
+        unixSocketPath = target.unixPath ?? request.unixSocketPath ?? clientSocket
         idempotent = request.isIdempotent
     }
 }

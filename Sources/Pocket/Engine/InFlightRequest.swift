@@ -62,6 +62,8 @@ final class InFlightRequest: @unchecked Sendable {
 
     private let delivery: Delivery
     private let progress: PocketProgressHandler?
+    /// The Unix socket it was sent to (named in connection errors); nil for TCP.
+    private var socketPath: String?
     /// Set when the request is ended from our side for a reason of its own.
     private var abortError: PocketError?
     private var headDelivered = false
@@ -106,7 +108,8 @@ final class InFlightRequest: @unchecked Sendable {
         do {
             prepared = try PreparedRequest(request, defaultHeaders: client.configuration.defaultHeaders,
                                            decompression: client.configuration.decompression,
-                                           timeouts: client.configuration.timeouts)
+                                           timeouts: client.configuration.timeouts,
+                                           unixSocketPath: client.configuration.unixSocketPath)
             tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
@@ -164,7 +167,9 @@ final class InFlightRequest: @unchecked Sendable {
         if rc != 0 {
             // The engine refused it synchronously: no callback will come.
             Unmanaged.passUnretained(self).release()
-            finishEarly(PocketError.engine(rc, errno: 0))
+            var error = PocketError.engine(rc, errno: 0)
+            if let socketPath { error.message += " (Unix socket \(socketPath))" }
+            finishEarly(error)
         }
     }
 
@@ -175,7 +180,9 @@ final class InFlightRequest: @unchecked Sendable {
         var method = prepared.method
         var host = target.host
         var path = target.pathAndQuery
-        var total = method.utf8.count + host.utf8.count + path.utf8.count
+        var socket = prepared.unixSocketPath
+        socketPath = socket
+        var total = method.utf8.count + host.utf8.count + path.utf8.count + (socket?.utf8.count ?? 0)
         var count = 0
         fields.forEach { f in
             total += f.name.utf8.count + f.value.utf8.count
@@ -204,6 +211,7 @@ final class InFlightRequest: @unchecked Sendable {
                 (spec.method, spec.method_len) = put(&method)
                 (spec.host, spec.host_len) = put(&host)
                 (spec.target, spec.target_len) = put(&path)
+                if socket != nil { (spec.unix_path, spec.unix_path_len) = put(&socket!) }
                 var i = 0
                 fields.forEach { f in
                     var name = f.name, value = f.value
@@ -426,6 +434,7 @@ final class InFlightRequest: @unchecked Sendable {
                                       systemError: cause.systemError)
             } else {
                 failure = PocketError.engine(error, errno: sysErrno, response: head)
+                if let socketPath, status == 0 { failure!.message += " (Unix socket \(socketPath))" }
             }
         }
         if headDelivered, case .stream(let stream) = delivery {

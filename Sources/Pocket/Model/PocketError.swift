@@ -93,6 +93,15 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         /// An engine thread (event loop or resolver) could not be started;
         /// `systemError` is `pthread_create`'s answer.
         public static let threadFailed = Code("thread_failed")
+        /// The Unix domain socket's file does not exist (the message names the path).
+        public static let unixSocketNotFound = Code("unix_socket_not_found")
+        /// Nothing accepts connections on the Unix domain socket, or the file
+        /// is not a socket (the message names the path).
+        public static let unixSocketRefused = Code("unix_socket_refused")
+        /// No permission to connect to the Unix domain socket (the message names the path).
+        public static let unixSocketPermissionDenied = Code("unix_socket_permission_denied")
+        /// The Unix domain socket path is longer than the 107 bytes a socket address holds.
+        public static let unixSocketPathTooLong = Code("unix_socket_path_too_long")
 
         // Streaming bodies and downloads (Swift layer)
         /// The request body's `AsyncSequence` threw; `underlying` is its error.
