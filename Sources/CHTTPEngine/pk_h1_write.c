@@ -127,7 +127,10 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
     if (spec->unix_path_len == 0 || memchr(spec->unix_path, 0, spec->unix_path_len)) return -PK_E_INVALID_ARGUMENT;
     if (spec->unix_path_len > PK_UNIX_PATH_MAX) return -PK_E_UNIX_SOCKET_PATH_TOO_LONG;
   }
-  size_t route_len = spec->unix_path ? spec->unix_path_len : 0;
+  if (spec->addresses && !spec->unix_path && (spec->addresses_len == 0 || memchr(spec->addresses, 0, spec->addresses_len)))
+    return -PK_E_INVALID_ARGUMENT;
+  const char *route = spec->unix_path ? spec->unix_path : spec->addresses;
+  size_t route_len = spec->unix_path ? spec->unix_path_len : spec->addresses ? spec->addresses_len : 0;
   bool chunked = (spec->body_kind == PK_BODY_STREAM || spec->body_kind == PK_BODY_SEGMENTS) && spec->body_chunked;
   bool has_body = spec->has_body || spec->body_len || spec->body_kind != PK_BODY_MEMORY;
   bool expect = (spec->body_len || spec->body_kind != PK_BODY_MEMORY) && spec->expect_continue_ms > 0;
@@ -204,9 +207,9 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   req->host_off = req->head_len;
   req->host_len = spec->host_len;
   memcpy(p, spec->host, spec->host_len);
-  req->route = spec->unix_path ? PK_ROUTE_UNIX : PK_ROUTE_TCP;
+  req->route = spec->unix_path ? PK_ROUTE_UNIX : spec->addresses ? PK_ROUTE_ADDRS : PK_ROUTE_TCP;
   req->route_len = route_len;
-  if (route_len) memcpy(p + spec->host_len, spec->unix_path, route_len);
+  if (route_len) memcpy(p + spec->host_len, route, route_len);
   return 0;
 }
 

@@ -159,7 +159,18 @@ typedef struct pk__req {
 enum pk__route {
   PK_ROUTE_TCP = 0,  /* host:port, resolved */
   PK_ROUTE_UNIX = 1, /* a Unix domain socket (the route's bytes are its path) */
+  PK_ROUTE_ADDRS = 2, /* numeric addresses given by the caller instead of resolving (the bytes: "a,b") */
 };
+
+/* A happy-eyeballs attempt beyond the connection's own socket (RFC 8305):
+ * a socket of its own, registered with its own handler, until the race is
+ * decided. */
+typedef struct pk__attempt {
+  pk__io io;
+  int fd;                     /* -1: unused or closed */
+  uint8_t addr;               /* index into the connection's addresses */
+  struct pk__conn *conn;
+} pk__attempt;
 
 /* ----------------------------------------------------------- connections */
 
@@ -192,6 +203,14 @@ struct pk__conn {
   pk__timer idle_timer;
   uint64_t idle_since;
   const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
+  /* the race (pk_conn.c): addresses in the order tried, families interleaved */
+  uint8_t order[PK_DNS_MAX_ADDRS];
+  uint8_t fd_addr;            /* the address of `fd` while connecting */
+  uint8_t in_flight;          /* attempts connecting: `fd` and the extra ones */
+  uint8_t attempts;           /* attempts opened */
+  int last_errno;             /* the latest failed attempt's */
+  pk__timer race_timer;       /* the next attempt's start */
+  pk__attempt *extra;         /* PK_DNS_MAX_ADDRS slots, allocated at the first overlap, kept with the struct */
   pk__dns_query dnsq;         /* the lookup (pk_dns.c reports through it) */
   pk__tls *tls;               /* NULL for plain HTTP */
   uint64_t wire_out_mark, wire_in_mark; /* BIO counters already charged to a request */

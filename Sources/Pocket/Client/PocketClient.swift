@@ -38,6 +38,19 @@ public final class PocketClient: Sendable {
         public var engineThreads = 1
         /// How long a resolved host name is reused, 30 s by default.
         public var dnsCacheTTL: Duration = .seconds(30)
+        /// Addresses to connect to instead of resolving a host and port
+        /// (curl's `--resolve`); empty by default. See `PocketAddressOverride`.
+        public var addressOverrides: [PocketAddressOverride] = []
+        /// Happy eyeballs (RFC 8305): when a host has several addresses, a
+        /// new connection attempt starts this long after the previous one
+        /// if that has not connected yet (at once when it fails), IPv6 and
+        /// IPv4 interleaved; the first to connect wins and the others are
+        /// closed. 250 ms by default (RFC 8305's recommendation): long enough
+        /// that a healthy first address wins alone, short enough that a dead
+        /// one costs a quarter second, not a connect timeout. The connect
+        /// timeout covers the whole race. `.zero` tries one address at a time.
+        /// Set per engine: scoped clients share their parent's.
+        public var connectionAttemptDelay: Duration = .milliseconds(250)
         /// Response limits; each has its own error code.
         public var limits = Limits()
         /// Ask for and decode gzip/deflate bodies (`Accept-Encoding: gzip, deflate`

@@ -32,6 +32,9 @@ struct PreparedRequest {
     /// The Unix domain socket to connect to instead of host and port: the
     /// URL's (`http+unix`), else the request's, else the client's.
     let unixSocketPath: String?
+    /// Numeric addresses to connect to instead of resolving the host
+    /// ("a,b"; `Configuration.addressOverrides`), or nil.
+    let addresses: String?
     /// May the engine send it again on a new connection when a reused one
     /// failed before any response byte (`PocketRequest.isIdempotent`)? A
     /// one-shot body is then refused by the engine (`.bodyNotReplayable`).
@@ -41,13 +44,15 @@ struct PreparedRequest {
     /// `.unsupportedScheme` for a URL the engine cannot send to.
     init(_ request: PocketRequest, configuration: PocketClient.Configuration) throws(PocketError) {
         try self.init(request, defaultHeaders: configuration.defaultHeaders, decompression: configuration.decompression,
-                      timeouts: configuration.timeouts, unixSocketPath: configuration.unixSocketPath)
+                      timeouts: configuration.timeouts, unixSocketPath: configuration.unixSocketPath,
+                      addressOverrides: configuration.addressOverrides)
     }
 
     /// Prepares `request` under the client's settings that take part (read
     /// one by one, so the client's configuration is not copied per request).
     init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
-         timeouts clientTimeouts: PocketTimeouts, unixSocketPath clientSocket: String? = nil) throws(PocketError) {
+         timeouts clientTimeouts: PocketTimeouts, unixSocketPath clientSocket: String? = nil,
+         addressOverrides: [PocketAddressOverride] = []) throws(PocketError) {
         let target = request.target
         if let problem = target.problem {
             let scheme = request.url.scheme?.lowercased()
@@ -72,6 +77,7 @@ struct PreparedRequest {
         expectContinue = request.expectContinue
         tls = request.tls
         unixSocketPath = target.unixPath ?? request.unixSocketPath ?? clientSocket
+        addresses = PocketAddressOverride.list(for: target, in: addressOverrides)
         idempotent = request.isIdempotent
     }
 }

@@ -109,7 +109,8 @@ final class InFlightRequest: @unchecked Sendable {
             prepared = try PreparedRequest(request, defaultHeaders: client.configuration.defaultHeaders,
                                            decompression: client.configuration.decompression,
                                            timeouts: client.configuration.timeouts,
-                                           unixSocketPath: client.configuration.unixSocketPath)
+                                           unixSocketPath: client.configuration.unixSocketPath,
+                                           addressOverrides: client.configuration.addressOverrides)
             tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
@@ -180,9 +181,10 @@ final class InFlightRequest: @unchecked Sendable {
         var method = prepared.method
         var host = target.host
         var path = target.pathAndQuery
-        var socket = prepared.unixSocketPath
+        var socket = prepared.unixSocketPath, addresses = prepared.addresses
         socketPath = socket
         var total = method.utf8.count + host.utf8.count + path.utf8.count + (socket?.utf8.count ?? 0)
+            + (addresses?.utf8.count ?? 0)
         var count = 0
         fields.forEach { f in
             total += f.name.utf8.count + f.value.utf8.count
@@ -212,6 +214,7 @@ final class InFlightRequest: @unchecked Sendable {
                 (spec.host, spec.host_len) = put(&host)
                 (spec.target, spec.target_len) = put(&path)
                 if socket != nil { (spec.unix_path, spec.unix_path_len) = put(&socket!) }
+                if addresses != nil { (spec.addresses, spec.addresses_len) = put(&addresses!) }
                 var i = 0
                 fields.forEach { f in
                     var name = f.name, value = f.value

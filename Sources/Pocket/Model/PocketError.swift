@@ -103,6 +103,10 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         /// The Unix domain socket path is longer than the 107 bytes a socket address holds.
         public static let unixSocketPathTooLong = Code("unix_socket_path_too_long")
 
+        /// A `PocketAddressOverride` that is not `host:port:address[,address]`
+        /// with numeric addresses.
+        public static let invalidAddressOverride = Code("invalid_address_override")
+
         // Streaming bodies and downloads (Swift layer)
         /// The request body's `AsyncSequence` threw; `underlying` is its error.
         public static let requestBodyStreamFailed = Code("request_body_stream_failed")
