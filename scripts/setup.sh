@@ -3,7 +3,8 @@
 # OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
 # (integration tests and benchmarks), wrk (benchmark peer), the openssl and
 # curl command-line tools (TLS test certificates and fixture checks), python3
-# (multipart tests), rsvg-convert (benchmark chart tests).
+# (multipart tests), rsvg-convert (benchmark chart tests), tinyproxy (proxy
+# tests and benchmarks).
 set -euo pipefail
 need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
@@ -22,6 +23,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The benchmark chart tests draw every SVG with a real renderer.
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+# Proxy tests and benchmarks run a real HTTP proxy (forwarding and CONNECT).
+command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""
@@ -29,7 +32,7 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# Debian starts nginx as a service on install: it is left alone (it may be
-# the user's). The tests and benchmarks run their own nginx, on ports of
+# Debian starts nginx (and tinyproxy) as a service on install: it is left
+# alone (it may be the user's). The tests and benchmarks run their own nginx, on ports of
 # their own with their own config and pid file, and stop it by its PID.
 exit 0

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
@@ -577,11 +578,10 @@ static void keep_session(void *c, void *session) {
   o->tls_session = session;
 }
 
-static void connected(pk__loop *loop, pk__conn *conn) {
-  pk__req *req = conn->req;
-  req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
-  pk__dns_release(&conn->dnsq);
-  conn->addrs = NULL;
+static void tunnel_start(pk__loop *loop, pk__conn *conn);
+
+/* The socket (or the tunnel) leads to the origin: TLS for https, else the request. */
+static void ready(pk__loop *loop, pk__conn *conn) {
   if (conn->origin->scheme == PK_SCHEME_HTTPS) {
     pk__origin *o = conn->origin;
     int err = pk__tls_new(pk__engine_tls(loop->eng, o->tls_id), conn->fd, o->host, o->host_len,
@@ -598,6 +598,123 @@ static void connected(pk__loop *loop, pk__conn *conn) {
   }
   conn->state = PK_CONN_ACTIVE;
   begin_request(loop, conn);
+}
+
+static void connected(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
+  pk__dns_release(&conn->dnsq);
+  conn->addrs = NULL;
+  if (conn->origin->route == PK_ROUTE_TUNNEL) tunnel_start(loop, conn);
+  else ready(loop, conn);
+}
+
+/* --------------------------------------------------------------- tunnel */
+
+/* CONNECT through an HTTP proxy (RFC 9110 §9.3.6): the request line names
+ * the origin as authority-form host:port, then the proxy's 2xx turns the
+ * connection into a byte pipe to the origin. The exchange uses the
+ * connection's read buffer: the CONNECT head is written from it (a proxy
+ * reads it before it answers), then the answer is read into it. */
+static void tunnel_write(pk__loop *loop, pk__conn *conn) {
+  while (conn->woff < conn->rlen) {
+    ssize_t w = send(conn->fd, conn->rbuf + conn->woff, conn->rlen - conn->woff, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* EPOLLOUT resumes */
+    if (w < 0) {
+      pk__conn_fail(loop, conn, errno == ECONNRESET || errno == EPIPE ? PK_E_PROXY_CLOSED : PK_E_WRITE, errno);
+      return;
+    }
+    conn->woff += (size_t)w;
+  }
+  if (conn->woff == conn->rlen && conn->woff) {
+    conn->rlen = conn->woff = 0; /* written: the buffer now takes the answer */
+    conn->want_write = 0;
+  }
+}
+
+static void tunnel_start(pk__loop *loop, pk__conn *conn) {
+  pk__origin *o = conn->origin;
+  if (!conn->rbuf) {
+    if (!(conn->rbuf = pk__rbuf_get(loop))) {
+      pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
+      return;
+    }
+    conn->rcap = PK_RBUF_SIZE;
+  }
+  bool v6 = memchr(o->host, ':', o->host_len) != NULL;
+  int n = snprintf(conn->rbuf, conn->rcap, "CONNECT %s%.*s%s:%u HTTP/1.1\r\nHost: %s%.*s%s:%u\r\n", v6 ? "[" : "",
+                   (int)o->host_len, o->host, v6 ? "]" : "", o->port, v6 ? "[" : "", (int)o->host_len, o->host,
+                   v6 ? "]" : "", o->port);
+  if (n > 0 && o->auth_len)
+    n += snprintf(conn->rbuf + n, conn->rcap - (size_t)n, "Proxy-Authorization: %.*s\r\n", (int)o->auth_len,
+                  pk__origin_auth(o));
+  if (n > 0) n += snprintf(conn->rbuf + n, conn->rcap - (size_t)n, "\r\n");
+  if (n <= 0 || (size_t)n >= conn->rcap) {
+    pk__conn_fail(loop, conn, PK_E_REQUEST_TOO_LARGE, 0);
+    return;
+  }
+  conn->rlen = (size_t)n;
+  conn->woff = 0;
+  conn->want_write = 1;
+  conn->state = PK_CONN_TUNNEL;
+  conn->t_tunnel_start = pk__now_ns();
+  tunnel_write(loop, conn);
+}
+
+/* The proxy's answer: 2xx and nothing after it opens the tunnel. */
+static void tunnel_read(pk__loop *loop, pk__conn *conn) {
+  for (;;) {
+    if (conn->rlen == conn->rcap) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0); /* an answer larger than the buffer */
+      return;
+    }
+    ssize_t r = read(conn->fd, conn->rbuf + conn->rlen, conn->rcap - conn->rlen);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (r <= 0) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_CLOSED, r < 0 ? errno : 0);
+      return;
+    }
+    conn->rlen += (size_t)r;
+    pk_header hdrs[64];
+    pk_response_head head = {.headers = hdrs, .num_headers = 64};
+    pk_parse_limits lim = loop->eng->cfg.limits;
+    int used = pk_parse_response_head(conn->rbuf, conn->rlen, 0, &head, &lim);
+    if (used == PK_PARSE_INCOMPLETE) continue;
+    if (used < 0) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0);
+      return;
+    }
+    /* 407, or 401: nothing but the proxy answers CONNECT, and some proxies
+     * (tinyproxy) answer wrong credentials with 401. */
+    if (head.status == 407 || head.status == 401) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_AUTH, head.status);
+      return;
+    }
+    if (head.status < 200 || head.status > 299) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_CONNECT, head.status);
+      return;
+    }
+    if ((size_t)used != conn->rlen) {
+      /* The origin speaks only after we do (TLS's ClientHello, or the
+       * request): bytes here are the proxy's, and not a tunnel's. */
+      pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0);
+      return;
+    }
+    conn->rlen = 0;
+    conn->req->timings.tunnel_ns = pk__now_ns() - conn->t_tunnel_start;
+    ready(loop, conn);
+    return;
+  }
+}
+
+static void tunnel_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
+  if (conn->want_write) {
+    tunnel_write(loop, conn);
+    if (conn->state != PK_CONN_TUNNEL || conn->want_write) return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) tunnel_read(loop, conn);
 }
 
 /* Makes a socket for `addr` (socket(2), or the config's open_socket hook),
@@ -699,7 +816,7 @@ static void race_won(pk__loop *loop, pk__conn *conn, pk__attempt *winner) {
     memcpy(req->timings.remote_addr, &v6->sin6_addr, 16);
     req->timings.remote_family = 6;
   }
-  req->timings.remote_port = conn->origin->port;
+  req->timings.remote_port = conn->origin->connect_port;
   req->timings.connect_attempts = conn->attempts;
   connected(loop, conn);
 }
@@ -746,8 +863,8 @@ static void race_next(pk__loop *loop, pk__conn *conn) {
     if (conn->fd >= 0 && !(slot = extra_slot(conn))) return; /* the timer or a failure comes back */
     uint8_t i = conn->order[conn->addr_index++];
     struct sockaddr_storage ss = a->addr[i];
-    if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->port);
-    else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->port);
+    if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->connect_port);
+    else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->connect_port);
     conn->attempts++;
     int r;
     if (slot) {
@@ -874,8 +991,9 @@ static void conn_start(pk__loop *loop, pk__conn *conn) {
     unix_connect(loop, conn);
     return;
   }
-  /* The caller's own addresses (numeric, so answered at once) or the host's. */
-  bool own = o->route == PK_ROUTE_ADDRS;
+  /* The caller's own addresses (numeric, so answered at once), the proxy's,
+   * or the host's. */
+  bool own = o->route == PK_ROUTE_ADDRS || o->route == PK_ROUTE_PROXY || o->route == PK_ROUTE_TUNNEL;
   const pk__addrs *addrs = NULL;
   int r = pk__dns_resolve(&loop->dns, own ? pk__origin_route(o) : o->host, own ? o->route_len : o->host_len, loop->now,
                           &conn->dnsq, &addrs);
@@ -1234,6 +1352,9 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
   switch (conn->state) {
   case PK_CONN_CONNECTING:
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) connect_event(loop, conn);
+    return;
+  case PK_CONN_TUNNEL:
+    tunnel_event(loop, conn, events);
     return;
   case PK_CONN_HANDSHAKE:
     handshake_step(loop, conn);

@@ -84,7 +84,9 @@ typedef struct pk__req {
   size_t buf_cap;
   size_t head_len;
   size_t host_off, host_len;
-  size_t route_len;           /* bytes after the host: the Unix socket path */
+  size_t route_len;           /* bytes after the host: the Unix socket path, addresses or proxy host */
+  size_t auth_len;            /* tunnel: the Proxy-Authorization value after the route's bytes and a NUL */
+  uint16_t proxy_port;
   uint8_t route;              /* pk__route: how its connections reach the origin */
   /* request body (pk_body_kind) */
   const char *body;
@@ -160,6 +162,8 @@ enum pk__route {
   PK_ROUTE_TCP = 0,  /* host:port, resolved */
   PK_ROUTE_UNIX = 1, /* a Unix domain socket (the route's bytes are its path) */
   PK_ROUTE_ADDRS = 2, /* numeric addresses given by the caller instead of resolving (the bytes: "a,b") */
+  PK_ROUTE_PROXY = 3, /* an HTTP proxy the requests are sent to (the bytes: its host) */
+  PK_ROUTE_TUNNEL = 4, /* a CONNECT tunnel through an HTTP proxy (the bytes: its host, NUL, Proxy-Authorization) */
 };
 
 /* A happy-eyeballs attempt beyond the connection's own socket (RFC 8305):
@@ -177,6 +181,7 @@ typedef struct pk__attempt {
 enum pk__conn_state {
   PK_CONN_RESOLVING = 1,
   PK_CONN_CONNECTING,
+  PK_CONN_TUNNEL,             /* CONNECT sent to a proxy, its answer awaited */
   PK_CONN_HANDSHAKE,          /* TLS */
   PK_CONN_ACTIVE,
   PK_CONN_IDLE,
@@ -215,6 +220,7 @@ struct pk__conn {
   pk__tls *tls;               /* NULL for plain HTTP */
   uint64_t wire_out_mark, wire_in_mark; /* BIO counters already charged to a request */
   uint64_t t_tls_start;
+  uint64_t t_tunnel_start;
   char *rbuf;
   size_t rcap, rlen;
   size_t woff;
@@ -228,17 +234,20 @@ struct pk__origin {
   uint16_t port;
   uint32_t tls_id;           /* TLS settings the connections were made with */
   uint8_t route;             /* pk__route */
+  uint16_t connect_port;     /* the origin's port, or the proxy's */
   uint32_t conns;            /* open + connecting */
   void *tls_session;         /* last resumable TLS session (https origins) */
   pk__link idle;             /* LIFO: most recently used first */
   pk__link waiters;          /* requests waiting for a connection (FIFO) */
   size_t host_len;
   size_t route_len;          /* the route's bytes follow the host's NUL in host[] */
+  size_t auth_len;           /* tunnel: Proxy-Authorization, after the route's NUL */
   char host[];
 };
 
 /* The route's bytes of an origin (NUL-terminated): a Unix socket's path. */
 static inline const char *pk__origin_route(const pk__origin *o) { return o->host + o->host_len + 1; }
+static inline const char *pk__origin_auth(const pk__origin *o) { return pk__origin_route(o) + o->route_len + 1; }
 
 /* ----------------------------------------------------------------- loop */
 

@@ -60,6 +60,7 @@ typedef struct pk_timings {
   uint16_t remote_port;
   uint8_t remote_family;    /* 4, 6 or 0 */
   uint8_t connect_attempts; /* connection attempts the race opened (0 on reuse) */
+  uint64_t tunnel_ns;       /* CONNECT sent -> 2xx read (0 without a new tunnel) */
 } pk_timings;
 
 /* Names a submitted request (pk_engine_submit fills it). */
@@ -311,6 +312,25 @@ typedef struct pk_request_spec {
    * Pooled per list. Copied by submit; an entry that is not a numeric
    * address fails the request with PK_E_DNS. */
   const char *addresses; size_t addresses_len;
+  /* An HTTP proxy (name or numeric, IPv6 without brackets) to connect to
+   * instead of the origin; NULL: none. Its address is resolved and raced as
+   * an origin's. With proxy_tunnel 0 the request itself goes to the proxy
+   * (the caller writes an absolute-form target and any Proxy-Authorization
+   * field: forwarding, for http). With proxy_tunnel 1 the engine first sends
+   * CONNECT host:port (with proxy_authorization as Proxy-Authorization when
+   * given) and, on a 2xx, runs TLS to the origin (SNI and verification
+   * against host) and the request inside the tunnel. The connect timeout
+   * covers the CONNECT exchange. Errors of the tunnel: PK_E_PROXY_AUTH (407, or
+   * 401, which tinyproxy sends for wrong credentials; sys_errno the status),
+   * PK_E_PROXY_CONNECT (other non-2xx; sys_errno is the status),
+   * PK_E_PROXY_CLOSED (EOF before the answer), PK_E_PROXY_PROTOCOL (an answer
+   * that does not parse, or bytes after it). Pooled per proxy (and
+   * credentials): a tunnel never serves a direct request. Ignored with
+   * unix_path; replaces addresses. Copied by submit. */
+  const char *proxy_host; size_t proxy_host_len;
+  uint16_t proxy_port;
+  int proxy_tunnel;
+  const char *proxy_authorization; size_t proxy_authorization_len;
 } pk_request_spec;
 
 #define PK_UNIX_PATH_MAX 107 /* sizeof(sun_path) - 1 on Linux */

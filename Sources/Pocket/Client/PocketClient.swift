@@ -60,6 +60,25 @@ public final class PocketClient: Sendable {
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = PocketTLSConfiguration()
+        /// The HTTP proxy for every request (`http://` ones forwarded in
+        /// absolute form, `https://` ones through a CONNECT tunnel) unless the
+        /// request sets its own (`PocketRequest.proxy`) or its host matches
+        /// `noProxy`. nil (the default): the environment decides, when
+        /// `proxyFromEnvironment`. `.direct`: no proxy at all.
+        public var proxy: PocketProxy?
+        /// Hosts reached without the proxy, in `NO_PROXY` syntax (names with
+        /// their subdomains, `*`, IP addresses, CIDR blocks). nil (the
+        /// default): the environment's `no_proxy`/`NO_PROXY`.
+        public var noProxy: [String]?
+        /// Read the proxy from the environment as curl does (when `proxy` is
+        /// nil): `http_proxy` (lower case only: CGI puts a client's `Proxy:`
+        /// header in `HTTP_PROXY`) for `http://`, `https_proxy`/`HTTPS_PROXY`
+        /// for `https://`, `all_proxy`/`ALL_PROXY` for both, and
+        /// `no_proxy`/`NO_PROXY`. On by default, as curl, wget and most HTTP
+        /// stacks on Linux do, so a service behind an egress proxy works
+        /// unchanged; turn it off where the environment is not yours to
+        /// trust. Read once, when the client is made.
+        public var proxyFromEnvironment = true
         /// A Unix domain socket every request goes through instead of its
         /// URL's host and port (curl's `--unix-socket`), unless the request
         /// sets its own (`PocketRequest.unixSocketPath`) or has an
@@ -145,6 +164,8 @@ public final class PocketClient: Sendable {
     let unadapted: Bool
     /// The client's middleware with its retry policy last (built once).
     let chain: [any PocketMiddleware]
+    /// Its proxies (configuration, else environment at init); nil when none applies.
+    let proxies: ProxyRules?
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -155,6 +176,7 @@ public final class PocketClient: Sendable {
         self.hub = EventHub()
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
         self.chain = Self.chain(configuration.handling)
+        self.proxies = ProxyRules.make(configuration)
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -165,6 +187,7 @@ public final class PocketClient: Sendable {
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
         self.chain = Self.chain(configuration.handling)
+        self.proxies = ProxyRules.make(configuration)
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

@@ -107,6 +107,22 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         /// with numeric addresses.
         public static let invalidAddressOverride = Code("invalid_address_override")
 
+        /// The proxy could not be reached (refused, unreachable, its name did
+        /// not resolve); the message names it, `underlying` is the cause.
+        public static let proxyUnreachable = Code("proxy_unreachable")
+        /// The proxy answered 407: credentials missing or refused (the message names it).
+        public static let proxyAuthenticationRequired = Code("proxy_authentication_required")
+        /// The proxy answered CONNECT with another non-2xx status (in the
+        /// message and `systemError`).
+        public static let proxyConnectFailed = Code("proxy_connect_failed")
+        /// The proxy closed the connection before the tunnel was up.
+        public static let proxyTunnelClosed = Code("proxy_tunnel_closed")
+        /// The proxy's answer to CONNECT is not HTTP, or bytes followed it.
+        public static let proxyBadResponse = Code("proxy_bad_response")
+        /// A proxy setting (configuration, request or environment variable)
+        /// that is not an `http://` proxy URL.
+        public static let invalidProxy = Code("invalid_proxy")
+
         // Streaming bodies and downloads (Swift layer)
         /// The request body's `AsyncSequence` threw; `underlying` is its error.
         public static let requestBodyStreamFailed = Code("request_body_stream_failed")

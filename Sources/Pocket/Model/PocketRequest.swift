@@ -29,6 +29,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         var timeouts: PocketTimeouts?
         var tls: PocketTLSConfiguration?
         var unixSocketPath: String?
+        var proxy: PocketProxy?
         var format: PocketContentFormat?
         var validation: PocketValidation?
         var schema: PocketSchema?
@@ -50,6 +51,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             c.timeouts = timeouts
             c.tls = tls
             c.unixSocketPath = unixSocketPath
+            c.proxy = proxy
             c.format = format
             c.validation = validation
             c.schema = schema
@@ -160,6 +162,17 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             yield &s.unixSocketPath
         }
         set { unique().unixSocketPath = newValue }
+    }
+    /// The proxy for this request (`.direct`: none), over the client's
+    /// `Configuration.proxy` and the environment; nil (the default) leaves it
+    /// to them. Not archived (it may carry credentials).
+    public var proxy: PocketProxy? {
+        get { storage.proxy }
+        _modify {
+            let s = unique()
+            yield &s.proxy
+        }
+        set { unique().proxy = newValue }
     }
     /// The format the request was built with (`PocketRequest(path:…)`,
     /// `client.request`, templates), which also wrote its `Accept` and
@@ -273,7 +286,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
             && lhs.expectContinue == rhs.expectContinue && lhs.format == rhs.format
             && lhs.validation == rhs.validation && lhs.redirects == rhs.redirects
-            && lhs.unixSocketPath == rhs.unixSocketPath
+            && lhs.unixSocketPath == rhs.unixSocketPath && lhs.proxy == rhs.proxy
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -86,6 +86,7 @@ public struct PocketTimings: Sendable, Hashable {
     private var tlsNanos: Int64 = 0
     private var firstByteNanos: Int64 = 0
     private var totalNanos: Int64 = 0
+    private var tunnelNanos: Int64 = 0
 
     /// Name resolution; zero for numeric hosts, cache hits and reused connections.
     public var dns: Duration {
@@ -102,6 +103,12 @@ public struct PocketTimings: Sendable, Hashable {
     public var tls: Duration {
         get { .nanoseconds(tlsNanos) }
         set { tlsNanos = Self.nanos(newValue) }
+    }
+    /// The CONNECT exchange with a proxy (request sent to its 2xx read);
+    /// zero without a proxy tunnel and on a reused connection.
+    public var tunnel: Duration {
+        get { .nanoseconds(tunnelNanos) }
+        set { tunnelNanos = Self.nanos(newValue) }
     }
     /// From `send` to the first response byte.
     public var firstByte: Duration {
