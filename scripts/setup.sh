@@ -3,7 +3,8 @@
 # OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
 # (integration tests and benchmarks), wrk (benchmark peer), the openssl and
 # curl command-line tools (TLS test certificates and fixture checks), python3
-# (multipart tests), rsvg-convert (benchmark chart tests).
+# (multipart tests), rsvg-convert (benchmark chart tests), tinyproxy (proxy
+# tests and benchmarks).
 set -euo pipefail
 need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
@@ -25,6 +26,8 @@ command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 # The authentication tests answer Digest and Basic challenges of a real
 # Apache httpd (mod_auth_digest), run by the tests on a port of their own.
 [ -x /usr/sbin/apache2 ] || need+=(apache2)
+# Proxy tests and benchmarks run a real HTTP proxy (forwarding and CONNECT).
+command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""
@@ -32,7 +35,7 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# Debian starts nginx (and apache2) as a service on install: it is left
+# Debian starts nginx (and apache2, tinyproxy) as a service on install: it is left
 # alone (it may be the user's). The tests and benchmarks run their own nginx, on ports of
 # their own with their own config and pid file, and stop it by its PID.
 exit 0

@@ -8,10 +8,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define PK_HEADERS_ON_STACK 256
@@ -403,6 +405,7 @@ void pk__conn_deadline(pk__loop *loop, pk__timer *t) {
 /* ------------------------------------------------- acting on the pool */
 
 static void conn_event(pk__loop *loop, pk__io *io, uint32_t events);
+static void race_timer_fire(pk__loop *loop, pk__timer *t);
 static void conn_start(pk__loop *loop, pk__conn *conn);
 static void dns_answer(pk__dns_query *q, const pk__addrs *addrs, int err);
 
@@ -418,8 +421,12 @@ static void idle_timer_fire(pk__loop *loop, pk__timer *t) {
 static pk__conn *conn_alloc(pk__loop *loop, pk__origin *origin) {
   pk__conn *c = loop->free_conns;
   if (c) loop->free_conns = c->next_free;
-  else if (!(c = pk__malloc(sizeof *c))) return NULL;
+  else if (!(c = pk__calloc(1, sizeof *c))) return NULL;
+  pk__attempt *extra = c->extra; /* kept with the struct (rarely allocated) */
   memset(c, 0, sizeof *c);
+  c->extra = extra;
+  c->race_timer.heap_index = PK_TIMER_IDLE;
+  c->race_timer.fire = race_timer_fire;
   c->io.handler = conn_event;
   c->fd = -1;
   c->loop = loop;
@@ -488,6 +495,15 @@ void pk__conn_close(pk__loop *loop, pk__conn *conn) {
   if (conn->state == PK_CONN_CLOSED) return;
   if (conn->state == PK_CONN_RESOLVING) pk__dns_cancel(&conn->dnsq);
   pk__timer_cancel(loop, &conn->idle_timer);
+  if (conn->state == PK_CONN_CONNECTING) {
+    /* A race still running: its other attempts close with it. */
+    pk__timer_cancel(loop, &conn->race_timer);
+    for (int i = 0; conn->extra && i < PK_DNS_MAX_ADDRS; i++)
+      if (conn->extra[i].fd >= 0) {
+        close(conn->extra[i].fd);
+        conn->extra[i].fd = -1;
+      }
+  }
   pk__dns_release(&conn->dnsq);
   conn->addrs = NULL;
   if (conn->tls) {
@@ -530,6 +546,7 @@ void pk__conn_free_all(pk__loop *loop) {
   pk__conn_recycle_dead(loop);
   for (pk__conn *c = loop->free_conns; c;) {
     pk__conn *next = c->next_free;
+    pk__free(c->extra);
     pk__free(c);
     c = next;
   }
@@ -561,11 +578,10 @@ static void keep_session(void *c, void *session) {
   o->tls_session = session;
 }
 
-static void connected(pk__loop *loop, pk__conn *conn) {
-  pk__req *req = conn->req;
-  req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
-  pk__dns_release(&conn->dnsq);
-  conn->addrs = NULL;
+static void tunnel_start(pk__loop *loop, pk__conn *conn);
+
+/* The socket (or the tunnel) leads to the origin: TLS for https, else the request. */
+static void ready(pk__loop *loop, pk__conn *conn) {
   if (conn->origin->scheme == PK_SCHEME_HTTPS) {
     pk__origin *o = conn->origin;
     int err = pk__tls_new(pk__engine_tls(loop->eng, o->tls_id), conn->fd, o->host, o->host_len,
@@ -584,55 +600,324 @@ static void connected(pk__loop *loop, pk__conn *conn) {
   begin_request(loop, conn);
 }
 
-static void try_connect(pk__loop *loop, pk__conn *conn) {
-  const pk__addrs *a = conn->addrs;
+static void connected(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
-  int last = ECONNREFUSED;
-  req->t_connect_start = pk__now_ns();
-  for (; conn->addr_index < a->count; conn->addr_index++) {
-    struct sockaddr_storage ss = a->addr[conn->addr_index];
-    socklen_t len = a->len[conn->addr_index];
-    if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->port);
-    else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->port);
-    const pk_engine_config *cfg = &loop->eng->cfg;
-    int fd = cfg->open_socket ? cfg->open_socket(cfg->open_socket_ctx, &ss, (unsigned)len)
-                              : socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
+  req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
+  pk__dns_release(&conn->dnsq);
+  conn->addrs = NULL;
+  if (conn->origin->route == PK_ROUTE_TUNNEL) tunnel_start(loop, conn);
+  else ready(loop, conn);
+}
+
+/* --------------------------------------------------------------- tunnel */
+
+/* CONNECT through an HTTP proxy (RFC 9110 §9.3.6): the request line names
+ * the origin as authority-form host:port, then the proxy's 2xx turns the
+ * connection into a byte pipe to the origin. The exchange uses the
+ * connection's read buffer: the CONNECT head is written from it (a proxy
+ * reads it before it answers), then the answer is read into it. */
+static void tunnel_write(pk__loop *loop, pk__conn *conn) {
+  while (conn->woff < conn->rlen) {
+    ssize_t w = send(conn->fd, conn->rbuf + conn->woff, conn->rlen - conn->woff, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* EPOLLOUT resumes */
+    if (w < 0) {
+      pk__conn_fail(loop, conn, errno == ECONNRESET || errno == EPIPE ? PK_E_PROXY_CLOSED : PK_E_WRITE, errno);
       return;
     }
-    if (cfg->open_socket) {
-      int flags = fcntl(fd, F_GETFL);
-      if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        int e = errno;
-        close(fd);
-        pk__conn_fail(loop, conn, PK_E_SOCKET, e);
-        return;
-      }
+    conn->woff += (size_t)w;
+  }
+  if (conn->woff == conn->rlen && conn->woff) {
+    conn->rlen = conn->woff = 0; /* written: the buffer now takes the answer */
+    conn->want_write = 0;
+  }
+}
+
+static void tunnel_start(pk__loop *loop, pk__conn *conn) {
+  pk__origin *o = conn->origin;
+  if (!conn->rbuf) {
+    if (!(conn->rbuf = pk__rbuf_get(loop))) {
+      pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
+      return;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (pk__io_add(loop, fd, &conn->io, PK_CONN_EVENTS) < 0) {
+    conn->rcap = PK_RBUF_SIZE;
+  }
+  bool v6 = memchr(o->host, ':', o->host_len) != NULL;
+  int n = snprintf(conn->rbuf, conn->rcap, "CONNECT %s%.*s%s:%u HTTP/1.1\r\nHost: %s%.*s%s:%u\r\n", v6 ? "[" : "",
+                   (int)o->host_len, o->host, v6 ? "]" : "", o->port, v6 ? "[" : "", (int)o->host_len, o->host,
+                   v6 ? "]" : "", o->port);
+  if (n > 0 && o->auth_len)
+    n += snprintf(conn->rbuf + n, conn->rcap - (size_t)n, "Proxy-Authorization: %.*s\r\n", (int)o->auth_len,
+                  pk__origin_auth(o));
+  if (n > 0) n += snprintf(conn->rbuf + n, conn->rcap - (size_t)n, "\r\n");
+  if (n <= 0 || (size_t)n >= conn->rcap) {
+    pk__conn_fail(loop, conn, PK_E_REQUEST_TOO_LARGE, 0);
+    return;
+  }
+  conn->rlen = (size_t)n;
+  conn->woff = 0;
+  conn->want_write = 1;
+  conn->state = PK_CONN_TUNNEL;
+  conn->t_tunnel_start = pk__now_ns();
+  tunnel_write(loop, conn);
+}
+
+/* The proxy's answer: 2xx and nothing after it opens the tunnel. */
+static void tunnel_read(pk__loop *loop, pk__conn *conn) {
+  for (;;) {
+    if (conn->rlen == conn->rcap) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0); /* an answer larger than the buffer */
+      return;
+    }
+    ssize_t r = read(conn->fd, conn->rbuf + conn->rlen, conn->rcap - conn->rlen);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (r <= 0) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_CLOSED, r < 0 ? errno : 0);
+      return;
+    }
+    conn->rlen += (size_t)r;
+    pk_header hdrs[64];
+    pk_response_head head = {.headers = hdrs, .num_headers = 64};
+    pk_parse_limits lim = loop->eng->cfg.limits;
+    int used = pk_parse_response_head(conn->rbuf, conn->rlen, 0, &head, &lim);
+    if (used == PK_PARSE_INCOMPLETE) continue;
+    if (used < 0) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0);
+      return;
+    }
+    /* 407, or 401: nothing but the proxy answers CONNECT, and some proxies
+     * (tinyproxy) answer wrong credentials with 401. */
+    if (head.status == 407 || head.status == 401) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_AUTH, head.status);
+      return;
+    }
+    if (head.status < 200 || head.status > 299) {
+      pk__conn_fail(loop, conn, PK_E_PROXY_CONNECT, head.status);
+      return;
+    }
+    if ((size_t)used != conn->rlen) {
+      /* The origin speaks only after we do (TLS's ClientHello, or the
+       * request): bytes here are the proxy's, and not a tunnel's. */
+      pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0);
+      return;
+    }
+    conn->rlen = 0;
+    conn->req->timings.tunnel_ns = pk__now_ns() - conn->t_tunnel_start;
+    ready(loop, conn);
+    return;
+  }
+}
+
+static void tunnel_event(pk__loop *loop, pk__conn *conn, uint32_t events) {
+  if (conn->want_write) {
+    tunnel_write(loop, conn);
+    if (conn->state != PK_CONN_TUNNEL || conn->want_write) return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) tunnel_read(loop, conn);
+}
+
+/* Makes a socket for `addr` (socket(2), or the config's open_socket hook),
+ * nonblocking and registered with `io`, in *fd, then connect(2)s it.
+ * Returns 1: connected (always so from the hook); 0: in progress; 2: the
+ * attempt failed (errno set, the socket closed, *fd -1); -1: the connection
+ * was failed here (no socket). */
+static int open_fd(pk__loop *loop, pk__conn *conn, pk__io *io, int *fd_out, const struct sockaddr *addr, socklen_t len) {
+  const pk_engine_config *cfg = &loop->eng->cfg;
+  int fd = cfg->open_socket ? cfg->open_socket(cfg->open_socket_ctx, addr, (unsigned)len)
+                            : socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
+    return -1;
+  }
+  if (cfg->open_socket) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
       int e = errno;
       close(fd);
       pk__conn_fail(loop, conn, PK_E_SOCKET, e);
-      return;
+      return -1;
     }
-    conn->fd = fd;
-    if (cfg->open_socket || connect(fd, (struct sockaddr *)&ss, len) == 0) {
-      connected(loop, conn);
-      return;
-    }
-    if (errno == EINPROGRESS) {
-      conn->state = PK_CONN_CONNECTING;
-      pk__req_update_timer(loop, req);
-      return;
-    }
-    last = errno;
-    close(fd);
-    conn->fd = -1;
   }
-  pk__conn_fail(loop, conn, connect_error(last), last);
+  if (addr->sa_family != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  if (pk__io_add(loop, fd, io, PK_CONN_EVENTS) < 0) {
+    int e = errno;
+    close(fd);
+    pk__conn_fail(loop, conn, PK_E_SOCKET, e);
+    return -1;
+  }
+  *fd_out = fd;
+  if (cfg->open_socket || connect(fd, addr, len) == 0) return 1;
+  if (errno == EINPROGRESS) return 0;
+  int e = errno;
+  close(fd);
+  *fd_out = -1;
+  errno = e;
+  return 2;
+}
+
+/* ------------------------------------------------------ happy eyeballs */
+
+/* RFC 8305 §4: the addresses in the order tried, the two families
+ * interleaved, the first address's family (the resolver's preference,
+ * RFC 6724) first. */
+static void order_addresses(pk__conn *conn, const pk__addrs *a) {
+  uint8_t first[PK_DNS_MAX_ADDRS], second[PK_DNS_MAX_ADDRS];
+  uint32_t nf = 0, ns = 0, k = 0;
+  for (uint32_t i = 0; i < a->count; i++) {
+    if (a->addr[i].ss_family == a->addr[0].ss_family) first[nf++] = (uint8_t)i;
+    else second[ns++] = (uint8_t)i;
+  }
+  for (uint32_t i = 0; i < nf || i < ns; i++) {
+    if (i < nf) conn->order[k++] = first[i];
+    if (i < ns) conn->order[k++] = second[i];
+  }
+}
+
+static void attempt_event(pk__loop *loop, pk__io *io, uint32_t events);
+
+/* The race is decided: the socket of address `addr` connected. Every other
+ * attempt is closed (no descriptor outlives the race); the winner becomes
+ * the connection's socket. */
+static void race_won(pk__loop *loop, pk__conn *conn, pk__attempt *winner) {
+  pk__req *req = conn->req;
+  pk__timer_cancel(loop, &conn->race_timer);
+  uint8_t addr = winner ? winner->addr : conn->fd_addr;
+  if (conn->extra) {
+    for (int i = 0; i < PK_DNS_MAX_ADDRS; i++) {
+      pk__attempt *a = &conn->extra[i];
+      if (a == winner || a->fd < 0) continue;
+      close(a->fd); /* also leaves the epoll set */
+      a->fd = -1;
+    }
+  }
+  if (winner) {
+    if (conn->fd >= 0) close(conn->fd);
+    conn->fd = winner->fd;
+    winner->fd = -1;
+    /* Events now go to the connection's handler; re-registering queues one
+     * for a ready socket, as the edge already passed. */
+    if (pk__io_rearm(loop, conn->fd, &conn->io, PK_CONN_EVENTS) < 0) {
+      pk__conn_fail(loop, conn, PK_E_SOCKET, errno);
+      return;
+    }
+  }
+  conn->in_flight = 0;
+  const struct sockaddr_storage *ss = &conn->addrs->addr[addr];
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
+    memcpy(req->timings.remote_addr, &v4->sin_addr, 4);
+    req->timings.remote_family = 4;
+  } else {
+    const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)ss;
+    memcpy(req->timings.remote_addr, &v6->sin6_addr, 16);
+    req->timings.remote_family = 6;
+  }
+  req->timings.remote_port = conn->origin->connect_port;
+  req->timings.connect_attempts = conn->attempts;
+  connected(loop, conn);
+}
+
+static void race_next(pk__loop *loop, pk__conn *conn);
+
+/* An attempt failed (its socket is closed): the next address starts now
+ * (RFC 8305 §5); with none left and none pending, the connection fails. */
+static void attempt_failed(pk__loop *loop, pk__conn *conn, int err) {
+  conn->last_errno = err;
+  conn->in_flight--;
+  if (conn->addr_index < conn->addrs->count) race_next(loop, conn);
+  else if (conn->in_flight == 0) pk__conn_fail(loop, conn, connect_error(err), err);
+}
+
+static void race_timer_fire(pk__loop *loop, pk__timer *t) {
+  pk__conn *conn = PK_CONTAINER_OF(t, pk__conn, race_timer);
+  if (conn->state == PK_CONN_CONNECTING && conn->addrs && conn->addr_index < conn->addrs->count)
+    race_next(loop, conn);
+}
+
+/* A free slot for an overlapping attempt, or NULL (out of memory: the race
+ * goes on with the attempts it has). */
+static pk__attempt *extra_slot(pk__conn *conn) {
+  if (!conn->extra) {
+    conn->extra = pk__malloc(PK_DNS_MAX_ADDRS * sizeof *conn->extra);
+    if (!conn->extra) return NULL;
+    for (int i = 0; i < PK_DNS_MAX_ADDRS; i++)
+      conn->extra[i] = (pk__attempt){.io.handler = attempt_event, .fd = -1};
+  }
+  for (int i = 0; i < PK_DNS_MAX_ADDRS; i++)
+    if (conn->extra[i].fd < 0) return &conn->extra[i];
+  return NULL;
+}
+
+/* Starts the next address's attempt: on the connection's own socket when
+ * it has none, else on an extra one. Failures at once move on to the next
+ * address; the stagger timer starts the one after a pending attempt. */
+static void race_next(pk__loop *loop, pk__conn *conn) {
+  const pk__addrs *a = conn->addrs;
+  uint32_t delay = loop->eng->cfg.connection_attempt_delay_ms;
+  while (conn->addr_index < a->count) {
+    pk__attempt *slot = NULL;
+    if (conn->fd >= 0 && !(slot = extra_slot(conn))) return; /* the timer or a failure comes back */
+    uint8_t i = conn->order[conn->addr_index++];
+    struct sockaddr_storage ss = a->addr[i];
+    if (ss.ss_family == AF_INET) ((struct sockaddr_in *)&ss)->sin_port = htons(conn->origin->connect_port);
+    else ((struct sockaddr_in6 *)&ss)->sin6_port = htons(conn->origin->connect_port);
+    conn->attempts++;
+    int r;
+    if (slot) {
+      slot->addr = i;
+      slot->conn = conn;
+      r = open_fd(loop, conn, &slot->io, &slot->fd, (struct sockaddr *)&ss, a->len[i]);
+    } else {
+      conn->fd_addr = i;
+      r = open_fd(loop, conn, &conn->io, &conn->fd, (struct sockaddr *)&ss, a->len[i]);
+    }
+    if (r < 0) return;
+    if (r == 1) {
+      race_won(loop, conn, slot);
+      return;
+    }
+    if (r == 2) {
+      conn->last_errno = errno;
+      continue;
+    }
+    conn->in_flight++;
+    if (delay && conn->addr_index < a->count) pk__timer_arm(loop, &conn->race_timer, loop->now + (uint64_t)delay * 1000000u);
+    pk__req_update_timer(loop, conn->req);
+    return;
+  }
+  if (conn->in_flight == 0) pk__conn_fail(loop, conn, connect_error(conn->last_errno), conn->last_errno);
+}
+
+/* An overlapping attempt's socket reported (the connection's own goes
+ * through conn_event). Closed attempts (fd -1) may still have an event in
+ * the batch being run: ignored. */
+static void attempt_event(pk__loop *loop, pk__io *io, uint32_t events) {
+  pk__attempt *at = PK_CONTAINER_OF(io, pk__attempt, io);
+  pk__conn *conn = at->conn;
+  if (at->fd < 0 || conn->state != PK_CONN_CONNECTING || !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(at->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+  if (err == 0) {
+    race_won(loop, conn, at);
+    return;
+  }
+  if (err == EINPROGRESS || err == EALREADY) return;
+  close(at->fd);
+  at->fd = -1;
+  attempt_failed(loop, conn, err);
+}
+
+static void try_connect(pk__loop *loop, pk__conn *conn) {
+  conn->req->t_connect_start = pk__now_ns();
+  conn->attempts = conn->in_flight = 0;
+  conn->last_errno = ECONNREFUSED;
+  order_addresses(conn, conn->addrs);
+  race_next(loop, conn);
 }
 
 /* Addresses in hand (or not): connect to the first that answers. */
@@ -654,14 +939,64 @@ static void dns_answer(pk__dns_query *q, const pk__addrs *addrs, int err) {
   resolved(conn->loop, conn, addrs, err);
 }
 
+/* A Unix socket's connect errors, each its own code (the path is the
+ * caller's to name): a missing file, nobody listening (or not a socket), no
+ * permission. */
+static int unix_connect_error(int e) {
+  switch (e) {
+  case ENOENT:
+  case ENOTDIR: return PK_E_UNIX_SOCKET_NOT_FOUND;
+  case ECONNREFUSED:
+  case ENOTSOCK:
+  case EPROTOTYPE: return PK_E_UNIX_SOCKET_REFUSED;
+  case EACCES:
+  case EPERM: return PK_E_UNIX_SOCKET_PERMISSION;
+  default: return PK_E_CONNECT;
+  }
+}
+
+/* The origin's route is a Unix domain socket: no resolution, one address.
+ * A local connect completes (or fails) at once; EAGAIN means the listener's
+ * backlog is full, which is reported (connect_failed, errno kept) rather than
+ * waited for, as curl does. */
+static void unix_connect(pk__loop *loop, pk__conn *conn) {
+  pk__req *req = conn->req;
+  pk__origin *o = conn->origin;
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, pk__origin_route(o), o->route_len); /* <= PK_UNIX_PATH_MAX, checked at submit */
+  socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + o->route_len + 1);
+  conn->state = PK_CONN_CONNECTING;
+  req->t_connect_start = pk__now_ns();
+  int r = open_fd(loop, conn, &conn->io, &conn->fd, (struct sockaddr *)&sa, len);
+  if (r < 0) return;
+  if (r == 1) {
+    connected(loop, conn);
+    return;
+  }
+  if (r == 0) {
+    pk__req_update_timer(loop, req);
+    return;
+  }
+  int e = errno;
+  pk__conn_fail(loop, conn, unix_connect_error(e), e);
+}
+
 static void conn_start(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   pk__origin *o = conn->origin;
   conn->state = PK_CONN_RESOLVING;
   req->t_dns_start = loop->now;
   pk__req_update_timer(loop, req);
+  if (o->route == PK_ROUTE_UNIX) {
+    unix_connect(loop, conn);
+    return;
+  }
+  /* The caller's own addresses (numeric, so answered at once), the proxy's,
+   * or the host's. */
+  bool own = o->route == PK_ROUTE_ADDRS || o->route == PK_ROUTE_PROXY || o->route == PK_ROUTE_TUNNEL;
   const pk__addrs *addrs = NULL;
-  int r = pk__dns_resolve(&loop->dns, o->host, o->host_len, loop->now, &conn->dnsq, &addrs);
+  int r = pk__dns_resolve(&loop->dns, own ? pk__origin_route(o) : o->host, own ? o->route_len : o->host_len, loop->now,
+                          &conn->dnsq, &addrs);
   if (r == PK__DNS_PENDING) return; /* dns_answer follows */
   resolved(loop, conn, addrs, r);
 }
@@ -670,16 +1005,20 @@ static void connect_event(pk__loop *loop, pk__conn *conn) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+  bool is_unix = conn->origin->route == PK_ROUTE_UNIX;
   if (err == 0) {
-    connected(loop, conn);
+    if (is_unix) connected(loop, conn);
+    else race_won(loop, conn, NULL);
     return;
   }
   if (err == EINPROGRESS || err == EALREADY) return;
+  if (is_unix) {
+    pk__conn_fail(loop, conn, unix_connect_error(err), err);
+    return;
+  }
   close(conn->fd);
   conn->fd = -1;
-  conn->addr_index++;
-  if (conn->addr_index < conn->addrs->count) try_connect(loop, conn);
-  else pk__conn_fail(loop, conn, connect_error(err), err);
+  attempt_failed(loop, conn, err);
 }
 
 /* ----------------------------------------------------------------- read */
@@ -1013,6 +1352,9 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
   switch (conn->state) {
   case PK_CONN_CONNECTING:
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) connect_event(loop, conn);
+    return;
+  case PK_CONN_TUNNEL:
+    tunnel_event(loop, conn, events);
     return;
   case PK_CONN_HANDSHAKE:
     handshake_step(loop, conn);

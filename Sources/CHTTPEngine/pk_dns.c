@@ -186,20 +186,40 @@ static void entry_unlink(pk__dns_cache *c, pk__dns_entry *e) {
   entry_unref(e);
 }
 
-static bool numeric(const char *host, pk__addrs *a) {
-  struct sockaddr_in *v4 = (struct sockaddr_in *)&a->addr[0];
-  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->addr[0];
-  memset(&a->addr[0], 0, sizeof a->addr[0]);
+/* One numeric address into slot i. */
+static bool numeric_one(const char *host, pk__addrs *a, uint32_t i) {
+  struct sockaddr_in *v4 = (struct sockaddr_in *)&a->addr[i];
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->addr[i];
+  memset(&a->addr[i], 0, sizeof a->addr[i]);
   if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
-    a->len[0] = sizeof *v4;
+    a->len[i] = sizeof *v4;
   } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
-    a->len[0] = sizeof *v6;
+    a->len[i] = sizeof *v6;
   } else {
     return false;
   }
-  a->count = 1;
+  return true;
+}
+
+/* A numeric host, or a comma-separated list of them (the caller's own
+ * addresses, curl's --resolve; a name never holds a comma): no lookup. */
+static bool numeric(const char *host, pk__addrs *a) {
+  char one[64];
+  uint32_t n = 0;
+  for (const char *p = host;;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == 0 || len >= sizeof one || n == PK_DNS_MAX_ADDRS) return false;
+    memcpy(one, p, len);
+    one[len] = 0;
+    if (!numeric_one(one, a, n)) return false;
+    n++;
+    if (!end) break;
+    p = end + 1;
+  }
+  a->count = n;
   a->gai_error = 0;
   return true;
 }

@@ -282,6 +282,7 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->idle_timeout_ms = 60000;
   cfg->dns_threads = 2;
   cfg->dns_cache_ttl_ms = 30000;
+  cfg->connection_attempt_delay_ms = 250;
   cfg->max_interim = 8;
   cfg->decode_content = 1;
   pk_parse_limits_init(&cfg->limits);

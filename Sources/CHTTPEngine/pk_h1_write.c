@@ -39,9 +39,12 @@ static bool is_field_value(const char *s, size_t n) {
 }
 
 /* origin-form or "*": visible ASCII only; the caller percent-encodes. */
-static bool is_target(const char *s, size_t n) {
+/* Origin form ("/path?q"), "*", or, for a request forwarded by a proxy,
+ * absolute form ("http://host/path", RFC 9112 §3.2.2). */
+static bool is_target(const char *s, size_t n, bool absolute) {
   if (n == 0) return false;
-  if (!(s[0] == '/' || (n == 1 && s[0] == '*'))) return false;
+  bool abs_form = absolute && n > 7 && memcmp(s, "http://", 7) == 0;
+  if (!(s[0] == '/' || (n == 1 && s[0] == '*') || abs_form)) return false;
   for (size_t i = 0; i < n; i++) {
     uint8_t c = (uint8_t)s[i];
     if (c <= 0x20 || c >= 0x7f) return false;
@@ -113,7 +116,8 @@ static bool segments_valid(const pk_request_spec *spec) {
 
 int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (!spec->method || !is_token(spec->method, spec->method_len)) return -PK_E_INVALID_METHOD;
-  if (!spec->target || !is_target(spec->target, spec->target_len)) return -PK_E_INVALID_TARGET;
+  bool forwarded = spec->proxy_host && !spec->unix_path && !spec->proxy_tunnel;
+  if (!spec->target || !is_target(spec->target, spec->target_len, forwarded)) return -PK_E_INVALID_TARGET;
   if (!spec->host || !is_host(spec->host, spec->host_len)) return -PK_E_INVALID_HOST;
   if (spec->scheme != PK_SCHEME_HTTP && spec->scheme != PK_SCHEME_HTTPS) return -PK_E_INVALID_ARGUMENT;
   if (spec->port == 0) return -PK_E_INVALID_ARGUMENT;
@@ -123,6 +127,21 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   if (spec->body_kind < PK_BODY_MEMORY || spec->body_kind > PK_BODY_SEGMENTS) return -PK_E_INVALID_ARGUMENT;
   if (spec->body_kind == PK_BODY_SEGMENTS && !segments_valid(spec)) return -PK_E_INVALID_ARGUMENT;
   if (spec->use_sink && spec->sink_fd < 0) return -PK_E_INVALID_ARGUMENT;
+  if (spec->unix_path) {
+    if (spec->unix_path_len == 0 || memchr(spec->unix_path, 0, spec->unix_path_len)) return -PK_E_INVALID_ARGUMENT;
+    if (spec->unix_path_len > PK_UNIX_PATH_MAX) return -PK_E_UNIX_SOCKET_PATH_TOO_LONG;
+  }
+  if (spec->addresses && !spec->unix_path && (spec->addresses_len == 0 || memchr(spec->addresses, 0, spec->addresses_len)))
+    return -PK_E_INVALID_ARGUMENT;
+  bool proxied = spec->proxy_host && !spec->unix_path;
+  if (proxied && (!is_host(spec->proxy_host, spec->proxy_host_len) || spec->proxy_port == 0)) return -PK_E_INVALID_HOST;
+  if (proxied && spec->proxy_authorization &&
+      !is_field_value(spec->proxy_authorization, spec->proxy_authorization_len))
+    return -PK_E_INVALID_HEADER_VALUE;
+  const char *route = spec->unix_path ? spec->unix_path : proxied ? spec->proxy_host : spec->addresses;
+  size_t route_len = spec->unix_path ? spec->unix_path_len : proxied ? spec->proxy_host_len
+                     : spec->addresses ? spec->addresses_len : 0;
+  size_t auth_len = proxied && spec->proxy_tunnel && spec->proxy_authorization ? spec->proxy_authorization_len : 0;
   bool chunked = (spec->body_kind == PK_BODY_STREAM || spec->body_kind == PK_BODY_SEGMENTS) && spec->body_chunked;
   bool has_body = spec->has_body || spec->body_len || spec->body_kind != PK_BODY_MEMORY;
   bool expect = (spec->body_len || spec->body_kind != PK_BODY_MEMORY) && spec->expect_continue_ms > 0;
@@ -134,7 +153,7 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
                 + 28 + 22                                 /* Transfer-Encoding: chunked, Expect */
                 + 16 + 20 + 2                             /* Content-Length */
                 + 2                                       /* final CRLF */
-                + spec->host_len;                         /* host copy for the pool key */
+                + spec->host_len + route_len + 1 + auth_len; /* host, route and auth copies for the pool key */
   for (size_t i = 0; i < spec->num_headers; i++) {
     const pk_header *h = &spec->headers[i];
     if (!h->name || !is_token(h->name, h->name_len)) return -PK_E_INVALID_HEADER_NAME;
@@ -199,6 +218,15 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
   req->host_off = req->head_len;
   req->host_len = spec->host_len;
   memcpy(p, spec->host, spec->host_len);
+  req->route = spec->unix_path ? PK_ROUTE_UNIX
+               : proxied        ? (spec->proxy_tunnel ? PK_ROUTE_TUNNEL : PK_ROUTE_PROXY)
+               : spec->addresses ? PK_ROUTE_ADDRS
+                                 : PK_ROUTE_TCP;
+  req->route_len = route_len;
+  req->auth_len = auth_len;
+  req->proxy_port = proxied ? spec->proxy_port : 0;
+  if (route_len) memcpy(p + spec->host_len, route, route_len);
+  if (auth_len) memcpy(p + spec->host_len + route_len, spec->proxy_authorization, auth_len);
   return 0;
 }
 

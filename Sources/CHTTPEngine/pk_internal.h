@@ -80,10 +80,14 @@ typedef struct pk__req {
   pk__conn *conn;
   pk__timer timer;
 
-  char *buf;                  /* serialized head, then the host name */
+  char *buf;                  /* serialized head, then the host name, then the route's bytes */
   size_t buf_cap;
   size_t head_len;
   size_t host_off, host_len;
+  size_t route_len;           /* bytes after the host: the Unix socket path, addresses or proxy host */
+  size_t auth_len;            /* tunnel: the Proxy-Authorization value after the route's bytes and a NUL */
+  uint16_t proxy_port;
+  uint8_t route;              /* pk__route: how its connections reach the origin */
   /* request body (pk_body_kind) */
   const char *body;
   size_t body_len;
@@ -152,11 +156,32 @@ typedef struct pk__req {
   uint8_t ndec;
 } pk__req;
 
+/* How a connection reaches its origin; part of the pool key, so a request
+ * never reuses a connection made another way. */
+enum pk__route {
+  PK_ROUTE_TCP = 0,  /* host:port, resolved */
+  PK_ROUTE_UNIX = 1, /* a Unix domain socket (the route's bytes are its path) */
+  PK_ROUTE_ADDRS = 2, /* numeric addresses given by the caller instead of resolving (the bytes: "a,b") */
+  PK_ROUTE_PROXY = 3, /* an HTTP proxy the requests are sent to (the bytes: its host) */
+  PK_ROUTE_TUNNEL = 4, /* a CONNECT tunnel through an HTTP proxy (the bytes: its host, NUL, Proxy-Authorization) */
+};
+
+/* A happy-eyeballs attempt beyond the connection's own socket (RFC 8305):
+ * a socket of its own, registered with its own handler, until the race is
+ * decided. */
+typedef struct pk__attempt {
+  pk__io io;
+  int fd;                     /* -1: unused or closed */
+  uint8_t addr;               /* index into the connection's addresses */
+  struct pk__conn *conn;
+} pk__attempt;
+
 /* ----------------------------------------------------------- connections */
 
 enum pk__conn_state {
   PK_CONN_RESOLVING = 1,
   PK_CONN_CONNECTING,
+  PK_CONN_TUNNEL,             /* CONNECT sent to a proxy, its answer awaited */
   PK_CONN_HANDSHAKE,          /* TLS */
   PK_CONN_ACTIVE,
   PK_CONN_IDLE,
@@ -183,10 +208,19 @@ struct pk__conn {
   pk__timer idle_timer;
   uint64_t idle_since;
   const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
+  /* the race (pk_conn.c): addresses in the order tried, families interleaved */
+  uint8_t order[PK_DNS_MAX_ADDRS];
+  uint8_t fd_addr;            /* the address of `fd` while connecting */
+  uint8_t in_flight;          /* attempts connecting: `fd` and the extra ones */
+  uint8_t attempts;           /* attempts opened */
+  int last_errno;             /* the latest failed attempt's */
+  pk__timer race_timer;       /* the next attempt's start */
+  pk__attempt *extra;         /* PK_DNS_MAX_ADDRS slots, allocated at the first overlap, kept with the struct */
   pk__dns_query dnsq;         /* the lookup (pk_dns.c reports through it) */
   pk__tls *tls;               /* NULL for plain HTTP */
   uint64_t wire_out_mark, wire_in_mark; /* BIO counters already charged to a request */
   uint64_t t_tls_start;
+  uint64_t t_tunnel_start;
   char *rbuf;
   size_t rcap, rlen;
   size_t woff;
@@ -199,13 +233,21 @@ struct pk__origin {
   uint8_t scheme;
   uint16_t port;
   uint32_t tls_id;           /* TLS settings the connections were made with */
+  uint8_t route;             /* pk__route */
+  uint16_t connect_port;     /* the origin's port, or the proxy's */
   uint32_t conns;            /* open + connecting */
   void *tls_session;         /* last resumable TLS session (https origins) */
   pk__link idle;             /* LIFO: most recently used first */
   pk__link waiters;          /* requests waiting for a connection (FIFO) */
   size_t host_len;
+  size_t route_len;          /* the route's bytes follow the host's NUL in host[] */
+  size_t auth_len;           /* tunnel: Proxy-Authorization, after the route's NUL */
   char host[];
 };
+
+/* The route's bytes of an origin (NUL-terminated): a Unix socket's path. */
+static inline const char *pk__origin_route(const pk__origin *o) { return o->host + o->host_len + 1; }
+static inline const char *pk__origin_auth(const pk__origin *o) { return pk__origin_route(o) + o->route_len + 1; }
 
 /* ----------------------------------------------------------------- loop */
 

@@ -18,15 +18,23 @@ static uint64_t origin_hash(uint8_t scheme, const char *host, size_t n, uint16_t
   return h;
 }
 
+/* The pool key: scheme, host, port, TLS settings and the route (how the
+ * connection reaches the origin: TCP, a Unix socket's path, the caller's
+ * addresses, or a proxy with its port and tunnel credentials). */
 static pk__origin *origin_get(pk__loop *loop, pk__req *req) {
-  const char *host = req->buf + req->host_off;
+  const char *host = req->buf + req->host_off, *route = host + req->host_len, *auth = route + req->route_len;
+  uint16_t connect_port = req->route == PK_ROUTE_PROXY || req->route == PK_ROUTE_TUNNEL ? req->proxy_port : req->port;
   uint64_t h = origin_hash(req->scheme, host, req->host_len, req->port) ^ ((uint64_t)req->tls_id << 40);
+  if (req->route != PK_ROUTE_TCP) h = origin_hash(req->route, route, req->route_len, connect_port) ^ (h * 31);
   pk__origin **slot = &loop->origins[h % PK_ORIGIN_BUCKETS];
   for (pk__origin *o = *slot; o; o = o->next)
     if (o->hash == h && o->scheme == req->scheme && o->port == req->port && o->tls_id == req->tls_id &&
-        o->host_len == req->host_len && memcmp(o->host, host, req->host_len) == 0)
+        o->host_len == req->host_len && memcmp(o->host, host, req->host_len) == 0 && o->route == req->route &&
+        o->connect_port == connect_port && o->route_len == req->route_len &&
+        memcmp(pk__origin_route(o), route, req->route_len) == 0 && o->auth_len == req->auth_len &&
+        memcmp(pk__origin_auth(o), auth, req->auth_len) == 0)
       return o;
-  pk__origin *o = pk__calloc(1, sizeof *o + req->host_len + 1);
+  pk__origin *o = pk__calloc(1, sizeof *o + req->host_len + 1 + req->route_len + 1 + req->auth_len + 1);
   if (!o) return NULL;
   o->hash = h;
   o->scheme = req->scheme;
@@ -34,6 +42,12 @@ static pk__origin *origin_get(pk__loop *loop, pk__req *req) {
   o->tls_id = req->tls_id;
   o->host_len = req->host_len;
   memcpy(o->host, host, req->host_len);
+  o->route = req->route;
+  o->connect_port = connect_port;
+  o->route_len = req->route_len;
+  memcpy(o->host + req->host_len + 1, route, req->route_len);
+  o->auth_len = req->auth_len;
+  memcpy(o->host + req->host_len + 1 + req->route_len + 1, auth, req->auth_len);
   pk__list_init(&o->idle);
   pk__list_init(&o->waiters);
   o->next = *slot;

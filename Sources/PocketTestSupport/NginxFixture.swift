@@ -17,7 +17,10 @@ import Foundation
 ///   include, the included `/small`, text after); decoded: `chunkedBody`.
 /// - `/text.txt`: `textBody`, about 400 KB of log-like text, gzip-compressed
 ///   by nginx on the fly (`gzip on`) when the client asks for it;
+/// - `/host`: `<Host field> <server address>` (`unix:` over the Unix socket);
 /// - any other path: nginx's 404.
+///
+/// nginx also listens on a Unix domain socket, `socketPath`, in the directory.
 ///
 /// nginx runs in the foreground as a single process (`daemon off;
 /// master_process off;`), with `keepalive_requests 10000`, started with a
@@ -49,6 +52,9 @@ public final class NginxFixture: @unchecked Sendable {
 
     /// TLS settings (see NginxTLSFixture.swift), or nil for plain HTTP.
     public let tls: TLSOptions?
+
+    /// The Unix domain socket nginx also listens on (the same locations).
+    public var socketPath: String { directory.appendingPathComponent("nginx.sock").path }
 
     /// `http://127.0.0.1:PORT` (`https://` with TLS), without a trailing slash.
     public var baseURL: String { "\(tls == nil ? "http" : "https")://\(host):\(port)" }
@@ -178,9 +184,11 @@ public final class NginxFixture: @unchecked Sendable {
             keepalive_timeout 60s;
             server {
                 listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                listen unix:\(d)/nginx.sock\(tls == nil ? "" : " ssl");
                 \(tls.map(tlsDirectives) ?? "")
                 root \(d)/www;
                 location ~ \\.shtml$ { ssi on; }
+                location = /host { default_type text/plain; return 200 "$http_host $server_addr"; }
                 location = /text.txt { gzip on; gzip_types text/plain; gzip_min_length 1; gzip_comp_level 1; }
             }
         }

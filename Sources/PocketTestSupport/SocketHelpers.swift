@@ -93,6 +93,31 @@ enum Sockets {
         return (fd, actualPort)
     }
 
+    /// Creates a listening Unix domain socket at `path` (removing a file
+    /// already there). Returns the descriptor (non-blocking, close-on-exec).
+    static func listen(unixPath path: String, backlog: Int32 = 128) throws -> Int32 {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: addr.sun_path)
+        guard bytes.count < capacity else { throw SocketError("socket path \(path) is too long", code: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: bytes) }
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SocketError("socket") }
+        var ok = false
+        defer { if !ok { Glibc.close(fd) } }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { throw SocketError("bind \(path)") }
+        guard Glibc.listen(fd, backlog) == 0 else { throw SocketError("listen") }
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        ok = true
+        return fd
+    }
+
     /// The local port a socket is bound to.
     static func localPort(of fd: Int32) throws -> Int {
         var storage = sockaddr_storage()

@@ -44,11 +44,40 @@ public final class TestServer: Sendable {
     /// Binds `host` (an IPv4 or IPv6 literal) and `port` (0: a free port) and
     /// starts accepting. With `tls`, every connection speaks TLS (handshake
     /// on the connection's thread; raw replies go through TLS too).
-    public init(host: String = "127.0.0.1", port: Int = 0, tls: TLSOptions? = nil) throws {
-        let context = try tls.map { try TLSContext($0) }
+    public convenience init(host: String = "127.0.0.1", port: Int = 0, tls: TLSOptions? = nil) throws {
         let (fd, boundPort) = try Sockets.listen(host: host, port: port)
+        try self.init(listener: fd, host: host, port: boundPort, socketPath: nil, tls: tls)
+    }
+
+    /// Listens on a Unix domain socket at `unixSocketPath` (an existing file
+    /// there is replaced; `shutdown()` leaves the file for the test's
+    /// temporary directory to remove). `host` is `localhost`, `port` 0.
+    public convenience init(unixSocketPath: String, tls: TLSOptions? = nil) throws {
+        let fd = try Sockets.listen(unixPath: unixSocketPath)
+        try self.init(listener: fd, host: "localhost", port: 0, socketPath: unixSocketPath, tls: tls)
+    }
+
+    /// The Unix domain socket it listens on, or nil for TCP.
+    public let socketPath: String?
+
+    /// `http+unix://<percent-encoded path>` (`https+unix` with TLS), or nil for TCP.
+    public var unixBaseURL: String? {
+        guard let socketPath else { return nil }
+        let encoded = socketPath.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
+        return "\(tls == nil ? "http" : "https")+unix://\(encoded)"
+    }
+
+    private init(listener fd: Int32, host: String, port boundPort: Int, socketPath: String?, tls: TLSOptions?) throws {
+        let context: TLSContext?
+        do {
+            context = try tls.map { try TLSContext($0) }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
         self.host = host
         self.port = boundPort
+        self.socketPath = socketPath
         self.tls = tls
         if let context {
             self.core = ServerCore(listenerFD: fd) { fd, core in

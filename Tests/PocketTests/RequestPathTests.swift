@@ -320,7 +320,7 @@ final class RequestPathTests: XCTestCase {
             .tlsHostnameMismatch, .tlsCertificateExpired, .tlsCertificateNotYetValid, .tlsPinMismatch,
             .tlsProtocolVersion, .tlsAlpnMismatch, .badContentEncoding, .truncatedContentEncoding, .decompressionBomb,
             .decodedBodyTooLarge, .tooManyContentEncodings, .fileWriteFailed, .fileReadFailed, .requestBodyLengthMismatch,
-            .threadFailed,
+            .threadFailed, .unixSocketNotFound, .unixSocketRefused, .unixSocketPermissionDenied, .unixSocketPathTooLong,
         ]
         let engine = PocketError.Code.engineCodes
         XCTAssertGreaterThan(engine.count, 50)

@@ -41,7 +41,7 @@ typedef struct pk_engine pk_engine;
  * (e.g. dns and connect on a reused connection). */
 typedef struct pk_timings {
   uint64_t dns_ns;        /* name resolution (0 for numeric hosts and cache hits) */
-  uint64_t connect_ns;    /* TCP connect */
+  uint64_t connect_ns;    /* TCP connect: the whole race, first attempt to the winner */
   uint64_t tls_ns;        /* TLS handshake (0 for plain HTTP and reused connections) */
   uint64_t first_byte_ns; /* submit -> first response byte */
   uint64_t total_ns;      /* submit -> done */
@@ -54,6 +54,13 @@ typedef struct pk_timings {
   int retried;            /* 1 if it was retried once on a new connection */
   int retry_refused;      /* 1 if it failed where the retry-once rule would have sent it
                              again, but its body is one-shot (a stream, or segments with one) */
+  /* The address a new connection reached (0 family on a reused connection
+   * or a Unix socket): IPv4 in the first 4 bytes, network order. */
+  uint8_t remote_addr[16];
+  uint16_t remote_port;
+  uint8_t remote_family;    /* 4, 6 or 0 */
+  uint8_t connect_attempts; /* connection attempts the race opened (0 on reuse) */
+  uint64_t tunnel_ns;       /* CONNECT sent -> 2xx read (0 without a new tunnel) */
 } pk_timings;
 
 /* Names a submitted request (pk_engine_submit fills it). */
@@ -177,6 +184,14 @@ typedef struct pk_engine_config {
   uint32_t idle_timeout_ms;      /* idle pooled connection lifetime, default 60000 */
   uint32_t dns_threads;          /* resolver threads, default 2 */
   uint32_t dns_cache_ttl_ms;     /* default 30000; 0 disables the cache */
+  /* Happy eyeballs (RFC 8305): a host's addresses are tried with the two
+   * families interleaved (the first address's family first), a new attempt
+   * every connection_attempt_delay_ms while earlier ones are still pending,
+   * at once when one fails. The first to connect wins; the others are
+   * closed. The request's connect timeout covers the whole race. Default
+   * 250 (RFC 8305 §8); 0: one address at a time, the next only after a
+   * failure. */
+  uint32_t connection_attempt_delay_ms;
   uint32_t max_interim;          /* 1xx responses skipped at most, default 8 */
   uint64_t max_body_bytes;       /* 0 = unlimited (default) */
   pk_parse_limits limits;        /* max_head_bytes 0: all the defaults */
@@ -298,7 +313,43 @@ typedef struct pk_request_spec {
   uint32_t tls_id;      /* https: 0 = the engine's TLS settings, else an id from pk_engine_add_tls */
   void *ctx;
   const pk_body_segment *segments; size_t num_segments; /* PK_BODY_SEGMENTS, borrowed until on_done */
+  /* A Unix domain socket to connect to instead of host:port (curl's
+   * --unix-socket); NULL (the default) for TCP. host and port still name the
+   * origin: the Host field and, for https, SNI and certificate verification.
+   * At most PK_UNIX_PATH_MAX bytes, no NUL (abstract sockets are not
+   * supported). Connections are pooled per path: a request for a path never
+   * reuses a TCP connection, nor one to another path. Errors of its own:
+   * PK_E_UNIX_SOCKET_NOT_FOUND, _REFUSED, _PERMISSION (errno kept) and, from
+   * submit, _PATH_TOO_LONG. Copied by submit. */
+  const char *unix_path; size_t unix_path_len;
+  /* Numeric addresses to connect to instead of resolving host, comma-
+   * separated ("127.0.0.1,::1", IPv6 without brackets; at most 8): curl's
+   * --resolve. Raced as resolved addresses are. Ignored with unix_path.
+   * Pooled per list. Copied by submit; an entry that is not a numeric
+   * address fails the request with PK_E_DNS. */
+  const char *addresses; size_t addresses_len;
+  /* An HTTP proxy (name or numeric, IPv6 without brackets) to connect to
+   * instead of the origin; NULL: none. Its address is resolved and raced as
+   * an origin's. With proxy_tunnel 0 the request itself goes to the proxy
+   * (the caller writes an absolute-form target and any Proxy-Authorization
+   * field: forwarding, for http). With proxy_tunnel 1 the engine first sends
+   * CONNECT host:port (with proxy_authorization as Proxy-Authorization when
+   * given) and, on a 2xx, runs TLS to the origin (SNI and verification
+   * against host) and the request inside the tunnel. The connect timeout
+   * covers the CONNECT exchange. Errors of the tunnel: PK_E_PROXY_AUTH (407, or
+   * 401, which tinyproxy sends for wrong credentials; sys_errno the status),
+   * PK_E_PROXY_CONNECT (other non-2xx; sys_errno is the status),
+   * PK_E_PROXY_CLOSED (EOF before the answer), PK_E_PROXY_PROTOCOL (an answer
+   * that does not parse, or bytes after it). Pooled per proxy (and
+   * credentials): a tunnel never serves a direct request. Ignored with
+   * unix_path; replaces addresses. Copied by submit. */
+  const char *proxy_host; size_t proxy_host_len;
+  uint16_t proxy_port;
+  int proxy_tunnel;
+  const char *proxy_authorization; size_t proxy_authorization_len;
 } pk_request_spec;
+
+#define PK_UNIX_PATH_MAX 107 /* sizeof(sun_path) - 1 on Linux */
 
 
 /* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
@@ -309,7 +360,7 @@ typedef struct pk_request_spec {
  * Returns 0 (on_done will run exactly once), or -PK_E_xxx and no callback
  * runs: INVALID_ARGUMENT (eng or spec NULL, bad segments, unknown tls_id),
  * INVALID_METHOD/TARGET/HOST/HEADER_NAME/HEADER_VALUE, REQUEST_TOO_LARGE,
- * SHUTDOWN, NOMEM. */
+ * UNIX_SOCKET_PATH_TOO_LONG, SHUTDOWN, NOMEM. */
 int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_handle *handle);
 
 /* Cancels a request. Any thread; eng NULL or a stale handle (the request

@@ -91,7 +91,22 @@ extern "C" {
   X(PK_E_FILE_READ, "file_read_failed", "reading the request body file failed or it ended early") \
   X(PK_E_BODY_LENGTH, "request_body_length_mismatch",                                     \
     "the request body stream did not match its declared length")                          \
-  X(PK_E_THREAD, "thread_failed", "an engine thread could not be started")
+  X(PK_E_THREAD, "thread_failed", "an engine thread could not be started")                \
+  X(PK_E_UNIX_SOCKET_NOT_FOUND, "unix_socket_not_found",                                  \
+    "the Unix domain socket file does not exist")                                         \
+  X(PK_E_UNIX_SOCKET_REFUSED, "unix_socket_refused",                                      \
+    "nothing accepts connections on the Unix domain socket (or the file is not a socket)") \
+  X(PK_E_UNIX_SOCKET_PERMISSION, "unix_socket_permission_denied",                         \
+    "permission denied connecting to the Unix domain socket")                             \
+  X(PK_E_UNIX_SOCKET_PATH_TOO_LONG, "unix_socket_path_too_long",                          \
+    "the Unix domain socket path is longer than sun_path holds (107 bytes)")              \
+  X(PK_E_PROXY_AUTH, "proxy_authentication_required",                                    \
+    "the proxy answered 407: credentials missing or not accepted")                        \
+  X(PK_E_PROXY_CONNECT, "proxy_connect_failed",                                           \
+    "the proxy refused the CONNECT tunnel (non-2xx answer)")                              \
+  X(PK_E_PROXY_CLOSED, "proxy_tunnel_closed",                                             \
+    "the proxy closed the connection before the tunnel was up")                          \
+  X(PK_E_PROXY_PROTOCOL, "proxy_bad_response", "the proxy's answer to CONNECT is not valid HTTP")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,

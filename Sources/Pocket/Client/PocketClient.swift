@@ -38,6 +38,19 @@ public final class PocketClient: Sendable {
         public var engineThreads = 1
         /// How long a resolved host name is reused, 30 s by default.
         public var dnsCacheTTL: Duration = .seconds(30)
+        /// Addresses to connect to instead of resolving a host and port
+        /// (curl's `--resolve`); empty by default. See `PocketAddressOverride`.
+        public var addressOverrides: [PocketAddressOverride] = []
+        /// Happy eyeballs (RFC 8305): when a host has several addresses, a
+        /// new connection attempt starts this long after the previous one
+        /// if that has not connected yet (at once when it fails), IPv6 and
+        /// IPv4 interleaved; the first to connect wins and the others are
+        /// closed. 250 ms by default (RFC 8305's recommendation): long enough
+        /// that a healthy first address wins alone, short enough that a dead
+        /// one costs a quarter second, not a connect timeout. The connect
+        /// timeout covers the whole race. `.zero` tries one address at a time.
+        /// Set per engine: scoped clients share their parent's.
+        public var connectionAttemptDelay: Duration = .milliseconds(250)
         /// Response limits; each has its own error code.
         public var limits = Limits()
         /// Ask for and decode gzip/deflate bodies (`Accept-Encoding: gzip, deflate`
@@ -47,6 +60,30 @@ public final class PocketClient: Sendable {
         public var decompression = true
         /// TLS for `https` URLs: verified against the system trust store by default.
         public var tls = PocketTLSConfiguration()
+        /// The HTTP proxy for every request (`http://` ones forwarded in
+        /// absolute form, `https://` ones through a CONNECT tunnel) unless the
+        /// request sets its own (`PocketRequest.proxy`) or its host matches
+        /// `noProxy`. nil (the default): the environment decides, when
+        /// `proxyFromEnvironment`. `.direct`: no proxy at all.
+        public var proxy: PocketProxy?
+        /// Hosts reached without the proxy, in `NO_PROXY` syntax (names with
+        /// their subdomains, `*`, IP addresses, CIDR blocks). nil (the
+        /// default): the environment's `no_proxy`/`NO_PROXY`.
+        public var noProxy: [String]?
+        /// Read the proxy from the environment as curl does (when `proxy` is
+        /// nil): `http_proxy` (lower case only: CGI puts a client's `Proxy:`
+        /// header in `HTTP_PROXY`) for `http://`, `https_proxy`/`HTTPS_PROXY`
+        /// for `https://`, `all_proxy`/`ALL_PROXY` for both, and
+        /// `no_proxy`/`NO_PROXY`. On by default, as curl, wget and most HTTP
+        /// stacks on Linux do, so a service behind an egress proxy works
+        /// unchanged; turn it off where the environment is not yours to
+        /// trust. Read once, when the client is made.
+        public var proxyFromEnvironment = true
+        /// A Unix domain socket every request goes through instead of its
+        /// URL's host and port (curl's `--unix-socket`), unless the request
+        /// sets its own (`PocketRequest.unixSocketPath`) or has an
+        /// `http+unix`/`https+unix` URL. nil (the default): TCP.
+        public var unixSocketPath: String?
         /// How redirects are followed unless a request sets its own
         /// (`PocketRequest.redirects`): up to 10 hops by default, no https → http
         /// (see `PocketRedirectPolicy` for why and for the rules of each hop).
@@ -131,6 +168,8 @@ public final class PocketClient: Sendable {
     let chain: [any PocketMiddleware]
     /// Finished engine requests kept for reuse by `send`.
     let spares = InFlightSpares()
+    /// Its proxies (configuration, else environment at init); nil when none applies.
+    let proxies: ProxyRules?
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -143,6 +182,7 @@ public final class PocketClient: Sendable {
             && configuration.handling.authentication == nil
         self.responseCache = configuration.handling.cache
         self.chain = Self.chain(configuration.handling)
+        self.proxies = ProxyRules.make(configuration)
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -155,6 +195,7 @@ public final class PocketClient: Sendable {
             && configuration.handling.authentication == nil
         self.responseCache = configuration.handling.cache
         self.chain = Self.chain(configuration.handling)
+        self.proxies = ProxyRules.make(configuration)
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

@@ -35,7 +35,11 @@ extension PocketRequest {
         } else if method != .get || body != nil {
             words += ["-X", Self.quote(method.rawValue)]
         }
-        words.append(Self.quote(url.absoluteString))
+        if let socket = target.unixPath ?? unixSocketPath { words += ["--unix-socket", Self.quote(socket)] }
+        // curl has no http+unix URLs: the socket goes in --unix-socket, the origin is localhost.
+        let shown = target.unixPath == nil ? url.absoluteString
+            : "\(target.https ? "https" : "http")://localhost\(target.pathAndQuery)"
+        words.append(Self.quote(shown))
         if compressed { words.append("--compressed") }
         if insecure { words.append("--insecure") }
         if let connect = timeouts?.connect { words += ["--connect-timeout", Self.seconds(connect)] }

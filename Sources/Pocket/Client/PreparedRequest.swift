@@ -29,6 +29,14 @@ struct PreparedRequest {
     let expectContinue: Duration?
     /// The request's own TLS settings (nil: the client's).
     let tls: PocketTLSConfiguration?
+    /// The Unix domain socket to connect to instead of host and port: the
+    /// URL's (`http+unix`), else the request's, else the client's.
+    let unixSocketPath: String?
+    /// The proxy it goes through, or nil (direct).
+    let proxy: ProxyRoute?
+    /// Numeric addresses to connect to instead of resolving the host
+    /// ("a,b"; `Configuration.addressOverrides`), or nil.
+    let addresses: String?
     /// May the engine send it again on a new connection when a reused one
     /// failed before any response byte (`PocketRequest.isIdempotent`)? A
     /// one-shot body is then refused by the engine (`.bodyNotReplayable`).
@@ -38,17 +46,20 @@ struct PreparedRequest {
     /// `.unsupportedScheme` for a URL the engine cannot send to.
     init(_ request: PocketRequest, configuration: PocketClient.Configuration) throws(PocketError) {
         try self.init(request, defaultHeaders: configuration.defaultHeaders, decompression: configuration.decompression,
-                      timeouts: configuration.timeouts)
+                      timeouts: configuration.timeouts, unixSocketPath: configuration.unixSocketPath,
+                      addressOverrides: configuration.addressOverrides, proxies: ProxyRules.make(configuration))
     }
 
     /// Prepares `request` under the client's settings that take part (read
     /// one by one, so the client's configuration is not copied per request).
     init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
-         timeouts clientTimeouts: PocketTimeouts) throws(PocketError) {
+         timeouts clientTimeouts: PocketTimeouts, unixSocketPath clientSocket: String? = nil,
+         addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil) throws(PocketError) {
         let target = request.target
         if let problem = target.problem {
             let scheme = request.url.scheme?.lowercased()
-            throw PocketError(scheme == nil || scheme == "http" || scheme == "https" ? .invalidURL : .unsupportedScheme, problem)
+            let known: Set<String?> = [nil, "http", "https", "http+unix", "https+unix"]
+            throw PocketError(known.contains(scheme) ? .invalidURL : .unsupportedScheme, problem)
         }
         self.target = target
         method = request.method.rawValue
@@ -56,6 +67,20 @@ struct PreparedRequest {
         if let userInfo = target.userInfo, !request.headers.contains("Authorization") {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
             extra.add(name: "Authorization", value: "Basic \(token)")
+        }
+        // Proxies: the request's, else the client's (its own or the
+        // environment's), unless the host is in the no-proxy list; decided
+        // again for each redirect hop.
+        let unix = target.unixPath ?? request.unixSocketPath ?? clientSocket
+        if unix == nil, request.proxy != nil || proxies != nil,
+           let chosen = try ProxyRules.proxy(for: target, own: request.proxy, rules: proxies) {
+            let route = ProxyRoute(chosen, target: target)
+            if !route.tunnel, let auth = route.authorization, !request.headers.contains("Proxy-Authorization") {
+                extra.add(name: "Proxy-Authorization", value: auth)
+            }
+            proxy = route
+        } else {
+            proxy = nil
         }
         if let form = request.body?.multipartForm, !request.headers.contains("Content-Type") {
             extra.add(name: "Content-Type", value: form.contentType)
@@ -67,7 +92,32 @@ struct PreparedRequest {
         timeouts = request.timeouts ?? clientTimeouts
         expectContinue = request.expectContinue
         tls = request.tls
+        unixSocketPath = unix
+        addresses = proxy == nil ? PocketAddressOverride.list(for: target, in: addressOverrides) : nil
         idempotent = request.isIdempotent
+    }
+}
+
+/// How a request goes through its proxy: forwarded in absolute form
+/// (`http://`), or through a CONNECT tunnel (`https://`).
+struct ProxyRoute {
+    let proxy: PocketProxy
+    let tunnel: Bool
+    /// Basic credentials: CONNECT's (tunnel), or a header field (forwarding).
+    let authorization: String?
+    /// The absolute-form target of a forwarded request (RFC 9112 §3.2.2).
+    let absoluteTarget: String?
+
+    init(_ proxy: PocketProxy, target: Target) {
+        self.proxy = proxy
+        tunnel = target.https
+        authorization = proxy.authorization
+        if target.https {
+            absoluteTarget = nil
+        } else {
+            let host = target.host.contains(":") ? "[\(target.host)]" : target.host
+            absoluteTarget = "http://\(host)\(target.port == 80 ? "" : ":\(target.port)")\(target.pathAndQuery)"
+        }
     }
 }
 

@@ -26,6 +26,7 @@ final class Engine: @unchecked Sendable {
         cfg.max_conns_per_origin = UInt32(clamping: max(1, c.maxConnectionsPerOrigin))
         cfg.idle_timeout_ms = PocketTimeouts.milliseconds(c.idleConnectionTimeout)
         cfg.dns_cache_ttl_ms = PocketTimeouts.milliseconds(c.dnsCacheTTL)
+        cfg.connection_attempt_delay_ms = c.connectionAttemptDelay <= .zero ? 0 : max(1, PocketTimeouts.milliseconds(c.connectionAttemptDelay))
         cfg.max_interim = UInt32(clamping: c.limits.maxInterimResponses)
         cfg.max_body_bytes = c.limits.maxBodyBytes.map { UInt64(clamping: $0) } ?? 0
         cfg.limits.max_head_bytes = max(64, c.limits.maxHeadBytes)

@@ -63,6 +63,10 @@ final class InFlightRequest: @unchecked Sendable {
 
     private let delivery: Delivery
     private var progress: PocketProgressHandler?
+    /// The Unix socket it was sent to (named in connection errors); nil for TCP.
+    private var socketPath: String?
+    /// The proxy it went through (named in its errors); nil when direct.
+    private var proxyUsed: ProxyRoute?
     /// Set when the request is ended from our side for a reason of its own.
     private var abortError: PocketError?
     private var headDelivered = false
@@ -112,6 +116,8 @@ final class InFlightRequest: @unchecked Sendable {
         headers = PocketHeaders()
         body = Data()
         resumesOnLoop = false
+        socketPath = nil
+        proxyUsed = nil
         ready = .none
         failure = nil
         timings = PocketTimings()
@@ -145,7 +151,10 @@ final class InFlightRequest: @unchecked Sendable {
         do {
             prepared = try PreparedRequest(request, defaultHeaders: client.configuration.defaultHeaders,
                                            decompression: client.configuration.decompression,
-                                           timeouts: client.configuration.timeouts)
+                                           timeouts: client.configuration.timeouts,
+                                           unixSocketPath: client.configuration.unixSocketPath,
+                                           addressOverrides: client.configuration.addressOverrides,
+                                           proxies: client.proxies)
             tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
@@ -203,7 +212,9 @@ final class InFlightRequest: @unchecked Sendable {
         if rc != 0 {
             // The engine refused it synchronously: no callback will come.
             Unmanaged.passUnretained(self).release()
-            finishEarly(PocketError.engine(rc, errno: 0))
+            var error = PocketError.engine(rc, errno: 0)
+            if let socketPath { error.message += " (Unix socket \(socketPath))" }
+            finishEarly(error)
         }
     }
 
@@ -213,8 +224,14 @@ final class InFlightRequest: @unchecked Sendable {
         let target = prepared.target, fields = prepared.fields, timeouts = prepared.timeouts
         var method = prepared.method
         var host = target.host
-        var path = target.pathAndQuery
-        var total = method.utf8.count + host.utf8.count + path.utf8.count
+        let proxy = prepared.proxy
+        var path = proxy?.absoluteTarget ?? target.pathAndQuery
+        var socket = prepared.unixSocketPath, addresses = prepared.addresses
+        var proxyHost = proxy?.proxy.host, proxyAuth = proxy?.tunnel == true ? proxy?.authorization : nil
+        socketPath = socket
+        proxyUsed = proxy
+        var total = method.utf8.count + host.utf8.count + path.utf8.count + (socket?.utf8.count ?? 0)
+            + (addresses?.utf8.count ?? 0) + (proxyHost?.utf8.count ?? 0) + (proxyAuth?.utf8.count ?? 0)
         var count = 0
         fields.forEach { f in
             total += f.name.utf8.count + f.value.utf8.count
@@ -232,6 +249,14 @@ final class InFlightRequest: @unchecked Sendable {
                 (spec.method, spec.method_len) = writer.put(&method)
                 (spec.host, spec.host_len) = writer.put(&host)
                 (spec.target, spec.target_len) = writer.put(&path)
+                if socket != nil { (spec.unix_path, spec.unix_path_len) = writer.put(&socket!) }
+                if addresses != nil { (spec.addresses, spec.addresses_len) = writer.put(&addresses!) }
+                if let proxy {
+                    (spec.proxy_host, spec.proxy_host_len) = writer.put(&proxyHost!)
+                    spec.proxy_port = proxy.proxy.port
+                    spec.proxy_tunnel = proxy.tunnel ? 1 : 0
+                    if proxyAuth != nil { (spec.proxy_authorization, spec.proxy_authorization_len) = writer.put(&proxyAuth!) }
+                }
                 fields.forEach { f in writer.putField(f) }
                 spec.headers = UnsafePointer(hdrs.baseAddress)
                 spec.num_headers = count
@@ -449,7 +474,15 @@ final class InFlightRequest: @unchecked Sendable {
                                       systemError: cause.systemError)
             } else {
                 failure = PocketError.engine(error, errno: sysErrno, response: head)
+                if let socketPath, status == 0 { failure!.message += " (Unix socket \(socketPath))" }
+                if let proxyUsed, status == 0 { failure = Self.proxyError(failure!, code: error, status: sysErrno, proxyUsed) }
             }
+        } else if let proxyUsed, !proxyUsed.tunnel, status == 407 {
+            // A forwarding proxy's own refusal, not the origin's answer.
+            failure = PocketError(.proxyAuthenticationRequired,
+                                  "proxy \(proxyUsed.proxy.address) answered 407: "
+                                  + (proxyUsed.authorization == nil ? "it wants credentials" : "it refused the credentials"),
+                                  response: PocketResponseHead(status: status, reason: reason, headers: headers))
         }
         if headDelivered, case .stream(let stream) = delivery {
             // The caller already has the head; the stream ends here (its
@@ -465,6 +498,28 @@ final class InFlightRequest: @unchecked Sendable {
             ready = .response
         }
         engine.executor.complete(self)
+    }
+
+    /// An error of a proxied request, saying which proxy: failing to reach
+    /// it is `.proxyUnreachable`; the tunnel's errors carry its status.
+    static func proxyError(_ error: PocketError, code: Int32, status: Int32, _ route: ProxyRoute) -> PocketError {
+        let at = route.proxy.address
+        let c = abs(code)
+        var error = error
+        switch c {
+        case Int32(PK_E_DNS.rawValue), Int32(PK_E_CONNECT_REFUSED.rawValue), Int32(PK_E_NETWORK_UNREACHABLE.rawValue),
+             Int32(PK_E_HOST_UNREACHABLE.rawValue), Int32(PK_E_CONNECT.rawValue):
+            return PocketError(.proxyUnreachable, "proxy \(at) unreachable: \(error.message)", underlying: error,
+                               systemError: error.systemError)
+        case Int32(PK_E_PROXY_CONNECT.rawValue):
+            error.message = "proxy \(at) answered CONNECT with HTTP \(status): \(error.message)"
+        case Int32(PK_E_PROXY_AUTH.rawValue):
+            error.message = "proxy \(at) answered \(status) to CONNECT: "
+                + (route.authorization == nil ? "it wants credentials" : "it refused the credentials")
+        default:
+            error.message += " (through proxy \(at))"
+        }
+        return error
     }
 
     /// Loop thread, end of the pass: hands the outcome to the waiting task.

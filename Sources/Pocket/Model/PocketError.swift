@@ -93,6 +93,35 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         /// An engine thread (event loop or resolver) could not be started;
         /// `systemError` is `pthread_create`'s answer.
         public static let threadFailed = Code("thread_failed")
+        /// The Unix domain socket's file does not exist (the message names the path).
+        public static let unixSocketNotFound = Code("unix_socket_not_found")
+        /// Nothing accepts connections on the Unix domain socket, or the file
+        /// is not a socket (the message names the path).
+        public static let unixSocketRefused = Code("unix_socket_refused")
+        /// No permission to connect to the Unix domain socket (the message names the path).
+        public static let unixSocketPermissionDenied = Code("unix_socket_permission_denied")
+        /// The Unix domain socket path is longer than the 107 bytes a socket address holds.
+        public static let unixSocketPathTooLong = Code("unix_socket_path_too_long")
+
+        /// A `PocketAddressOverride` that is not `host:port:address[,address]`
+        /// with numeric addresses.
+        public static let invalidAddressOverride = Code("invalid_address_override")
+
+        /// The proxy could not be reached (refused, unreachable, its name did
+        /// not resolve); the message names it, `underlying` is the cause.
+        public static let proxyUnreachable = Code("proxy_unreachable")
+        /// The proxy answered 407: credentials missing or refused (the message names it).
+        public static let proxyAuthenticationRequired = Code("proxy_authentication_required")
+        /// The proxy answered CONNECT with another non-2xx status (in the
+        /// message and `systemError`).
+        public static let proxyConnectFailed = Code("proxy_connect_failed")
+        /// The proxy closed the connection before the tunnel was up.
+        public static let proxyTunnelClosed = Code("proxy_tunnel_closed")
+        /// The proxy's answer to CONNECT is not HTTP, or bytes followed it.
+        public static let proxyBadResponse = Code("proxy_bad_response")
+        /// A proxy setting (configuration, request or environment variable)
+        /// that is not an `http://` proxy URL.
+        public static let invalidProxy = Code("invalid_proxy")
 
         // Streaming bodies and downloads (Swift layer)
         /// The request body's `AsyncSequence` threw; `underlying` is its error.

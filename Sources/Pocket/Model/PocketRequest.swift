@@ -28,6 +28,8 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         var redirects: PocketRedirectPolicy?
         var timeouts: PocketTimeouts?
         var tls: PocketTLSConfiguration?
+        var unixSocketPath: String?
+        var proxy: PocketProxy?
         var format: PocketContentFormat?
         var validation: PocketValidation?
         var schema: PocketSchema?
@@ -51,6 +53,8 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             c.redirects = redirects
             c.timeouts = timeouts
             c.tls = tls
+            c.unixSocketPath = unixSocketPath
+            c.proxy = proxy
             c.format = format
             c.validation = validation
             c.schema = schema
@@ -150,6 +154,31 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             yield &s.tls
         }
         set { unique().tls = newValue }
+    }
+    /// A Unix domain socket to send this request through instead of
+    /// connecting to the URL's host and port (curl's `--unix-socket`): the
+    /// URL still gives the `Host` field and, for `https`, the name the
+    /// certificate is verified against. nil (the default) uses the client's
+    /// `Configuration.unixSocketPath`; an `http+unix`/`https+unix` URL's own
+    /// path wins over both. Connections are pooled per socket path.
+    public var unixSocketPath: String? {
+        get { storage.unixSocketPath }
+        _modify {
+            let s = unique()
+            yield &s.unixSocketPath
+        }
+        set { unique().unixSocketPath = newValue }
+    }
+    /// The proxy for this request (`.direct`: none), over the client's
+    /// `Configuration.proxy` and the environment; nil (the default) leaves it
+    /// to them. Not archived (it may carry credentials).
+    public var proxy: PocketProxy? {
+        get { storage.proxy }
+        _modify {
+            let s = unique()
+            yield &s.proxy
+        }
+        set { unique().proxy = newValue }
     }
     /// The format the request was built with (`PocketRequest(path:…)`,
     /// `client.request`, templates), which also wrote its `Accept` and
@@ -252,7 +281,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case method, url, headers, body, timeouts, tls, expectContinue, format, validation, redirects
+        case method, url, headers, body, timeouts, tls, expectContinue, format, validation, redirects, unixSocketPath
     }
 
     public init(from decoder: any Decoder) throws {
@@ -267,6 +296,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         tls = try c.decodeIfPresent(PocketTLSConfiguration.self, forKey: .tls)
         format = try c.decodeIfPresent(PocketContentFormat.self, forKey: .format)
         validation = try c.decodeIfPresent(PocketValidation.self, forKey: .validation)
+        unixSocketPath = try c.decodeIfPresent(String.self, forKey: .unixSocketPath)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -281,6 +311,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         try c.encodeIfPresent(expectContinue, forKey: .expectContinue)
         try c.encodeIfPresent(format, forKey: .format)
         try c.encodeIfPresent(validation, forKey: .validation)
+        try c.encodeIfPresent(unixSocketPath, forKey: .unixSocketPath)
     }
 
     public static func == (lhs: PocketRequest, rhs: PocketRequest) -> Bool {
@@ -288,6 +319,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
             && lhs.expectContinue == rhs.expectContinue && lhs.format == rhs.format
             && lhs.validation == rhs.validation && lhs.redirects == rhs.redirects
+            && lhs.unixSocketPath == rhs.unixSocketPath && lhs.proxy == rhs.proxy
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -305,21 +337,34 @@ struct Target: Sendable, Hashable {
     var port: UInt16 = 80
     var pathAndQuery = "/"
     var userInfo: (user: String, password: String)?
+    /// The socket of an `http+unix`/`https+unix` URL (its percent-decoded host).
+    var unixPath: String?
     var problem: String?
 
     init(_ url: URL) {
+        var unix = false
         switch url.scheme?.lowercased() {
         case "http": https = false
         case "https": https = true
+        case "http+unix": unix = true
+        case "https+unix": (https, unix) = (true, true)
         case let other:
-            problem = "unsupported URL scheme \(other.map { "'\($0)'" } ?? "(none)"): only http and https"
+            problem = "unsupported URL scheme \(other.map { "'\($0)'" } ?? "(none)"): only http, https, http+unix and https+unix"
             return
         }
         guard let h = url.host(percentEncoded: false), !h.isEmpty else {
-            problem = "URL has no host: \(url.absoluteString)"
+            problem = unix ? "http+unix URL has no socket path (the percent-encoded path is its host, e.g. http+unix://%2Frun%2Fapp.sock/): \(url.absoluteString)"
+                           : "URL has no host: \(url.absoluteString)"
             return
         }
-        host = h
+        if unix {
+            // AsyncHTTPClient's convention: the host is the socket's path,
+            // and the origin is localhost (Host field, TLS name).
+            unixPath = h
+            host = "localhost"
+        } else {
+            host = h
+        }
         let p = url.port ?? (https ? 443 : 80)
         guard p > 0, p <= 65535 else {
             problem = "URL port out of range: \(p)"
@@ -337,6 +382,7 @@ struct Target: Sendable, Hashable {
 
     static func == (a: Target, b: Target) -> Bool {
         a.https == b.https && a.host == b.host && a.port == b.port && a.pathAndQuery == b.pathAndQuery
+            && a.unixPath == b.unixPath
     }
 
     func hash(into hasher: inout Hasher) {

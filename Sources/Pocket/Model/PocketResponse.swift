@@ -3,6 +3,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A complete response: status, header fields, body and timings.
 public struct PocketResponse: Sendable {
@@ -88,13 +93,15 @@ public struct PocketTimings: Sendable, Hashable {
     private var tlsNanos: Int64 = 0
     private var firstByteNanos: Int64 = 0
     private var totalNanos: Int64 = 0
+    private var tunnelNanos: Int64 = 0
 
     /// Name resolution; zero for numeric hosts, cache hits and reused connections.
     public var dns: Duration {
         get { .nanoseconds(dnsNanos) }
         set { dnsNanos = Self.nanos(newValue) }
     }
-    /// TCP connect; zero on a reused connection.
+    /// TCP connect, the whole happy-eyeballs race (first attempt to the
+    /// winner); zero on a reused connection.
     public var connect: Duration {
         get { .nanoseconds(connectNanos) }
         set { connectNanos = Self.nanos(newValue) }
@@ -103,6 +110,12 @@ public struct PocketTimings: Sendable, Hashable {
     public var tls: Duration {
         get { .nanoseconds(tlsNanos) }
         set { tlsNanos = Self.nanos(newValue) }
+    }
+    /// The CONNECT exchange with a proxy (request sent to its 2xx read);
+    /// zero without a proxy tunnel and on a reused connection.
+    public var tunnel: Duration {
+        get { .nanoseconds(tunnelNanos) }
+        set { tunnelNanos = Self.nanos(newValue) }
     }
     /// From `send` to the first response byte.
     public var firstByte: Duration {
@@ -128,8 +141,39 @@ public struct PocketTimings: Sendable, Hashable {
     /// The request was sent a second time after a reused connection failed
     /// before any response byte (idempotent methods only).
     public var retried = false
+    /// Connection attempts the happy-eyeballs race opened: 1 when the first
+    /// address connected, more when it was slow or failed; 0 on a reused
+    /// connection.
+    public var connectAttempts: Int {
+        get { Int(attempts) }
+        set { attempts = UInt8(clamping: newValue) }
+    }
+    // The winning address as bytes (no String built per response).
+    private var remoteHigh: UInt64 = 0
+    private var remoteLow: UInt64 = 0
+    private var remoteFamily: UInt8 = 0
+    private var attempts: UInt8 = 0
+
+    /// The address a new connection reached ("10.0.0.7", "2001:db8::7"):
+    /// which one won the race. nil on a reused connection and over a Unix socket.
+    public var remoteAddress: String? {
+        guard remoteFamily == 4 || remoteFamily == 6 else { return nil }
+        var bytes = (remoteHigh, remoteLow)
+        var text = [CChar](repeating: 0, count: 64)
+        let ok = withUnsafeBytes(of: &bytes) { raw in
+            inet_ntop(remoteFamily == 4 ? AF_INET : AF_INET6, raw.baseAddress, &text, socklen_t(text.count)) != nil
+        }
+        return ok ? String(cString: text) : nil
+    }
 
     public init() {}
+
+    /// Records the winning address: `family` 4 or 6, `bytes` the address's
+    /// 16 bytes as loaded from memory (written back as they are).
+    mutating func setRemote(family: UInt8, bytes: (UInt64, UInt64)) {
+        remoteFamily = family
+        (remoteHigh, remoteLow) = bytes
+    }
 
     mutating func setNanos(dns: Int64, connect: Int64, tls: Int64, firstByte: Int64, total: Int64) {
         dnsNanos = dns

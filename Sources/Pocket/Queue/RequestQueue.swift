@@ -137,6 +137,7 @@ public final class PocketRequestQueue: Sendable {
 
     static func hostKey(_ request: PocketRequest) -> String {
         let target = request.target
+        if let path = target.unixPath ?? request.unixSocketPath { return "unix:\(path)" }
         return "\(target.host.lowercased()):\(target.port)"
     }
 
