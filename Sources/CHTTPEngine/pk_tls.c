@@ -370,3 +370,5 @@ void pk__tls_free(pk__tls *t, bool clean) {
 
 /* Public, and callable before any context exists. */
 const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_string(code); }
+
+const char *pk_tls_library_version(void) { return OpenSSL_version(OPENSSL_VERSION); }

@@ -52,14 +52,33 @@ enum PocketCommand {
         help + "\n\n" + CommandLineOptions.help(FetchCommand.helpHeader, options: FetchCommand.options)
     }
 
-    /// `pocket [fetch] ARGS`: the request's exit status; `help` on `--help`.
+    /// `pocket [fetch] ARGS`: the transfers' exit status; `help` on
+    /// `--help`, one section for `--help CATEGORY`.
     private static func fetch(_ arguments: ArraySlice<String>, help: String) async -> Int32 {
+        if let h = arguments.firstIndex(where: { $0 == "--help" || $0 == "-h" }), h + 1 < arguments.endIndex,
+           let category = OptionCategory(rawValue: arguments[h + 1]) {
+            try? Output.stdout.write(CommandLineOptions.help("pocket --help \(category.rawValue): \(category.title)",
+                                                             options: FetchCommand.options, category: category))
+            return 0
+        }
         do {
-            guard let command = try FetchCommand.parse(arguments) else {
+            guard let sets = try FetchCommand.parse(arguments) else {
                 try? Output.stdout.write(help)
                 return 0
             }
-            return await command.execute()
+            if sets.contains(where: \.version) {
+                try? Output.stdout.write(PocketVersion.text)
+                return 0
+            }
+            if let shell = sets.compactMap(\.completionShell).first {
+                try Output.stdout.write(try Completion.script(shell, options: FetchCommand.options))
+                return 0
+            }
+            if sets.contains(where: \.manpage) {
+                try Output.stdout.write(Completion.manpage(options: FetchCommand.options))
+                return 0
+            }
+            return await FetchRun(sets: sets).execute()
         } catch {
             return usage(error)
         }

@@ -161,6 +161,13 @@ typedef struct pk_tls_config {
  * static string. Any thread, with or without an engine. */
 const char *pk_tls_verify_reason(int code);
 
+/* The linked libraries' versions, for `pocket --version`: "OpenSSL 3.0.x
+ * ..." (pk_tls.c), zlib's and libdeflate's version strings (pk_inflate.c).
+ * Never NULL; static strings. Any thread, with or without an engine. */
+const char *pk_tls_library_version(void);
+const char *pk_zlib_version(void);
+const char *pk_libdeflate_version(void);
+
 typedef struct pk_engine_config {
   uint32_t loops;                /* event-loop threads, default 1 */
   uint32_t max_conns_per_origin; /* default 64 */
