@@ -200,7 +200,7 @@ extension FetchCommand {
     /// encode content; `name=content` keeps name; `@file` and `name@file`
     /// encode a file's bytes.
     static func urlencoded(_ spec: String) throws(CLIFailure) -> [UInt8] {
-        func encode(_ bytes: [UInt8]) -> [UInt8] {
+        func encode(_ bytes: [UInt8]) -> [UInt8] { // as curl: space is '+'
             var out: [UInt8] = []
             let hex = Array("0123456789ABCDEF".utf8)
             for b in bytes {
@@ -210,7 +210,7 @@ extension FetchCommand {
                      UInt8(ascii: "~"):
                     out.append(b)
                 default:
-                    out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+                    out += b == 0x20 ? [UInt8(ascii: "+")] : [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
                 }
             }
             return out

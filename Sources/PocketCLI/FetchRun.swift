@@ -68,7 +68,8 @@ struct FetchRun: Sendable {
             facts.method = plan.request.method.rawValue
             facts.uploadBytes = plan.uploadBytes
             facts.filename = plan.destination?.path(percentEncoded: false)
-            let client = try await clients.client(for: plan.configuration)
+            let (client, fresh) = try await clients.client(for: plan.configuration)
+            facts.firstOnClient = fresh
             // As curl: not when the body itself goes to the same terminal (the two would interleave).
             let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
             let bar = !command.silent && !buffered && Output.stderr.isTerminal && !bodyToTerminal ? ProgressBar() : nil
@@ -139,16 +140,17 @@ actor ClientCache {
 
     init(connectionsPerOrigin: Int) { self.connectionsPerOrigin = connectionsPerOrigin }
 
-    func client(for configuration: PocketClient.Configuration) throws(CLIFailure) -> PocketClient {
+    /// The client for `configuration`, and whether it was made for this call.
+    func client(for configuration: PocketClient.Configuration) throws(CLIFailure) -> (PocketClient, Bool) {
         var configuration = configuration
         configuration.maxConnectionsPerOrigin = connectionsPerOrigin
         let key = "\(configuration.tls)|\(configuration.timeouts)|\(configuration.decompression)|"
             + configuration.defaultHeaders.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
-        if let client = clients[key] { return client }
+        if let client = clients[key] { return (client, false) }
         do {
             let client = try PocketClient(configuration: configuration)
             clients[key] = client
-            return client
+            return (client, true)
         } catch let e as PocketError {
             throw CLIFailure(e)
         } catch {

@@ -101,7 +101,7 @@ struct FetchTransfer: Sendable {
             facts.status = e.response?.status
             throw classify(e)
         }
-        facts.url = response.url?.absoluteString ?? facts.url
+        facts.followed(response.url, response.redirects)
         try showHead(status: response.status, reason: response.reason, minor: response.httpMinorVersion,
                      headers: response.headers, &facts, heads, dump)
         let retry = canRetry ? retryable(response.status, response.reason, response.headers) : nil
@@ -157,7 +157,7 @@ struct FetchTransfer: Sendable {
             }
             throw classify(e)
         }
-        facts.url = response.url?.absoluteString ?? facts.url
+        facts.followed(response.url, response.redirects)
         try showHead(status: response.status, reason: response.reason, minor: 1, headers: response.headers, &facts, heads, dump)
         facts.timings = response.timings
         if response.isSuccess {
@@ -281,6 +281,17 @@ struct FetchTransfer: Sendable {
     private func classify(_ e: PocketError) -> any Error {
         Self.retryCodes.contains(e.code) || command.retryAllErrors
             ? Retryable(failure: CLIFailure(e), retryAfter: nil) : CLIFailure(e)
+    }
+}
+
+extension TransferFacts {
+    /// Where -L led: the last URL, and the final request's method and body
+    /// (a 301/302/303 that became GET sent none), as curl's -w shows them.
+    mutating func followed(_ final: URL?, _ hops: [PocketRedirectHop]) {
+        url = final?.absoluteString ?? url
+        guard let last = hops.last else { return }
+        if last.method.rawValue != method && (last.method == .get || last.method == .head) { uploadBytes = 0 }
+        method = last.method.rawValue
     }
 }
 

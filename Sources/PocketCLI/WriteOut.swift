@@ -34,6 +34,8 @@ struct TransferFacts: Sendable {
     var method = "GET"
     /// Redirects followed (-L).
     var redirects = 0
+    /// The transfer was the first on its client (no connection to reuse yet).
+    var firstOnClient = false
 
     init(url: String) {
         self.url = url
@@ -186,7 +188,9 @@ struct WriteOut: Sendable {
         case "size_header": return String(f.headBytes)
         case "speed_download": return total > 0 ? String(Int(Double(wireBody(f)) / total)) : "0"
         case "speed_upload": return total > 0 ? String(Int(Double(f.uploadBytes) / total)) : "0"
-        case "num_connects": return f.timings.map { $0.reusedConnection ? "0" : "1" } ?? "0"
+        case "num_connects":
+            // A chain of redirects that started on a new client opened a connection for its first hop.
+            return f.timings.map { !$0.reusedConnection || (f.redirects > 0 && f.firstOnClient) ? "1" : "0" } ?? "0"
         case "num_retries": return String(f.retries)
         case "num_redirects": return String(f.redirects)
         case "content_type": return f.headers["Content-Type"] ?? ""
@@ -232,9 +236,10 @@ struct WriteOut: Sendable {
             if values[name] == nil { order.append(name) }
             values[name, default: []].append(field.value)
         }
+        // curl's layout: one field per line.
         return "{" + order.map { name in
             quoted(name) + ":[" + values[name]!.map(quoted).joined(separator: ",") + "]"
-        }.joined(separator: ",") + "}"
+        }.joined(separator: ",\n") + (order.isEmpty ? "}" : "\n}")
     }
 
     static func quoted(_ s: String) -> String {
