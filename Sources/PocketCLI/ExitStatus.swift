@@ -55,6 +55,7 @@ struct ExitStatus: Sendable, Equatable {
         .chunkExtensionTooLarge: tooLarge, .trailersTooLarge: tooLarge, .tooManyInterimResponses: tooLarge,
         .bodyTooLarge: tooLarge, .decompressionBomb: tooLarge, .decodedBodyTooLarge: tooLarge,
         .tlsConfiguration: tls, .tlsHandshakeFailed: tls, .tlsProtocolVersion: tls, .tlsAlpnMismatch: tls,
+        .tlsAnsweredByPlainHTTP: tls,
         .tlsUntrustedCertificate: tlsCertificate, .tlsHostnameMismatch: tlsCertificate,
         .tlsCertificateExpired: tlsCertificate, .tlsCertificateNotYetValid: tlsCertificate,
         .tlsPinMismatch: tlsPin,

@@ -123,7 +123,7 @@ struct FetchTransfer: Sendable {
         } catch let e as PocketError {
             // Body bytes may be out already: never retried, never a short body with exit 0.
             facts.timings = response.body.timings
-            throw CLIFailure(e)
+            throw named(e)
         }
         facts.timings = response.body.timings
         if let retry { throw retry }
@@ -222,7 +222,7 @@ struct FetchTransfer: Sendable {
             } catch let e as PocketError {
                 if let saved = point.saved { partial.save(saved, size: written) }
                 facts.timings = response.body.timings
-                throw CLIFailure(e)
+                throw named(e)
             }
             facts.timings = response.body.timings
             partial.discardState()
@@ -280,7 +280,25 @@ struct FetchTransfer: Sendable {
     /// A library error before any body byte was written: retryable or final.
     private func classify(_ e: PocketError) -> any Error {
         Self.retryCodes.contains(e.code) || command.retryAllErrors
-            ? Retryable(failure: CLIFailure(e), retryAfter: nil) : CLIFailure(e)
+            ? Retryable(failure: named(e), retryAfter: nil) : named(e)
+    }
+
+    /// A library error as a failure whose message names what failed: the
+    /// host (DNS) or host and port (connect, TLS, timeouts, the connection),
+    /// as curl's messages do; file errors name their file already.
+    private func named(_ e: PocketError) -> CLIFailure {
+        let url = plan.request.url
+        guard let host = url.host(percentEncoded: false) else { return CLIFailure(e) }
+        let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        let status = ExitStatus.for(e.code)
+        let what: String
+        switch status {
+        case .dns: what = "could not resolve host \(host)"
+        case .connect: what = "cannot connect to \(host) port \(port)"
+        case .localRead, .localWrite, .usage, .invalidRequest, .url, .redirects: return CLIFailure(e)
+        default: what = "\(host) port \(port)"
+        }
+        return CLIFailure(status, "\(what): \(e.message) (\(e.code.name))")
     }
 }
 

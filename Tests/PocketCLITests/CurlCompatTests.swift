@@ -131,6 +131,7 @@ final class CurlCompatTests: XCTestCase {
             Case(name: "-C - when Range is ignored", args: ["-s", "-C", "-", "-o", "part.bin", "URL/norange.bin"], setup: common,
                  files: ["part.bin": BytePattern.bytes(seed: 7, range: 0..<40_000)], headers: ["Range"]),
             Case(name: "http:/host repaired", args: ["-s", "ONESLASH/text"], setup: common),
+            Case(name: "https to a plain HTTP port", args: ["-s", "-k", "PLAINTLS/"], setup: common),
             Case(name: "connection refused", args: ["-s", "http://127.0.0.1:1/"], setup: common),
             Case(name: "unknown host", args: ["-s", "http://no-such-host.invalid/"], setup: common),
             Case(name: "-D - with -L", args: ["-s", "-L", "-D", "-", "-o", "/dev/null", "URL/found"], setup: common),
@@ -198,8 +199,12 @@ final class CurlCompatTests: XCTestCase {
         for (name, bytes) in c.files { try Data(bytes).write(to: work.appendingPathComponent(name)) }
         for (name, bytes) in c.inputs { try Data(bytes).write(to: inputs.appendingPathComponent(name)) }
         let base = server.url("/")
+        // A port that answers a ClientHello in plain HTTP, as nginx does (the test server waits for a head).
+        let plain = try PlainHTTPAnswerer(connections: 1)
+        defer { plain.stop() }
         let args = c.args.map { arg -> String in
-            arg.replacingOccurrences(of: "ONESLASH/", with: base.replacingOccurrences(of: "http://", with: "http:/"))
+            arg.replacingOccurrences(of: "PLAINTLS/", with: "https://127.0.0.1:\(plain.port)/")
+                .replacingOccurrences(of: "ONESLASH/", with: base.replacingOccurrences(of: "http://", with: "http:/"))
                 .replacingOccurrences(of: "URL/", with: base)
                 .replacingOccurrences(of: "IN/", with: inputs.path + "/")
         }
@@ -220,7 +225,7 @@ final class CurlCompatTests: XCTestCase {
             }
         }
         let requests = server.receivedRequests
-        let described = requests.map { r -> String in
+        var described = requests.map { r -> String in
             var body = r.bodyText
             var fields = c.headers.map { name in "\(name): \(r.headerValues(name).joined(separator: ", "))" }
             if c.multipart, let type = r.header("Content-Type"), let b = type.range(of: "boundary=") {
@@ -230,6 +235,7 @@ final class CurlCompatTests: XCTestCase {
             }
             return normal("\(r.method) \(r.target) [\(fields.joined(separator: "; "))] \(body)")
         }
+        if c.args.contains("-Z") { described.sort() } // at once: in any order
         return Outcome(status: result.status,
                        stdout: normal(String(decoding: c.compareStdout ? result.stdout : Data(), as: UTF8.self)),
                        files: files, requests: described, connections: Set(requests.map(\.connectionIndex)).count)

@@ -44,11 +44,14 @@ final class ExitStatusTests: XCTestCase {
     }
 
     func testConnectRefused() throws {
-        try assertFails(["http://127.0.0.1:\(try closedPort())/"], status: 7, mentions: "connection_refused")
+        let port = try closedPort()
+        try assertFails(["http://127.0.0.1:\(port)/"], status: 7, mentions: "connection_refused")
+        try assertFails(["http://127.0.0.1:\(port)/"], status: 7, mentions: "cannot connect to 127.0.0.1 port \(port): ")
     }
 
     func testDNSFailure() throws {
         try assertFails(["http://no-such-host.invalid/"], status: 6, mentions: "dns_failure")
+        try assertFails(["http://no-such-host.invalid/"], status: 6, mentions: "could not resolve host no-such-host.invalid: ")
     }
 
     func testMalformedURL() throws {
