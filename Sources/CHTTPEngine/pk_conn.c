@@ -363,6 +363,10 @@ static void expect_expired(pk__loop *loop, pk__conn *conn) {
 
 static void begin_request(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
+  memcpy(req->timings.remote_addr, conn->peer_addr, sizeof conn->peer_addr);
+  req->timings.remote_family = conn->peer_family;
+  req->timings.remote_port = conn->peer_port;
+  req->timings.local_port = conn->local_port;
   conn->woff = 0;
   conn->rlen = 0;
   conn->read_full = 0;
@@ -561,9 +565,33 @@ static void keep_session(void *c, void *session) {
   o->tls_session = session;
 }
 
+/* Where the connection goes and comes from, for the timings of each of its
+ * requests: the address it connected to, and its local port (one
+ * getsockname per connection, none per request). */
+static void note_peer(pk__conn *conn) {
+  if (conn->addrs && conn->addr_index < conn->addrs->count) {
+    const struct sockaddr_storage *ss = &conn->addrs->addr[conn->addr_index];
+    if (ss->ss_family == AF_INET) {
+      memcpy(conn->peer_addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+      conn->peer_family = 4;
+    } else if (ss->ss_family == AF_INET6) {
+      memcpy(conn->peer_addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+      conn->peer_family = 6;
+    }
+    conn->peer_port = conn->origin->port;
+  }
+  struct sockaddr_storage local;
+  socklen_t len = sizeof local;
+  if (getsockname(conn->fd, (struct sockaddr *)&local, &len) == 0) {
+    if (local.ss_family == AF_INET) conn->local_port = ntohs(((struct sockaddr_in *)&local)->sin_port);
+    else if (local.ss_family == AF_INET6) conn->local_port = ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
+  }
+}
+
 static void connected(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   req->timings.connect_ns = pk__now_ns() - req->t_connect_start;
+  note_peer(conn);
   pk__dns_release(&conn->dnsq);
   conn->addrs = NULL;
   if (conn->origin->scheme == PK_SCHEME_HTTPS) {

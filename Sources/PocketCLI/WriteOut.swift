@@ -14,10 +14,6 @@ struct TransferFacts: Sendable {
     var givenURL: String
     /// The final response's head bytes (size_download subtracts them).
     var finalHeadBytes = 0
-    var remoteIP = ""
-    var remotePort = 0
-    var localIP = ""
-    var localPort = 0
     var status: Int?
     var minorVersion = 1
     var headers = PocketHeaders()
@@ -77,6 +73,8 @@ struct WriteOut: Sendable {
         ("time_starttransfer", "until the first response byte"),
         ("time_redirect", "0 (Pocket does not time the hops apart)"),
         ("time_total", "until the last body byte"),
+        ("remote_ip, remote_port", "the address and port the connection went to"),
+        ("local_port", "the connection's local port"),
         ("num_connects", "1 when the transfer opened a connection, 0 when it reused one"),
         ("num_retries", "attempts made again by --retry"),
         ("filename_effective", "the file written by -o/-O"),
@@ -94,7 +92,7 @@ struct WriteOut: Sendable {
     }
 
     static let variables: Set<String> = Set(described.flatMap { $0.0.split(separator: ", ").map(String.init) })
-        .union(["remote_ip", "remote_port", "local_ip", "local_port"])
+
 
     /// Parses FORMAT; an unknown variable is warned about and dropped; an
     /// unclosed `%{` is text, as curl prints it.
@@ -202,9 +200,9 @@ struct WriteOut: Sendable {
         case "filename_effective": return f.filename ?? ""
         case "exitcode": return String(f.exitCode)
         case "errormsg": return f.errorMessage
-        case "remote_ip": return f.remoteIP
-        case "remote_port", "local_port": return String(name == "remote_port" ? f.remotePort : f.localPort)
-        case "local_ip": return f.localIP
+        case "remote_ip": return f.timings?.remoteAddress ?? ""
+        case "remote_port": return String(f.timings?.remotePort ?? 0)
+        case "local_port": return String(f.timings?.localPort ?? 0)
         case "json": return json(f)
         case "header_json": return headerJSON(f.headers)
         default: return ""

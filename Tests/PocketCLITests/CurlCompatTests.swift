@@ -117,7 +117,7 @@ final class CurlCompatTests: XCTestCase {
             Case(name: "-Z to files", args: ["-s", "-Z", "-o", "a.txt", "-o", "b.bin", "URL/text", "URL/file.bin"], setup: common,
                  connectionsDiffer: "curl -Z waits to reuse one HTTP/1.1 connection; pocket opens one per transfer at once"),
             Case(name: "-w common variables", args: ["-s", "-o", "/dev/null", "-w",
-                                                     "%{http_code} %{http_version} %{num_redirects} %{url_effective} %{size_download} %{size_upload} %{content_type} %{exitcode} %{scheme} %{method} %{num_connects}\\n",
+                                                     "%{http_code} %{http_version} %{num_redirects} %{url_effective} %{size_download} %{size_upload} %{content_type} %{exitcode} %{scheme} %{method} %{num_connects} %{remote_ip}:%{remote_port}\\n",
                                                      "-L", "-d", "abc", "URL/found"], setup: common),
             Case(name: "-w unknown variable warns", args: ["-s", "-w", "[%{nope}]%{http_code}\\n", "URL/text"], setup: common),
             Case(name: "-w on a failure", args: ["-s", "-w", "%{http_code} %{exitcode}\\n", "http://127.0.0.1:1/"], setup: common),

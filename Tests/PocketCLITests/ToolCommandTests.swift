@@ -133,4 +133,21 @@ final class ToolCommandTests: XCTestCase {
         XCTAssertEqual(run.stdoutText, "bodyout 200")
         XCTAssertEqual(run.stderrText, "pocket: unknown --write-out variable: 'bogus'\nerr 200")
     }
+
+    func testWriteOutNamesBothEndsOfTheConnection() throws {
+        for host in ["127.0.0.1", "::1"] {
+            guard let server = try? TestServer(host: host) else { continue } // no IPv6 loopback here
+            defer { server.shutdown() }
+            server.route("/t") { _ in .text("x") }
+            let run = try PocketBinary.run(["-s", "-o", "/dev/null", "-w", "%{remote_ip} %{remote_port} %{local_port}",
+                                            server.url("/t")])
+            XCTAssertEqual(run.status, 0, run.stderrText)
+            let fields = run.stdoutText.split(separator: " ").map(String.init)
+            XCTAssertEqual(fields.count, 3, run.stdoutText)
+            XCTAssertEqual(fields.first, host)
+            XCTAssertEqual(fields.dropFirst().first, String(server.port))
+            let local = Int(fields.last ?? "") ?? 0
+            XCTAssertTrue(local > 0 && local != server.port, "an ephemeral local port: \(run.stdoutText)")
+        }
+    }
 }

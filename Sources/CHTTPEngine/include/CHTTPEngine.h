@@ -54,6 +54,12 @@ typedef struct pk_timings {
   int retried;            /* 1 if it was retried once on a new connection */
   int retry_refused;      /* 1 if it failed where the retry-once rule would have sent it
                              again, but its body is one-shot (a stream, or segments with one) */
+  /* The connection it ran on (curl's remote_ip, remote_port, local_port);
+   * family 0 when it never had one. Recorded once per connection. */
+  uint8_t remote_addr[16]; /* IPv4 in the first 4 bytes, or IPv6; network order */
+  uint16_t remote_port;    /* host order */
+  uint16_t local_port;
+  uint8_t remote_family;   /* 4, 6 or 0 */
 } pk_timings;
 
 /* Names a submitted request (pk_engine_submit fills it). */

@@ -13,5 +13,9 @@ extension PocketTimings {
         reusedConnection = t.reused != 0
         retried = t.retried != 0
         tlsResumed = t.tls_resumed != 0
+        if t.remote_family != 0 {
+            let address = withUnsafeBytes(of: t.remote_addr) { Array($0.prefix(t.remote_family == 4 ? 4 : 16)) }
+            setConnection(family: t.remote_family, address: address, remotePort: t.remote_port, localPort: t.local_port)
+        }
     }
 }

@@ -121,6 +121,58 @@ public struct PocketTimings: Sendable, Hashable {
     /// The request was sent a second time after a reused connection failed
     /// before any response byte (idempotent methods only).
     public var retried = false
+    /// The connection's far end, as curl's `remote_ip`/`remote_port`: the
+    /// address it connected to (`127.0.0.1`, `::1`), nil when the request
+    /// never had a connection.
+    public var remoteAddress: String? {
+        switch remoteFamily {
+        case 4: return (0..<4).map { String(UInt8(truncatingIfNeeded: remoteHigh >> (56 - 8 * $0))) }.joined(separator: ".")
+        case 6:
+            let groups = (0..<8).map { i -> UInt16 in
+                let word = i < 4 ? remoteHigh : remoteLow
+                return UInt16(truncatingIfNeeded: word >> (48 - 16 * (i % 4)))
+            }
+            return Self.ipv6Text(groups)
+        default: return nil
+        }
+    }
+    /// The port connected to; 0 without a connection.
+    public var remotePort: Int { Int(remotePortBits) }
+    /// The connection's local port (curl's `local_port`); 0 without a connection.
+    public var localPort: Int { Int(localPortBits) }
+    // The address as two big-endian words (IPv4 in the high 32 bits of the
+    // first): no String per response.
+    private var remoteHigh: UInt64 = 0
+    private var remoteLow: UInt64 = 0
+    private var remotePortBits: UInt16 = 0
+    private var localPortBits: UInt16 = 0
+    private var remoteFamily: UInt8 = 0
+
+    mutating func setConnection(family: UInt8, address: [UInt8], remotePort: UInt16, localPort: UInt16) {
+        remoteFamily = family
+        remoteHigh = address.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } << (8 * UInt64(8 - min(8, address.count)))
+        remoteLow = address.dropFirst(8).reduce(0) { $0 << 8 | UInt64($1) }
+        remotePortBits = remotePort
+        localPortBits = localPort
+    }
+
+    /// RFC 5952 text: lowercase hex, the longest run of two or more zero groups as `::`.
+    static func ipv6Text(_ groups: [UInt16]) -> String {
+        var best = (start: -1, count: 0), run = (start: -1, count: 0)
+        for (i, g) in groups.enumerated() {
+            if g == 0 {
+                run = run.start < 0 ? (i, 1) : (run.start, run.count + 1)
+                if run.count > best.count { best = run }
+            } else {
+                run = (-1, 0)
+            }
+        }
+        let hex = groups.map { String($0, radix: 16) }
+        guard best.count >= 2 else { return hex.joined(separator: ":") }
+        let head = hex[..<best.start].joined(separator: ":")
+        let tail = hex[(best.start + best.count)...].joined(separator: ":")
+        return head + "::" + tail
+    }
 
     public init() {}
 
