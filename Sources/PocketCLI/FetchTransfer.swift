@@ -71,7 +71,7 @@ struct FetchTransfer: Sendable {
         guard let policy = plan.configuration.redirects.follows ? plan.configuration.redirects : nil else {
             return .disabled
         }
-        let include = command.include, verbose = command.verbose, sink = self.sink
+        let include = command.include || command.head, verbose = command.verbose, sink = self.sink
         let forced = command.method.map { PocketMethod($0) }
         return PocketRedirectPolicy(maxHops: policy.maxHops) { redirect in
             let r = redirect.response
