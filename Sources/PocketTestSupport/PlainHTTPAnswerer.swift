@@ -8,13 +8,13 @@ import Glibc
 /// HTTP server does; the test server waits for a whole request head instead.
 /// Serves at most `connections` connections, then stops; `stop()` ends it
 /// early.
-final class PlainHTTPAnswerer: @unchecked Sendable {
+public final class PlainHTTPAnswerer: @unchecked Sendable {
     // Immutable after init; the thread owns the accepted sockets.
-    let port: Int
+    public let port: Int
     private let fd: Int32
     private let thread: Thread
 
-    init(connections: Int = 4) throws {
+    public init(connections: Int = 4) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
         var addr = sockaddr_in()
@@ -46,7 +46,7 @@ final class PlainHTTPAnswerer: @unchecked Sendable {
     }
 
     /// Stops accepting (a blocked accept returns).
-    func stop() {
+    public func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
     }
