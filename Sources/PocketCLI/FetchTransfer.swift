@@ -107,8 +107,9 @@ struct FetchTransfer: Sendable {
         let retry = canRetry ? retryable(response.status, response.reason, response.headers) : nil
         let failed = failure(response.status, response.reason)
         if let failed, !command.failWithBody {
+            // -f: no body; a transient status (any, with --retry-all-errors) is tried again.
             try? await response.body.discard()
-            if canRetry && command.retryAllErrors { throw Retryable(failure: failed, retryAfter: nil) }
+            if let retry { throw retry }
             throw failed
         }
         if command.include || command.head {
@@ -127,10 +128,7 @@ struct FetchTransfer: Sendable {
         }
         facts.timings = response.body.timings
         if let retry { throw retry }
-        if let failed {
-            if canRetry && command.retryAllErrors { throw Retryable(failure: failed, retryAfter: nil) }
-            throw failed
-        }
+        if let failed { throw failed }
     }
 
     // MARK: -o / -O
@@ -165,10 +163,7 @@ struct FetchTransfer: Sendable {
             return
         }
         if canRetry, let retry = retryable(response.status, response.reason, response.headers) { throw retry }
-        if let failed = failure(response.status, response.reason), !command.failWithBody {
-            if canRetry && command.retryAllErrors { throw Retryable(failure: failed, retryAfter: nil) }
-            throw failed
-        }
+        if let failed = failure(response.status, response.reason), !command.failWithBody { throw failed }
         // Not 2xx and no -f: the body goes into the file, as curl does.
         let file = try OutputFile(path: destination.path(percentEncoded: false))
         defer { file.close() }
@@ -267,7 +262,9 @@ struct FetchTransfer: Sendable {
     }
 
     private func retryable(_ status: Int, _ reason: String, _ headers: PocketHeaders) -> Retryable? {
-        guard Self.retryStatuses.contains(status) || (command.retryAllErrors && status >= 400) else { return nil }
+        // --retry-all-errors: any status that is an error, i.e. >= 400 with -f (without -f it is an answer, as curl).
+        let anyError = command.retryAllErrors && status >= 400 && (command.fail || command.failWithBody)
+        guard Self.retryStatuses.contains(status) || anyError else { return nil }
         let after = headers["Retry-After"].flatMap { Int($0.trimmingWhitespace()) }.map { min(max($0, 0), 600) }
         return Retryable(failure: CLIFailure(.httpError, Self.answered(status, reason)), retryAfter: after)
     }

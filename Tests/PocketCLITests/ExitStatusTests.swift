@@ -127,6 +127,7 @@ final class ExitStatusTests: XCTestCase {
         XCTAssertTrue(run.stderrText.contains("retrying in 1 s"), "curl's first backoff: \(run.stderrText)")
         let failed = try PocketBinary.run(["-f", "--retry", "1", "-s", server.url("/down")])
         XCTAssertEqual(failed.status, 22)
+        XCTAssertEqual(server.requestCount, 4, "-f does not stop --retry on a transient status")
     }
 
     func testRetryAConnectFailureThenGiveUp() throws {
