@@ -4,21 +4,29 @@ import Glibc
 import Musl
 #endif
 
-/// `pocket`: curl's habits on Pocket's engine. `pocket URL` fetches (the
-/// default subcommand, also `pocket fetch URL`); `pocket bench` benchmarks.
+/// `pocket`: curl's habits on Pocket's engine. `pocket URL...` fetches (the
+/// default subcommand, also `pocket fetch URL...`); `pocket bench` benchmarks.
 @main
 enum PocketCommand {
     static let help = """
         OVERVIEW: An HTTP/1.1 client with curl's flags, on Pocket's engine.
 
-        USAGE: pocket <url> [options]          prints the body on stdout (the options below)
-               pocket fetch <url> [options]    the same
+        USAGE: pocket <url>... [options]       prints the bodies on stdout (the options below)
+               pocket fetch <url>... [options] the same
                pocket bench [options]          benchmarks an embedded loopback server or --url
                                                (pocket bench --help)
+               pocket --help <category>        one group of options:
+        \(CommandLineOptions.wrap(categories, indent: 39))
 
         EXIT STATUS:
         \(ExitStatus.all.map { "  \($0.code)\t\($0.name)" }.joined(separator: "\n"))
         """
+
+    /// The help sections `pocket --help CATEGORY` knows.
+    private static var categories: String {
+        OptionCategory.allCases.filter { c in FetchCommand.options.contains { $0.category == c } }
+            .map(\.rawValue).joined(separator: ", ")
+    }
 
     static func main() async {
         let arguments = CommandLine.arguments.dropFirst()
