@@ -16,18 +16,21 @@ struct CommandLineOption<Command> {
     var long: String
     /// The value's name in the help (`file`, `seconds`); nil for a flag.
     var valueName: String?
-    var help: String
+    /// The help line, made only when a help is printed (the -w option's
+    /// lists every variable; a transfer never needs it).
+    var help: String { makeHelp() }
+    private var makeHelp: () -> String
     /// Applies the option's value ("" for a flag) to the command.
     var apply: (inout Command, String) throws(CLIFailure) -> Void
     /// The help section (curl's `--help category`); `section` sets it.
     var category: OptionCategory = .misc
 
-    init(short: Character?, long: String, valueName: String?, help: String,
+    init(short: Character?, long: String, valueName: String?, help: @autoclosure @escaping () -> String,
          apply: @escaping (inout Command, String) throws(CLIFailure) -> Void) {
         self.short = short
         self.long = long
         self.valueName = valueName
-        self.help = help
+        self.makeHelp = help
         self.apply = apply
     }
 
@@ -43,48 +46,48 @@ struct CommandLineOption<Command> {
 
     /// A flag: sets `key` to true.
     static func flag(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, Bool>,
-                     _ help: String) -> Self {
-        Self(short: short, long: long, valueName: nil, help: help) { command, _ throws(CLIFailure) in
+                     _ help: @autoclosure @escaping () -> String) -> Self {
+        Self(short: short, long: long, valueName: nil, help: help()) { command, _ throws(CLIFailure) in
             command[keyPath: key] = true
         }
     }
 
     /// An option with a string value (the last one given wins).
     static func string(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, String?>,
-                       _ valueName: String, _ help: String) -> Self {
-        Self(short: short, long: long, valueName: valueName, help: help) { command, value throws(CLIFailure) in
+                       _ valueName: String, _ help: @autoclosure @escaping () -> String) -> Self {
+        Self(short: short, long: long, valueName: valueName, help: help()) { command, value throws(CLIFailure) in
             command[keyPath: key] = value
         }
     }
 
     /// A repeatable option: each value is appended.
     static func strings(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, [String]>,
-                        _ valueName: String, _ help: String) -> Self {
-        Self(short: short, long: long, valueName: valueName, help: help) { command, value throws(CLIFailure) in
+                        _ valueName: String, _ help: @autoclosure @escaping () -> String) -> Self {
+        Self(short: short, long: long, valueName: valueName, help: help()) { command, value throws(CLIFailure) in
             command[keyPath: key].append(value)
         }
     }
 
     /// A repeatable option kept with others in one ordered list: `make` wraps the value.
     static func strings<T>(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, [T]>,
-                           _ valueName: String, _ help: String, _ make: @escaping (String) -> T) -> Self {
-        Self(short: short, long: long, valueName: valueName, help: help) { command, value throws(CLIFailure) in
+                           _ valueName: String, _ help: @autoclosure @escaping () -> String, _ make: @escaping (String) -> T) -> Self {
+        Self(short: short, long: long, valueName: valueName, help: help()) { command, value throws(CLIFailure) in
             command[keyPath: key].append(make(value))
         }
     }
 
     /// A repeatable flag that appends `value` to an ordered list.
     static func flag<T>(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, [T]>,
-                        _ help: String, _ value: T) -> Self {
-        Self(short: short, long: long, valueName: nil, help: help) { command, _ throws(CLIFailure) in
+                        _ help: @autoclosure @escaping () -> String, _ value: T) -> Self {
+        Self(short: short, long: long, valueName: nil, help: help()) { command, _ throws(CLIFailure) in
             command[keyPath: key].append(value)
         }
     }
 
     /// An option with a number: `parse` makes it, nil for a malformed one.
     static func number<N>(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, N>,
-                          _ valueName: String, _ help: String, _ parse: @escaping (String) -> N?) -> Self {
-        Self(short: short, long: long, valueName: valueName, help: help) { command, value throws(CLIFailure) in
+                          _ valueName: String, _ help: @autoclosure @escaping () -> String, _ parse: @escaping (String) -> N?) -> Self {
+        Self(short: short, long: long, valueName: valueName, help: help()) { command, value throws(CLIFailure) in
             guard let n = parse(value) else {
                 throw CLIFailure(.usage, "--\(long): '\(value)' is not a valid \(valueName)")
             }
@@ -94,8 +97,8 @@ struct CommandLineOption<Command> {
 
     /// As `number`, for an option that is nil unless given.
     static func optionalNumber<N>(_ short: Character?, _ long: String, _ key: WritableKeyPath<Command, N?>,
-                                  _ valueName: String, _ help: String, _ parse: @escaping (String) -> N?) -> Self {
-        number(short, long, key, valueName, help) { parse($0).map { Optional($0) } }
+                                  _ valueName: String, _ help: @autoclosure @escaping () -> String, _ parse: @escaping (String) -> N?) -> Self {
+        number(short, long, key, valueName, help()) { parse($0).map { Optional($0) } }
     }
 }
 
@@ -135,7 +138,7 @@ enum CommandLineOptions {
     /// As above, stopping after an argument in `stopAt` (curl's `--next`):
     /// `arguments` keeps what follows it.
     static func parse<Command>(_ arguments: inout ArraySlice<String>, options: [CommandLineOption<Command>],
-                               into command: inout Command, stopAt: Set<String>) throws(CLIFailure) -> [String]? {
+                               into command: inout Command, stopAt: [String]) throws(CLIFailure) -> [String]? {
         var positional: [String] = []
         var rest = arguments
         defer { arguments = rest }

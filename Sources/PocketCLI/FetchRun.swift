@@ -64,11 +64,11 @@ struct FetchRun: Sendable {
         do throws(CLIFailure) {
             format = try command.writeOut.map { spec throws(CLIFailure) in try WriteOut(format: try FetchCommand.loadText(spec)) }
             let plan = try command.makePlan()
-            facts.url = plan.request.url.absoluteString
+            if format != nil { facts.url = plan.request.url.absoluteString } // -w's url_effective, as curl writes it
             facts.method = plan.request.method.rawValue
             facts.uploadBytes = plan.uploadBytes
             facts.filename = plan.destination?.path(percentEncoded: false)
-            let (client, fresh) = try await clients.client(for: plan.configuration)
+            let (client, fresh) = try clients.client(for: plan.configuration)
             facts.firstOnClient = fresh
             // As curl: not when the body itself goes to the same terminal (the two would interleave).
             let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
@@ -134,8 +134,18 @@ struct FetchRun: Sendable {
 /// The clients of one invocation, one per distinct configuration (the TLS
 /// files, timeouts, decompression and default headers the flags set), made
 /// on first use and shut down at the end.
-actor ClientCache {
-    private var clients: [String: PocketClient] = [:]
+final class ClientCache: Sendable {
+    /// What the flags set in a client's configuration. Compared, never
+    /// hashed or described: String(describing:)'s reflection and String
+    /// hashing's Unicode tables cost the command pages of peak RSS.
+    private struct Key: Equatable {
+        var tls: PocketTLSConfiguration
+        var timeouts: PocketTimeouts
+        var decompression: Bool
+        var headers: [String]
+    }
+
+    private let clients = Lock<[(key: Key, client: PocketClient)]>([])
     private let connectionsPerOrigin: Int
 
     init(connectionsPerOrigin: Int) { self.connectionsPerOrigin = connectionsPerOrigin }
@@ -144,17 +154,19 @@ actor ClientCache {
     func client(for configuration: PocketClient.Configuration) throws(CLIFailure) -> (PocketClient, Bool) {
         var configuration = configuration
         configuration.maxConnectionsPerOrigin = connectionsPerOrigin
-        let key = "\(configuration.tls)|\(configuration.timeouts)|\(configuration.decompression)|"
-            + configuration.defaultHeaders.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
-        if let client = clients[key] { return (client, false) }
-        do {
-            let client = try PocketClient(configuration: configuration)
-            clients[key] = client
-            return (client, true)
-        } catch let e as PocketError {
-            throw CLIFailure(e)
-        } catch {
-            throw CLIFailure(.other, "cannot start the client: \(error)")
+        let key = Key(tls: configuration.tls, timeouts: configuration.timeouts, decompression: configuration.decompression,
+                      headers: configuration.defaultHeaders.map { "\($0.name): \($0.value)" })
+        return try clients.withLock { (clients: inout [(key: Key, client: PocketClient)]) throws(CLIFailure) -> (PocketClient, Bool) in
+            if let known = clients.first(where: { $0.key == key }) { return (known.client, false) }
+            do {
+                let client = try PocketClient(configuration: configuration)
+                clients.append((key, client))
+                return (client, true)
+            } catch let e as PocketError {
+                throw CLIFailure(e)
+            } catch {
+                throw CLIFailure(.other, "cannot start the client: \(error)")
+            }
         }
     }
 
@@ -163,7 +175,7 @@ actor ClientCache {
     /// OpenSSL's per-thread random generators) while exit() runs is a race,
     /// and LeakSanitizer saw it as a leak.
     func shutdown() async {
-        for client in clients.values { try? await client.shutdown() }
-        clients = [:]
+        let all = clients.withLock { c in defer { c = [] }; return c.map(\.client) }
+        for client in all { try? await client.shutdown() }
     }
 }

@@ -88,10 +88,12 @@ struct WriteOut: Sendable {
 
     /// The help's text for -w.
     static var help: String {
-        described.map { "%{\($0.0.replacing(", ", with: "}, %{"))}: \($0.1)" }.joined(separator: "\n")
+        described.map { names, meaning in
+            names.split(separator: ",").map { "%{\($0.trimmingWhitespace())}" }.joined(separator: ", ") + ": " + meaning
+        }.joined(separator: "\n")
     }
 
-    static let variables: Set<String> = Set(described.flatMap { $0.0.split(separator: ", ").map(String.init) })
+    static let variables: Set<String> = Set(described.flatMap { $0.0.split(separator: ",").map { $0.trimmingWhitespace() } })
 
 
     /// Parses FORMAT; an unknown variable is warned about and dropped; an
