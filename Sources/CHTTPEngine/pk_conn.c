@@ -365,6 +365,10 @@ static void expect_expired(pk__loop *loop, pk__conn *conn) {
 
 static void begin_request(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
+  memcpy(req->timings.remote_addr, conn->peer_addr, sizeof conn->peer_addr);
+  req->timings.remote_family = conn->peer_family;
+  req->timings.remote_port = conn->peer_port;
+  req->timings.local_port = conn->local_port;
   conn->woff = 0;
   conn->rlen = 0;
   conn->read_full = 0;
@@ -782,6 +786,27 @@ static void attempt_event(pk__loop *loop, pk__io *io, uint32_t events);
 /* The race is decided: the socket of address `addr` connected. Every other
  * attempt is closed (no descriptor outlives the race); the winner becomes
  * the connection's socket. */
+/* Where the connection goes and comes from, for the timings of each of its
+ * requests (begin_request copies them): the address that won the race (the
+ * proxy's when proxied), and the local port (one getsockname per
+ * connection, none per request). */
+static void note_peer(pk__conn *conn, const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET) {
+    memcpy(conn->peer_addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    conn->peer_family = 4;
+  } else if (ss->ss_family == AF_INET6) {
+    memcpy(conn->peer_addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+    conn->peer_family = 6;
+  }
+  conn->peer_port = conn->origin->connect_port;
+  struct sockaddr_storage local;
+  socklen_t len = sizeof local;
+  if (getsockname(conn->fd, (struct sockaddr *)&local, &len) == 0) {
+    if (local.ss_family == AF_INET) conn->local_port = ntohs(((struct sockaddr_in *)&local)->sin_port);
+    else if (local.ss_family == AF_INET6) conn->local_port = ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
+  }
+}
+
 static void race_won(pk__loop *loop, pk__conn *conn, pk__attempt *winner) {
   pk__req *req = conn->req;
   pk__timer_cancel(loop, &conn->race_timer);
@@ -806,17 +831,7 @@ static void race_won(pk__loop *loop, pk__conn *conn, pk__attempt *winner) {
     }
   }
   conn->in_flight = 0;
-  const struct sockaddr_storage *ss = &conn->addrs->addr[addr];
-  if (ss->ss_family == AF_INET) {
-    const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
-    memcpy(req->timings.remote_addr, &v4->sin_addr, 4);
-    req->timings.remote_family = 4;
-  } else {
-    const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)ss;
-    memcpy(req->timings.remote_addr, &v6->sin6_addr, 16);
-    req->timings.remote_family = 6;
-  }
-  req->timings.remote_port = conn->origin->connect_port;
+  note_peer(conn, &conn->addrs->addr[addr]);
   req->timings.connect_attempts = conn->attempts;
   connected(loop, conn);
 }

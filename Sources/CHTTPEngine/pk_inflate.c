@@ -222,3 +222,7 @@ void pk_inflate_free(pk_inflate *d) {
   if (d->started) inflateEnd(&d->z);
   pk__free(d);
 }
+
+const char *pk_zlib_version(void) { return zlibVersion(); }
+
+const char *pk_libdeflate_version(void) { return LIBDEFLATE_VERSION_STRING; }

@@ -200,6 +200,9 @@ struct pk__conn {
   uint8_t writing;            /* inside conn_write */
   uint8_t hup_seen;           /* the peer hung up: read to the end, no later edge will come */
   uint8_t read_again;         /* stopped reading at PK_IO_BUDGET: read on at the next event */
+  uint8_t peer_family;        /* 4, 6, or 0 before it connected (timings' remote_family) */
+  uint16_t peer_port, local_port;
+  uint8_t peer_addr[16];      /* copied into each request's timings */
   uint32_t requests;          /* responses completed on this connection */
   struct pk__loop *loop;
   pk__origin *origin;

@@ -43,6 +43,8 @@ struct pk__tls {
   int fd;
   uint8_t last_read_short; /* the BIO's last recv got less than asked: socket drained */
   uint8_t shut;
+  uint8_t first_len;       /* bytes of `first` received */
+  char first[5];           /* the connection's first bytes: "HTTP/" is a plain HTTP answer */
   uint64_t wire_in, wire_out;
 };
 
@@ -72,6 +74,7 @@ static int bio_read(BIO *b, char *data, int len) {
     return -1;
   }
   t->last_read_short = n < len;
+  for (ssize_t i = 0; i < n && t->first_len < sizeof t->first; i++) t->first[t->first_len++] = data[i];
   t->wire_in += (uint64_t)n;
   return (int)n;
 }
@@ -282,6 +285,10 @@ int pk__tls_handshake(pk__tls *t, int *detail) {
   int reason = ERR_GET_REASON(le);
   ERR_clear_error();
   *detail = reason;
+  /* A server that speaks plain HTTP on the port answers the ClientHello
+   * with an HTTP status line (usually 400); OpenSSL sees a bad record. */
+  if (t->first_len == sizeof t->first && memcmp(t->first, "HTTP/", sizeof t->first) == 0)
+    return -PK_E_TLS_PLAIN_HTTP;
   if (e == SSL_ERROR_SYSCALL) {
     *detail = errno;
     return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_TLS_HANDSHAKE;
@@ -379,3 +386,5 @@ int pk_digest(int algorithm, const void *data, size_t len, uint8_t *out) {
   if (md == NULL || EVP_Digest(data, len, out, &n, md, NULL) != 1) return -1;
   return (int)n;
 }
+
+const char *pk_tls_library_version(void) { return OpenSSL_version(OPENSSL_VERSION); }

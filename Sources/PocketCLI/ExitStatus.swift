@@ -15,6 +15,7 @@ struct ExitStatus: Sendable, Equatable {
     static let dns = ExitStatus(code: 6, name: "DNS: host not resolved")
     static let connect = ExitStatus(code: 7, name: "connect failed")
     static let protocolError = ExitStatus(code: 8, name: "protocol/framing: malformed or truncated response")
+    static let partialFile = ExitStatus(code: 18, name: "partial file: the body ended before its announced end")
     static let httpError = ExitStatus(code: 22, name: "HTTP status >= 400 with -f")
     static let localWrite = ExitStatus(code: 23, name: "local file: cannot write")
     static let localRead = ExitStatus(code: 26, name: "local file: cannot read")
@@ -22,6 +23,7 @@ struct ExitStatus: Sendable, Equatable {
     static let range = ExitStatus(code: 33, name: "resume: range not satisfiable or resource changed")
     static let tls = ExitStatus(code: 35, name: "TLS handshake or configuration")
     static let invalidRequest = ExitStatus(code: 43, name: "invalid request (method, header, body)")
+    static let emptyReply = ExitStatus(code: 52, name: "empty reply: the server closed the connection without answering")
     static let connectionLost = ExitStatus(code: 56, name: "connection lost (reset, read or write failed)")
     static let tlsCertificate = ExitStatus(code: 60, name: "TLS certificate not trusted, expired or for another host")
     static let tooLarge = ExitStatus(code: 63, name: "too large: a response limit was exceeded")
@@ -31,8 +33,8 @@ struct ExitStatus: Sendable, Equatable {
     static let interrupted = ExitStatus(code: 130, name: "interrupted (Ctrl-C); an -o download keeps its partial file for -C -")
 
     /// Every status, for the help text and the README table.
-    static let all: [ExitStatus] = [success, other, url, dns, connect, protocolError, httpError, localWrite, localRead,
-                                    timeout, range, tls, invalidRequest, redirects, connectionLost, tlsCertificate,
+    static let all: [ExitStatus] = [success, other, url, dns, connect, protocolError, partialFile, httpError, localWrite, localRead,
+                                    timeout, range, tls, invalidRequest, redirects, emptyReply, connectionLost, tlsCertificate,
                                     tooLarge, tlsPin, usage, interrupted]
 
     /// The one table from error codes to statuses; a code not listed is `other` (1).
@@ -43,16 +45,17 @@ struct ExitStatus: Sendable, Equatable {
         .connectFailed: connect, .socketFailed: connect,
         .connectTimeout: timeout, .readTimeout: timeout, .deadlineExceeded: timeout,
         .connectionReset: connectionLost, .writeFailed: connectionLost, .readFailed: connectionLost,
-        .closedBeforeResponse: protocolError, .badStatusLine: protocolError, .unsupportedVersion: protocolError,
+        .closedBeforeResponse: emptyReply, .badStatusLine: protocolError, .unsupportedVersion: protocolError,
         .badHeader: protocolError, .badContentLength: protocolError, .conflictingContentLength: protocolError,
         .transferEncodingWithContentLength: protocolError, .unsupportedTransferEncoding: protocolError,
-        .badChunk: protocolError, .unexpectedUpgrade: protocolError, .truncatedBody: protocolError,
+        .badChunk: protocolError, .unexpectedUpgrade: protocolError, .truncatedBody: partialFile,
         .truncatedHead: protocolError, .badContentEncoding: protocolError, .truncatedContentEncoding: protocolError,
         .tooManyContentEncodings: protocolError,
         .responseHeadTooLarge: tooLarge, .tooManyHeaders: tooLarge, .chunkSizeTooLong: tooLarge,
         .chunkExtensionTooLarge: tooLarge, .trailersTooLarge: tooLarge, .tooManyInterimResponses: tooLarge,
         .bodyTooLarge: tooLarge, .decompressionBomb: tooLarge, .decodedBodyTooLarge: tooLarge,
         .tlsConfiguration: tls, .tlsHandshakeFailed: tls, .tlsProtocolVersion: tls, .tlsAlpnMismatch: tls,
+        .tlsAnsweredByPlainHTTP: tls,
         .tlsUntrustedCertificate: tlsCertificate, .tlsHostnameMismatch: tlsCertificate,
         .tlsCertificateExpired: tlsCertificate, .tlsCertificateNotYetValid: tlsCertificate,
         .tlsPinMismatch: tlsPin,

@@ -25,8 +25,18 @@ struct FetchPlan: Sendable {
 extension FetchCommand {
     /// Checks the flags and builds the client configuration and the request.
     func makePlan() throws(CLIFailure) -> FetchPlan {
-        // As curl: a URL without a scheme is http.
-        let url = self.url.contains("://") ? self.url : "http://" + self.url
+        // As curl: a URL without a scheme is http; `http:/host` and
+        // `http:///host` are repaired to `http://host`; -G puts the data in the query.
+        var url = Self.repaired(self.url)
+        if get && !data.isEmpty {
+            let query = try joinedData().map { String(decoding: $0, as: UTF8.self) } ?? ""
+            let fragment = url.firstIndex(of: "#").map { String(url[$0...]) } ?? ""
+            url = String(url.prefix { $0 != "#" })
+            url += (url.contains("?") ? "&" : "?") + query + fragment
+        }
+        if let upload = uploadFile, upload != "-", url.hasSuffix("/") {
+            url += upload.split(separator: "/").last.map(String.init) ?? upload
+        }
         // FoundationEssentials' URL(string:) percent-encodes a space or a
         // control byte even in the host, where it is never valid: refuse them
         // there (as full Foundation and curl do); in the path they are encoded.
@@ -39,7 +49,6 @@ extension FetchCommand {
         guard scheme == "http" || scheme == "https" else {
             throw CLIFailure(.url, "unsupported scheme '\(scheme)' in '\(self.url)' (http and https only)")
         }
-        if output != nil && remoteName { throw CLIFailure(.usage, "-o and -O both name the output; give one") }
         if let c = continueAt, c != "-" {
             throw CLIFailure(.usage, "-C takes '-' (resume from the output file's size), got '\(c)'")
         }
@@ -48,11 +57,14 @@ extension FetchCommand {
             throw CLIFailure(.usage, "-i writes the head to stdout; with -o/-O use -D FILE")
         }
         if retry < 0 { throw CLIFailure(.usage, "--retry needs N >= 0") }
-        let hasData = !data.isEmpty || !dataBinary.isEmpty || !json.isEmpty
+        let hasData = (!data.isEmpty && !get) || !json.isEmpty
         if head && (hasData || !form.isEmpty) {
             throw CLIFailure(.usage, "-I sends HEAD, which has no body; drop -d/--data-binary/--json/-F")
         }
         if hasData && !form.isEmpty { throw CLIFailure(.usage, "-F builds a multipart body; it cannot be mixed with -d/--data-binary/--json") }
+        if uploadFile != nil && (hasData || !form.isEmpty) {
+            throw CLIFailure(.usage, "-T uploads a file as the body; it cannot be mixed with -d/--json/-F")
+        }
         if maxRedirs < -1 { throw CLIFailure(.usage, "--max-redirs needs N >= -1") }
 
         var configuration = PocketClient.Configuration()
@@ -97,20 +109,42 @@ extension FetchCommand {
                 throw CLIFailure(error)
             }
         }
+        if let upload = uploadFile {
+            request.method = .put
+            if upload == "-" {
+                let bytes = try Self.loadBytes("-")
+                request.body = .bytes(Data(bytes))
+                uploadBytes = bytes.count
+            } else {
+                var st = stat()
+                guard stat(upload, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, access(upload, R_OK) == 0 else {
+                    throw CLIFailure(.localRead, "-T: cannot read \(upload): \(String(cString: strerror(errno == 0 ? EINVAL : errno)))")
+                }
+                request.body = .file(URL(filePath: upload))
+                uploadBytes = Int(st.st_size)
+            }
+        }
         if head { request.method = .head }
         if let m = method { request.method = PocketMethod(m) }
+        if let agent = userAgent { try Self.apply(header: "User-Agent: \(agent)", to: &request.headers, defaults: &configuration.defaultHeaders) }
+        if let referer { request.headers["Referer"] = referer }
         for line in headers { try Self.apply(header: line, to: &request.headers, defaults: &configuration.defaultHeaders) }
         request.authentication = try authentication()
 
         var destination: URL?
+        let directory = outputDir ?? FileManager.default.currentDirectoryPath
         if let output, output != "-" { // -o -: stdout, as with curl
-            destination = URL(filePath: output)
+            destination = output.hasPrefix("/") || outputDir == nil ? URL(filePath: output)
+                : URL(filePath: directory).appending(path: output)
         } else if remoteName {
             let name = parsed.lastPathComponent
             guard !name.isEmpty, name != "/" else {
-                throw CLIFailure(.localWrite, "-O: the URL has no file name in its path; use -o FILE")
+                throw CLIFailure(.localWrite, "-O: the URL \(self.url) has no file name in its path; use -o FILE")
             }
-            destination = URL(filePath: FileManager.default.currentDirectoryPath).appending(path: name)
+            destination = URL(filePath: directory).appending(path: name)
+        }
+        if let destination, createDirs {
+            try Self.makeDirectories(destination.deletingLastPathComponent().path(percentEncoded: false))
         }
         if compressed && destination != nil && !request.headers.contains("Accept-Encoding") {
             // A download asks for identity (resumable by Range) unless told
@@ -121,13 +155,17 @@ extension FetchCommand {
                          resume: continueAt != nil, uploadBytes: uploadBytes)
     }
 
-    /// The request body of -d, --data-binary and --json: a file body for a
-    /// lone `--data-binary @FILE` / `--json @FILE` (streamed from disk, never
-    /// in memory), else the bytes joined as curl joins them.
+    /// The request body of -d, --data-raw, --data-binary, --data-urlencode
+    /// and --json: a file body for a lone `--data-binary @FILE` / `--json
+    /// @FILE` (streamed from disk, never in memory), else the bytes joined as
+    /// curl joins them.
     private func makeBody() throws(CLIFailure) -> (PocketRequestBody, Int, String) {
         let formType = "application/x-www-form-urlencoded"
-        if data.isEmpty, dataBinary.count + json.count == 1, let only = (dataBinary + json).first,
-           only.hasPrefix("@"), only != "@-" {
+        var lone: String?
+        if data.count + json.count == 1 {
+            if case .binary(let d)? = data.first { lone = d } else { lone = json.first }
+        }
+        if let only = lone, only.hasPrefix("@"), only != "@-" {
             let path = String(only.dropFirst())
             var st = stat()
             guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, access(path, R_OK) == 0 else {
@@ -135,18 +173,81 @@ extension FetchCommand {
             }
             return (.file(URL(filePath: path)), Int(st.st_size), json.isEmpty ? formType : "application/json")
         }
-        var parts: [[UInt8]] = []
-        for d in data {
-            if d.hasPrefix("@") {
-                parts.append(try Self.loadBytes(String(d.dropFirst())).filter { $0 != 0x0A && $0 != 0x0D })
-            } else {
-                parts.append(Array(d.utf8))
-            }
-        }
-        for d in dataBinary { parts.append(d.hasPrefix("@") ? try Self.loadBytes(String(d.dropFirst())) : Array(d.utf8)) }
-        var bytes = Array(parts.joined(separator: [0x26])) // '&', as curl joins -d parts
+        var bytes = get ? [] : try joinedData() ?? []
         for d in json { bytes += d.hasPrefix("@") ? try Self.loadBytes(String(d.dropFirst())) : Array(d.utf8) }
         return (.bytes(Data(bytes)), bytes.count, json.isEmpty ? formType : "application/json")
+    }
+
+    /// The -d family's parts joined with `&` in command-line order, or nil for none.
+    func joinedData() throws(CLIFailure) -> [UInt8]? {
+        guard !data.isEmpty else { return nil }
+        var parts: [[UInt8]] = []
+        for part in data {
+            switch part {
+            case .ascii(let d) where d.hasPrefix("@"):
+                parts.append(try Self.loadBytes(String(d.dropFirst())).filter { $0 != 0x0A && $0 != 0x0D })
+            case .binary(let d) where d.hasPrefix("@"):
+                parts.append(try Self.loadBytes(String(d.dropFirst())))
+            case .ascii(let d), .raw(let d), .binary(let d):
+                parts.append(Array(d.utf8))
+            case .urlencode(let d):
+                parts.append(try Self.urlencoded(d))
+            }
+        }
+        return Array(parts.joined(separator: [0x26])) // '&', as curl joins -d parts
+    }
+
+    /// One --data-urlencode part, curl's forms: `content` and `=content`
+    /// encode content; `name=content` keeps name; `@file` and `name@file`
+    /// encode a file's bytes.
+    static func urlencoded(_ spec: String) throws(CLIFailure) -> [UInt8] {
+        func encode(_ bytes: [UInt8]) -> [UInt8] { // as curl: space is '+'
+            var out: [UInt8] = []
+            let hex = Array("0123456789ABCDEF".utf8)
+            for b in bytes {
+                switch b {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                     UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                     UInt8(ascii: "~"):
+                    out.append(b)
+                default:
+                    out += b == 0x20 ? [UInt8(ascii: "+")] : [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+                }
+            }
+            return out
+        }
+        let eq = spec.firstIndex(of: "="), at = spec.firstIndex(of: "@")
+        if let at, eq == nil || at < eq! {
+            let name = spec[..<at]
+            let content = encode(try loadBytes(String(spec[spec.index(after: at)...])))
+            return name.isEmpty ? content : Array(name.utf8) + [UInt8(ascii: "=")] + content
+        }
+        guard let eq else { return encode(Array(spec.utf8)) }
+        let name = spec[..<eq]
+        let content = encode(Array(spec[spec.index(after: eq)...].utf8))
+        return name.isEmpty ? content : Array(name.utf8) + [UInt8(ascii: "=")] + content
+    }
+
+    /// curl's repair of a URL typed with one or three slashes (`http:/host`)
+    /// and a URL without a scheme (http).
+    static func repaired(_ url: String) -> String {
+        for scheme in ["http:", "https:"] where url.lowercased().hasPrefix(scheme) {
+            let rest = url.dropFirst(scheme.count)
+            let slashes = rest.prefix { $0 == "/" }.count
+            if slashes >= 1 && slashes != 2 { return scheme + "//" + rest.dropFirst(slashes) }
+        }
+        return url.contains("://") ? url : "http://" + url
+    }
+
+    /// `mkdir -p path` (--create-dirs).
+    static func makeDirectories(_ path: String) throws(CLIFailure) {
+        var built = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            built += "/" + component
+            if mkdir(built, 0o755) != 0 && errno != EEXIST {
+                throw CLIFailure(.localWrite, "--create-dirs: cannot create \(built): \(String(cString: strerror(errno)))")
+            }
+        }
     }
 
     /// The -F parts, curl's way: `name=value` a field, `name=@FILE` a file

@@ -10,23 +10,44 @@ import Glibc
 import Musl
 #endif
 
-/// `pocket URL`: one request, curl's flags, Pocket's engine (the default
-/// subcommand). The body goes to stdout as it arrives, or with `-o`/`-O` to a
-/// file the engine writes itself.
+/// `pocket URL...`: curl's flags, Pocket's engine (the default subcommand).
+/// One `FetchCommand` holds the options of one set of URLs (curl's `--next`
+/// starts another); `transfers()` makes one command per URL, with `url` and
+/// its output set, which `FetchRun` runs on one shared client.
 struct FetchCommand: Sendable {
-    /// The http:// or https:// URL (the one positional argument).
+    /// A body part of -d, --data-raw, --data-binary or --data-urlencode, in
+    /// command-line order (curl joins them with `&` in that order).
+    enum DataPart: Sendable {
+        case ascii(String), raw(String), binary(String), urlencode(String)
+    }
+
+    /// Where one URL's body goes: `-o FILE` or `-O`, paired with the URLs in order.
+    enum OutputSpec: Sendable {
+        case file(String), remoteName
+    }
+
+    /// This transfer's URL (set by `transfers()`).
     var url = ""
+    /// The URLs of this option set, in order.
+    var urls: [String] = []
+    /// The -o/-O given, in order; the nth belongs to the nth URL.
+    var outputs: [OutputSpec] = []
     // The options, set by `parse` from `options` (defaults as curl's).
     var method: String?
     var headers: [String] = []
-    var data: [String] = []
-    var dataBinary: [String] = []
+    var data: [DataPart] = []
     var json: [String] = []
     var form: [String] = []
+    var get = false
+    var uploadFile: String?
+    var userAgent: String?
+    var referer: String?
     var location = false
     var maxRedirs: Int = 50
     var output: String?
     var remoteName = false
+    var outputDir: String?
+    var createDirs = false
     var continueAt: String?
     var include = false
     var dumpHeader: String?
@@ -34,6 +55,8 @@ struct FetchCommand: Sendable {
     var maxTime: Double?
     var connectTimeout: Double?
     var retry: Int = 0
+    var retryDelay: Double?
+    var retryAllErrors = false
     var compressed = false
     var cacert: String?
     var cert: String?
@@ -41,6 +64,7 @@ struct FetchCommand: Sendable {
     var pinnedPublicKey: String?
     var insecure = false
     var fail = false
+    var failWithBody = false
     var silent = false
     var showError = false
     var verbose = false
@@ -50,155 +74,170 @@ struct FetchCommand: Sendable {
     var basic = false
     var digest = false
     var anyauth = false
+    // The tool's own (global whichever set they are given in).
+    var parallel = false
+    var parallelMax: Int?
+    var version = false
+    var completionShell: String?
+    var manpage = false
+    /// Never set: `--next` ends a set before it is applied (it is in the table for the help).
+    var nextMarker = false
 
-    /// Every option of `pocket [fetch]`, in the order of the help.
-    static var options: [CommandLineOption<FetchCommand>] { [
-        .string("X", "request", \.method, "method", "The method (default GET; POST with data; HEAD with -I)."),
-        .strings("H", "header", \.headers, "name: value", "A header field 'Name: value' (repeatable). 'Name:' removes a default field; 'Name;' sends it empty."),
-        .strings("d", "data", \.data, "data", "Body data, POST, x-www-form-urlencoded (repeatable, joined with &). @FILE reads a file without CR/LF; @- stdin."),
-        .strings(nil, "data-binary", \.dataBinary, "data|@file", "Body data as is. @FILE sends the file (streamed from disk); @- stdin."),
-        .strings(nil, "json", \.json, "json|@file", "JSON body (@FILE, @- too); sets Content-Type and Accept to application/json."),
-        .strings("F", "form", \.form, "name=content", "A multipart/form-data part (repeatable; POST): name=value, name=@FILE (a file part, streamed), name=<FILE (a field read from a file); ;type=MIME and ;filename=NAME after the value."),
-        .flag("L", "location", \.location, "Follow redirects (301/302/303 turn POST into GET; 307/308 keep it), up to --max-redirs."),
-        .number(nil, "max-redirs", \.maxRedirs, "N", "With -L, follow at most N redirects (default 50, as curl; -1: no limit but loops).") { Int($0) },
-        .string("o", "output", \.output, "file", "Write the body to FILE (the engine writes it) instead of stdout."),
-        .flag("O", "remote-name", \.remoteName, "Write the body to a file named like the URL's last path segment."),
-        .string("C", "continue-at", \.continueAt, "-", "'-': resume the -o/-O file from its size (Range, If-Range)."),
-        .flag("i", "include", \.include, "Print the status line and header fields before the body."),
-        .string("D", "dump-header", \.dumpHeader, "file", "Write the response head to FILE ('-': stdout)."),
-        .flag("I", "head", \.head, "Send HEAD and print the response head."),
-        .optionalNumber("m", "max-time", \.maxTime, "seconds", "Give up after SECONDS for the whole request (exit 28).") { Double($0) },
-        .optionalNumber(nil, "connect-timeout", \.connectTimeout, "seconds", "Give up connecting after SECONDS (default 10; exit 28).") { Double($0) },
-        .number(nil, "retry", \.retry, "n", "Retry transient failures N times (timeouts, connect failures, 408, 429, 500, 502, 503, 504).") { Int($0) },
-        .flag(nil, "compressed", \.compressed, "Ask for gzip/deflate and decode the body."),
-        .string(nil, "cacert", \.cacert, "file", "Trust the CA certificates in this PEM file instead of the system store."),
-        .string(nil, "cert", \.cert, "file", "Client certificate chain (PEM) for mutual TLS."),
-        .string(nil, "key", \.key, "file", "Private key (PEM) of --cert (default: in the --cert file)."),
-        .string(nil, "pinnedpubkey", \.pinnedPublicKey, "sha256//base64", "sha256//BASE64 pins of the server's public key, ';'-separated (exit 90 on mismatch)."),
-        .flag("k", "insecure", \.insecure, "Skip certificate verification (throwaway test servers only)."),
-        .flag("f", "fail", \.fail, "A status >= 400 is an error: no body output, exit 22."),
-        .flag("s", "silent", \.silent, "No progress bar and no error line."),
-        .flag("S", "show-error", \.showError, "With -s, still print the error line."),
-        .flag("v", "verbose", \.verbose, "Request and response heads and timings on stderr."),
-        .string("w", "write-out", \.writeOut, "format", "Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it)."),
-        .string("u", "user", \.user, "user:password", "Credentials for the URL's origin: Basic, sent at once (or as --digest/--anyauth say)."),
-        .flag(nil, "basic", \.basic, "With -u: Basic, sent with the first request (the default)."),
-        .flag(nil, "digest", \.digest, "With -u: Digest (MD5, SHA-256), answering the server's 401 challenge."),
-        .flag(nil, "anyauth", \.anyauth, "With -u: wait for the 401 and answer the best scheme offered (Digest over Basic)."),
-    ] }
+    /// Every option of `pocket [fetch]`, by help section (curl's `--help
+    /// category`). A new flag is one line in its section plus its field.
+    static var options: [Option] {
+        [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, authOptions, tlsOptions, retryOptions,
+         verboseOptions, toolOptions].flatMap { $0 }
+    }
+
+    typealias Option = CommandLineOption<FetchCommand>
+
+    private static var httpOptions: [Option] {
+        Option.section(.http, [
+            .string("X", "request", \.method, "method", "The method (default GET; POST with data; PUT with -T; HEAD with -I). Kept across -L redirects, as curl."),
+            .strings("H", "header", \.headers, "name: value", "A header field 'Name: value' (repeatable). 'Name:' removes a default field; 'Name;' sends it empty."),
+            .string("A", "user-agent", \.userAgent, "name", "The User-Agent field ('' removes it)."),
+            .string("e", "referer", \.referer, "url", "The Referer field."),
+            .flag("L", "location", \.location, "Follow redirects (301/302/303 turn POST into GET unless -X; 307/308 keep it), up to --max-redirs."),
+            .number(nil, "max-redirs", \.maxRedirs, "N", "With -L, follow at most N redirects (default 50, as curl; -1: no limit but loops).") { Int($0) },
+            .flag("I", "head", \.head, "Send HEAD and print the response head."),
+            .flag("i", "include", \.include, "Print each response head (every hop with -L) before the body."),
+            .flag(nil, "compressed", \.compressed, "Ask for gzip/deflate and decode the body."),
+            .flag("f", "fail", \.fail, "A status >= 400 is an error: no body output, exit 22."),
+            .flag(nil, "fail-with-body", \.failWithBody, "As -f, but the body is written first."),
+        ])
+    }
+
+    private static var postOptions: [Option] {
+        Option.section(.post, [
+            .strings("d", "data", \.data, "data", "Body data, POST, x-www-form-urlencoded (repeatable, joined with &). @FILE reads a file without CR/LF; @- stdin.", DataPart.ascii),
+            .strings(nil, "data-raw", \.data, "data", "As -d, but @ is not special.", DataPart.raw),
+            .strings(nil, "data-binary", \.data, "data|@file", "Body data as is. @FILE sends the file (streamed from disk); @- stdin.", DataPart.binary),
+            .strings(nil, "data-urlencode", \.data, "[name]=content", "As -d, URL-encoded: 'content', '=content', 'name=content', '@file', 'name@file'.", DataPart.urlencode),
+            .strings(nil, "json", \.json, "json|@file", "JSON body (@FILE, @- too); sets Content-Type and Accept to application/json."),
+            .strings("F", "form", \.form, "name=content", "A multipart/form-data part (repeatable; POST): name=value, name=@FILE (a file part, streamed), name=<FILE (a field read from a file); ;type=MIME and ;filename=NAME after the value."),
+            .flag("G", "get", \.get, "Send the -d data in the URL's query with GET (HEAD with -I)."),
+        ])
+    }
+
+    private static var uploadOptions: [Option] {
+        Option.section(.upload, [
+            .string("T", "upload-file", \.uploadFile, "file", "PUT FILE (streamed; '-': stdin) to the URL; a URL ending in / gets the file's name."),
+        ])
+    }
+
+    private static var outputOptions: [Option] {
+        Option.section(.output, [
+            .strings("o", "output", \.outputs, "file", "Write the body to FILE instead of stdout (one per URL, in order; '-': stdout).", OutputSpec.file),
+            .flag("O", "remote-name", \.outputs, "Write the body to a file named like the URL's last path segment (one per URL).", OutputSpec.remoteName),
+            .string(nil, "output-dir", \.outputDir, "dir", "The directory -o and -O files are written in."),
+            .flag(nil, "create-dirs", \.createDirs, "Create the missing directories of -o and --output-dir."),
+            .string("D", "dump-header", \.dumpHeader, "file", "Write the response heads to FILE ('-': stdout)."),
+        ])
+    }
+
+    private static var authOptions: [Option] {
+        Option.section(.auth, [
+            .string("u", "user", \.user, "user:password", "Credentials for the URL's origin: Basic, sent at once (or as --digest/--anyauth say)."),
+            .flag(nil, "basic", \.basic, "With -u: Basic, sent with the first request (the default)."),
+            .flag(nil, "digest", \.digest, "With -u: Digest (MD5, SHA-256), answering the server's 401 challenge."),
+            .flag(nil, "anyauth", \.anyauth, "With -u: wait for the 401 and answer the best scheme offered (Digest over Basic)."),
+        ])
+    }
+
+    private static var connectionOptions: [Option] {
+        Option.section(.connection, [
+            .optionalNumber("m", "max-time", \.maxTime, "seconds", "Give up after SECONDS for the whole request (exit 28).") { Double($0) },
+            .optionalNumber(nil, "connect-timeout", \.connectTimeout, "seconds", "Give up connecting after SECONDS (default 10; exit 28).") { Double($0) },
+        ])
+    }
+
+    private static var tlsOptions: [Option] {
+        Option.section(.tls, [
+            .string(nil, "cacert", \.cacert, "file", "Trust the CA certificates in this PEM file instead of the system store."),
+            .string(nil, "cert", \.cert, "file", "Client certificate chain (PEM) for mutual TLS."),
+            .string(nil, "key", \.key, "file", "Private key (PEM) of --cert (default: in the --cert file)."),
+            .string(nil, "pinnedpubkey", \.pinnedPublicKey, "sha256//base64", "sha256//BASE64 pins of the server's public key, ';'-separated (exit 90 on mismatch)."),
+            .flag("k", "insecure", \.insecure, "Skip certificate verification (throwaway test servers only)."),
+        ])
+    }
+
+    private static var retryOptions: [Option] {
+        Option.section(.retry, [
+            .number(nil, "retry", \.retry, "n", "Retry transient failures N times (timeouts, connect failures, 408, 429, 500, 502, 503, 504); each failed answer's body is written too, as curl.") { Int($0) },
+            .optionalNumber(nil, "retry-delay", \.retryDelay, "seconds", "Wait SECONDS between retries (default: 1 s, doubling, at most 10 minutes).") { Double($0) },
+            .flag(nil, "retry-all-errors", \.retryAllErrors, "With --retry, retry every failure (a -f status too), not only transient ones."),
+            .string("C", "continue-at", \.continueAt, "-", "'-': resume the -o/-O file from its size (Range; If-Range when pocket made the file). An interrupted -o download keeps its partial body in the file and its validators in $XDG_STATE_HOME/pocket/resume (default ~/.local/state/pocket/resume), never beside the file; the entry goes when the transfer ends."),
+        ])
+    }
+
+    private static var verboseOptions: [Option] {
+        Option.section(.verbose, [
+            .flag("s", "silent", \.silent, "No progress bar and no error line."),
+            .flag("S", "show-error", \.showError, "With -s, still print the error line."),
+            .flag("v", "verbose", \.verbose, "Request and response heads and timings on stderr."),
+            .string("w", "write-out", \.writeOut, "format", "Print FORMAT after each transfer (@FILE reads it); its variables:\n" + WriteOut.help),
+        ])
+    }
+
+    private static var toolOptions: [Option] {
+        Option.section(.curl, [
+            .flag(nil, "next", \.nextMarker, "Start a new set of options for the URLs after it (-: too)."),
+            .flag("Z", "parallel", \.parallel, "Run the transfers at once; each body is written whole, in the order they end."),
+            .optionalNumber(nil, "parallel-max", \.parallelMax, "N", "With -Z, at most N transfers at once (default 50, 1 to 300).") { Int($0) },
+            .flag("V", "version", \.version, "Print the version, the engine's features and protocols."),
+            .string(nil, "generate-completion-script", \.completionShell, "bash|zsh|fish", "Print a completion script for the shell (README: Installing completion and the man page)."),
+            .flag(nil, "generate-manpage", \.manpage, "Print pocket(1) in man(7) format."),
+        ])
+    }
 
     static let helpHeader = """
-        OVERVIEW: Send one request and print the body (the default: `pocket URL`).
+        OVERVIEW: Send requests and print the bodies (the default: `pocket URL...`).
 
-        USAGE: pocket [fetch] <url> [options]
+        USAGE: pocket [fetch] <url>... [options] [--next [options] <url>...]
 
         ARGUMENTS:
-          <url>   The http:// or https:// URL (without a scheme: http).
+          <url>   http:// or https:// URLs (without a scheme: http), fetched in order on
+                  one client (keep-alive connections are reused across them).
         """
 
-    /// The command for `arguments` (after `pocket` or `pocket fetch`); nil
-    /// for `--help`.
-    static func parse(_ arguments: ArraySlice<String>) throws(CLIFailure) -> FetchCommand? {
-        var command = FetchCommand()
-        guard let positional = try CommandLineOptions.parse(arguments, options: options, into: &command) else {
-            return nil
-        }
-        guard let url = positional.first else { throw CLIFailure(.usage, "missing the URL (pocket --help)") }
-        guard positional.count == 1 else {
-            throw CLIFailure(.usage, "one URL only; unexpected '\(positional[1])'")
-        }
-        command.url = url
-        return command
-    }
-
-    /// Runs the request; returns the exit status after printing the error line.
-    func execute() async -> Int32 {
-        signal(SIGPIPE, SIG_IGN) // a closed stdout is exit 23, not a signal
-        var facts = TransferFacts(url: url)
-        var format: WriteOut?
-        var status = ExitStatus.success
-        do {
-            format = try writeOut.map { spec throws(CLIFailure) in try WriteOut(format: try Self.loadText(spec)) }
-            try await perform(&facts)
-        } catch {
-            status = error.status
-            facts.exitCode = status.code
-            facts.errorMessage = error.message
-            if !silent || showError { Output.diagnostic("pocket: \(error.message)\n") }
-        }
-        if let format { try? Output.stdout.write(format.render(facts)) }
-        return status.code
-    }
-
-    // MARK: the transfer
-
-    private func perform(_ facts: inout TransferFacts) async throws(CLIFailure) {
-        let plan = try makePlan()
-        facts.uploadBytes = plan.uploadBytes
-        facts.filename = plan.destination?.path(percentEncoded: false)
-        let client: PocketClient
-        do {
-            client = try PocketClient(configuration: plan.configuration)
-        } catch let e as PocketError {
-            throw CLIFailure(e)
-        } catch {
-            throw CLIFailure(.other, "cannot start the client: \(error)")
-        }
-        // As curl: not when the body itself goes to the same terminal (the two would interleave).
-        let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
-        let bar = !silent && Output.stderr.isTerminal && !bodyToTerminal ? ProgressBar() : nil
-        let transfer = FetchTransfer(command: self, plan: plan, client: client, progress: bar)
-        let outcome: Result<Void, CLIFailure>
-        do throws(CLIFailure) {
-            try await attempts(transfer, plan: plan, bar: bar, &facts)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
-        }
-        // Stop the engine's threads (shutdown joins them) before the process
-        // exits: a loop thread still running its thread-exit handlers (e.g.
-        // OpenSSL's per-thread random generators) while exit() runs is a
-        // race, and LeakSanitizer saw it as a leak.
-        try? await client.shutdown()
-        try outcome.get()
-    }
-
-    /// The transfer, and its retries with curl's backoff (`--retry`).
-    private func attempts(_ transfer: FetchTransfer, plan: FetchPlan, bar: ProgressBar?,
-                          _ facts: inout TransferFacts) async throws(CLIFailure) {
-        var attempt = 0
-        while true {
-            do {
-                if verbose {
-                    Output.diagnostic(HeadFormat.verboseRequest(plan.request, defaults: plan.configuration.defaultHeaders,
-                                                                compressed: compressed, download: plan.destination != nil))
-                }
-                try await transfer.run(&facts, canRetry: attempt < retry)
-                await bar?.finish()
-                if verbose, let t = facts.timings { Output.diagnostic(HeadFormat.verboseTimings(t)) }
-                return
-            } catch let retryable as FetchTransfer.Retryable where attempt < retry {
-                await bar?.finish()
-                attempt += 1
-                facts.retries = attempt
-                // curl's backoff: 1 s, doubling, at most 10 minutes; a Retry-After in seconds wins.
-                let delay = retryable.retryAfter ?? min(1 << min(attempt - 1, 10), 600)
-                if !silent {
-                    let left = retry - attempt
-                    Output.diagnostic("pocket: transient problem: \(retryable.failure.message); "
-                        + "retrying in \(delay) s (\(left) \(left == 1 ? "retry" : "retries") left)\n")
-                }
-                try? await Task.sleep(for: .seconds(delay))
-            } catch let retryable as FetchTransfer.Retryable {
-                await bar?.finish()
-                throw retryable.failure
-            } catch let failure as CLIFailure {
-                await bar?.finish()
-                throw failure
-            } catch {
-                await bar?.finish()
-                throw CLIFailure(.other, "\(error)")
+    /// The option sets of `arguments` (after `pocket` or `pocket fetch`),
+    /// one per `--next`; nil for `--help`.
+    static func parse(_ arguments: ArraySlice<String>) throws(CLIFailure) -> [FetchCommand]? {
+        var rest = arguments
+        var sets: [FetchCommand] = []
+        repeat {
+            var command = FetchCommand()
+            guard let positional = try CommandLineOptions.parse(&rest, options: options, into: &command,
+                                                                stopAt: ["--next", "-:"]) else {
+                return nil
             }
+            command.urls = positional
+            sets.append(command)
+        } while !rest.isEmpty
+        if sets.contains(where: { $0.version || $0.completionShell != nil || $0.manpage }) { return sets }
+        guard sets.contains(where: { !$0.urls.isEmpty }) else { throw CLIFailure(.usage, "missing the URL (pocket --help)") }
+        for (i, set) in sets.enumerated() where set.urls.isEmpty {
+            throw CLIFailure(.usage, "the option set \(i + 1) (after --next) has no URL")
+        }
+        return sets
+    }
+
+    /// One command per URL of this set, each with its own output.
+    func transfers() -> [FetchCommand] {
+        urls.enumerated().map { i, url in
+            var one = self
+            one.url = url
+            one.urls = [url]
+            one.output = nil
+            one.remoteName = false
+            if i < outputs.count {
+                switch outputs[i] {
+                case .file(let path): one.output = path
+                case .remoteName: one.remoteName = true
+                }
+            }
+            return one
         }
     }
 

@@ -10,13 +10,14 @@ import Glibc
 import Musl
 #endif
 
-/// One attempt of `pocket URL`: to stdout through `client.stream` (the body
-/// written as it arrives, constant memory), or to a file through the
-/// engine's download (`-o`/`-O`, resumable with `-C -`).
+/// One attempt of one URL: to stdout through `client.stream` (the body
+/// written as it arrives, constant memory), to a file through the engine's
+/// download (`-o`/`-O`), or appended to the file for `-C -`.
 struct FetchTransfer: Sendable {
     /// A failure `--retry` may try again: a timeout, a connect failure or a
     /// 408/429/500/502/503/504 (curl's transient errors; curl also needs
-    /// `--retry-connrefused` for a refused connection, Pocket retries it).
+    /// `--retry-connrefused` for a refused connection, Pocket retries it);
+    /// with `--retry-all-errors`, any failure.
     struct Retryable: Error {
         let failure: CLIFailure
         /// Seconds from a `Retry-After` field, when the server sent one.
@@ -33,19 +34,20 @@ struct FetchTransfer: Sendable {
     let plan: FetchPlan
     let client: PocketClient
     let progress: ProgressBar?
+    /// Where stdout bytes (body, -i heads) go.
+    let sink: TransferSink
 
-    init(command: FetchCommand, plan: FetchPlan, client: PocketClient, progress: ProgressBar?) {
-        self.command = command
-        self.plan = plan
-        self.client = client
-        self.progress = progress
-    }
-
-    /// One attempt. `canRetry`: a retryable status is thrown as `Retryable`
-    /// (else it is an ordinary answer).
+    /// One attempt. `canRetry`: a retryable answer is thrown as `Retryable`
+    /// after its body is written (else it is an ordinary answer).
     func run(_ facts: inout TransferFacts, canRetry: Bool) async throws {
+        let heads = HeadLog()
+        defer { facts.headBytes += heads.bytes; facts.redirects = heads.hops }
+        let dump = try command.dumpHeader.map { path throws(CLIFailure) in try OutputFile(path: path) }
+        defer { dump?.close() }
+        var request = plan.request
+        request.redirects = redirectPolicy(heads, dump: dump?.output)
         guard let destination = plan.destination else {
-            return try await stream(into: .stdout, &facts, canRetry: canRetry)
+            return try await stream(request, into: sink.write, &facts, canRetry: canRetry, heads, dump?.output)
         }
         let path = destination.path(percentEncoded: false)
         var st = stat()
@@ -54,61 +56,88 @@ struct FetchTransfer: Sendable {
             // would rename a temporary file over it).
             let file = try OutputFile(path: path, truncate: false)
             defer { file.close() }
-            return try await stream(into: file.output, &facts, canRetry: canRetry)
+            return try await stream(request, into: file.output.write, &facts, canRetry: canRetry, heads, dump?.output)
         }
-        try await download(to: destination, &facts, canRetry: canRetry)
+        let partial = PartialDownload(destination: destination)
+        if plan.resume, let point = partial.resumePoint() {
+            return try await resume(request, partial, from: point, &facts, canRetry: canRetry, heads, dump?.output)
+        }
+        try await download(request, to: destination, &facts, canRetry: canRetry, heads, dump?.output)
+    }
+
+    /// -L's policy for this transfer: the hop limit; each 3xx head shown as
+    /// curl shows it (-i, -D, -v); a method forced with -X kept on every hop.
+    private func redirectPolicy(_ heads: HeadLog, dump: Output?) -> PocketRedirectPolicy {
+        guard let policy = plan.configuration.redirects.follows ? plan.configuration.redirects : nil else {
+            return .disabled
+        }
+        let include = command.include || command.head, verbose = command.verbose, sink = self.sink
+        let forced = command.method.map { PocketMethod($0) }
+        return PocketRedirectPolicy(maxHops: policy.maxHops) { redirect in
+            let r = redirect.response
+            let head = HeadFormat.response(minorVersion: 1, status: r.status, reason: r.reason, headers: r.headers)
+            heads.add(head)
+            if verbose {
+                Output.diagnostic(HeadFormat.verboseResponse(minorVersion: 1, status: r.status, reason: r.reason, headers: r.headers))
+                Output.diagnostic("* following the redirect to \(redirect.request.url.absoluteString)\n")
+            }
+            try dump?.write(head)
+            if include { try sink.write(Array(head.utf8)) }
+            guard let forced, forced != redirect.request.method else { return .follow }
+            var next = redirect.request
+            next.method = forced
+            return .modify(next)
+        }
     }
 
     // MARK: stdout (or a device)
 
-    private func stream(into output: Output, _ facts: inout TransferFacts, canRetry: Bool) async throws {
+    private func stream(_ request: PocketRequest, into write: (Data) throws(CLIFailure) -> Void,
+                        _ facts: inout TransferFacts, canRetry: Bool, _ heads: HeadLog, _ dump: Output?) async throws {
         let response: PocketStreamingResponse
         do {
-            response = try await client.stream(plan.request, progress: progress?.handler())
+            response = try await client.stream(request, progress: progress?.handler())
         } catch let e as PocketError {
             facts.status = e.response?.status
-            throw Self.classify(e)
+            throw classify(e)
         }
+        facts.followed(response.url, response.redirects)
         try showHead(status: response.status, reason: response.reason, minor: response.httpMinorVersion,
-                     headers: response.headers, &facts)
-        if canRetry, let retry = Self.retryable(response.status, response.reason, response.headers) {
+                     headers: response.headers, &facts, heads, dump)
+        let retry = canRetry ? retryable(response.status, response.reason, response.headers) : nil
+        let failed = failure(response.status, response.reason)
+        if let failed, !command.failWithBody {
+            // -f: no body; a transient status (any, with --retry-all-errors) is tried again.
             try? await response.body.discard()
-            throw retry
-        }
-        if command.fail && response.status >= 400 {
-            throw CLIFailure(.httpError, "\(Self.answered(response.status, response.reason)) (-f)")
+            if let retry { throw retry }
+            throw failed
         }
         if command.include || command.head {
-            try Output.stdout.write(HeadFormat.response(minorVersion: response.httpMinorVersion, status: response.status,
-                                                        reason: response.reason, headers: response.headers))
+            try sink.write(Array(HeadFormat.response(minorVersion: response.httpMinorVersion, status: response.status,
+                                                     reason: response.reason, headers: response.headers).utf8))
         }
         do {
             for try await chunk in response.body {
-                try output.write(chunk)
+                try write(chunk)
                 facts.bodyBytes += chunk.count
             }
         } catch let e as PocketError {
             // Body bytes may be out already: never retried, never a short body with exit 0.
-            throw CLIFailure(e)
+            facts.timings = response.body.timings
+            throw named(e)
         }
         facts.timings = response.body.timings
+        if let retry { throw retry }
+        if let failed { throw failed }
     }
 
     // MARK: -o / -O
 
-    private func download(to destination: URL, _ facts: inout TransferFacts, canRetry: Bool) async throws {
+    private func download(_ request: PocketRequest, to destination: URL, _ facts: inout TransferFacts, canRetry: Bool,
+                          _ heads: HeadLog, _ dump: Output?) async throws {
         let partial = PartialDownload(destination: destination)
-        var task: PocketDownloadTask
-        let resuming = plan.resume ? try partial.resumeData(for: plan.request) : nil
-        if let data = resuming {
-            if command.verbose {
-                Output.diagnostic("* resuming \(destination.lastPathComponent) from byte \(data.bytesReceived)\n")
-            }
-            task = client.downloadTask(resumingWith: data, progress: progress?.handler())
-        } else {
-            partial.discardSidecar()
-            task = client.downloadTask(plan.request, to: destination, progress: progress?.handler())
-        }
+        partial.discardState()
+        let task = client.downloadTask(request, to: destination, progress: progress?.handler())
         let response: PocketDownloadResponse
         let interrupt = InterruptPause(task)
         do {
@@ -117,63 +146,127 @@ struct FetchTransfer: Sendable {
         } catch let e as PocketError {
             facts.status = e.response?.status
             if let head = e.response {
-                try? showHead(status: head.status, reason: head.reason, minor: 1, headers: head.headers, &facts)
+                try? showHead(status: head.status, reason: head.reason, minor: 1, headers: head.headers, &facts, heads, dump)
             }
             if let data = task.resumeData { partial.keep(data) }
             if interrupt.fired {
                 let kept = task.resumeData == nil ? "nothing kept" : "the partial file is kept, continue with -C -"
                 throw CLIFailure(.interrupted, "interrupted; \(kept)")
             }
-            throw Self.classify(e)
+            throw classify(e)
         }
-        try showHead(status: response.status, reason: response.reason, minor: 1, headers: response.headers, &facts)
+        facts.followed(response.url, response.redirects)
+        try showHead(status: response.status, reason: response.reason, minor: 1, headers: response.headers, &facts, heads, dump)
         facts.timings = response.timings
         if response.isSuccess {
-            partial.discardSidecar()
             facts.bodyBytes = response.fileSize
             return
         }
-        if resuming != nil {
-            // The partial file stays as it was; a resume that cannot resume failed.
-            partial.restore()
-            if canRetry, let retry = Self.retryable(response.status, response.reason, response.headers) { throw retry }
-            throw CLIFailure(.httpError, "cannot resume: \(Self.answered(response.status, response.reason))")
-        }
-        if canRetry, let retry = Self.retryable(response.status, response.reason, response.headers) { throw retry }
-        if command.fail && response.status >= 400 {
-            throw CLIFailure(.httpError, "\(Self.answered(response.status, response.reason)) (-f)")
-        }
+        if canRetry, let retry = retryable(response.status, response.reason, response.headers) { throw retry }
+        if let failed = failure(response.status, response.reason), !command.failWithBody { throw failed }
         // Not 2xx and no -f: the body goes into the file, as curl does.
         let file = try OutputFile(path: destination.path(percentEncoded: false))
         defer { file.close() }
         try file.output.write(Array(response.body))
         facts.bodyBytes = response.body.count
+        if let failed = failure(response.status, response.reason) { throw failed }
+    }
+
+    // MARK: -C -
+
+    /// Asks for the rest of FILE (`Range`, and `If-Range` when its validators
+    /// are known) and appends a 206 to it. As curl: a 416 for a file that
+    /// is already whole is success; a 200 (the server ignores Range, or the
+    /// resource changed) is exit 33 and FILE is left as it was.
+    private func resume(_ request: PocketRequest, _ partial: PartialDownload, from point: (offset: Int, saved: PocketResumeData?),
+                        _ facts: inout TransferFacts, canRetry: Bool, _ heads: HeadLog, _ dump: Output?) async throws {
+        let path = partial.destination.path(percentEncoded: false)
+        var request = request
+        request.headers["Range"] = "bytes=\(point.offset)-"
+        if let validator = point.saved?.etag ?? point.saved?.lastModified { request.headers["If-Range"] = validator }
+        if !request.headers.contains("Accept-Encoding") { request.headers["Accept-Encoding"] = "identity" }
+        if command.verbose { Output.diagnostic("* resuming \(partial.destination.lastPathComponent) from byte \(point.offset)\n") }
+        let response: PocketStreamingResponse
+        do {
+            response = try await client.stream(request, progress: progress?.handler())
+        } catch let e as PocketError {
+            facts.status = e.response?.status
+            throw classify(e)
+        }
+        facts.url = response.url?.absoluteString ?? facts.url
+        try showHead(status: response.status, reason: response.reason, minor: response.httpMinorVersion,
+                     headers: response.headers, &facts, heads, dump)
+        let range = response.headers["Content-Range"].map { $0.trimmingWhitespace() } ?? ""
+        switch response.status {
+        case 206:
+            guard range.hasPrefix("bytes \(point.offset)-") else {
+                try? await response.body.discard()
+                throw CLIFailure(.range, "cannot resume \(path) from byte \(point.offset): the server sent Content-Range '\(range)'")
+            }
+            let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard fd >= 0 else { throw CLIFailure(.localWrite, "cannot append to \(path): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            let file = Output(fd: fd)
+            var written = point.offset
+            do {
+                for try await chunk in response.body {
+                    try file.write(chunk)
+                    written += chunk.count
+                    facts.bodyBytes += chunk.count
+                }
+            } catch let e as PocketError {
+                if let saved = point.saved { partial.save(saved, size: written) }
+                facts.timings = response.body.timings
+                throw named(e)
+            }
+            facts.timings = response.body.timings
+            partial.discardState()
+        case 416 where range == "bytes */\(point.offset)":
+            try? await response.body.discard()
+            facts.timings = response.body.timings
+            partial.discardState()
+            if command.verbose { Output.diagnostic("* \(path) is already complete\n") }
+        default:
+            try? await response.body.discard()
+            facts.timings = response.body.timings
+            if canRetry, let retry = retryable(response.status, response.reason, response.headers) { throw retry }
+            if let failed = failure(response.status, response.reason) { throw failed }
+            partial.discardState()
+            throw CLIFailure(.range, "cannot resume \(path) from byte \(point.offset): "
+                + "\(Self.answered(response.status, response.reason)) (not 206: it ignores Range, or the file changed); "
+                + "the file is left as it was")
+        }
     }
 
     // MARK: shared
 
     /// -v, -D and the facts of -w (the head is shown before the body or error).
     private func showHead(status: Int, reason: String, minor: Int, headers: PocketHeaders,
-                          _ facts: inout TransferFacts) throws(CLIFailure) {
+                          _ facts: inout TransferFacts, _ heads: HeadLog, _ dump: Output?) throws(CLIFailure) {
         facts.status = status
         facts.minorVersion = minor
         facts.headers = headers
         let head = HeadFormat.response(minorVersion: minor, status: status, reason: reason, headers: headers)
-        facts.headBytes = head.utf8.count
+        heads.add(head, hop: false)
+        facts.finalHeadBytes = head.utf8.count
         if command.verbose {
             Output.diagnostic(HeadFormat.verboseResponse(minorVersion: minor, status: status, reason: reason, headers: headers))
         }
-        if let path = command.dumpHeader {
-            let file = try OutputFile(path: path)
-            defer { file.close() }
-            try file.output.write(head)
-        }
+        try dump?.write(head)
     }
 
-    static func retryable(_ status: Int, _ reason: String, _ headers: PocketHeaders) -> Retryable? {
-        guard retryStatuses.contains(status) else { return nil }
+    /// -f/--fail-with-body's failure for a status >= 400, else nil.
+    private func failure(_ status: Int, _ reason: String) -> CLIFailure? {
+        guard (command.fail || command.failWithBody) && status >= 400 else { return nil }
+        return CLIFailure(.httpError, "\(Self.answered(status, reason)) (\(command.failWithBody ? "--fail-with-body" : "-f"))")
+    }
+
+    private func retryable(_ status: Int, _ reason: String, _ headers: PocketHeaders) -> Retryable? {
+        // --retry-all-errors: any status that is an error, i.e. >= 400 with -f (without -f it is an answer, as curl).
+        let anyError = command.retryAllErrors && status >= 400 && (command.fail || command.failWithBody)
+        guard Self.retryStatuses.contains(status) || anyError else { return nil }
         let after = headers["Retry-After"].flatMap { Int($0.trimmingWhitespace()) }.map { min(max($0, 0), 600) }
-        return Retryable(failure: CLIFailure(.httpError, answered(status, reason)), retryAfter: after)
+        return Retryable(failure: CLIFailure(.httpError, Self.answered(status, reason)), retryAfter: after)
     }
 
     /// "the server answered 503 Service Unavailable"
@@ -182,7 +275,78 @@ struct FetchTransfer: Sendable {
     }
 
     /// A library error before any body byte was written: retryable or final.
-    static func classify(_ e: PocketError) -> any Error {
-        retryCodes.contains(e.code) ? Retryable(failure: CLIFailure(e), retryAfter: nil) : CLIFailure(e)
+    private func classify(_ e: PocketError) -> any Error {
+        Self.retryCodes.contains(e.code) || command.retryAllErrors
+            ? Retryable(failure: named(e), retryAfter: nil) : named(e)
+    }
+
+    /// A library error as a failure whose message names what failed: the
+    /// host (DNS) or host and port (connect, TLS, timeouts, the connection),
+    /// as curl's messages do; file errors name their file already.
+    private func named(_ e: PocketError) -> CLIFailure {
+        let url = plan.request.url
+        guard let host = url.host(percentEncoded: false) else { return CLIFailure(e) }
+        let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        let status = ExitStatus.for(e.code)
+        let what: String
+        switch status {
+        case .dns: what = "could not resolve host \(host)"
+        case .connect: what = "cannot connect to \(host) port \(port)"
+        case .localRead, .localWrite, .usage, .invalidRequest, .url, .redirects: return CLIFailure(e)
+        default: what = "\(host) port \(port)"
+        }
+        return CLIFailure(status, "\(what): \(e.message) (\(e.code.name))")
+    }
+}
+
+extension TransferFacts {
+    /// Where -L led: the last URL, and the final request's method and body
+    /// (a 301/302/303 that became GET sent none), as curl's -w shows them.
+    mutating func followed(_ final: URL?, _ hops: [PocketRedirectHop]) {
+        url = final?.absoluteString ?? url
+        guard let last = hops.last else { return }
+        if last.method.rawValue != method && (last.method == .get || last.method == .head) { uploadBytes = 0 }
+        method = last.method.rawValue
+    }
+}
+
+/// The heads of one transfer, counted for -w (`size_header`, `num_redirects`);
+/// the redirect hook adds to it from the client's task.
+final class HeadLog: Sendable {
+    private let counts = Lock((bytes: 0, hops: 0))
+    var bytes: Int { counts.withLock { $0.bytes } }
+    var hops: Int { counts.withLock { $0.hops } }
+
+    func add(_ head: String, hop: Bool = true) {
+        counts.withLock { c in
+            c.bytes += head.utf8.count
+            if hop { c.hops += 1 }
+        }
+    }
+}
+
+/// Where one transfer's stdout bytes go: straight to stdout, or with `-Z`
+/// kept until the transfer ends and then written whole (so bodies never
+/// interleave; the cost is the body in memory).
+final class TransferSink: Sendable {
+    private let buffered: Bool
+    private let buffer = Lock<[UInt8]>([])
+    private static let stdout = Lock(())
+
+    init(buffered: Bool) { self.buffered = buffered }
+
+    func write<C: Collection>(_ bytes: C) throws(CLIFailure) where C.Element == UInt8 {
+        if buffered {
+            buffer.withLock { $0 += bytes }
+        } else {
+            try Output.stdout.write(bytes)
+        }
+    }
+
+    /// Writes what was kept (with -Z), in one piece.
+    func flush() throws(CLIFailure) {
+        guard buffered else { return }
+        let bytes = buffer.withLock { b in defer { b = [] }; return b }
+        try Self.stdout.withLock { (_: inout Void) throws(CLIFailure) in try Output.stdout.write(bytes) }
     }
 }

@@ -11,60 +11,69 @@ import Musl
 #endif
 
 /// Where an interrupted `-o FILE` download waits for `-C -`, as curl users
-/// expect: the partial body in FILE itself, plus `.FILE.pocket-resume` next
-/// to it (the library's `PocketResumeData` as JSON: the validators, so the resume
-/// sends `If-Range` and a changed resource restarts instead of splicing).
-/// A FILE without the sidecar (made by curl, or copied) resumes from its
-/// size without validators.
+/// expect: the partial body in FILE itself. Its validators (ETag,
+/// Last-Modified: the resume sends `If-Range`, so a changed resource is
+/// never spliced) go to a state file outside FILE's directory,
+/// `$XDG_STATE_HOME/pocket/resume/` (default `~/.local/state/pocket/resume/`),
+/// named by a hash of FILE's path; it is removed when a transfer to FILE
+/// ends well. Nothing of Pocket's is left beside the user's file. A FILE
+/// without state (made by curl, or copied) resumes from its size without
+/// validators.
 struct PartialDownload {
     let destination: URL
 
-    var sidecar: URL {
-        destination.deletingLastPathComponent().appending(path: ".\(destination.lastPathComponent).pocket-resume")
+    /// The folder of the state files.
+    static var stateDirectory: String {
+        let env = ProcessInfo.processInfo.environment
+        if let state = env["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/pocket/resume" }
+        return (env["HOME"] ?? "/tmp") + "/.local/state/pocket/resume"
     }
 
-    /// Where the partial body waits while the engine appends to it.
-    var temporary: URL {
-        destination.deletingLastPathComponent().appending(path: ".\(destination.lastPathComponent).pocket-partial")
+    /// This file's state file: FNV-1a of the absolute path, then the name.
+    var stateFile: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in path(destination).utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return Self.stateDirectory + "/" + String(repeating: "0", count: 16 - hex.count) + hex + "-"
+            + String(destination.lastPathComponent.prefix(100)) + ".json"
     }
 
     private func path(_ url: URL) -> String { url.path(percentEncoded: false) }
 
     /// For `-C -`: nil when FILE is absent or empty (a plain download), else
-    /// FILE moved to the temporary name and the resume data for it.
-    func resumeData(for request: PocketRequest) throws(CLIFailure) -> PocketResumeData? {
+    /// its size and the validators saved for it when they match that size.
+    func resumePoint() -> (offset: Int, saved: PocketResumeData?)? {
         var st = stat()
         guard stat(path(destination), &st) == 0, st.st_size > 0 else { return nil }
         let size = Int(st.st_size)
         var saved: PocketResumeData?
-        if let json = FileManager.default.contents(atPath: path(sidecar)),
+        if let json = FileManager.default.contents(atPath: stateFile),
            let data = try? JSONDecoder().decode(PocketResumeData.self, from: json), data.bytesReceived == size {
             saved = data
         }
-        guard rename(path(destination), path(temporary)) == 0 else {
-            throw CLIFailure(.localWrite, "cannot resume \(path(destination)): \(String(cString: strerror(errno)))")
-        }
-        return PocketResumeData(request: request, destination: destination, partialFile: temporary, bytesReceived: size,
-                          etag: saved?.etag, lastModified: saved?.lastModified, totalBytes: saved?.totalBytes)
+        return (size, saved)
     }
 
-    /// After a failure: the partial body back into FILE and its validators
-    /// into the sidecar, for the next `-C -`.
+    /// After a failed download: the partial body back into FILE and its
+    /// validators into the state file, for the next `-C -`.
     func keep(_ data: PocketResumeData) {
         guard rename(path(data.temporaryFile), path(destination)) == 0 else { return }
         var st = stat()
+        guard stat(path(destination), &st) == 0 else { return }
+        save(data, size: Int(st.st_size))
+    }
+
+    /// Records `data`'s validators for FILE at `size` bytes (nothing to
+    /// record without a validator).
+    func save(_ data: PocketResumeData, size: Int) {
+        guard data.etag != nil || data.lastModified != nil else { return discardState() }
         var saved = data
-        if stat(path(destination), &st) == 0 { saved.bytesReceived = Int(st.st_size) }
-        saved.temporaryFile = temporary
+        saved.bytesReceived = size
+        try? FileManager.default.createDirectory(atPath: Self.stateDirectory, withIntermediateDirectories: true)
         if let json = try? JSONEncoder().encode(saved) {
-            _ = FileManager.default.createFile(atPath: path(sidecar), contents: json)
+            _ = FileManager.default.createFile(atPath: stateFile, contents: json)
         }
     }
 
-    /// Puts a partial file moved aside by `resumeData(for:)` back.
-    func restore() {
-        if access(path(temporary), F_OK) == 0 { _ = rename(path(temporary), path(destination)) }
-    }
-
-    func discardSidecar() { unlink(path(sidecar)) }
+    func discardState() { unlink(stateFile) }
 }

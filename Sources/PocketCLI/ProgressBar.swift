@@ -13,6 +13,8 @@ final class ProgressBar: Sendable {
         var start: ContinuousClock.Instant?
         var drawn = false
         var lastWidth = 0
+        /// When the last report was drawn (an upload's end starts the download's clock).
+        var last: ContinuousClock.Instant?
     }
 
     private let state: Lock<State>
@@ -38,18 +40,28 @@ final class ProgressBar: Sendable {
 
     func draw(_ p: PocketTransferProgress) {
         let now = ContinuousClock.now
-        let line: String = state.withLock { s in
-            if s.direction == .upload && p.direction == .download { s.start = nil } // the download's rate starts after the upload
+        let line: String? = state.withLock { s in
+            var lead = "\r"
+            if s.direction == .upload && p.direction == .download {
+                // The upload's line stays as it ended (100%); an answer with
+                // no body draws nothing more, and the download's rate counts
+                // from the upload's end, not from its own first report.
+                guard p.bytes > 0 else { return nil }
+                s.start = s.last
+                s.lastWidth = 0
+                lead = "\n"
+            }
             s.direction = p.direction
             let start = s.start ?? now
             s.start = start
+            s.last = now
             let line = ProgressBar.line(p, elapsed: now - start)
             let pad = max(0, s.lastWidth - line.count)
             s.lastWidth = line.count
             s.drawn = true
-            return "\r" + line + String(repeating: " ", count: pad)
+            return lead + line + String(repeating: " ", count: pad)
         }
-        try? output.write(line)
+        if let line { try? output.write(line) }
     }
 
     /// Lets the drawing catch up with the request's last report (it has

@@ -1,9 +1,19 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Pocket
 import PocketBenchKit
 
 /// What `-w` can show about the transfer (known parts; the rest are zero).
 struct TransferFacts: Sendable {
+    /// url_effective: the URL last fetched.
     var url: String
+    /// The URL as given.
+    var givenURL: String
+    /// The final response's head bytes (size_download subtracts them).
+    var finalHeadBytes = 0
     var status: Int?
     var minorVersion = 1
     var headers = PocketHeaders()
@@ -15,36 +25,25 @@ struct TransferFacts: Sendable {
     var retries = 0
     var exitCode: Int32 = 0
     var errorMessage = ""
+    /// The transfer's place among the invocation's URLs (0 first).
+    var index = 0
+    var method = "GET"
+    /// Redirects followed (-L).
+    var redirects = 0
+    /// The transfer was the first on its client (no connection to reuse yet).
+    var firstOnClient = false
+
+    init(url: String) {
+        self.url = url
+        givenURL = url
+    }
 }
 
 /// `-w/--write-out FORMAT`: text with `%{variable}` replaced, `%%` for `%`,
 /// and `\n`, `\r`, `\t`, `\\` escapes; `@FILE` reads the format from a file
-/// (`@-`: stdin). Variables are curl's names; times in seconds with six
-/// decimals, sizes in bytes, speeds in bytes per second:
-///
-/// | variable | value |
-/// |---|---|
-/// | `http_code`, `response_code` | status code, `000` when there was no response |
-/// | `http_version` | `1.1` or `1.0` |
-/// | `time_namelookup` | name resolution (0 for numeric hosts and reused connections) |
-/// | `time_connect` | until the TCP connection was up (name lookup + connect) |
-/// | `time_appconnect` | until the TLS handshake was done (0 for http) |
-/// | `time_pretransfer` | until the request could be sent (appconnect, or connect for http) |
-/// | `time_starttransfer` | until the first response byte |
-/// | `time_total` | until the last body byte |
-/// | `size_download` | body bytes received (decoded with `--compressed`) |
-/// | `size_upload` | request body bytes |
-/// | `size_header` | response head bytes (status line and fields) |
-/// | `speed_download`, `speed_upload` | size / time_total |
-/// | `num_connects` | 1 when the request opened a connection, else 0 |
-/// | `num_retries` | attempts made again by `--retry` |
-/// | `content_type` | the response's `Content-Type` |
-/// | `url`, `url_effective` | the URL |
-/// | `filename_effective` | the file written by `-o`/`-O` |
-/// | `exitcode` | pocket's exit status |
-/// | `errormsg` | the error line (empty on success) |
-///
-/// An unknown variable is an error at start (exit 64), not a silent blank.
+/// (`@-`: stdin). Variables are curl's names with curl's meanings (`help`
+/// lists them; the help prints it). An unknown variable is warned about
+/// once on stderr and left out; the transfer goes on, as with curl.
 struct WriteOut: Sendable {
     enum Piece: Sendable {
         case text(String)
@@ -53,14 +52,52 @@ struct WriteOut: Sendable {
 
     let pieces: [Piece]
 
-    static let variables: Set<String> = [
-        "http_code", "response_code", "http_version", "time_namelookup", "time_connect", "time_appconnect",
-        "time_pretransfer", "time_starttransfer", "time_total", "size_download", "size_upload", "size_header",
-        "speed_download", "speed_upload", "num_connects", "num_retries", "content_type", "url", "url_effective",
-        "filename_effective", "exitcode", "errormsg",
+    /// The variables and what they show (`pocket --help verbose` prints them).
+    static let described: [(String, String)] = [
+        ("http_code, response_code", "status code, 000 when there was no response"),
+        ("http_version", "1.1 or 1.0 (0 without a response)"),
+        ("url", "the URL as given"),
+        ("url_effective", "the URL last fetched (where -L led)"),
+        ("num_redirects", "redirects followed"),
+        ("scheme", "http or https (of url_effective)"),
+        ("method", "the request method"),
+        ("content_type", "the response's Content-Type"),
+        ("size_download", "body bytes as received on the connection (before --compressed decoding)"),
+        ("size_upload", "request body bytes"),
+        ("size_header", "response head bytes, every hop's"),
+        ("speed_download, speed_upload", "size / time_total, bytes per second"),
+        ("time_namelookup", "seconds until the name was resolved (0 for numeric hosts and reused connections)"),
+        ("time_connect", "until the TCP connection was up"),
+        ("time_appconnect", "until the TLS handshake was done (0 for http)"),
+        ("time_pretransfer", "until the request could be sent"),
+        ("time_starttransfer", "until the first response byte"),
+        ("time_redirect", "0 (Pocket does not time the hops apart)"),
+        ("time_total", "until the last body byte"),
+        ("remote_ip, remote_port", "the address and port the connection went to"),
+        ("local_port", "the connection's local port"),
+        ("num_connects", "1 when the transfer opened a connection, 0 when it reused one"),
+        ("num_retries", "attempts made again by --retry"),
+        ("filename_effective", "the file written by -o/-O"),
+        ("urlnum", "the URL's index among the invocation's (0 first)"),
+        ("exitcode", "the transfer's exit status"),
+        ("errormsg", "the error line (empty on success)"),
+        ("json", "all of the above as one JSON object"),
+        ("header_json", "the response fields as JSON: lowercased name to a list of values"),
+        ("stdout, stderr", "write what follows to stdout / stderr"),
     ]
 
-    /// Parses FORMAT; throws a usage failure for an unknown variable or an unclosed `%{`.
+    /// The help's text for -w.
+    static var help: String {
+        described.map { names, meaning in
+            names.split(separator: ",").map { "%{\($0.trimmingWhitespace())}" }.joined(separator: ", ") + ": " + meaning
+        }.joined(separator: "\n")
+    }
+
+    static let variables: Set<String> = Set(described.flatMap { $0.0.split(separator: ",").map { $0.trimmingWhitespace() } })
+
+
+    /// Parses FORMAT; an unknown variable is warned about and dropped; an
+    /// unclosed `%{` is text, as curl prints it.
     init(format: String) throws(CLIFailure) {
         var pieces: [Piece] = []
         var text = ""
@@ -70,16 +107,13 @@ struct WriteOut: Sendable {
                 if chars.first == "%" {
                     chars.removeFirst()
                     text.append("%")
-                } else if chars.first == "{" {
-                    chars.removeFirst()
-                    guard let close = chars.firstIndex(of: "}") else {
-                        throw CLIFailure(.usage, "-w: unclosed %{ in '\(format)'")
-                    }
-                    let name = String(chars[..<close])
-                    guard WriteOut.variables.contains(name) else {
-                        throw CLIFailure(.usage, "-w: unknown variable %{\(name)}")
-                    }
+                } else if chars.first == "{", let close = chars.firstIndex(of: "}") {
+                    let name = String(chars[chars.index(after: chars.startIndex)..<close])
                     chars = chars[chars.index(after: close)...]
+                    guard WriteOut.variables.contains(name) else {
+                        Output.diagnostic("pocket: unknown --write-out variable: '\(name)'\n")
+                        continue
+                    }
                     if !text.isEmpty { pieces.append(.text(text)) }
                     text = ""
                     pieces.append(.variable(name))
@@ -97,6 +131,22 @@ struct WriteOut: Sendable {
         self.pieces = pieces
     }
 
+    /// Writes the rendered format: to `sink` (stdout) until a `%{stderr}`.
+    func render(_ facts: TransferFacts, to sink: TransferSink) {
+        var toStderr = false
+        for piece in pieces {
+            let text: String
+            switch piece {
+            case .text(let t): text = t
+            case .variable("stderr"): toStderr = true; continue
+            case .variable("stdout"): toStderr = false; continue
+            case .variable(let name): text = WriteOut.value(name, facts)
+            }
+            if toStderr { Output.diagnostic(text) } else { try? sink.write(Array(text.utf8)) }
+        }
+    }
+
+    /// The text of FORMAT for `facts` (stdout parts only).
     func render(_ facts: TransferFacts) -> String {
         pieces.map { piece in
             switch piece {
@@ -104,6 +154,13 @@ struct WriteOut: Sendable {
             case .variable(let name): return WriteOut.value(name, facts)
             }
         }.joined()
+    }
+
+    /// Body bytes on the connection: the bytes read for the final response
+    /// less its head (so gzip counts compressed), else the bytes written.
+    static func wireBody(_ f: TransferFacts) -> Int {
+        guard let t = f.timings, t.bytesReceived > 0 else { return f.bodyBytes }
+        return max(0, t.bytesReceived - f.finalHeadBytes)
     }
 
     static func value(_ name: String, _ f: TransferFacts) -> String {
@@ -124,20 +181,82 @@ struct WriteOut: Sendable {
         case "time_appconnect": return t.tls > .zero ? time(t.dns + t.connect + t.tls) : fmt(0, 6)
         case "time_pretransfer": return time(t.dns + t.connect + t.tls)
         case "time_starttransfer": return time(t.firstByte)
+        case "time_redirect": return fmt(0, 6)
         case "time_total": return time(t.total)
-        case "size_download": return String(f.bodyBytes)
+        case "size_download": return String(wireBody(f))
         case "size_upload": return String(f.uploadBytes)
         case "size_header": return String(f.headBytes)
-        case "speed_download": return total > 0 ? String(Int(Double(f.bodyBytes) / total)) : "0"
+        case "speed_download": return total > 0 ? String(Int(Double(wireBody(f)) / total)) : "0"
         case "speed_upload": return total > 0 ? String(Int(Double(f.uploadBytes) / total)) : "0"
-        case "num_connects": return f.timings.map { $0.reusedConnection ? "0" : "1" } ?? "0"
+        case "num_connects":
+            // A chain of redirects that started on a new client opened a connection for its first hop.
+            return f.timings.map { !$0.reusedConnection || (f.redirects > 0 && f.firstOnClient) ? "1" : "0" } ?? "0"
         case "num_retries": return String(f.retries)
+        case "num_redirects": return String(f.redirects)
         case "content_type": return f.headers["Content-Type"] ?? ""
-        case "url", "url_effective": return f.url
+        case "url": return f.givenURL
+        case "url_effective": return f.url
+        case "scheme": return f.status == nil ? "" : String(f.url.prefix { $0 != ":" }).uppercased()
+        case "method": return f.method
+        case "urlnum": return String(f.index)
         case "filename_effective": return f.filename ?? ""
         case "exitcode": return String(f.exitCode)
         case "errormsg": return f.errorMessage
+        case "remote_ip": return f.timings?.remoteAddress ?? ""
+        case "remote_port": return String(f.timings?.remotePort ?? 0)
+        case "local_port": return String(f.timings?.localPort ?? 0)
+        case "json": return json(f)
+        case "header_json": return headerJSON(f.headers)
         default: return ""
         }
+    }
+
+    /// `%{json}`: every variable, numbers as numbers, as curl writes it.
+    static func json(_ f: TransferFacts) -> String {
+        let numbers: Set<String> = ["http_code", "response_code", "num_redirects", "num_connects", "num_retries",
+                                    "size_download", "size_upload", "size_header", "speed_download", "speed_upload",
+                                    "exitcode", "urlnum", "remote_port", "local_port"]
+        let names = variables.subtracting(["json", "header_json", "stdout", "stderr"]).sorted()
+        let fields = names.map { name -> String in
+            let v = value(name, f)
+            if name.hasPrefix("time_") || (numbers.contains(name) && Int(v) != nil) {
+                return "\"\(name)\":\(name == "http_code" || name == "response_code" ? String(Int(v) ?? 0) : v)"
+            }
+            return "\"\(name)\":\(quoted(v))"
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// `%{header_json}`: `{"name":["value",...],...}`, names lowercased, in first-seen order.
+    static func headerJSON(_ headers: PocketHeaders) -> String {
+        var order: [String] = []
+        var values: [String: [String]] = [:]
+        for field in headers {
+            let name = field.name.lowercased()
+            if values[name] == nil { order.append(name) }
+            values[name, default: []].append(field.value)
+        }
+        // curl's layout: one field per line.
+        return "{" + order.map { name in
+            quoted(name) + ":[" + values[name]!.map(quoted).joined(separator: ",") + "]"
+        }.joined(separator: ",\n") + (order.isEmpty ? "}" : "\n}")
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
     }
 }

@@ -53,10 +53,10 @@ final class CommandLineParsingTests: XCTestCase {
     func testUsageErrorsExit64() throws {
         let cases: [([String], String)] = [
             (["--nope", server.url("/x")], "--nope"),
-            (["-Z", server.url("/x")], "-Z"),
+            (["-Z", "--parallel-max", "0", server.url("/x")], "--parallel-max"),
+            ([server.url("/x"), "--next", "-s"], "has no URL"),
             ([server.url("/x"), "-o"], "needs a value"),
             (["-s"], "missing the URL"),
-            ([server.url("/x"), server.url("/x")], "one URL only"),
             (["--retry", "many", server.url("/x")], "--retry"),
             (["--silent=yes", server.url("/x")], "takes no value"),
             (["bench", "--requests", "0"], "--requests"),

@@ -73,13 +73,21 @@ final class DownloadCommandTests: XCTestCase {
         let dir = try PocketBinary.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("big.bin")
+        // The validators wait in $XDG_STATE_HOME/pocket/resume, never beside the file.
+        let state = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: state) }
+        setenv("XDG_STATE_HOME", state.path, 1)
+        defer { unsetenv("XDG_STATE_HOME") }
 
         let cut = try PocketBinary.run(["-o", out.path, server.url("/big.bin")])
-        XCTAssertEqual(cut.status, 8, "a body cut short is a framing error, never exit 0: \(cut.stderrText)")
+        XCTAssertEqual(cut.status, 18, "a body cut short is curl's partial file, never exit 0: \(cut.stderrText)")
         XCTAssertTrue(cut.stderrText.contains("truncated_body"), cut.stderrText)
         let partial = try Data(contentsOf: out)
         XCTAssertEqual(partial.count, 150_000, "the partial body stays in the file, as with curl")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent(".big.bin.pocket-resume").path))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["big.bin"], "nothing beside the file")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: state.appendingPathComponent("pocket/resume").path)
+        XCTAssertEqual(kept.count, 1, "the validators are kept for -C -")
+        XCTAssertTrue(kept.first?.hasSuffix("-big.bin.json") == true, "\(kept)")
 
         let resumed = try PocketBinary.run(["-C", "-", "-o", out.path, server.url("/big.bin")])
         XCTAssertEqual(resumed.status, 0, resumed.stderrText)
@@ -87,7 +95,8 @@ final class DownloadCommandTests: XCTestCase {
         let last = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(last.header("Range"), "bytes=150000-")
         XCTAssertEqual(last.header("If-Range"), "\"v1\"", "the validator saved by the first run")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent(".big.bin.pocket-resume").path))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: state.appendingPathComponent("pocket/resume").path), [],
+                       "the state goes when the transfer ends")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         XCTAssertEqual(leftovers, ["big.bin"])
     }

@@ -67,4 +67,22 @@ final class ProgressBarTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.stdoutText)
         XCTAssertTrue(run.stdoutText.contains("up 100% [####################] 3.0 MB of 3.0 MB"), run.stdoutText)
     }
+
+    func testFormUploadEndsOnItsUploadLine() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.keepsRequestBodies = false
+        server.route("/form") { _ in .text("") }
+        let dir = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("part.bin")
+        try Data(count: 2_000_000).write(to: file)
+        let run = try underTerminal(["-F", "f=@\(file.path)", "-o", "/dev/null", server.url("/form")])
+        XCTAssertEqual(run.status, 0, run.stdoutText)
+        let drawn = run.stdoutText.split(whereSeparator: { $0 == "\r" || $0 == "\n" })
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        XCTAssertTrue(drawn.last?.hasPrefix("up 100% [####################]") == true,
+                      "the upload's line is the last one drawn: \(drawn.suffix(3))")
+        XCTAssertFalse(drawn.contains { $0.hasPrefix("down") && $0.hasSuffix(" 0 B/s") }, "\(drawn.suffix(3))")
+    }
 }

@@ -79,4 +79,13 @@ final class TLSCommandTests: XCTestCase {
         let missingKey = try PocketBinary.run(["--cacert", certs.caCert, "--cert", certs.clientCert, "--key", "/nonexistent.key", url])
         XCTAssertEqual(missingKey.status, 26, missingKey.stderrText)
     }
+
+    func testHTTPSToAPlainHTTPPortSaysSo() throws {
+        let server = try PlainHTTPAnswerer()
+        defer { server.stop() }
+        let run = try PocketBinary.run(["https://127.0.0.1:\(server.port)/"])
+        XCTAssertEqual(run.status, 35, "curl's TLS status: \(run.stderrText)")
+        XCTAssertEqual(run.stderrLines, ["pocket: 127.0.0.1 port \(server.port): the server answered the TLS handshake "
+            + "in plain HTTP (is this an http:// port?) (tls_answered_by_plain_http)"])
+    }
 }

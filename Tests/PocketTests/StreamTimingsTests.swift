@@ -46,4 +46,28 @@ final class StreamTimingsTests: XCTestCase {
         XCTAssertNil(response.body.timings)
         try await client.shutdown()
     }
+
+    func testTimingsNameBothEndsOfTheConnection() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/t") { _ in .text("x") }
+        let client = try makeClient()
+        let first = try await client.send(PocketRequest(url: URL(string: server.url("/t"))!))
+        let second = try await client.send(PocketRequest(url: URL(string: server.url("/t"))!))
+        XCTAssertEqual(first.timings.remoteAddress, "127.0.0.1")
+        XCTAssertEqual(first.timings.remotePort, server.port)
+        XCTAssertGreaterThan(first.timings.localPort, 0)
+        XCTAssertNotEqual(first.timings.localPort, server.port)
+        XCTAssertTrue(second.timings.reusedConnection)
+        XCTAssertEqual(second.timings.localPort, first.timings.localPort, "a reused connection keeps its figures")
+        XCTAssertEqual(second.timings.remoteAddress, "127.0.0.1")
+        XCTAssertNil(PocketTimings().remoteAddress, "no connection, no address")
+    }
+
+    func testIPv6AddressText() {
+        XCTAssertEqual(PocketTimings.ipv6Text([0, 0, 0, 0, 0, 0, 0, 1]), "::1")
+        XCTAssertEqual(PocketTimings.ipv6Text([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1]), "2001:db8::1:0:0:1")
+        XCTAssertEqual(PocketTimings.ipv6Text([0x2001, 0xdb8, 1, 2, 3, 4, 5, 6]), "2001:db8:1:2:3:4:5:6")
+        XCTAssertEqual(PocketTimings.ipv6Text([0xfe80, 0, 0, 0, 0, 0, 0, 0]), "fe80::")
+    }
 }

@@ -144,6 +144,18 @@ final class TLSTests: XCTestCase {
         }
     }
 
+    func testAPlainHTTPAnswerToTheHandshakeHasItsOwnCode() async throws {
+        let plain = try PlainHTTPAnswerer(connections: 1)
+        defer { plain.stop() }
+        let client = try client()
+        do {
+            _ = try await client.send(PocketRequest(url: URL(string: "https://127.0.0.1:\(plain.port)/")!))
+            XCTFail("a plain HTTP answer is no TLS handshake")
+        } catch let e as PocketError {
+            XCTAssertEqual(e.code, .tlsAnsweredByPlainHTTP, "\(e)")
+        }
+    }
+
     func testProtocolVersionMismatch() async throws {
         let c = try certs()
         let server = try server(cert: c.serverCert, key: c.serverKey) { $0.maxVersion = .tls1_2 }

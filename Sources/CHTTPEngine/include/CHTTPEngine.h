@@ -54,12 +54,15 @@ typedef struct pk_timings {
   int retried;            /* 1 if it was retried once on a new connection */
   int retry_refused;      /* 1 if it failed where the retry-once rule would have sent it
                              again, but its body is one-shot (a stream, or segments with one) */
-  /* The address a new connection reached (0 family on a reused connection
-   * or a Unix socket): IPv4 in the first 4 bytes, network order. */
-  uint8_t remote_addr[16];
-  uint16_t remote_port;
+  /* The connection it ran on (curl's remote_ip, remote_port, local_port):
+   * the address that won the connection race (the proxy's when proxied),
+   * recorded once per connection and copied into each of its requests;
+   * family 0 when it never had one, and over a Unix socket. */
+  uint8_t remote_addr[16];  /* IPv4 in the first 4 bytes, or IPv6; network order */
+  uint16_t remote_port;     /* host order */
+  uint16_t local_port;
   uint8_t remote_family;    /* 4, 6 or 0 */
-  uint8_t connect_attempts; /* connection attempts the race opened (0 on reuse) */
+  uint8_t connect_attempts; /* connection attempts the race opened (0 on a reused connection) */
   uint64_t tunnel_ns;       /* CONNECT sent -> 2xx read (0 without a new tunnel) */
 } pk_timings;
 
@@ -177,6 +180,13 @@ const char *pk_tls_verify_reason(int code);
  * algorithm or an OpenSSL failure (then `out` is unspecified). Any thread,
  * with or without an engine; allocates nothing that outlives the call. */
 int pk_digest(int algorithm, const void *data, size_t len, uint8_t *out);
+
+/* The linked libraries' versions, for `pocket --version`: "OpenSSL 3.0.x
+ * ..." (pk_tls.c), zlib's and libdeflate's version strings (pk_inflate.c).
+ * Never NULL; static strings. Any thread, with or without an engine. */
+const char *pk_tls_library_version(void);
+const char *pk_zlib_version(void);
+const char *pk_libdeflate_version(void);
 
 typedef struct pk_engine_config {
   uint32_t loops;                /* event-loop threads, default 1 */

@@ -82,6 +82,8 @@ extern "C" {
   X(PK_E_TLS_PIN, "tls_pin_mismatch", "server public key matches none of the pins")       \
   X(PK_E_TLS_VERSION, "tls_protocol_version", "no TLS protocol version in common with the server") \
   X(PK_E_TLS_ALPN, "tls_alpn_mismatch", "server selected an application protocol other than http/1.1") \
+  X(PK_E_TLS_PLAIN_HTTP, "tls_answered_by_plain_http",                                   \
+    "the server answered the TLS handshake in plain HTTP (is this an http:// port?)")     \
   X(PK_E_BAD_ENCODING, "bad_content_encoding", "compressed body is corrupt")               \
   X(PK_E_TRUNCATED_ENCODING, "truncated_content_encoding", "compressed body ended before its end marker") \
   X(PK_E_DECOMPRESSION_BOMB, "decompression_bomb", "compressed body expands past the ratio limit") \

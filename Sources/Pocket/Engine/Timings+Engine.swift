@@ -14,10 +14,11 @@ extension PocketTimings {
         retried = t.retried != 0
         tlsResumed = t.tls_resumed != 0
         if t.tunnel_ns != 0 { tunnel = .nanoseconds(Int64(t.tunnel_ns)) }
+        connectAttempts = Int(t.connect_attempts)
         if t.remote_family != 0 {
-            connectAttempts = Int(t.connect_attempts)
-            let bytes = withUnsafeBytes(of: t.remote_addr) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
-            setRemote(family: t.remote_family, bytes: bytes)
+            withUnsafeBytes(of: t.remote_addr) { address in
+                setConnection(family: t.remote_family, address: address, remotePort: t.remote_port, localPort: t.local_port)
+            }
         }
     }
 }

@@ -82,6 +82,9 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let tlsPinMismatch = Code("tls_pin_mismatch")
         public static let tlsProtocolVersion = Code("tls_protocol_version")
         public static let tlsAlpnMismatch = Code("tls_alpn_mismatch")
+        /// The server answered the TLS handshake with plain HTTP (an
+        /// `https://` URL for a port that speaks `http://`).
+        public static let tlsAnsweredByPlainHTTP = Code("tls_answered_by_plain_http")
         public static let badContentEncoding = Code("bad_content_encoding")
         public static let truncatedContentEncoding = Code("truncated_content_encoding")
         public static let decompressionBomb = Code("decompression_bomb")

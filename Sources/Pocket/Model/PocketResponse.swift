@@ -148,32 +148,68 @@ public struct PocketTimings: Sendable, Hashable {
         get { Int(attempts) }
         set { attempts = UInt8(clamping: newValue) }
     }
-    // The winning address as bytes (no String built per response).
+    private var attempts: UInt8 = 0
+    /// The connection's far end, as curl's `remote_ip`/`remote_port`: the
+    /// address it connected to (`127.0.0.1`, `::1`), nil when the request
+    /// never had a connection.
+    public var remoteAddress: String? {
+        switch remoteFamily {
+        case 4: return (0..<4).map { String(UInt8(truncatingIfNeeded: remoteHigh >> (56 - 8 * $0))) }.joined(separator: ".")
+        case 6:
+            let groups = (0..<8).map { i -> UInt16 in
+                let word = i < 4 ? remoteHigh : remoteLow
+                return UInt16(truncatingIfNeeded: word >> (48 - 16 * (i % 4)))
+            }
+            return Self.ipv6Text(groups)
+        default: return nil
+        }
+    }
+    /// The port connected to; 0 without a connection.
+    public var remotePort: Int { Int(remotePortBits) }
+    /// The connection's local port (curl's `local_port`); 0 without a connection.
+    public var localPort: Int { Int(localPortBits) }
+    // The address as two big-endian words (IPv4 in the high 32 bits of the
+    // first): no String per response.
     private var remoteHigh: UInt64 = 0
     private var remoteLow: UInt64 = 0
+    private var remotePortBits: UInt16 = 0
+    private var localPortBits: UInt16 = 0
     private var remoteFamily: UInt8 = 0
-    private var attempts: UInt8 = 0
 
-    /// The address a new connection reached ("10.0.0.7", "2001:db8::7"):
-    /// which one won the race. nil on a reused connection and over a Unix socket.
-    public var remoteAddress: String? {
-        guard remoteFamily == 4 || remoteFamily == 6 else { return nil }
-        var bytes = (remoteHigh, remoteLow)
-        var text = [CChar](repeating: 0, count: 64)
-        let ok = withUnsafeBytes(of: &bytes) { raw in
-            inet_ntop(remoteFamily == 4 ? AF_INET : AF_INET6, raw.baseAddress, &text, socklen_t(text.count)) != nil
+    /// Records the connection: `family` 4 or 6, `address` its 4 or 16
+    /// bytes in network order (read in place: nothing is allocated).
+    mutating func setConnection(family: UInt8, address: UnsafeRawBufferPointer, remotePort: UInt16, localPort: UInt16) {
+        let n = min(address.count, family == 4 ? 4 : 16)
+        var high: UInt64 = 0, low: UInt64 = 0
+        for i in 0..<min(n, 8) { high = high << 8 | UInt64(address[i]) }
+        high <<= 8 * UInt64(8 - min(n, 8))
+        if n > 8 { for i in 8..<n { low = low << 8 | UInt64(address[i]) } }
+        remoteFamily = family
+        remoteHigh = high
+        remoteLow = low
+        remotePortBits = remotePort
+        localPortBits = localPort
+    }
+
+    /// RFC 5952 text: lowercase hex, the longest run of two or more zero groups as `::`.
+    static func ipv6Text(_ groups: [UInt16]) -> String {
+        var best = (start: -1, count: 0), run = (start: -1, count: 0)
+        for (i, g) in groups.enumerated() {
+            if g == 0 {
+                run = run.start < 0 ? (i, 1) : (run.start, run.count + 1)
+                if run.count > best.count { best = run }
+            } else {
+                run = (-1, 0)
+            }
         }
-        return ok ? String(cString: text) : nil
+        let hex = groups.map { String($0, radix: 16) }
+        guard best.count >= 2 else { return hex.joined(separator: ":") }
+        let head = hex[..<best.start].joined(separator: ":")
+        let tail = hex[(best.start + best.count)...].joined(separator: ":")
+        return head + "::" + tail
     }
 
     public init() {}
-
-    /// Records the winning address: `family` 4 or 6, `bytes` the address's
-    /// 16 bytes as loaded from memory (written back as they are).
-    mutating func setRemote(family: UInt8, bytes: (UInt64, UInt64)) {
-        remoteFamily = family
-        (remoteHigh, remoteLow) = bytes
-    }
 
     mutating func setNanos(dns: Int64, connect: Int64, tls: Int64, firstByte: Int64, total: Int64) {
         dnsNanos = dns

@@ -1,0 +1,281 @@
+import Foundation
+import PocketTestSupport
+import XCTest
+
+/// The curl-compatibility suite: each case runs the same command line with
+/// curl (Debian's, /usr/bin/curl) and with `pocket`, each against a fresh
+/// in-process server set up the same way, and compares the exit status,
+/// stdout, the files written, and what the server received (method, target,
+/// the case's header fields, body, number of connections). Ports are
+/// replaced by PORT before comparing.
+///
+/// A case marked `differs` documents a deliberate difference
+/// (docs/CLI.md): the suite then checks that the two still differ, so a
+/// difference that goes away is noticed too. With `POCKET_COMPAT_REPORT=FILE`
+/// the suite writes its table of cases and results there (docs/CLI.md
+/// keeps a copy).
+final class CurlCompatTests: XCTestCase {
+    /// One command line. In `args`: `URL/path` is the server's URL with that
+    /// path, `TLSURL/path` the TLS server's, `IN/name` a file of `inputs`.
+    struct Case {
+        var name: String
+        var args: [String]
+        var setup: (TestServer) -> Void = { _ in }
+        /// Files made in the working directory before the run (name → bytes).
+        var files: [String: [UInt8]] = [:]
+        /// Input files in a folder of their own (not compared).
+        var inputs: [String: [UInt8]] = [:]
+        /// Request fields compared besides method, target and body.
+        var headers: [String] = ["Content-Type", "Content-Length", "Transfer-Encoding", "Range", "Referer"]
+        var stdin: Data?
+        /// Compare stdout (off where curl prints something pocket
+        /// deliberately does not, listed in docs/CLI.md).
+        var compareStdout = true
+        /// A multipart body: the boundary is replaced before comparing.
+        var multipart = false
+        /// Why pocket deliberately differs here (docs/CLI.md); nil: must match.
+        var differs: String?
+        /// Why pocket deliberately opens another number of connections
+        /// (docs/CLI.md): the count is reported, the rest compared.
+        var connectionsDiffer: String?
+    }
+
+    /// What one tool did.
+    struct Outcome: Equatable {
+        var status: Int32
+        var stdout: String
+        var files: [String: String]
+        var requests: [String]
+        var connections: Int
+    }
+
+    static var cases: [Case] {
+        let big = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 7) }
+        func common(_ s: TestServer) {
+            s.route("/text") { _ in .text("hello, curl\n") }
+            s.route("/echo") { r in .text("\(r.method) \(r.target) \(r.bodyText)\n") }
+            s.route("/missing") { _ in .text("no such thing\n", status: 404) }
+            s.route("/moved") { _ in .response(status: 301, headers: [("Location", "/echo")], body: Array("moved\n".utf8)) }
+            s.route("/found") { _ in .response(status: 302, headers: [("Location", "/text")]) }
+            s.route("/other") { _ in .response(status: 303, headers: [("Location", "/echo")]) }
+            s.route("/temp") { _ in .response(status: 307, headers: [("Location", "/echo")]) }
+            s.route("/cut") { _ in .closeMidBody(declaredLength: 1000, sentPrefix: Array(repeating: 0x61, count: 100)) }
+            s.route("/json") { _ in .text("{\"a\":1}", headers: [("Content-Type", "application/json")]) }
+            s.route("/up/") { r in .text("stored \(r.bodyLength)\n", status: 201) }
+            s.route("/hop1") { _ in .response(status: 302, headers: [("Location", "/hop2")]) }
+            s.route("/hop2") { _ in .response(status: 302, headers: [("Location", "/hop3")]) }
+            s.route("/hop3") { _ in .text("end\n") }
+            s.routeResource("/file.bin", .init(size: 100_000, seed: 7, etag: "\"e1\""))
+            s.routeResource("/norange.bin", .init(size: 100_000, seed: 7, honorsRange: false))
+        }
+        func flaky(_ s: TestServer) {
+            common(s)
+            let count = LockedCounter()
+            s.route("/flaky") { _ in
+                count.next() < 2 ? .text("busy \(count.value)\n", status: 503) : .text("fine\n")
+            }
+        }
+        return [
+            Case(name: "GET to stdout", args: ["URL/text"], setup: common),
+            Case(name: "-i head and body", args: ["-i", "URL/text"], setup: common),
+            Case(name: "-I HEAD", args: ["-I", "URL/text"], setup: common),
+            Case(name: "-s -o file", args: ["-s", "-o", "out.txt", "URL/text"], setup: common),
+            Case(name: "-O remote name", args: ["-s", "-O", "URL/file.bin"], setup: common),
+            Case(name: "--output-dir --create-dirs", args: ["-s", "--create-dirs", "--output-dir", "d/e", "-o", "f.txt", "URL/text"],
+                 setup: common),
+            Case(name: "-d joined with &", args: ["-s", "-d", "a=1", "-d", "b=2", "URL/echo"], setup: common),
+            Case(name: "-d @file drops newlines", args: ["-s", "-d", "@IN/form.txt", "URL/echo"], setup: common,
+                 inputs: ["form.txt": Array("x=1\ny=2\n".utf8)]),
+            Case(name: "--data-raw keeps @", args: ["-s", "--data-raw", "@not-a-file", "URL/echo"], setup: common),
+            Case(name: "--data-binary @file", args: ["-s", "--data-binary", "@IN/blob", "URL/echo"], setup: common,
+                 inputs: ["blob": Array("a\r\nb\n".utf8)]),
+            Case(name: "--data-urlencode forms", args: ["-s", "--data-urlencode", "q=a b&c", "--data-urlencode", "=x/y",
+                                                        "--data-urlencode", "plain text", "URL/echo"], setup: common),
+            Case(name: "-G moves data to the query", args: ["-s", "-G", "-d", "q=1", "-d", "r=2", "URL/echo?z=0"], setup: common),
+            Case(name: "-A and -e", args: ["-s", "-A", "agent/1", "-e", "http://ref.example/", "URL/echo"], setup: common,
+                 headers: ["User-Agent", "Referer"]),
+            Case(name: "-H adds, replaces, removes", args: ["-s", "-H", "X-A: 1", "-H", "X-A: 2", "-H", "Accept:", "-H", "X-E;", "URL/echo"],
+                 setup: common, headers: ["X-A", "Accept", "X-E"]),
+            Case(name: "-X PUT with -d", args: ["-s", "-X", "PUT", "-d", "v=1", "URL/echo"], setup: common),
+            Case(name: "-T file to a / URL", args: ["-s", "-T", "IN/up.txt", "URL/up/"], setup: common,
+                 inputs: ["up.txt": Array("upload me\n".utf8)]),
+            Case(name: "--json", args: ["-s", "--json", "{\"k\":true}", "URL/echo"], setup: common,
+                 headers: ["Content-Type", "Content-Length", "Accept"]),
+            Case(name: "-F field and file", args: ["-s", "-F", "name=value", "-F", "f=@IN/part.txt", "URL/echo"], setup: common,
+                 inputs: ["part.txt": Array("part\n".utf8)], headers: [], compareStdout: false, multipart: true),
+            Case(name: "-L 302", args: ["-s", "-L", "URL/found"], setup: common),
+            Case(name: "-L -d after 303 is GET", args: ["-s", "-L", "-d", "x=1", "URL/other"], setup: common),
+            Case(name: "-L -d after 301 is GET", args: ["-s", "-L", "-d", "x=1", "URL/moved"], setup: common),
+            Case(name: "-L -X POST keeps POST after 301", args: ["-s", "-L", "-X", "POST", "-d", "x=1", "URL/moved"], setup: common),
+            Case(name: "-L 307 keeps POST and body", args: ["-s", "-L", "-d", "x=1", "URL/temp"], setup: common),
+            Case(name: "-i -L prints every head", args: ["-s", "-i", "-L", "URL/found"], setup: common),
+            Case(name: "-f on 404", args: ["-s", "-f", "URL/missing"], setup: common),
+            Case(name: "--fail-with-body on 404", args: ["-s", "--fail-with-body", "URL/missing"], setup: common),
+            Case(name: "404 without -f", args: ["-s", "URL/missing"], setup: common),
+            Case(name: "two URLs, one connection", args: ["-s", "URL/text", "URL/echo"], setup: common),
+            Case(name: "two URLs with two -o", args: ["-s", "-o", "a.txt", "-o", "b.txt", "URL/text", "URL/json"], setup: common),
+            Case(name: "exit status of the last URL", args: ["-s", "-f", "URL/missing", "URL/text"], setup: common,
+                 connectionsDiffer: "after a -f failure curl closes the connection; pocket reads the error body and reuses it"),
+            Case(name: "--next with its own options", args: ["-s", "-d", "a=1", "URL/echo", "--next", "URL/echo"], setup: common),
+            Case(name: "-Z to files", args: ["-s", "-Z", "-o", "a.txt", "-o", "b.bin", "URL/text", "URL/file.bin"], setup: common,
+                 connectionsDiffer: "curl -Z waits to reuse one HTTP/1.1 connection; pocket opens one per transfer at once"),
+            Case(name: "-w common variables", args: ["-s", "-o", "/dev/null", "-w",
+                                                     "%{http_code} %{http_version} %{num_redirects} %{url_effective} %{size_download} %{size_upload} %{content_type} %{exitcode} %{scheme} %{method} %{num_connects} %{remote_ip}:%{remote_port}\\n",
+                                                     "-L", "-d", "abc", "URL/found"], setup: common),
+            Case(name: "-w unknown variable warns", args: ["-s", "-w", "[%{nope}]%{http_code}\\n", "URL/text"], setup: common),
+            Case(name: "-w on a failure", args: ["-s", "-w", "%{http_code} %{exitcode}\\n", "http://127.0.0.1:1/"], setup: common),
+            Case(name: "-w header_json", args: ["-s", "-o", "/dev/null", "-w", "%{header_json}", "URL/json"], setup: common),
+            Case(name: "--retry writes each body", args: ["-s", "--retry", "3", "--retry-delay", "0", "URL/flaky"], setup: flaky),
+            Case(name: "body cut mid-transfer", args: ["-s", "URL/cut"], setup: common, compareStdout: false),
+            Case(name: "-f -o on 404 writes no file", args: ["-s", "-f", "-o", "out.txt", "URL/missing"], setup: common),
+            Case(name: "-o with a body cut short", args: ["-s", "-o", "cut.bin", "URL/cut"], setup: common),
+            Case(name: "-o on 404 keeps the body", args: ["-s", "-o", "nf.txt", "URL/missing"], setup: common),
+            Case(name: "-C - on a complete file", args: ["-s", "-C", "-", "-o", "whole.bin", "URL/file.bin"], setup: common,
+                 files: ["whole.bin": BytePattern.bytes(seed: 7, range: 0..<100_000)]),
+            Case(name: "-C - finishes a partial file", args: ["-s", "-C", "-", "-o", "part.bin", "URL/file.bin"], setup: common,
+                 files: ["part.bin": BytePattern.bytes(seed: 7, range: 0..<40_000)], headers: ["Range"]),
+            Case(name: "-C - when Range is ignored", args: ["-s", "-C", "-", "-o", "part.bin", "URL/norange.bin"], setup: common,
+                 files: ["part.bin": BytePattern.bytes(seed: 7, range: 0..<40_000)], headers: ["Range"]),
+            Case(name: "http:/host repaired", args: ["-s", "ONESLASH/text"], setup: common),
+            Case(name: "https to a plain HTTP port", args: ["-s", "-k", "PLAINTLS/"], setup: common),
+            Case(name: "connection refused", args: ["-s", "http://127.0.0.1:1/"], setup: common),
+            Case(name: "unknown host", args: ["-s", "http://no-such-host.invalid/"], setup: common),
+            Case(name: "--max-redirs exceeded", args: ["-s", "-L", "--max-redirs", "1", "URL/hop1"], setup: common),
+            Case(name: "--retry-all-errors without -f", args: ["-s", "--retry", "2", "--retry-delay", "0", "--retry-all-errors",
+                                                                "URL/missing"], setup: common),
+            Case(name: "-f --retry on 503", args: ["-s", "-f", "--retry", "3", "--retry-delay", "0", "URL/flaky"], setup: flaky,
+                 connectionsDiffer: "after a -f failure curl closes the connection; pocket reads the error body and reuses it"),
+            Case(name: "--retry-all-errors with -f", args: ["-s", "-f", "--retry", "2", "--retry-delay", "0", "--retry-all-errors",
+                                                             "URL/missing"], setup: common,
+                 connectionsDiffer: "after a -f failure curl closes the connection; pocket reads the error body and reuses it"),
+            Case(name: "-I -L", args: ["-s", "-I", "-L", "URL/found"], setup: common),
+            Case(name: "-w size_header", args: ["-s", "-o", "/dev/null", "-w", "%{size_header} %{size_download}", "URL/text"], setup: common),
+            Case(name: "--create-dirs with a path", args: ["-s", "--create-dirs", "-o", "a/b/c.txt", "URL/text"], setup: common),
+            Case(name: "-O without a file name", args: ["-s", "-O", "URL/"], setup: common),
+            Case(name: "-D - with -L", args: ["-s", "-L", "-D", "-", "-o", "/dev/null", "URL/found"], setup: common),
+            Case(name: "big body byte-exact", args: ["-s", "URL/big"], setup: { s in
+                common(s)
+                s.route("/big") { _ in .response(body: big) }
+            }),
+            Case(name: "-d from stdin", args: ["-s", "-d", "@-", "URL/echo"], setup: common, stdin: Data("s=1\n".utf8)),
+            Case(name: "User-Agent", args: ["-s", "URL/echo"], setup: common, headers: ["User-Agent"],
+                 differs: "pocket sends User-Agent: Pocket/0.1, not curl/7.88.1"),
+            Case(name: "-o download asks for identity", args: ["-s", "-o", "id.txt", "URL/text"], setup: common,
+                 headers: ["Accept-Encoding"],
+                 differs: "pocket's -o download sends Accept-Encoding: identity so that it can be resumed by Range"),
+            Case(name: "--version", args: ["--version"], compareStdout: true,
+                 differs: "pocket prints its own version and libraries"),
+        ]
+    }
+
+    func testCasesAgainstCurl() throws {
+        let curl = "/usr/bin/curl"
+        guard FileManager.default.isExecutableFile(atPath: curl) else {
+            throw XCTSkip("curl is not installed (scripts/setup.sh installs it)")
+        }
+        let pocket = try PocketBinary.path().path
+        var rows: [String] = []
+        for c in Self.cases {
+            let theirs = try run(c, executable: curl)
+            let ours = try run(c, executable: pocket)
+            let same = theirs == ours
+            if let reason = c.differs {
+                XCTAssertFalse(same, "\(c.name): expected a deliberate difference (\(reason)), but pocket now matches curl")
+                rows.append("| \(c.name) | `\(Self.shell(c.args))` | differs (deliberate: \(reason)) |")
+                continue
+            }
+            XCTAssertEqual(theirs.status, ours.status, "\(c.name): exit status")
+            XCTAssertEqual(theirs.stdout, ours.stdout, "\(c.name): stdout")
+            XCTAssertEqual(theirs.files, ours.files, "\(c.name): files written")
+            XCTAssertEqual(theirs.requests, ours.requests, "\(c.name): what the server received")
+            // Where the connection count deliberately differs it is reported, not compared
+            // (with -Z it depends on timing: a transfer that ends first leaves its connection to the next).
+            if c.connectionsDiffer == nil {
+                XCTAssertEqual(theirs.connections, ours.connections, "\(c.name): connections")
+            }
+            var outcome = theirs.status == ours.status && theirs.stdout == ours.stdout && theirs.files == ours.files
+                && theirs.requests == ours.requests ? "same" : "**DIFFERENT**"
+            if let reason = c.connectionsDiffer {
+                outcome += " (connections: curl \(theirs.connections), pocket \(ours.connections); deliberate: \(reason))"
+            }
+            rows.append("| \(c.name) | `\(Self.shell(c.args))` | \(outcome) |")
+        }
+        if let path = ProcessInfo.processInfo.environment["POCKET_COMPAT_REPORT"] {
+            let table = "| case | command line | result |\n|---|---|---|\n" + rows.joined(separator: "\n") + "\n"
+            try table.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// The command line as a shell would take it (for the report's table).
+    static func shell(_ args: [String]) -> String {
+        args.map { arg in
+            arg.allSatisfy({ $0.isLetter || $0.isNumber || "-_./:=@,%".contains($0) }) ? arg
+                : "'" + arg.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }.joined(separator: " ").replacingOccurrences(of: "|", with: "\\|")
+    }
+
+    /// Runs `c` with `executable` in a fresh folder against a fresh server.
+    private func run(_ c: Case, executable: String) throws -> Outcome {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        c.setup(server)
+        let dir = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let work = dir.appendingPathComponent("work"), inputs = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: inputs, withIntermediateDirectories: true)
+        for (name, bytes) in c.files { try Data(bytes).write(to: work.appendingPathComponent(name)) }
+        for (name, bytes) in c.inputs { try Data(bytes).write(to: inputs.appendingPathComponent(name)) }
+        let base = server.url("/")
+        // A port that answers a ClientHello in plain HTTP, as nginx does (the test server waits for a head).
+        let plain = try PlainHTTPAnswerer(connections: 1)
+        defer { plain.stop() }
+        let args = c.args.map { arg -> String in
+            arg.replacingOccurrences(of: "PLAINTLS/", with: "https://127.0.0.1:\(plain.port)/")
+                .replacingOccurrences(of: "ONESLASH/", with: base.replacingOccurrences(of: "http://", with: "http:/"))
+                .replacingOccurrences(of: "URL/", with: base)
+                .replacingOccurrences(of: "IN/", with: inputs.path + "/")
+        }
+        let (result, timedOut) = try ChildProcess.run(executable, args, input: c.stdin ?? Data(), directory: work.path, timeout: 60)
+        XCTAssertFalse(timedOut, "\(c.name): \(executable) did not finish")
+        let port = String(server.port)
+        func normal(_ s: String) -> String {
+            s.replacingOccurrences(of: ":" + port, with: ":PORT").replacingOccurrences(of: inputs.path, with: "IN")
+        }
+        var files: [String: String] = [:]
+        if let walker = FileManager.default.enumerator(atPath: work.path) {
+            for case let name as String in walker {
+                var isDir: ObjCBool = false
+                let path = work.appendingPathComponent(name).path
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else { continue }
+                let data = FileManager.default.contents(atPath: path) ?? Data()
+                files[name] = "\(data.count) bytes, sha256 \(SHA256Digest.hex(Array(data)))"
+            }
+        }
+        let requests = server.receivedRequests
+        var described = requests.map { r -> String in
+            var body = r.bodyText
+            var fields = c.headers.map { name in "\(name): \(r.headerValues(name).joined(separator: ", "))" }
+            if c.multipart, let type = r.header("Content-Type"), let b = type.range(of: "boundary=") {
+                let boundary = String(type[b.upperBound...])
+                body = body.replacingOccurrences(of: boundary, with: "BOUNDARY")
+                fields.append("Content-Type: " + type.replacingOccurrences(of: boundary, with: "BOUNDARY"))
+            }
+            return normal("\(r.method) \(r.target) [\(fields.joined(separator: "; "))] \(body)")
+        }
+        if c.args.contains("-Z") { described.sort() } // at once: in any order
+        return Outcome(status: result.status,
+                       stdout: normal(String(decoding: c.compareStdout ? result.stdout : Data(), as: UTF8.self)),
+                       files: files, requests: described, connections: Set(requests.map(\.connectionIndex)).count)
+    }
+}
+
+/// A counter shared by a route's handler calls.
+final class LockedCounter: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var count = 0
+    private let lock = NSLock()
+    /// The count before this call, then one more.
+    func next() -> Int { lock.withLock { defer { count += 1 }; return count } }
+    var value: Int { lock.withLock { count } }
+}
