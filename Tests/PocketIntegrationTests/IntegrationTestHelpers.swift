@@ -37,3 +37,15 @@ func residentBytes() -> Int {
     guard fields.count > 1, let pages = Int(fields[1]) else { return -1 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
+
+/// The sanitizer this test binary was built with, if any (`swift test
+/// --sanitize=...` in scripts/ci-extra.sh), found as PocketTests'
+/// Sanitizers.swift finds it: its runtime's entry point in the process.
+/// The memory multiplier covers shadow memory, redzones and ASan's 16 MB
+/// quarantine (4 under TSan, 3 under ASan, else 1).
+let sanitizerMemoryFactor: Int = {
+    guard let process = dlopen(nil, RTLD_NOW) else { return 1 }
+    if dlsym(process, "__tsan_init") != nil { return 4 }
+    if dlsym(process, "__asan_init") != nil { return 3 }
+    return 1
+}()
