@@ -32,7 +32,9 @@ import PocketHTTPTypes
 ///
 /// So a 1 GiB upload or download holds about one buffer of memory.
 /// Cancelling the calling task cancels the request (while reading the
-/// body, too). Errors are Pocket's: the generated client wraps them in
+/// body, too). The operation's ID is the request's endpoint key (what
+/// `addObserver(endpoint:)` and `PocketMiddlewareContext.endpoint` see).
+/// Errors are Pocket's: the generated client wraps them in
 /// `ClientError`, whose `underlyingError` is the `PocketError` with its code.
 public struct PocketOpenAPITransport: ClientTransport {
     /// How the transport moves bodies.
@@ -72,7 +74,11 @@ public struct PocketOpenAPITransport: ClientTransport {
             try await response.body.discard()
             return (head, nil)
         }
-        let length: HTTPBody.Length = response.headers["Content-Length"].flatMap { Int64($0) }.map { .known($0) } ?? .unknown
+        // Content-Length counts the bytes on the wire: the body's length only
+        // when Pocket does not decode it (no content coding).
+        let coded = response.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
+        let length: HTTPBody.Length = coded ? .unknown
+            : response.headers["Content-Length"].flatMap { Int64($0) }.map { .known($0) } ?? .unknown
         return (head, HTTPBody(PocketBodyChunks(body: response.body), length: length, iterationBehavior: .single))
     }
 

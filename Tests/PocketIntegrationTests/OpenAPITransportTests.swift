@@ -77,7 +77,7 @@ final class OpenAPITransportTests: XCTestCase {
         let grown = residentBytes() - before
         assertBounded(grown, "upload", size: size)
         let seen = try XCTUnwrap(server.receivedRequests.last)
-        XCTAssertEqual(seen.header("Content-Length"), String(size))
+        XCTAssertEqual(seen.headerValues("Content-Length"), [String(size)])
         XCTAssertEqual(seen.header("Content-Type"), "application/octet-stream")
     }
 
@@ -98,6 +98,18 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertEqual(hasher.finalizeHex(), BytePattern.sha256(seed: 4, size: size))
         let grown = residentBytes() - before
         assertBounded(grown, "download", size: size)
+    }
+
+    func testADecodedBodyHasNoWireLength() async throws {
+        let text = String(repeating: "pocket ", count: 2000)
+        let gzipped = try gzip(Data(text.utf8))
+        server.route("/api/blobs/gz") { _ in
+            .response(headers: [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip")], body: Array(gzipped))
+        }
+        let body = try await api.getBlob(path: .init(id: "gz")).ok.body.binary
+        XCTAssertEqual(body.length, .unknown, "Content-Length is \(gzipped.count), the decoded body \(text.utf8.count)")
+        let bytes = try await ArraySlice<UInt8>(collecting: body, upTo: 1 << 20)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), text)
     }
 
     func testErrorsCarryPocketsCodes() async throws {
@@ -180,4 +192,9 @@ struct PatternChunks: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+}
+
+/// `data` gzip-compressed by the system's gzip (as a server would send it).
+func gzip(_ data: Data) throws -> Data {
+    try ChildProcess.check("/usr/bin/gzip", ["-c", "-n"], input: data, timeout: 10)
 }
