@@ -40,6 +40,8 @@ public struct PocketMetricsMiddleware: PocketMiddleware {
         self.cache = MetricCache(factory: factory ?? MetricsSystem.factory)
     }
 
+    /// Records the attempt: the request counter, the duration and first-byte
+    /// timers, and the error counter for a failure.
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                         context: PocketMiddlewareContext) async {
         let method = request.method.rawValue

@@ -64,6 +64,9 @@ public struct PocketOpenAPITransport: ClientTransport {
         self.configuration = configuration
     }
 
+    /// Sends `request` to `baseURL` + its path through the client and
+    /// returns at the response head; the body (nil for HEAD, 204 and 304)
+    /// streams as it is read. Throws `PocketError`.
     public func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL,
                      operationID: String) async throws -> (HTTPResponse, HTTPBody?) {
         let pocketRequest = try await makeRequest(request, body: body, baseURL: baseURL)

@@ -50,6 +50,8 @@ public struct PocketTracingMiddleware: PocketMiddleware {
         var span: any Span
     }
 
+    /// Starts the attempt's span and injects its context into the
+    /// request's header fields.
     public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
         let tracer = self.tracer ?? InstrumentationSystem.tracer
         let parent = ServiceContext.current ?? .topLevel
@@ -68,6 +70,8 @@ public struct PocketTracingMiddleware: PocketMiddleware {
         return sent
     }
 
+    /// Records the outcome on the attempt's span (status, protocol, error,
+    /// timing events) and ends it.
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                         context: PocketMiddlewareContext) async {
         guard let started = context[Self.spanKey] as? Started, started.attempt == context.attempt else { return }
@@ -134,8 +138,10 @@ public struct PocketTracingMiddleware: PocketMiddleware {
 /// Writes trace context fields into a request's `PocketHeaders` (replacing
 /// a field of the same name, so a retried request carries one `traceparent`).
 public struct PocketHeadersInjector: Injector {
+    /// An injector (it has no state).
     public init() {}
 
+    /// Sets the field `key` to `value`.
     public func inject(_ value: String, forKey key: String, into carrier: inout PocketHeaders) {
         carrier[key] = value
     }
@@ -144,8 +150,10 @@ public struct PocketHeadersInjector: Injector {
 /// Reads trace context fields from `PocketHeaders` (e.g. a server built on
 /// Pocket's types continuing a caller's trace).
 public struct PocketHeadersExtractor: Extractor {
+    /// An extractor (it has no state).
     public init() {}
 
+    /// The value of the field `key`, nil when absent.
     public func extract(key: String, from carrier: PocketHeaders) -> String? {
         carrier[key]
     }
