@@ -13,7 +13,9 @@
 #   REPS=5 DUR=10 scripts/bench-gateway.sh
 #
 # Environment: REPS (3), DUR seconds per run (5), PORT of nginx (18390),
-# GATEWAY_PORT (18391), GATEWAY_CPU (0), SERVER_CPU for nginx and wrk (1).
+# GATEWAY_PORT (18391), GATEWAY_CPU (0), SERVER_CPU for nginx and wrk (1),
+# BARE=1 to add `pocket-bare` (Pocket with no middleware and no retry
+# policy: what the integrations cost is the difference).
 # Prints a table per run, then one line per variant and concurrency:
 #   RESULT client=pocket|ahc|static c=N rps=… p50_us=… p99_us=… cpu_s=…
 # (cpu_s: the gateway's CPU seconds, user + system, during the DUR-second run).
@@ -31,6 +33,7 @@ GATEWAY_CPU="${GATEWAY_CPU:-0}"
 SERVER_CPU="${SERVER_CPU:-1}"
 CLIENT_CPU="$SERVER_CPU"
 VARIANTS=(pocket ahc static)
+[ "${BARE:-0}" = 1 ] && VARIANTS=(pocket pocket-bare ahc static)
 CONNS=(64 1)
 
 log() { echo "bench-gateway: $*" >&2; }
@@ -95,17 +98,20 @@ command -v curl >/dev/null 2>&1 || { log "curl is needed to check the gateway"; 
 declare -A RPS P50 P99 CPU
 log "machine: $NCPU CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r)"
 log "$REPS repetitions x ${#VARIANTS[@]} variants x ${#CONNS[@]} concurrencies x ${DUR}s; gateway on core $GATEWAY_CPU, nginx and wrk on core $SERVER_CPU"
-printf '%-4s %-8s %4s %12s %10s %10s %8s\n' rep client c rps p50_us p99_us cpu_s
+printf '%-4s %-11s %4s %12s %10s %10s %8s\n' rep client c rps p50_us p99_us cpu_s
 for rep in $(seq "$REPS"); do
   order=("${VARIANTS[@]}")
-  if ((rep % 2 == 0)); then order=(static ahc pocket); fi
+  if ((rep % 2 == 0)); then
+    order=()
+    for ((i = ${#VARIANTS[@]} - 1; i >= 0; i--)); do order+=("${VARIANTS[i]}"); done
+  fi
   for v in "${order[@]}"; do
     start_gateway "$v"
     run_wrk 64 1 >/dev/null # warm-up: connections, pool, JIT-free but caches
     for c in "${CONNS[@]}"; do
       read -r rps p50 p99 cpu <<<"$(run_wrk "$c" "$DUR")"
       RPS[$v/$c]+="$rps "; P50[$v/$c]+="$p50 "; P99[$v/$c]+="$p99 "; CPU[$v/$c]+="$cpu "
-      printf '%-4s %-8s %4s %12s %10s %10s %8s\n' "$rep" "$v" "$c" "$rps" "$p50" "$p99" "$cpu"
+      printf '%-4s %-11s %4s %12s %10s %10s %8s\n' "$rep" "$v" "$c" "$rps" "$p50" "$p99" "$cpu"
     done
     stop_gateway
   done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI's check of the gateway example (Examples/Gateway, issue #19): builds it
-# (debug; Hummingbird and AsyncHTTPClient take minutes the first time), then
+# (release, the build scripts/bench-gateway.sh uses too: Hummingbird and
+# AsyncHTTPClient take 12 to 16 minutes the first time), then
 # sends one request through each variant on loopback: the `static` gateway
-# is the downstream of the `pocket` and `ahc` ones. Every gateway is started
+# is the downstream of the `pocket`, `pocket-bare` and `ahc` ones. Every gateway is started
 # here and stopped by its PID.
 #
 #   scripts/gateway-smoke.sh
@@ -11,8 +12,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib/processes.sh
 
 BASE_PORT="${BASE_PORT:-18395}"
-swift build --package-path Examples/Gateway
-BIN="$(swift build --package-path Examples/Gateway --show-bin-path)/gateway"
+swift build -c release --package-path Examples/Gateway
+BIN="$(swift build -c release --package-path Examples/Gateway --show-bin-path)/gateway"
 TMP="$(mktemp -d /tmp/pocket-gateway-smoke.XXXXXX)"
 PIDS=()
 cleanup() {
@@ -38,7 +39,8 @@ answer() { # port -> the body, once the gateway answers (up to 10 s)
 start static "$BASE_PORT"
 start pocket "$((BASE_PORT + 1))"
 start ahc "$((BASE_PORT + 2))"
-for entry in "static $BASE_PORT" "pocket $((BASE_PORT + 1))" "ahc $((BASE_PORT + 2))"; do
+start pocket-bare "$((BASE_PORT + 3))"
+for entry in "static $BASE_PORT" "pocket $((BASE_PORT + 1))" "ahc $((BASE_PORT + 2))" "pocket-bare $((BASE_PORT + 3))"; do
   read -r variant port <<<"$entry"
   body="$(answer "$port")" || { echo "gateway-smoke: the $variant gateway did not answer"; cat "$TMP/$variant.log"; exit 1; }
   [ "$body" = "Hello, World!" ] || { echo "gateway-smoke: the $variant gateway answered '$body'"; exit 1; }

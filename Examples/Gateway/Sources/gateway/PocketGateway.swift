@@ -9,13 +9,17 @@ import PocketTracing
 // re-exports (`Request`, `Response`, `HTTPHeaders` stay Hummingbird's).
 
 /// The gateway's routes on Pocket: each request calls `downstream` and
-/// answers with its status, content type and body.
-func pocketRouter(downstream: URL) throws -> (Router<BasicRequestContext>, PocketClient) {
+/// answers with its status, content type and body. With `integrations`
+/// (the default) the client has tracing, metrics and a retry policy
+/// installed; without, none (the request path's shortcut).
+func pocketRouter(downstream: URL, integrations: Bool = true) throws -> (Router<BasicRequestContext>, PocketClient) {
     var config = PocketClient.Configuration()
     config.timeouts = PocketTimeouts(connect: .seconds(2), read: .seconds(10), total: .seconds(15))
     config.maxConnectionsPerOrigin = 128
-    config.handling.middleware = [PocketTracingMiddleware(), PocketMetricsMiddleware()]
-    config.handling.retry = PocketRetryPolicy(maxAttempts: 2)
+    if integrations {
+        config.handling.middleware = [PocketTracingMiddleware(), PocketMetricsMiddleware()]
+        config.handling.retry = PocketRetryPolicy(maxAttempts: 2)
+    }
     let client = try PocketClient(configuration: config)
     let call = PocketRequest(url: downstream)
 
