@@ -8,11 +8,11 @@
 # back in the same run, at 64 and 1 connections, REPS repetitions (the
 # order alternates), medians.
 #
-#   scripts/bench-gateway.sh            # REPS=3 DUR=5
+#   scripts/bench-gateway.sh            # REPS=5 DUR=5
 #   scripts/bench-gateway.sh --quick    # REPS=1 DUR=2 (smoke test)
-#   REPS=5 DUR=10 scripts/bench-gateway.sh
+#   REPS=7 DUR=10 scripts/bench-gateway.sh
 #
-# Environment: REPS (3), DUR seconds per run (5), PORT of nginx (18390),
+# Environment: REPS (5), DUR seconds per run (5), PORT of nginx (18390),
 # GATEWAY_PORT (18391), GATEWAY_CPU (0), SERVER_CPU for nginx and wrk (1),
 # BARE=1 to add `pocket-bare` (Pocket with no middleware and no retry
 # policy: what the integrations cost is the difference).
@@ -25,8 +25,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
 . scripts/lib/bench-common.sh
 
-bench_args bench-gateway 2,19p "$@"
-REPS="${REPS:-3}"
+bench_args bench-gateway 2,21p "$@"
 PORT="${PORT:-18390}"
 GATEWAY_PORT="${GATEWAY_PORT:-18391}"
 GATEWAY_CPU="${GATEWAY_CPU:-0}"
@@ -95,10 +94,12 @@ run_wrk() { # connections seconds -> "rps p50 p99 cpu_s"
 }
 
 command -v curl >/dev/null 2>&1 || { log "curl is needed to check the gateway"; exit 1; }
-declare -A RPS P50 P99 CPU
+# The gateway's CPU per request of one run, in µs.
+usreq() { awk -v cpu="$1" -v rps="$2" -v d="$DUR" 'BEGIN { if (rps + 0 == 0) print "-"; else printf "%.1f", cpu * 1e6 / (rps * d) }'; }
+declare -A RPS P50 P99 CPU USREQ
 log "machine: $NCPU CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r)"
 log "$REPS repetitions x ${#VARIANTS[@]} variants x ${#CONNS[@]} concurrencies x ${DUR}s; gateway on core $GATEWAY_CPU, nginx and wrk on core $SERVER_CPU"
-printf '%-4s %-11s %4s %12s %10s %10s %8s\n' rep client c rps p50_us p99_us cpu_s
+printf '%-4s %-11s %4s %12s %10s %10s %8s %10s\n' rep client c rps p50_us p99_us cpu_s cpu_us/req
 for rep in $(seq "$REPS"); do
   order=("${VARIANTS[@]}")
   if ((rep % 2 == 0)); then
@@ -110,8 +111,9 @@ for rep in $(seq "$REPS"); do
     run_wrk 64 1 >/dev/null # warm-up: connections, pool, JIT-free but caches
     for c in "${CONNS[@]}"; do
       read -r rps p50 p99 cpu <<<"$(run_wrk "$c" "$DUR")"
-      RPS[$v/$c]+="$rps "; P50[$v/$c]+="$p50 "; P99[$v/$c]+="$p99 "; CPU[$v/$c]+="$cpu "
-      printf '%-4s %-11s %4s %12s %10s %10s %8s\n' "$rep" "$v" "$c" "$rps" "$p50" "$p99" "$cpu"
+      us="$(usreq "$cpu" "$rps")"
+      RPS[$v/$c]+="$rps "; P50[$v/$c]+="$p50 "; P99[$v/$c]+="$p99 "; CPU[$v/$c]+="$cpu "; USREQ[$v/$c]+="$us "
+      printf '%-4s %-11s %4s %12s %10s %10s %8s %10s\n' "$rep" "$v" "$c" "$rps" "$p50" "$p99" "$cpu" "$us"
     done
     stop_gateway
   done
@@ -126,13 +128,13 @@ for c in "${CONNS[@]}"; do
 done
 echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
-usreq() { awk -v cpu="$1" -v rps="$2" -v d="$DUR" 'BEGIN { if (rps + 0 == 0) print "-"; else printf "%.1f", cpu * 1e6 / (rps * d) }'; }
+echo "(gateway CPU µs/req: the median of the runs' own; the ratios compare medians)"
 echo "| c | client | req/s | p50 µs | p99 µs | gateway CPU µs/req | req/s vs static | req/s vs ahc | p99 vs ahc |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for c in "${CONNS[@]}"; do
   for v in "${VARIANTS[@]}"; do
     r="$(m "${RPS[$v/$c]}")"
-    echo "| $c | $v | $r | $(m "${P50[$v/$c]}") | $(m "${P99[$v/$c]}") | $(usreq "$(m "${CPU[$v/$c]}")" "$r") |" \
+    echo "| $c | $v | $r | $(m "${P50[$v/$c]}") | $(m "${P99[$v/$c]}") | $(m "${USREQ[$v/$c]}") |" \
       "$(ratio "$r" "$(m "${RPS[static/$c]}")") | $(ratio "$r" "$(m "${RPS[ahc/$c]}")") | $(ratio "$(m "${P99[$v/$c]}")" "$(m "${P99[ahc/$c]}")") |"
   done
 done

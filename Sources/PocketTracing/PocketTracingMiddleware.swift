@@ -29,6 +29,11 @@ import Tracing
 /// are placed from the response's `PocketTimings` (each only when that
 /// phase happened: a reused connection has no connect). Redirects are
 /// followed inside one attempt, so they share its span.
+///
+/// A span that records nothing (the `NoOpTracer` of a process that
+/// bootstrapped no tracer, or a sampled-out trace) costs its start and the
+/// context injection only: no attributes are computed and the request is
+/// copied only if the tracer wrote a field.
 public struct PocketTracingMiddleware: PocketMiddleware {
     /// Whether `url.full` keeps the query (true by default). Queries can
     /// carry tokens or personal data; set false to strip it.
@@ -56,6 +61,18 @@ public struct PocketTracingMiddleware: PocketMiddleware {
         let tracer = self.tracer ?? InstrumentationSystem.tracer
         let parent = ServiceContext.current ?? .topLevel
         let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .client)
+        // The context goes out even for a span that records nothing (a
+        // sampled-out trace still tells the server so); the request is
+        // copied only when the tracer wrote a field.
+        var fields: [(String, String)] = []
+        tracer.inject(span.context, into: &fields, using: FieldListInjector())
+        var sent = request
+        for (name, value) in fields { sent.headers[name] = value }
+        guard span.isRecording else {
+            // A no-op or sampled-out span: no attributes to compute, nothing to keep.
+            span.end()
+            return sent
+        }
         let url = request.url
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue
@@ -64,8 +81,6 @@ public struct PocketTracingMiddleware: PocketMiddleware {
             attributes["server.port"] = url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80)
             if context.attempt > 1 { attributes["http.request.resend_count"] = context.attempt - 1 }
         }
-        var sent = request
-        tracer.inject(span.context, into: &sent.headers, using: PocketHeadersInjector())
         context[Self.spanKey] = Started(attempt: context.attempt, span: span)
         return sent
     }
@@ -132,6 +147,14 @@ public struct PocketTracingMiddleware: PocketMiddleware {
     static func nanos(_ d: Duration) -> Int64 {
         let (s, attos) = d.components
         return s &* 1_000_000_000 &+ attos / 1_000_000_000
+    }
+}
+
+/// Collects the fields a tracer injects, so the request is changed only
+/// when there are some.
+struct FieldListInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [(String, String)]) {
+        carrier.append((key, value))
     }
 }
 

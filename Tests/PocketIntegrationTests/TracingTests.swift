@@ -93,6 +93,17 @@ final class TracingTests: XCTestCase {
         XCTAssertEqual(sent, spans.map { "00-\($0.traceID)-\($0.spanID)-01" }, "each attempt carries its own span")
     }
 
+    func testANoOpTracerLeavesTheRequestAlone() async throws {
+        server.route("/plain") { request in .text(request.headers.map { $0.0.lowercased() }.sorted().joined(separator: ",")) }
+        let traced = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware(tracer: NoOpTracer())] }
+        let plain = try makeIntegrationClient()
+        let request = PocketRequest(url: URL(string: server.url("/plain"))!)
+        let withTracing = try await traced.send(request)
+        let without = try await plain.send(request)
+        XCTAssertEqual(withTracing.text, without.text, "the same fields reach the server")
+        XCTAssertFalse(withTracing.text.contains("traceparent"))
+    }
+
     func testAFailedAttemptRecordsItsPocketErrorCode() async throws {
         let tracer = W3CInMemoryTracer()
         let client = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware(tracer: tracer)] }
