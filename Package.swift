@@ -20,11 +20,33 @@ let package = Package(
         // another package depend on products only (never on a bare target, and a
         // target's sources must lie inside its own package).
         .library(name: "PocketBenchKit", targets: ["PocketBenchKit"]),
+        // Integrations, one product each, so that the core `Pocket` library
+        // keeps its short dependency list (README "Install" lists each with
+        // its reason). A product's dependencies are built only when it is used.
+        // swift-http-types interop: send `HTTPRequest`, get `HTTPResponse`.
+        .library(name: "PocketHTTPTypes", targets: ["PocketHTTPTypes"]),
+        // A swift-openapi-runtime `ClientTransport` (under generated clients).
+        .library(name: "PocketOpenAPI", targets: ["PocketOpenAPI"]),
+        // swift-metrics counters, timers and gauges (a middleware, opt-in).
+        .library(name: "PocketMetrics", targets: ["PocketMetrics"]),
+        // swift-distributed-tracing client spans and context propagation.
+        .library(name: "PocketTracing", targets: ["PocketTracing"]),
+        // The client as a swift-service-lifecycle `Service`.
+        .library(name: "PocketServiceLifecycle", targets: ["PocketServiceLifecycle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // Logging middleware (`LoggingMiddleware`): the server ecosystem's logging API.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // For the integration products only (the core does not import them).
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // `swift package generate-documentation --target Pocket` (the catalog
+        // in Sources/Pocket/Pocket.docc); a command plugin, built only when run.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The C engine: sockets, epoll, parser, pool, TLS (OpenSSL), content
@@ -44,6 +66,18 @@ let package = Package(
         ),
         // What users import.
         .target(name: "Pocket", dependencies: ["CHTTPEngine", .product(name: "Logging", package: "swift-log")]),
+        // Integrations: each its own target on Pocket's public API.
+        .target(name: "PocketHTTPTypes", dependencies: ["Pocket", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .target(name: "PocketOpenAPI", dependencies: [
+            "Pocket", "PocketHTTPTypes",
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
+        .target(name: "PocketMetrics", dependencies: ["Pocket", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        .target(name: "PocketTracing", dependencies: ["Pocket", .product(name: "Tracing", package: "swift-distributed-tracing")]),
+        .target(name: "PocketServiceLifecycle", dependencies: [
+            "Pocket", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         // Test doubles for users' tests (the PocketTesting product); Pocket's public
         // API plus its package-level Lock.
         .target(name: "PocketTesting", dependencies: ["Pocket"]),
@@ -76,6 +110,19 @@ let package = Package(
                     resources: [.copy("Schemas")]),
         // Runs the built `pocket` binary (next to the test bundle) against the test server.
         .testTarget(name: "PocketCLITests", dependencies: ["PocketTestSupport", "CPocketBenchServer"]),
+        // The integration products against the in-process test server; the
+        // OpenAPI client in it was generated once and committed (Generated/).
+        .testTarget(name: "PocketIntegrationTests", dependencies: [
+            "Pocket", "PocketTestSupport", "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing",
+            "PocketServiceLifecycle",
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ], exclude: ["OpenAPI"]),
         // The charts and the HTML report: parsed as XML, drawn by rsvg-convert.
         .testTarget(name: "PocketBenchKitTests", dependencies: ["PocketBenchKit"]),
     ]

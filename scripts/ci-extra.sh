@@ -5,7 +5,12 @@
 #      from its corpus and crashers;
 #   3. the Swift suite under AddressSanitizer, then ThreadSanitizer, each in
 #      its own scratch path (.build-asan, .build-tsan) so the normal build
-#      stays warm.
+#      stays warm;
+#   4. the gateway example (Examples/Gateway, a package of its own with
+#      Hummingbird and AsyncHTTPClient): built once, one request through
+#      each variant (scripts/gateway-smoke.sh);
+#   5. the DocC catalog (Sources/Pocket/Pocket.docc) with swift-docc-plugin,
+#      warnings as errors (about a minute).
 # Prints the time of each step; the whole script takes about 20 minutes on
 # the 2-core CI machine (see docs/FUZZING.md for a measured run).
 set -euo pipefail
@@ -46,4 +51,7 @@ step "make check (ASan+UBSan C tests)" make check
 step "fuzz every harness for ${FUZZ_SECONDS}s" fuzz/run.sh all "$FUZZ_SECONDS"
 step "swift test --sanitize=address" swift_sanitized address
 step "swift test --sanitize=thread" swift_sanitized thread
+step "gateway example: build, one request per variant" scripts/gateway-smoke.sh
+step "documentation (DocC, warnings are errors)" \
+  swift package --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
 echo "ci-extra: all clean in $((SECONDS - total0)) s"

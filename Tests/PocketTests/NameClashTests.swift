@@ -16,7 +16,8 @@ final class NameClashTests: XCTestCase {
             #"^(?:@[\w.]+(?:\([^)]*\))?\s+)*(?:public|open)\s+(?:(?:final|indirect)\s+)*(?:struct|class|enum|protocol|typealias|actor)\s+([A-Za-z_][A-Za-z0-9_]*)"#,
             options: [.anchorsMatchLines])
         var names: [String: String] = [:]
-        for target in ["Pocket", "PocketTesting"] {
+        for target in ["Pocket", "PocketTesting", "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing",
+                       "PocketServiceLifecycle"] {
             let folder = root.appending(path: "Sources/\(target)")
             guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { continue }
             for case let file as URL in files where file.pathExtension == "swift" {

@@ -28,6 +28,7 @@ public struct PocketLoggingMiddleware: PocketMiddleware {
     private let redacted: Set<String>
 
     /// - Parameters:
+    ///   - logger: where the messages go.
     ///   - level: for completed attempts, `.info` by default.
     ///   - failureLevel: for attempts that ended in an error, `.warning` by default.
     ///   - maxBodyBytes: body bytes logged per message, 1024 by default (the

@@ -40,6 +40,7 @@ public final class PocketRequestQueue: Sendable {
     private let state = Lock(State())
 
     /// - Parameters:
+    ///   - client: the client that sends the queue's requests.
     ///   - maxConcurrent: requests running at once, 8 by default (a few
     ///     connections keep a server busy without flooding it).
     ///   - maxConcurrentPerHost: per host, 4 by default (browsers use 6; a

@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+// A Hummingbird 2 gateway: for each request it calls a downstream HTTP
+// service through Pocket (tracing, metrics and a retry policy on) or
+// through AsyncHTTPClient, or answers by itself (the floor: what
+// Hummingbird alone costs). Measured by scripts/bench-gateway.sh, built and
+// smoke-tested by scripts/ci-extra.sh. A package of its own, so Hummingbird
+// and AsyncHTTPClient never enter Pocket's package graph.
+import Foundation
+import PackageDescription
+
+// A path dependency's identity is its directory's name, which depends on
+// where the repository was cloned.
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+let rootIdentity = root.lastPathComponent.lowercased()
+
+let package = Package(
+    name: "PocketGateway",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: root.path),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ],
+    targets: [
+        .executableTarget(name: "gateway", dependencies: [
+            .product(name: "Pocket", package: rootIdentity),
+            .product(name: "PocketMetrics", package: rootIdentity),
+            .product(name: "PocketTracing", package: rootIdentity),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
+    ]
+)

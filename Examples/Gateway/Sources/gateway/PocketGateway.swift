@@ -1,0 +1,35 @@
+import Foundation
+import Hummingbird
+import Pocket
+import PocketMetrics
+import PocketTracing
+
+// Foundation, Hummingbird and Pocket in one file, Pocket's types unqualified:
+// with the `Pocket` prefix none of them is shadowed by Hummingbird's
+// re-exports (`Request`, `Response`, `HTTPHeaders` stay Hummingbird's).
+
+/// The gateway's routes on Pocket: each request calls `downstream` and
+/// answers with its status, content type and body. With `integrations`
+/// (the default) the client has tracing, metrics and a retry policy
+/// installed; without, none (the request path's shortcut).
+func pocketRouter(downstream: URL, integrations: Bool = true) throws -> (Router<BasicRequestContext>, PocketClient) {
+    var config = PocketClient.Configuration()
+    config.timeouts = PocketTimeouts(connect: .seconds(2), read: .seconds(10), total: .seconds(15))
+    config.maxConnectionsPerOrigin = 128
+    if integrations {
+        config.handling.middleware = [PocketTracingMiddleware(), PocketMetricsMiddleware()]
+        config.handling.retry = PocketRetryPolicy(maxAttempts: 2)
+    }
+    let client = try PocketClient(configuration: config)
+    let call = PocketRequest(url: downstream)
+
+    let router = Router()
+    router.get("/") { _, _ -> Response in
+        let answer: PocketResponse = try await client.send(call)
+        var headers = HTTPFields()
+        headers[.contentType] = answer.headers["Content-Type"] ?? "application/octet-stream"
+        return Response(status: .init(code: answer.status), headers: headers,
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+    return (router, client)
+}

@@ -1,0 +1,47 @@
+internal import CHTTPEngine
+
+/// A snapshot of a client's connection pool and requests (for metrics
+/// gauges and dashboards). Read off the engine's counters without stopping
+/// its loop, so the fields may disagree by a request in flight.
+public struct PocketPoolStatistics: Sendable, Hashable {
+    /// Connections open now (idle or carrying a request).
+    public var openConnections: Int
+    /// Open connections waiting in the pool for their next request.
+    public var idleConnections: Int
+    /// Open connections carrying a request now: `open - idle`.
+    public var activeConnections: Int { max(0, openConnections - idleConnections) }
+    /// Requests submitted to the engine and not finished yet.
+    public var pendingRequests: Int
+    /// Requests submitted and not yet on a connection (waiting for one, or
+    /// for DNS and connect): `pending - active`, never below zero.
+    public var waitingRequests: Int { max(0, pendingRequests - activeConnections) }
+    /// Connections opened since the client started.
+    public var connectionsOpened: Int
+    /// Requests the engine finished since the client started.
+    public var requestsCompleted: Int
+
+    /// A snapshot with these values (for tests of code that reads one).
+    public init(openConnections: Int, idleConnections: Int, pendingRequests: Int, connectionsOpened: Int = 0,
+                requestsCompleted: Int = 0) {
+        self.openConnections = openConnections
+        self.idleConnections = idleConnections
+        self.pendingRequests = pendingRequests
+        self.connectionsOpened = connectionsOpened
+        self.requestsCompleted = requestsCompleted
+    }
+}
+
+extension PocketClient {
+    /// The pool's counters now (a few atomic loads; no lock, no syscall).
+    /// Scoped clients share their parent's pool and report it.
+    public var poolStatistics: PocketPoolStatistics {
+        let s = engine.stats
+        // Counters read one by one may cross: never below zero, never a trap.
+        let open = Int(truncatingIfNeeded: s.connections_opened) - Int(truncatingIfNeeded: s.connections_closed)
+        return PocketPoolStatistics(openConnections: max(0, open),
+                                    idleConnections: Int(truncatingIfNeeded: s.connections_idle),
+                                    pendingRequests: max(0, Int(truncatingIfNeeded: s.requests_pending)),
+                                    connectionsOpened: Int(truncatingIfNeeded: s.connections_opened),
+                                    requestsCompleted: Int(truncatingIfNeeded: s.requests_completed))
+    }
+}

@@ -1,0 +1,183 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Pocket
+import Tracing
+
+/// One client span per request attempt (swift-distributed-tracing), after
+/// OpenTelemetry's HTTP client conventions, and the trace context injected
+/// into the request's header fields (with an OpenTelemetry tracer: the W3C
+/// `traceparent`). Opt-in: install it, and only then does the request path
+/// do this work.
+///
+/// ```swift
+/// var config = PocketClient.Configuration()
+/// config.handling.middleware.append(PocketTracingMiddleware())
+/// ```
+///
+/// Each attempt's span is a child of the task's current context
+/// (`ServiceContext.current`), of kind `.client`, named by the method
+/// (`GET`), with the attributes `http.request.method`, `url.full` (user and
+/// password removed; the query too with `recordsQuery: false`),
+/// `server.address`, `server.port`, `http.response.status_code`,
+/// `network.protocol.version` (`1.1`, `1.0`), `http.request.resend_count`
+/// (on the second attempt and later) and, on failure, `error.type` (the
+/// `PocketError` code, or the status code for 4xx/5xx) with the span's
+/// status set to error. Events `dns`, `connect`, `tls` and `first_byte`
+/// are placed from the response's `PocketTimings` (each only when that
+/// phase happened: a reused connection has no connect). Redirects are
+/// followed inside one attempt, so they share its span.
+///
+/// A span that records nothing (the `NoOpTracer` of a process that
+/// bootstrapped no tracer, or a sampled-out trace) costs its start and the
+/// context injection only: no attributes are computed and the request is
+/// copied only if the tracer wrote a field.
+public struct PocketTracingMiddleware: PocketMiddleware {
+    /// Whether `url.full` keeps the query (true by default). Queries can
+    /// carry tokens or personal data; set false to strip it.
+    public var recordsQuery: Bool
+    private let tracer: (any Tracer)?
+
+    /// Spans from `tracer`, or from `InstrumentationSystem.tracer` (the
+    /// process's bootstrapped tracer, read when each span starts) when nil.
+    public init(tracer: (any Tracer)? = nil, recordsQuery: Bool = true) {
+        self.tracer = tracer
+        self.recordsQuery = recordsQuery
+    }
+
+    private static let spanKey = "pocket.tracing.span"
+
+    /// What `adapt` leaves for `observe` in the request's context store.
+    struct Started: Sendable {
+        var attempt: Int
+        var span: any Span
+    }
+
+    /// Starts the attempt's span and injects its context into the
+    /// request's header fields.
+    public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
+        let tracer = self.tracer ?? InstrumentationSystem.tracer
+        let parent = ServiceContext.current ?? .topLevel
+        let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .client)
+        // The context goes out even for a span that records nothing (a
+        // sampled-out trace still tells the server so); the request is
+        // copied only when the tracer wrote a field.
+        var fields: [(String, String)] = []
+        tracer.inject(span.context, into: &fields, using: FieldListInjector())
+        var sent = request
+        for (name, value) in fields { sent.headers[name] = value }
+        guard span.isRecording else {
+            // A no-op or sampled-out span: no attributes to compute, nothing to keep.
+            span.end()
+            return sent
+        }
+        let url = request.url
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["url.full"] = Self.fullURL(url, recordsQuery: recordsQuery)
+            if let host = url.host { attributes["server.address"] = host }
+            attributes["server.port"] = url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80)
+            if context.attempt > 1 { attributes["http.request.resend_count"] = context.attempt - 1 }
+        }
+        context[Self.spanKey] = Started(attempt: context.attempt, span: span)
+        return sent
+    }
+
+    /// Records the outcome on the attempt's span (status, protocol, error,
+    /// timing events) and ends it.
+    public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
+                        context: PocketMiddlewareContext) async {
+        guard let started = context[Self.spanKey] as? Started, started.attempt == context.attempt else { return }
+        context[Self.spanKey] = nil
+        let span = started.span
+        let end = DefaultTracerClock.now
+        switch outcome {
+        case .success(let response):
+            span.updateAttributes { attributes in
+                attributes["http.response.status_code"] = response.status
+                attributes["network.protocol.version"] = "1.\(response.httpMinorVersion)"
+                if response.status >= 400 { attributes["error.type"] = String(response.status) }
+            }
+            if response.status >= 400 { span.setStatus(SpanStatus(code: .error)) }
+            Self.addTimingEvents(response.timings, to: span, endingAt: end)
+        case .failure(let error):
+            let type = (error as? PocketError)?.code.name ?? (error is CancellationError ? "cancelled" : String(describing: Swift.type(of: error)))
+            span.attributes["error.type"] = type
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: "\(error)"))
+        }
+        span.end(at: end)
+    }
+
+    /// `dns`, `connect`, `tls` and `first_byte` events, placed from the
+    /// engine's timings (measured from the submit, which is `total` before
+    /// the end of the attempt).
+    static func addTimingEvents(_ timings: PocketTimings, to span: any Span, endingAt end: DefaultTracerClock.Instant) {
+        let total = nanos(timings.total)
+        guard total > 0, UInt64(total) <= end.nanosecondsSinceEpoch else { return }
+        let submitted = end.nanosecondsSinceEpoch - UInt64(total)
+        var offset: Int64 = 0
+        func event(_ name: String, at nanos: Int64) {
+            span.addEvent(SpanEvent(name: name, at: DefaultTracerClock.Instant(nanosecondsSinceEpoch: submitted + UInt64(max(0, nanos)))))
+        }
+        let dns = nanos(timings.dns), connect = nanos(timings.connect), tls = nanos(timings.tls)
+        if dns > 0 { offset += dns; event("dns", at: offset) }
+        if connect > 0 { offset += connect; event("connect", at: offset) }
+        if tls > 0 { offset += tls; event("tls", at: offset) }
+        let firstByte = nanos(timings.firstByte)
+        if firstByte > 0 { event("first_byte", at: firstByte) }
+    }
+
+    /// The URL as recorded: without user and password, and without the
+    /// query unless `recordsQuery`.
+    static func fullURL(_ url: URL, recordsQuery: Bool) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
+        if components.user != nil || components.password != nil {
+            // OTel: credentials are removed, not redacted in place.
+            components.user = nil
+            components.password = nil
+        }
+        if !recordsQuery { components.query = nil }
+        components.fragment = nil
+        return components.string ?? url.absoluteString
+    }
+
+    static func nanos(_ d: Duration) -> Int64 {
+        let (s, attos) = d.components
+        return s &* 1_000_000_000 &+ attos / 1_000_000_000
+    }
+}
+
+/// Collects the fields a tracer injects, so the request is changed only
+/// when there are some.
+struct FieldListInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [(String, String)]) {
+        carrier.append((key, value))
+    }
+}
+
+/// Writes trace context fields into a request's `PocketHeaders` (replacing
+/// a field of the same name, so a retried request carries one `traceparent`).
+public struct PocketHeadersInjector: Injector {
+    /// An injector (it has no state).
+    public init() {}
+
+    /// Sets the field `key` to `value`.
+    public func inject(_ value: String, forKey key: String, into carrier: inout PocketHeaders) {
+        carrier[key] = value
+    }
+}
+
+/// Reads trace context fields from `PocketHeaders` (e.g. a server built on
+/// Pocket's types continuing a caller's trace).
+public struct PocketHeadersExtractor: Extractor {
+    /// An extractor (it has no state).
+    public init() {}
+
+    /// The value of the field `key`, nil when absent.
+    public func extract(key: String, from carrier: PocketHeaders) -> String? {
+        carrier[key]
+    }
+}

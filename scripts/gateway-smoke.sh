@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# CI's check of the gateway example (Examples/Gateway, issue #19): builds it
+# (release, the build scripts/bench-gateway.sh uses too: Hummingbird and
+# AsyncHTTPClient take 12 to 16 minutes the first time), then
+# sends one request through each variant on loopback: the `static` gateway
+# is the downstream of the `pocket`, `pocket-bare` and `ahc` ones. Every gateway is started
+# here and stopped by its PID.
+#
+#   scripts/gateway-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/processes.sh
+
+BASE_PORT="${BASE_PORT:-18395}"
+swift build -c release --package-path Examples/Gateway
+BIN="$(swift build -c release --package-path Examples/Gateway --show-bin-path)/gateway"
+TMP="$(mktemp -d /tmp/pocket-gateway-smoke.XXXXXX)"
+PIDS=()
+cleanup() {
+  if ((${#PIDS[@]})); then stop_pids "${PIDS[@]}"; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+start() { # variant port
+  spawn_bg "$BIN" --client "$1" --port "$2" --downstream "http://127.0.0.1:$BASE_PORT/" >"$TMP/$1.log" 2>&1
+  PIDS+=("$SPAWNED_PID")
+}
+
+answer() { # port -> the body, once the gateway answers (up to 10 s)
+  local body
+  for _ in $(seq 100); do
+    if body="$(curl -fsS "http://127.0.0.1:$1/" 2>/dev/null)"; then echo "$body"; return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+start static "$BASE_PORT"
+start pocket "$((BASE_PORT + 1))"
+start ahc "$((BASE_PORT + 2))"
+start pocket-bare "$((BASE_PORT + 3))"
+for entry in "static $BASE_PORT" "pocket $((BASE_PORT + 1))" "ahc $((BASE_PORT + 2))" "pocket-bare $((BASE_PORT + 3))"; do
+  read -r variant port <<<"$entry"
+  body="$(answer "$port")" || { echo "gateway-smoke: the $variant gateway did not answer"; cat "$TMP/$variant.log"; exit 1; }
+  [ "$body" = "Hello, World!" ] || { echo "gateway-smoke: the $variant gateway answered '$body'"; exit 1; }
+  echo "gateway-smoke: $variant: $body"
+done
