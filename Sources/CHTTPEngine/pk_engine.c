@@ -228,9 +228,9 @@ static void *loop_main(void *arg) {
 }
 
 /* A direct pass: the submitting thread holds the sleeping loop's pass_lock
- * and does what the loop's next pass would do with the submissions (the
- * request is written now, from this thread), then the pass's end (finished
- * requests' continuations). Posted work, cancels and DNS results stay the
+ * and does what the loop's next pass would do with its submission (the
+ * request is written now, from this thread, on a pooled connection), then
+ * the pass's end (finished requests' continuations). Posted work, cancels and DNS results stay the
  * loop thread's. The loop is woken only if it must see something before its
  * epoll_wait times out: an earlier deadline than it sleeps to, or queued work. */
 static void direct_pass(pk__loop *loop) {
@@ -244,7 +244,8 @@ static void direct_pass(pk__loop *loop) {
   pthread_mutex_unlock(&loop->lock);
   if (subs) process_submissions(loop, subs, stopping);
   pass_end(loop);
-  pk__conn_recycle_dead(loop);
+  /* Connections closed here are recycled by the loop thread, after the
+   * events it may already hold for them. */
   bool late = pk__loop_next_deadline(loop) < loop->sleep_until;
   pk__current_engine = outer;
   bool wake = false;
@@ -497,11 +498,15 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
   bool direct = false;
   if (loop->sleeping && !loop->wake_pending) {
     /* Only for a loop with nothing in flight (one request at a time: the
-     * case where the wake-up is the whole cost). A busy loop writes its
+     * case where the wake-up is the whole cost; a busy loop writes its
      * submissions in batches, which is cheaper than each sender writing its
-     * own under the pass lock. */
+     * own under the pass lock), and only onto a pooled connection: a socket
+     * being set up while the loop sits in epoll_wait could be reported in
+     * a state the loop never sees otherwise (an unconnected socket's
+     * EPOLLHUP). The loop sleeps with an empty queue and no wake-up
+     * pending, so this request is the only submission. */
     if (!eng->cfg.no_direct_submit && !pk__on_loop_thread(eng) && pthread_mutex_trylock(&loop->pass_lock) == 0) {
-      if (pk__list_empty(&loop->reqs)) direct = true;
+      if (pk__list_empty(&loop->reqs) && pk__pool_has_idle(loop, req)) direct = true;
       else pthread_mutex_unlock(&loop->pass_lock);
     }
     if (!direct) {

@@ -414,6 +414,9 @@ typedef enum pk__pool_action {
 } pk__pool_action;
 /* Finds (or makes) req's origin and decides. 0 or -PK_E_NOMEM. */
 int pk__pool_acquire(pk__loop *loop, pk__req *req, bool fresh, pk__pool_action *action, pk__conn **conn);
+/* Whether `req`'s origin has an idle connection (finds or makes the origin
+ * and notes it in the request, as acquire would). */
+bool pk__pool_has_idle(pk__loop *loop, pk__req *req);
 void pk__pool_unreserve(pk__loop *loop, pk__origin *o);
 /* After a clean response: the waiter that takes the connection now, or NULL
  * (the connection was parked idle). */

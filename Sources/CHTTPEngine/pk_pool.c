@@ -55,6 +55,13 @@ static pk__origin *origin_get(pk__loop *loop, pk__req *req) {
   return o;
 }
 
+bool pk__pool_has_idle(pk__loop *loop, pk__req *req) {
+  pk__origin *o = req->origin ? req->origin : origin_get(loop, req);
+  if (!o) return false;
+  req->origin = o;
+  return !pk__list_empty(&o->idle);
+}
+
 int pk__pool_acquire(pk__loop *loop, pk__req *req, bool fresh, pk__pool_action *action, pk__conn **conn) {
   pk__origin *o = req->origin ? req->origin : origin_get(loop, req);
   if (!o) return -PK_E_NOMEM;
