@@ -116,19 +116,19 @@ public struct ResultCharts {
 }
 
 /// A note as lines of at most `width` characters, broken between words (a
-/// chart is 760 px wide: about 95 characters of its 12 px note text), later
-/// lines indented.
+/// chart is 760 px wide: about 95 characters of its 12 px note text); a word
+/// longer than a line stays whole.
 func wrapped(_ text: String, width: Int = 95) -> [String] {
     var lines: [String] = []
     var line = ""
     for word in text.split(separator: " ") {
         if !line.isEmpty, line.count + 1 + word.count > width {
             lines.append(line)
-            line = "   "
+            line = ""
         }
-        line += (line.isEmpty || line == "   " ? "" : " ") + word
+        line += (line.isEmpty ? "" : " ") + word
     }
-    if !line.isEmpty && line != "   " { lines.append(line) }
+    if !line.isEmpty { lines.append(line) }
     return lines
 }
 

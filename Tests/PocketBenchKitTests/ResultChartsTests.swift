@@ -184,8 +184,9 @@ final class ResultChartsTests: XCTestCase {
         let long = (1...40).map { "word\($0)" }.joined(separator: " ")
         let lines = wrapped(long, width: 40)
         XCTAssertTrue(lines.allSatisfy { $0.count <= 40 }, "\(lines)")
-        XCTAssertTrue(lines.dropFirst().allSatisfy { $0.hasPrefix("   ") && !$0.hasPrefix("    ") }, "\(lines)")
-        XCTAssertEqual(lines.joined(separator: " ").split(separator: " ").joined(separator: " "), long, "no word lost or split")
+        XCTAssertGreaterThan(lines.count, 1)
+        XCTAssertTrue(lines.dropLast().allSatisfy { $0.count > 40 - 8 }, "full lines: \(lines)")
+        XCTAssertEqual(lines.joined(separator: " "), long, "no word lost or split")
         XCTAssertEqual(wrapped(String(repeating: "x", count: 120), width: 40), [String(repeating: "x", count: 120)],
                        "a word longer than the line is kept whole")
     }
