@@ -43,7 +43,7 @@ while (($#)); do
     *) args+=("$1"); shift ;;
   esac
 done
-bench_args bench-peers 2,28p "${args[@]}"
+bench_args bench-peers 2,27p "${args[@]}"
 TLS="${TLS:-0}"
 case "$TLS" in 0|1) ;; *) echo "bench-peers: TLS is 0 or 1, not '$TLS'" >&2; exit 2 ;; esac
 if [ "$TLS" = 1 ]; then
@@ -132,6 +132,7 @@ URLSESSION_RUN=() # what urlsession-bench runs under
 URLSESSION_SKIP="" # why URLSession is left out, when it is
 WRK_NOTE=""
 URLSESSION_NOTE=""
+URLSESSION_BUNDLE=""
 tls_setup() {
   (
     cd "$TMP"
@@ -145,7 +146,7 @@ tls_setup() {
       -extfile ext.txt 2>/dev/null
   ) || { log "openssl could not make the test CA"; return 1; }
   TLS_ARGS=(--cacert "$TMP/ca.pem")
-  WRK_NOTE="does not verify the server certificate (wrk has no CA option)"
+  WRK_NOTE="does not verify the certificate (wrk has no CA option)"
   # URLSession on Linux (FoundationNetworking over libcurl) has no API for a
   # CA file: swift-corelibs-foundation reads URLSessionCertificateAuthorityInfoFile
   # on Android only (EasyHandle.setCARootBundlePath) and elsewhere leaves libcurl's
@@ -169,7 +170,8 @@ tls_setup() {
     URLSESSION_RUN=()
     return 0
   fi
-  URLSESSION_NOTE="trusts the test CA through libcurl's CA bundle path ($bundle), bind-mounted in a private mount namespace (FoundationNetworking has no CA-file setting on Linux)"
+  URLSESSION_NOTE="trusts the CA through libcurl's CA bundle path, bind-mounted in a mount namespace of its own (no CA-file setting on Linux)"
+  URLSESSION_BUNDLE="$bundle"
 }
 
 # ------------------------------------------------------------------ nginx
@@ -341,6 +343,7 @@ if [ "$TLS" = 1 ]; then
   if [ -n "$URLSESSION_SKIP" ]; then
     echo "URLSession: left out of the TLS rows: $URLSESSION_SKIP"
   else
-    echo "URLSession: $URLSESSION_NOTE."
+    echo "URLSession: $URLSESSION_NOTE: $URLSESSION_BUNDLE shows the system bundle plus the test CA" \
+      "(FoundationNetworking reads URLSessionCertificateAuthorityInfoFile on Android only)."
   fi
 fi
