@@ -7,6 +7,7 @@
  *   curl-bench --url URL --requests N --connections C [--warmup W]
  *              [--sink discard|file:PATH] [--compressed]
  *              [--upload-file PATH] [--max-seconds T] [--buffer-size BYTES]
+ *              [--cacert FILE]
  *
  * --sink discard     the write callback only counts the bytes (default)
  * --sink file:PATH   the write callback fwrite()s them to PATH, truncated at
@@ -19,6 +20,8 @@
  * --warmup W         W requests first, unmeasured (default 0)
  * --max-seconds T    start no new measured request after T seconds
  * --buffer-size B    CURLOPT_BUFFERSIZE (default: libcurl's, 16 KiB)
+ * --cacert FILE      trust the CA certificates (PEM) in FILE for https URLs
+ *                    instead of libcurl's default bundle (CURLOPT_CAINFO)
  *
  * Prints one JSON line:
  *   {"requests":N,"errors":E,"elapsed_s":S,"rps":R,"bytes":B,"mb_per_s":M,
@@ -54,6 +57,7 @@ struct options {
     double max_seconds;  /* 0: no limit */
     const char *sink_path; /* NULL: discard */
     const char *upload_path; /* NULL: GET */
+    const char *ca_file;     /* NULL: libcurl's default CA bundle */
     bool compressed;
 };
 
@@ -105,7 +109,7 @@ static void die_usage(const char *msg) {
     if (msg) fprintf(stderr, "curl-bench: %s\n", msg);
     fputs("usage: curl-bench --url URL --requests N --connections C [--warmup W]\n"
           "                  [--sink discard|file:PATH] [--compressed] [--upload-file PATH]\n"
-          "                  [--max-seconds T] [--buffer-size BYTES]\n",
+          "                  [--max-seconds T] [--buffer-size BYTES] [--cacert FILE]\n",
           stderr);
     exit(2);
 }
@@ -140,6 +144,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (strcmp(a, "--warmup") == 0) o->warmup = parse_long(a, v, 0);
         else if (strcmp(a, "--buffer-size") == 0) o->buffer_size = parse_long(a, v, 1024);
         else if (strcmp(a, "--upload-file") == 0) o->upload_path = v;
+        else if (strcmp(a, "--cacert") == 0) o->ca_file = v;
         else if (strcmp(a, "--max-seconds") == 0) {
             char *end = NULL;
             o->max_seconds = strtod(v, &end);
@@ -154,6 +159,10 @@ static void parse_options(int argc, char **argv, struct options *o) {
     }
     if (!o->url) die_usage("--url is required");
     if (o->requests < 0) die_usage("--requests is required");
+    if (o->ca_file && access(o->ca_file, R_OK) != 0) {
+        fprintf(stderr, "curl-bench: --cacert %s: %s\n", o->ca_file, strerror(errno));
+        exit(2);
+    }
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg) {
@@ -203,6 +212,7 @@ static void setup_slot(struct slot *s, long index, const struct options *o, curl
     curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
     if (o->buffer_size) curl_easy_setopt(e, CURLOPT_BUFFERSIZE, o->buffer_size);
     if (o->compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip, deflate");
+    if (o->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
     if (o->upload_path) {
         s->upload = open_or_die(o->upload_path, "rb");
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);

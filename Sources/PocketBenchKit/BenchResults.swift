@@ -44,6 +44,12 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var command: String?
     /// Where a transcribed figure came from (a log file and its line).
     public var source: String?
+    /// What a reader should know about how this client ran (`"does not verify
+    /// the certificate"`): the requests/s chart lists it beside the client.
+    public var note: String?
+    /// Why this client did not run here: the run is not drawn (its figures
+    /// mean nothing) and its charts say it is missing, and why.
+    public var skipped: String?
 
     /// The machine a run ran on.
     public struct Machine: Codable, Sendable, Equatable, Hashable {
@@ -192,11 +198,12 @@ public struct BenchResults: Codable, Sendable {
         }
     }
 
-    /// The groups in the order their first run appears, by scenario.
+    /// The groups in the order their first run appears, by scenario
+    /// (skipped runs left out: see `skipped(scenario:)`).
     public var scenarios: [(name: String, groups: [Group])] {
         var order: [String] = []
         var groups: [String: [Group]] = [:]
-        for run in runs {
+        for run in runs where run.skipped == nil {
             let scenario = run.scenario ?? "run"
             if groups[scenario] == nil {
                 order.append(scenario)
@@ -211,6 +218,21 @@ public struct BenchResults: Codable, Sendable {
             }
         }
         return order.map { ($0, groups[$0]!) }
+    }
+
+    /// The clients of `scenario` that did not run, each once with its
+    /// connection counts and the reason, in the order they appear.
+    public func skipped(scenario: String) -> [(displayName: String, connections: [Int], reason: String)] {
+        var out: [(displayName: String, connections: [Int], reason: String)] = []
+        for run in runs where (run.scenario ?? "run") == scenario {
+            guard let reason = run.skipped else { continue }
+            if let i = out.firstIndex(where: { $0.displayName == run.displayName && $0.reason == reason }) {
+                if !out[i].connections.contains(run.connections) { out[i].connections.append(run.connections) }
+            } else {
+                out.append((run.displayName, [run.connections], reason))
+            }
+        }
+        return out
     }
 
     /// Every file's runs in one set (titles and notes joined).

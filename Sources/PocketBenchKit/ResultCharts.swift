@@ -1,7 +1,9 @@
 /// The charts of a results set, per scenario: requests/s bars by connection
 /// count and client; the latency percentile curves; and, when a scenario ran
 /// at three or more connection counts (the scaling run), p99 and peak RSS
-/// bars with the memory per connection stated beside them.
+/// bars with the memory per connection stated beside them. The requests/s
+/// chart also carries each client's `note`; a client that was `skipped` is
+/// named, with the reason, on every chart of its scenario.
 public struct ResultCharts {
     /// One chart: its SVG text and the file name it is written under.
     public struct Chart: Sendable {
@@ -44,6 +46,14 @@ public struct ResultCharts {
         }
         let repetitions = Set(groups.map(\.runs.count))
         if let r = repetitions.max(), r > 1 { rpsNotes.append("medians of \(r) repetitions") }
+        let notRun = results.skipped(scenario: scenario).flatMap { s in
+            wrapped("not run: \(s.displayName) (\(s.connections.map { "c=\($0)" }.joined(separator: ", "))): \(s.reason)")
+        }
+        for name in names {
+            let runs = groups.filter { $0.displayName == name }.flatMap(\.runs)
+            for note in ordered(runs.compactMap(\.note)) { rpsNotes += wrapped("\(name): \(note)") }
+        }
+        rpsNotes += notRun
 
         var out: [Chart] = []
         let rps = BarChart(kind: "rps", scenario: scenario, title: "\(scenario): requests/s (higher is better)",
@@ -82,7 +92,8 @@ public struct ResultCharts {
         }
         if !curves.isEmpty {
             var notes: [String] = []
-            if !withoutLatency.isEmpty { notes.append("no latency measured: " + withoutLatency.joined(separator: ", ")) }
+            if !withoutLatency.isEmpty { notes += wrapped("no latency measured: " + withoutLatency.joined(separator: ", ")) }
+            notes += notRun
             let chart = PercentileChart(scenario: scenario, title: "\(scenario): latency by percentile (lower is better)",
                                         notes: notes, curves: curves)
             out.append(Chart(scenario: scenario, kind: "latency", svg: chart.svg()))
@@ -102,6 +113,23 @@ public struct ResultCharts {
         guard !parts.isEmpty, let lo = groups.map(\.connections).min(), let hi = groups.map(\.connections).max() else { return [] }
         return ["memory per connection, (peak RSS at \(hi) - at \(lo)) / \(hi - lo) connections:", parts.joined(separator: ", ")]
     }
+}
+
+/// A note as lines of at most `width` characters, broken between words (a
+/// chart is 760 px wide: about 95 characters of its 12 px note text); a word
+/// longer than a line stays whole.
+func wrapped(_ text: String, width: Int = 95) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+        if !line.isEmpty, line.count + 1 + word.count > width {
+            lines.append(line)
+            line = ""
+        }
+        line += (line.isEmpty ? "" : " ") + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines
 }
 
 /// The elements in the order they first appear, once each.

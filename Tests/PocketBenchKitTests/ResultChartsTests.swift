@@ -26,6 +26,18 @@ enum Fixture {
         return lines.joined(separator: "\n")
     }()
 
+    /// A TLS peers run as `TLS=1 scripts/bench-peers.sh --json` writes it: wrk with
+    /// its note, Pocket, and URLSession left out (the script's `skipped` lines,
+    /// a zero rps that must not be drawn).
+    static let tlsPeers = """
+        {"client":"urlsession","scenario":"TLS","connections":64,"rps":0,"skipped":"URLSession on Linux trusts only libcurl's CA bundle (/etc/ssl/certs/ca-certificates.crt), and it could not be replaced in a private mount namespace here (unshare --user --mount: Operation not permitted)"}
+        {"client":"urlsession","scenario":"TLS","connections":1,"rps":0,"skipped":"URLSession on Linux trusts only libcurl's CA bundle (/etc/ssl/certs/ca-certificates.crt), and it could not be replaced in a private mount namespace here (unshare --user --mount: Operation not permitted)"}
+        {"scenario":"TLS","rep":1,"connections":64,"cpu_us_per_req":9.1,"label":"wrk 4.1.0","note":"does not verify the certificate (wrk has no CA option)","command":"wrk -t1 -c64 -d5s --latency https://127.0.0.1:18443/","rps":104000,"requests":520000,"errors":0,"p50_us":300,"p90_us":500,"p99_us":800,"latency_percentiles":[[50,300],[75,400],[90,500],[99,800]],"client":"wrk"}
+        {"scenario":"TLS","rep":1,"client":"pocket","connections":64,"requests":480000,"errors":0,"rps":96000,"p50_us":600,"p99_us":1300,"new_connections":64,"tls_resumed":0}
+        {"scenario":"TLS","rep":1,"connections":1,"cpu_us_per_req":40.2,"label":"wrk 4.1.0","note":"does not verify the certificate (wrk has no CA option)","rps":13000,"p50_us":70,"p99_us":140,"client":"wrk"}
+        {"scenario":"TLS","rep":1,"client":"pocket","connections":1,"requests":60000,"errors":0,"rps":12000,"p50_us":80,"p99_us":150}
+        """
+
     static func results(_ text: String) throws -> BenchResults { try BenchResults.parse(text) }
 }
 
@@ -122,8 +134,65 @@ final class ResultChartsTests: XCTestCase {
         XCTAssertEqual(p99.map { Double($0["data-value"]!)! }, [1920, 7680, 30720, 122_880])
     }
 
+    func testSkippedClientsAreNamedNotDrawnAndNotesAreStated() throws {
+        let all = try charts(Fixture.tlsPeers)
+        XCTAssertEqual(all.map(\.0.fileName), ["tls-rps.svg", "tls-latency.svg"])
+        let rps = all[0].1, latency = all[1].1
+        // URLSession's zero is not a bar: it did not run.
+        XCTAssertEqual(rps.all(class: "series").map { $0["data-series"] }, ["wrk 4.1.0", "Pocket"])
+        XCTAssertEqual(rps.all(class: "legend-item").map { $0["data-series"] }, ["wrk 4.1.0", "Pocket"])
+        XCTAssertEqual(latency.all(class: "series").map { $0["data-series"] },
+                       ["wrk 4.1.0 c=1", "wrk 4.1.0 c=64", "Pocket c=1", "Pocket c=64"])
+        let rpsNotes = rps.all(class: "chart-note").map(\.allText)
+        let latencyNotes = latency.all(class: "chart-note").map(\.allText)
+        // Said once per client (two runs carry it), and wrapped to the chart's width.
+        XCTAssertEqual(rpsNotes.filter { $0.contains("does not verify") }, ["wrk 4.1.0: does not verify the certificate (wrk has no CA option)"])
+        for notes in [rpsNotes, latencyNotes] {
+            let text = notes.joined(separator: " ")
+            XCTAssertTrue(text.contains("not run: URLSession (c=64, c=1): URLSession on Linux trusts only libcurl's CA bundle"), text)
+            XCTAssertTrue(text.contains("(unshare --user --mount: Operation not permitted)"), text)
+            XCTAssertEqual(text.components(separatedBy: "not run:").count, 2, "one note for both connection counts")
+            XCTAssertTrue(notes.allSatisfy { $0.count <= 95 }, "\(notes)")
+        }
+        XCTAssertFalse(latencyNotes.joined().contains("does not verify"), "client notes go with the requests/s chart")
+        // The HTML report of the same run: no error banner for a skipped client, its notes in the charts.
+        let html = try XMLTree.parse(HTMLReport(try Fixture.results(Fixture.tlsPeers)).render())
+        XCTAssertTrue(html.all(class: "banner").isEmpty)
+        XCTAssertTrue(html.all(class: "chart-note").contains { $0.allText.hasPrefix("not run: URLSession") })
+        for (chart, _) in all { try SVGRenderer.render(chart.svg, name: chart.fileName) }
+    }
+
+    func testSkippedRunsAreNotGroupedAndNotesReadBack() throws {
+        let results = try Fixture.results(Fixture.tlsPeers)
+        XCTAssertEqual(results.runs.count, 6)
+        XCTAssertEqual(results.runs[0].skipped?.hasPrefix("URLSession on Linux"), true)
+        XCTAssertEqual(results.runs[2].note, "does not verify the certificate (wrk has no CA option)")
+        let groups = try XCTUnwrap(results.scenarios.first { $0.name == "TLS" }?.groups)
+        XCTAssertEqual(groups.map(\.seriesName), ["wrk 4.1.0 c=64", "Pocket c=64", "wrk 4.1.0 c=1", "Pocket c=1"])
+        let skipped = results.skipped(scenario: "TLS")
+        XCTAssertEqual(skipped.map(\.displayName), ["URLSession"])
+        XCTAssertEqual(skipped.first?.connections, [64, 1])
+        XCTAssertTrue(results.skipped(scenario: "plain HTTP").isEmpty)
+        // A scenario of skipped runs only draws nothing.
+        let onlySkipped = try Fixture.results(#"{"client":"urlsession","scenario":"TLS","connections":1,"rps":0,"skipped":"no CA"}"#)
+        XCTAssertTrue(onlySkipped.scenarios.isEmpty)
+        XCTAssertTrue(ResultCharts(onlySkipped).charts.isEmpty)
+    }
+
+    func testNotesWrapBetweenWords() {
+        XCTAssertEqual(wrapped("short note"), ["short note"])
+        let long = (1...40).map { "word\($0)" }.joined(separator: " ")
+        let lines = wrapped(long, width: 40)
+        XCTAssertTrue(lines.allSatisfy { $0.count <= 40 }, "\(lines)")
+        XCTAssertGreaterThan(lines.count, 1)
+        XCTAssertTrue(lines.dropLast().allSatisfy { $0.count > 40 - 8 }, "full lines: \(lines)")
+        XCTAssertEqual(lines.joined(separator: " "), long, "no word lost or split")
+        XCTAssertEqual(wrapped(String(repeating: "x", count: 120), width: 40), [String(repeating: "x", count: 120)],
+                       "a word longer than the line is kept whole")
+    }
+
     func testChartsRenderToPNG() throws {
-        for (chart, svg) in try charts(Fixture.peers) + charts(Fixture.scaling) {
+        for (chart, svg) in try charts(Fixture.peers) + charts(Fixture.scaling) + charts(Fixture.tlsPeers) {
             let size = try SVGRenderer.render(chart.svg, name: chart.fileName)
             XCTAssertEqual(size.width, Int(Double(svg["width"]!)!), chart.fileName)
             XCTAssertEqual(size.height, Int(Double(svg["height"]!)!), chart.fileName)
