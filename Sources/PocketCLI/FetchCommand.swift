@@ -45,6 +45,12 @@ struct FetchCommand: Sendable {
     var showError = false
     var verbose = false
     var writeOut: String?
+    // Network reach (README "Network reach"): proxies, Unix sockets, --resolve.
+    var proxy: String?
+    var proxyUser: String?
+    var noProxy: String?
+    var unixSocket: String?
+    var resolve: [String] = []
 
     /// Every option of `pocket [fetch]`, in the order of the help.
     static var options: [CommandLineOption<FetchCommand>] { [
@@ -76,6 +82,11 @@ struct FetchCommand: Sendable {
         .flag("S", "show-error", \.showError, "With -s, still print the error line."),
         .flag("v", "verbose", \.verbose, "Request and response heads and timings on stderr."),
         .string("w", "write-out", \.writeOut, "format", "Print FORMAT after the transfer: %{http_code} %{time_total} ... (see README; @FILE reads it)."),
+        .string("x", "proxy", \.proxy, "[http://][user:pass@]host[:port]", "Use this HTTP proxy (CONNECT for https); '' for none. Default: http_proxy, HTTPS_PROXY, ALL_PROXY as curl reads them."),
+        .string(nil, "proxy-user", \.proxyUser, "user:password", "Basic credentials for the proxy."),
+        .string(nil, "noproxy", \.noProxy, "list", "Hosts reached without the proxy: names (with subdomains), IPs, CIDR blocks, '*' (overrides NO_PROXY)."),
+        .string(nil, "unix-socket", \.unixSocket, "path", "Connect to this Unix domain socket; the URL names the origin."),
+        .strings(nil, "resolve", \.resolve, "host:port:addr[,addr]", "Connect to these addresses for host:port instead of resolving it (repeatable)."),
     ] }
 
     static let helpHeader = """

@@ -321,6 +321,7 @@ final class RequestPathTests: XCTestCase {
             .tlsProtocolVersion, .tlsAlpnMismatch, .badContentEncoding, .truncatedContentEncoding, .decompressionBomb,
             .decodedBodyTooLarge, .tooManyContentEncodings, .fileWriteFailed, .fileReadFailed, .requestBodyLengthMismatch,
             .threadFailed, .unixSocketNotFound, .unixSocketRefused, .unixSocketPermissionDenied, .unixSocketPathTooLong,
+            .proxyAuthenticationRequired, .proxyConnectFailed, .proxyTunnelClosed, .proxyBadResponse,
         ]
         let engine = PocketError.Code.engineCodes
         XCTAssertGreaterThan(engine.count, 50)
