@@ -20,8 +20,10 @@
  * --warmup W         W requests first, unmeasured (default 0)
  * --max-seconds T    start no new measured request after T seconds
  * --buffer-size B    CURLOPT_BUFFERSIZE (default: libcurl's, 16 KiB)
- * --cacert FILE      trust the CA certificates (PEM) in FILE for https URLs
- *                    instead of libcurl's default bundle (CURLOPT_CAINFO)
+ * --proxy URL        CURLOPT_PROXY (default: none, whatever the environment says)
+ * --unix-socket PATH CURLOPT_UNIX_SOCKET_PATH
+ * --cacert FILE      CURLOPT_CAINFO
+ * --close            CURLOPT_FORBID_REUSE: a new connection per request
  *
  * Prints one JSON line:
  *   {"requests":N,"errors":E,"elapsed_s":S,"rps":R,"bytes":B,"mb_per_s":M,
@@ -57,8 +59,8 @@ struct options {
     double max_seconds;  /* 0: no limit */
     const char *sink_path; /* NULL: discard */
     const char *upload_path; /* NULL: GET */
-    const char *ca_file;     /* NULL: libcurl's default CA bundle */
-    bool compressed;
+    const char *proxy, *unix_socket, *cacert; /* NULL: none */
+    bool compressed, close_each;
 };
 
 /* One easy handle and what its current request uses. */
@@ -109,7 +111,8 @@ static void die_usage(const char *msg) {
     if (msg) fprintf(stderr, "curl-bench: %s\n", msg);
     fputs("usage: curl-bench --url URL --requests N --connections C [--warmup W]\n"
           "                  [--sink discard|file:PATH] [--compressed] [--upload-file PATH]\n"
-          "                  [--max-seconds T] [--buffer-size BYTES] [--cacert FILE]\n",
+          "                  [--max-seconds T] [--buffer-size BYTES] [--proxy URL]\n"
+          "                  [--unix-socket PATH] [--cacert FILE] [--close]\n",
           stderr);
     exit(2);
 }
@@ -136,6 +139,10 @@ static void parse_options(int argc, char **argv, struct options *o) {
             o->compressed = true;
             continue;
         }
+        if (strcmp(a, "--close") == 0) {
+            o->close_each = true;
+            continue;
+        }
         if (i + 1 >= argc) die_usage("missing value");
         const char *v = argv[++i];
         if (strcmp(a, "--url") == 0) o->url = v;
@@ -144,7 +151,9 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (strcmp(a, "--warmup") == 0) o->warmup = parse_long(a, v, 0);
         else if (strcmp(a, "--buffer-size") == 0) o->buffer_size = parse_long(a, v, 1024);
         else if (strcmp(a, "--upload-file") == 0) o->upload_path = v;
-        else if (strcmp(a, "--cacert") == 0) o->ca_file = v;
+        else if (strcmp(a, "--proxy") == 0) o->proxy = v;
+        else if (strcmp(a, "--unix-socket") == 0) o->unix_socket = v;
+        else if (strcmp(a, "--cacert") == 0) o->cacert = v;
         else if (strcmp(a, "--max-seconds") == 0) {
             char *end = NULL;
             o->max_seconds = strtod(v, &end);
@@ -159,8 +168,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
     }
     if (!o->url) die_usage("--url is required");
     if (o->requests < 0) die_usage("--requests is required");
-    if (o->ca_file && access(o->ca_file, R_OK) != 0) {
-        fprintf(stderr, "curl-bench: --cacert %s: %s\n", o->ca_file, strerror(errno));
+    if (o->cacert && access(o->cacert, R_OK) != 0) {
+        fprintf(stderr, "curl-bench: --cacert %s: %s\n", o->cacert, strerror(errno));
         exit(2);
     }
 }
@@ -205,14 +214,16 @@ static void setup_slot(struct slot *s, long index, const struct options *o, curl
     }
     CURL *e = s->easy;
     curl_easy_setopt(e, CURLOPT_URL, o->url);
-    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* loopback: never through a proxy from the environment */
+    curl_easy_setopt(e, CURLOPT_PROXY, o->proxy ? o->proxy : ""); /* never a proxy from the environment */
+    if (o->unix_socket) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
+    if (o->cacert) curl_easy_setopt(e, CURLOPT_CAINFO, o->cacert);
+    if (o->close_each) curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->error);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
     if (o->buffer_size) curl_easy_setopt(e, CURLOPT_BUFFERSIZE, o->buffer_size);
     if (o->compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip, deflate");
-    if (o->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
     if (o->upload_path) {
         s->upload = open_or_die(o->upload_path, "rb");
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);

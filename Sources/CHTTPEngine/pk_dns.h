@@ -63,8 +63,10 @@ void pk__dns_cache_init(pk__dns_cache *c, pk__resolver *r, uint32_t ttl_ms, void
 void pk__dns_cache_free(pk__dns_cache *c);
 
 #define PK__DNS_PENDING 1
-/* Resolves host[0..len) (NUL-terminated) at time `now`. Returns 0 with
- * *addrs set (a numeric host or a cache hit; the callback will not run),
+/* Resolves host[0..len) (NUL-terminated) at time `now`: a name, a numeric
+ * address, or a comma-separated list of up to PK_DNS_MAX_ADDRS numeric
+ * addresses (the caller's own, curl's --resolve). Returns 0 with
+ * *addrs set (numeric or a cache hit; the callback will not run),
  * PK__DNS_PENDING (q->cb runs later, from pk__dns_process), or -PK_E_NOMEM.
  * Either way q must later get pk__dns_release (or pk__dns_cancel while
  * pending). Cache's thread only. */

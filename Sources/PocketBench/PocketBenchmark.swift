@@ -58,6 +58,14 @@ public enum PocketBenchmark {
         config.tls.caFile = options.caFile
         config.tls.insecureSkipVerification = options.insecure
         if let compressed = options.compressed { config.decompression = compressed }
+        // Like curl-bench: no proxy from the environment, only --proxy.
+        config.proxyFromEnvironment = false
+        do {
+            config.proxy = try options.proxy.map { try PocketProxy($0) }
+        } catch {
+            throw Failure(description: "--proxy: \(error)", exitCode: 2)
+        }
+        config.unixSocketPath = options.unixSocket
         if options.pipeline {
             // The engaged path: a middleware that adds a header, a retry
             // policy (nothing to retry against a healthy server), events.

@@ -49,6 +49,10 @@ public struct BenchOptions: Sendable {
     /// Soak test (`--soak K`): the measured requests in K rounds with resident
     /// memory and open descriptors printed after each; nil (default): one phase.
     public var soakRounds: Int?
+    /// `--proxy URL`: an HTTP proxy (forwarding for http, CONNECT for https).
+    public var proxy: String?
+    /// `--unix-socket PATH`: connect to this Unix domain socket instead.
+    public var unixSocket: String?
 
     /// pocket-bench's defaults.
     public init() {}
@@ -63,7 +67,8 @@ public struct BenchOptions: Sendable {
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--pipeline] [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
-                            [--upload-form PATH] [--compressed] [--soak K]
+                            [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
+                            [--unix-socket PATH]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -94,6 +99,9 @@ public struct BenchOptions: Sendable {
           --soak K             soak test: the N requests in K rounds, printing resident
                                memory and open file descriptors (stderr) before and after
                                each; no latencies (docs/FUZZING.md)
+          --proxy URL          through this HTTP proxy (http://[user:pass@]host:port):
+                               forwarded for http URLs, a CONNECT tunnel for https
+          --unix-socket PATH   connect to this Unix domain socket (the URL names the origin)
         """
 
     /// A flag that is unknown or lacks a valid value.
@@ -159,6 +167,8 @@ public struct BenchOptions: Sendable {
             case "--upload-form": o.uploadForm = try value(arg)
             case "--compressed": o.compressed = true
             case "--soak": o.soakRounds = try int(arg, min: 1)
+            case "--proxy": o.proxy = try value(arg)
+            case "--unix-socket": o.unixSocket = try value(arg)
             case "-h", "--help":
                 print(usage)
                 exit(0)

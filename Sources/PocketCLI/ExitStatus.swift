@@ -12,6 +12,7 @@ struct ExitStatus: Sendable, Equatable {
     static let success = ExitStatus(code: 0, name: "success")
     static let other = ExitStatus(code: 1, name: "other error")
     static let url = ExitStatus(code: 3, name: "malformed or unsupported URL")
+    static let proxyResolve = ExitStatus(code: 5, name: "proxy: invalid or its name not resolved")
     static let dns = ExitStatus(code: 6, name: "DNS: host not resolved")
     static let connect = ExitStatus(code: 7, name: "connect failed")
     static let protocolError = ExitStatus(code: 8, name: "protocol/framing: malformed or truncated response")
@@ -24,7 +25,7 @@ struct ExitStatus: Sendable, Equatable {
     static let tls = ExitStatus(code: 35, name: "TLS handshake or configuration")
     static let invalidRequest = ExitStatus(code: 43, name: "invalid request (method, header, body)")
     static let emptyReply = ExitStatus(code: 52, name: "empty reply: the server closed the connection without answering")
-    static let connectionLost = ExitStatus(code: 56, name: "connection lost (reset, read or write failed)")
+    static let connectionLost = ExitStatus(code: 56, name: "connection lost (reset, read or write failed), or the proxy refused or broke the tunnel")
     static let tlsCertificate = ExitStatus(code: 60, name: "TLS certificate not trusted, expired or for another host")
     static let tooLarge = ExitStatus(code: 63, name: "too large: a response limit was exceeded")
     static let redirects = ExitStatus(code: 47, name: "redirects: too many, a loop, an https->http downgrade or a bad Location (-L)")
@@ -33,7 +34,7 @@ struct ExitStatus: Sendable, Equatable {
     static let interrupted = ExitStatus(code: 130, name: "interrupted (Ctrl-C); an -o download keeps its partial file for -C -")
 
     /// Every status, for the help text and the README table.
-    static let all: [ExitStatus] = [success, other, url, dns, connect, protocolError, partialFile, httpError, localWrite, localRead,
+    static let all: [ExitStatus] = [success, other, url, proxyResolve, dns, connect, protocolError, partialFile, httpError, localWrite, localRead,
                                     timeout, range, tls, invalidRequest, redirects, emptyReply, connectionLost, tlsCertificate,
                                     tooLarge, tlsPin, usage, interrupted]
 
@@ -67,6 +68,11 @@ struct ExitStatus: Sendable, Equatable {
         .rangeNotSatisfiable: range, .resumeValidatorMismatch: range, .badContentRange: range,
         .tooManyRedirects: redirects, .redirectLoop: redirects, .insecureRedirect: redirects,
         .badRedirectLocation: redirects, .bodyNotReplayable: invalidRequest, .invalidMultipartForm: invalidRequest,
+        // Network reach: as curl exits for --unix-socket, -x and CONNECT.
+        .unixSocketNotFound: connect, .unixSocketRefused: connect, .unixSocketPermissionDenied: connect,
+        .unixSocketPathTooLong: connect, .proxyUnreachable: connect, .invalidProxy: proxyResolve,
+        .proxyAuthenticationRequired: connectionLost, .proxyConnectFailed: connectionLost,
+        .proxyTunnelClosed: connectionLost, .proxyBadResponse: connectionLost,
     ]
 
     static func `for`(_ code: PocketError.Code) -> ExitStatus { table[code] ?? other }

@@ -85,6 +85,7 @@ extension FetchCommand {
                 throw CLIFailure(.usage, "--pinnedpubkey takes sha256//BASE64 pins separated by ';'")
             }
         }
+        try applyReach(to: &configuration, url: parsed)
         for path in [cacert, cert, key].compactMap({ $0 }) where access(path, R_OK) != 0 {
             throw CLIFailure(.localRead, "cannot read \(path): \(String(cString: strerror(errno)))")
         }
@@ -327,5 +328,41 @@ extension FetchCommand {
             throw CLIFailure(.usage, "\(flag) needs a number of seconds > 0, got \(seconds)")
         }
         return .milliseconds(Int64((seconds * 1000).rounded(.up)))
+    }
+}
+
+extension FetchCommand {
+    /// -x/--proxy, --proxy-user, --noproxy, --unix-socket and --resolve.
+    func applyReach(to configuration: inout PocketClient.Configuration, url: URL) throws(CLIFailure) {
+        do {
+            if let proxy {
+                configuration.proxy = proxy.isEmpty ? .direct : try PocketProxy(proxy)
+            } else if proxyUser != nil {
+                // Credentials for the environment's proxy, as curl applies them.
+                let env = ProcessInfo.processInfo.environment
+                let https = url.scheme?.lowercased() == "https"
+                let names = https ? ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] : ["http_proxy", "all_proxy", "ALL_PROXY"]
+                if let value = names.lazy.compactMap({ env[$0] }).first(where: { !$0.isEmpty }) {
+                    configuration.proxy = try PocketProxy(value)
+                }
+            }
+        } catch {
+            throw CLIFailure(error)
+        }
+        if let proxyUser, var proxy = configuration.proxy, !proxy.isDirect {
+            let colon = proxyUser.firstIndex(of: ":") ?? proxyUser.endIndex
+            proxy.username = String(proxyUser[..<colon])
+            proxy.password = colon < proxyUser.endIndex ? String(proxyUser[proxyUser.index(after: colon)...]) : ""
+            configuration.proxy = proxy
+        }
+        if let noProxy { configuration.noProxy = noProxy.split(separator: ",").map(String.init) }
+        configuration.unixSocketPath = unixSocket
+        for entry in resolve {
+            do {
+                configuration.addressOverrides.append(try PocketAddressOverride(entry))
+            } catch {
+                throw CLIFailure(.usage, "--resolve: \(error.message)")
+            }
+        }
     }
 }

@@ -69,6 +69,13 @@ struct FetchCommand: Sendable {
     var showError = false
     var verbose = false
     var writeOut: String?
+    // Network reach (README "Network reach"): proxies, Unix sockets, --resolve.
+    var proxy: String?
+    var proxyUser: String?
+    var noProxy: String?
+    var unixSocket: String?
+    var resolve: [String] = []
+
     // Authentication (FetchCommand+Auth.swift).
     var user: String?
     var basic = false
@@ -86,8 +93,8 @@ struct FetchCommand: Sendable {
     /// Every option of `pocket [fetch]`, by help section (curl's `--help
     /// category`). A new flag is one line in its section plus its field.
     static var options: [Option] {
-        [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, authOptions, tlsOptions, retryOptions,
-         verboseOptions, toolOptions].flatMap { $0 }
+        [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, dnsOptions, proxyOptions, authOptions,
+         tlsOptions, retryOptions, verboseOptions, toolOptions].flatMap { $0 }
     }
 
     typealias Option = CommandLineOption<FetchCommand>
@@ -136,6 +143,20 @@ struct FetchCommand: Sendable {
         ])
     }
 
+    private static var dnsOptions: [Option] {
+        Option.section(.dns, [
+            .strings(nil, "resolve", \.resolve, "host:port:addr[,addr]", "Connect to these addresses for host:port instead of resolving it (repeatable)."),
+        ])
+    }
+
+    private static var proxyOptions: [Option] {
+        Option.section(.proxy, [
+            .string("x", "proxy", \.proxy, "[http://][user:pass@]host[:port]", "Use this HTTP proxy (CONNECT for https); '' for none. Default: http_proxy, HTTPS_PROXY, ALL_PROXY as curl reads them."),
+            .string(nil, "proxy-user", \.proxyUser, "user:password", "Basic credentials for the proxy."),
+            .string(nil, "noproxy", \.noProxy, "list", "Hosts reached without the proxy: names (with subdomains), IPs, CIDR blocks, '*' (overrides NO_PROXY)."),
+        ])
+    }
+
     private static var authOptions: [Option] {
         Option.section(.auth, [
             .string("u", "user", \.user, "user:password", "Credentials for the URL's origin: Basic, sent at once (or as --digest/--anyauth say)."),
@@ -149,6 +170,7 @@ struct FetchCommand: Sendable {
         Option.section(.connection, [
             .optionalNumber("m", "max-time", \.maxTime, "seconds", "Give up after SECONDS for the whole request (exit 28).") { Double($0) },
             .optionalNumber(nil, "connect-timeout", \.connectTimeout, "seconds", "Give up connecting after SECONDS (default 10; exit 28).") { Double($0) },
+            .string(nil, "unix-socket", \.unixSocket, "path", "Connect to this Unix domain socket; the URL names the origin."),
         ])
     }
 

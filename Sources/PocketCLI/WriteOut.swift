@@ -178,8 +178,10 @@ struct WriteOut: Sendable {
         case "http_version": return f.status == nil ? "0" : "1.\(f.minorVersion)"
         case "time_namelookup": return time(t.dns)
         case "time_connect": return time(t.dns + t.connect)
-        case "time_appconnect": return t.tls > .zero ? time(t.dns + t.connect + t.tls) : fmt(0, 6)
-        case "time_pretransfer": return time(t.dns + t.connect + t.tls)
+        // Through a proxy tunnel, as curl: connect is the proxy's TCP
+        // connect; appconnect and pretransfer include the CONNECT exchange.
+        case "time_appconnect": return t.tls > .zero ? time(t.dns + t.connect + t.tunnel + t.tls) : fmt(0, 6)
+        case "time_pretransfer": return time(t.dns + t.connect + t.tunnel + t.tls)
         case "time_starttransfer": return time(t.firstByte)
         case "time_redirect": return fmt(0, 6)
         case "time_total": return time(t.total)

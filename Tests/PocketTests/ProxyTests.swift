@@ -119,6 +119,14 @@ final class ProxyTests: XCTestCase {
         defer { hostile.shutdown() }
         let client = try client("http://127.0.0.1:\(hostile.port)") { $0.timeouts.connect = .milliseconds(400) }
         let url = "https://localhost:443/x"
+        _ = await eventually(0.05) { false } // the runtime's timer descriptor exists before counting
+        let before = openFileDescriptorCount()
+        func fds() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).map {
+                "\($0)->" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) ?? "?")
+            })
+        }
+        let beforeSet = fds()
 
         hostile.defaultHandler = { _ in .stall(milliseconds: 2_000) }
         let stalled = await assertPocketError(.connectTimeout) { try await client.send(try PocketRequest(url)) }
@@ -134,6 +142,9 @@ final class ProxyTests: XCTestCase {
         let closed = await assertPocketError(.proxyTunnelClosed) { try await client.send(try PocketRequest(url)) }
         XCTAssertTrue(closed?.message.contains("127.0.0.1:\(hostile.port)") ?? false, closed?.message ?? "")
         XCTAssertTrue(hostile.receivedRequests.allSatisfy { $0.method == "CONNECT" && $0.target == "localhost:443" })
+        // Every failed tunnel closed its socket (the stalled one's server side ends with its 2 s stall).
+        let restored = await eventually(4) { openFileDescriptorCount() == before }
+        XCTAssertTrue(restored, "descriptors: \(before) before, \(openFileDescriptorCount()) after: \(fds().subtracting(beforeSet)) \(beforeSet.subtracting(fds()))")
     }
 
     func testForwardingUsesAbsoluteFormAndPoolKeysKeepProxiedAndDirectApart() async throws {

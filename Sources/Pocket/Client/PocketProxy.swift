@@ -120,9 +120,10 @@ struct ProxyRules: Sendable {
             // `Proxy:` header as HTTP_PROXY (the httpoxy problem), as curl says.
             rules.http = entry(["http_proxy"]) ?? all
             rules.https = entry(["https_proxy", "HTTPS_PROXY"]) ?? all
-            if configuration.noProxy == nil {
-                rules.noProxy = NoProxyList(environment["no_proxy"] ?? environment["NO_PROXY"] ?? "")
-            }
+        }
+        // NO_PROXY applies to a configured proxy too, as curl's to -x.
+        if configuration.noProxy == nil, configuration.proxyFromEnvironment {
+            rules.noProxy = NoProxyList(environment["no_proxy"] ?? environment["NO_PROXY"] ?? "")
         }
         return rules.http == nil && rules.https == nil ? nil : rules
     }
