@@ -86,7 +86,7 @@ public struct PocketMetricsMiddleware: PocketMiddleware {
 ///
 /// ```swift
 /// let gauges = PocketPoolMetrics(client: client, queue: queue)
-/// let sampling = Task { try await gauges.run(every: .seconds(5)) }
+/// let sampling = Task { await gauges.run(every: .seconds(5)) }
 /// ```
 ///
 /// Gauges are samples: `record()` takes one, `run(every:)` takes one per
