@@ -80,9 +80,14 @@ struct FetchCommand: Sendable {
 
     /// Every option of `pocket [fetch]`, by help section (curl's `--help
     /// category`). A new flag is one line in its section plus its field.
+    ///
+    /// Adding a flag: a field above, one line in its section below (help,
+    /// `--help CATEGORY`, completion and the man page follow from it), and
+    /// its use in `makePlan` (FetchCommand+Plan.swift). The proxy, DNS and
+    /// auth sections wait for issues 18 and 17.
     static var options: [Option] {
-        [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, tlsOptions, retryOptions,
-         verboseOptions, toolOptions].flatMap { $0 }
+        [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, dnsOptions, proxyOptions,
+         authOptions, tlsOptions, retryOptions, verboseOptions, toolOptions].flatMap { $0 }
     }
 
     typealias Option = CommandLineOption<FetchCommand>
@@ -137,6 +142,15 @@ struct FetchCommand: Sendable {
             .optionalNumber(nil, "connect-timeout", \.connectTimeout, "seconds", "Give up connecting after SECONDS (default 10; exit 28).") { Double($0) },
         ])
     }
+
+    /// `--resolve` (issue 18).
+    private static var dnsOptions: [Option] { Option.section(.dns, []) }
+
+    /// `-x/--proxy`, `--proxy-user`, `--noproxy` (issue 18).
+    private static var proxyOptions: [Option] { Option.section(.proxy, []) }
+
+    /// `-u/--user`, `--basic`, `--digest`, `--anyauth` (issue 17).
+    private static var authOptions: [Option] { Option.section(.auth, []) }
 
     private static var tlsOptions: [Option] {
         Option.section(.tls, [
