@@ -42,12 +42,20 @@ struct FetchTransfer: Sendable {
     func run(_ facts: inout TransferFacts, canRetry: Bool) async throws {
         let heads = HeadLog()
         defer { facts.headBytes += heads.bytes; facts.redirects = heads.hops }
-        let dump = try command.dumpHeader.map { path throws(CLIFailure) in try OutputFile(path: path) }
-        defer { dump?.close() }
+        // -D: a file, or stdout through the sink (with -Z the heads stay with their body).
+        let dumpFile = try command.dumpHeader.flatMap { path throws(CLIFailure) in path == "-" ? nil : try OutputFile(path: path) }
+        defer { dumpFile?.close() }
+        let sink = self.sink
+        var dump: HeadWriter?
+        if let output = dumpFile?.output {
+            dump = { @Sendable head throws(CLIFailure) in try output.write(head) }
+        } else if command.dumpHeader != nil {
+            dump = { @Sendable head throws(CLIFailure) in try sink.write(Array(head.utf8)) }
+        }
         var request = plan.request
-        request.redirects = redirectPolicy(heads, dump: dump?.output)
+        request.redirects = redirectPolicy(heads, dump: dump)
         guard let destination = plan.destination else {
-            return try await stream(request, into: sink.write, &facts, canRetry: canRetry, heads, dump?.output)
+            return try await stream(request, into: sink.write, &facts, canRetry: canRetry, heads, dump)
         }
         let path = destination.path(percentEncoded: false)
         var st = stat()
@@ -56,18 +64,18 @@ struct FetchTransfer: Sendable {
             // would rename a temporary file over it).
             let file = try OutputFile(path: path, truncate: false)
             defer { file.close() }
-            return try await stream(request, into: file.output.write, &facts, canRetry: canRetry, heads, dump?.output)
+            return try await stream(request, into: file.output.write, &facts, canRetry: canRetry, heads, dump)
         }
         let partial = PartialDownload(destination: destination)
         if plan.resume, let point = partial.resumePoint() {
-            return try await resume(request, partial, from: point, &facts, canRetry: canRetry, heads, dump?.output)
+            return try await resume(request, partial, from: point, &facts, canRetry: canRetry, heads, dump)
         }
-        try await download(request, to: destination, &facts, canRetry: canRetry, heads, dump?.output)
+        try await download(request, to: destination, &facts, canRetry: canRetry, heads, dump)
     }
 
     /// -L's policy for this transfer: the hop limit; each 3xx head shown as
     /// curl shows it (-i, -D, -v); a method forced with -X kept on every hop.
-    private func redirectPolicy(_ heads: HeadLog, dump: Output?) -> PocketRedirectPolicy {
+    private func redirectPolicy(_ heads: HeadLog, dump: HeadWriter?) -> PocketRedirectPolicy {
         guard let policy = plan.configuration.redirects.follows ? plan.configuration.redirects : nil else {
             return .disabled
         }
@@ -81,7 +89,7 @@ struct FetchTransfer: Sendable {
                 Output.diagnostic(HeadFormat.verboseResponse(minorVersion: 1, status: r.status, reason: r.reason, headers: r.headers))
                 Output.diagnostic("* following the redirect to \(redirect.request.url.absoluteString)\n")
             }
-            try dump?.write(head)
+            try dump?(head)
             if include { try sink.write(Array(head.utf8)) }
             guard let forced, forced != redirect.request.method else { return .follow }
             var next = redirect.request
@@ -93,7 +101,7 @@ struct FetchTransfer: Sendable {
     // MARK: stdout (or a device)
 
     private func stream(_ request: PocketRequest, into write: (Data) throws(CLIFailure) -> Void,
-                        _ facts: inout TransferFacts, canRetry: Bool, _ heads: HeadLog, _ dump: Output?) async throws {
+                        _ facts: inout TransferFacts, canRetry: Bool, _ heads: HeadLog, _ dump: HeadWriter?) async throws {
         let response: PocketStreamingResponse
         do {
             response = try await client.stream(request, progress: progress?.handler())
@@ -134,7 +142,7 @@ struct FetchTransfer: Sendable {
     // MARK: -o / -O
 
     private func download(_ request: PocketRequest, to destination: URL, _ facts: inout TransferFacts, canRetry: Bool,
-                          _ heads: HeadLog, _ dump: Output?) async throws {
+                          _ heads: HeadLog, _ dump: HeadWriter?) async throws {
         let partial = PartialDownload(destination: destination)
         partial.discardState()
         let task = client.downloadTask(request, to: destination, progress: progress?.handler())
@@ -179,7 +187,7 @@ struct FetchTransfer: Sendable {
     /// is already whole is success; a 200 (the server ignores Range, or the
     /// resource changed) is exit 33 and FILE is left as it was.
     private func resume(_ request: PocketRequest, _ partial: PartialDownload, from point: (offset: Int, saved: PocketResumeData?),
-                        _ facts: inout TransferFacts, canRetry: Bool, _ heads: HeadLog, _ dump: Output?) async throws {
+                        _ facts: inout TransferFacts, canRetry: Bool, _ heads: HeadLog, _ dump: HeadWriter?) async throws {
         let path = partial.destination.path(percentEncoded: false)
         var request = request
         request.headers["Range"] = "bytes=\(point.offset)-"
@@ -242,7 +250,7 @@ struct FetchTransfer: Sendable {
 
     /// -v, -D and the facts of -w (the head is shown before the body or error).
     private func showHead(status: Int, reason: String, minor: Int, headers: PocketHeaders,
-                          _ facts: inout TransferFacts, _ heads: HeadLog, _ dump: Output?) throws(CLIFailure) {
+                          _ facts: inout TransferFacts, _ heads: HeadLog, _ dump: HeadWriter?) throws(CLIFailure) {
         facts.status = status
         facts.minorVersion = minor
         facts.headers = headers
@@ -252,7 +260,7 @@ struct FetchTransfer: Sendable {
         if command.verbose {
             Output.diagnostic(HeadFormat.verboseResponse(minorVersion: minor, status: status, reason: reason, headers: headers))
         }
-        try dump?.write(head)
+        try dump?(head)
     }
 
     /// -f/--fail-with-body's failure for a status >= 400, else nil.
@@ -309,6 +317,9 @@ extension TransferFacts {
         method = last.method.rawValue
     }
 }
+
+/// Where -D writes a head.
+typealias HeadWriter = @Sendable (String) throws(CLIFailure) -> Void
 
 /// The heads of one transfer, counted for -w (`size_header`, `num_redirects`);
 /// the redirect hook adds to it from the client's task.

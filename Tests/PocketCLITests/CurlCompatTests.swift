@@ -33,6 +33,9 @@ final class CurlCompatTests: XCTestCase {
         var compareStdout = true
         /// A multipart body: the boundary is replaced before comparing.
         var multipart = false
+        /// Against the TLS test server (`URL/` is `https://localhost:PORT/`,
+        /// `CA` the test CA's certificate file).
+        var tls = false
         /// Why pocket deliberately differs here (docs/CLI.md); nil: must match.
         var differs: String?
         /// Why pocket deliberately opens another number of connections
@@ -137,6 +140,12 @@ final class CurlCompatTests: XCTestCase {
             Case(name: "-C - when Range is ignored", args: ["-s", "-C", "-", "-o", "part.bin", "URL/norange.bin"], setup: common,
                  files: ["part.bin": BytePattern.bytes(seed: 7, range: 0..<40_000)], headers: ["Range"]),
             Case(name: "http:/host repaired", args: ["-s", "ONESLASH/text"], setup: common),
+            Case(name: "https with --cacert", args: ["-s", "--cacert", "CA", "URL/text"], setup: common, tls: true),
+            Case(name: "https, two URLs, one connection", args: ["-s", "--cacert", "CA", "URL/text", "URL/echo"], setup: common,
+                 tls: true),
+            Case(name: "https -i -L", args: ["-s", "-i", "-L", "--cacert", "CA", "URL/found"], setup: common, tls: true),
+            Case(name: "https untrusted certificate", args: ["-s", "URL/text"], setup: common, tls: true),
+            Case(name: "https -k", args: ["-s", "-k", "URL/text"], setup: common, tls: true),
             Case(name: "https to a plain HTTP port", args: ["-s", "-k", "PLAINTLS/"], setup: common),
             Case(name: "connection refused", args: ["-s", "http://127.0.0.1:1/"], setup: common),
             Case(name: "unknown host", args: ["-s", "http://no-such-host.invalid/"], setup: common),
@@ -194,7 +203,7 @@ final class CurlCompatTests: XCTestCase {
                 XCTAssertEqual(theirs.connections, ours.connections, "\(c.name): connections")
             }
             var outcome = theirs.status == ours.status && theirs.stdout == ours.stdout && theirs.files == ours.files
-                && theirs.requests == ours.requests ? "same" : "**DIFFERENT**"
+                && theirs.requests == ours.requests ? "same, exit \(ours.status)" : "**DIFFERENT**"
             if let reason = c.connectionsDiffer {
                 outcome += " (connections: curl \(theirs.connections), pocket \(ours.connections); deliberate: \(reason))"
             }
@@ -216,7 +225,7 @@ final class CurlCompatTests: XCTestCase {
 
     /// Runs `c` with `executable` in a fresh folder against a fresh server.
     private func run(_ c: Case, executable: String) throws -> Outcome {
-        let server = try TestServer()
+        let server = c.tls ? try TestServer(tls: .localhost()) : try TestServer()
         defer { server.shutdown() }
         c.setup(server)
         let dir = try PocketBinary.scratchDirectory()
@@ -226,7 +235,8 @@ final class CurlCompatTests: XCTestCase {
         try FileManager.default.createDirectory(at: inputs, withIntermediateDirectories: true)
         for (name, bytes) in c.files { try Data(bytes).write(to: work.appendingPathComponent(name)) }
         for (name, bytes) in c.inputs { try Data(bytes).write(to: inputs.appendingPathComponent(name)) }
-        let base = server.url("/")
+        let base = c.tls ? server.url(host: "localhost", path: "/") : server.url("/")
+        let ca = try TestCertificates.shared.caCert
         // A port that answers a ClientHello in plain HTTP, as nginx does (the test server waits for a head).
         let plain = try PlainHTTPAnswerer(connections: 1)
         defer { plain.stop() }
@@ -235,7 +245,7 @@ final class CurlCompatTests: XCTestCase {
                 .replacingOccurrences(of: "ONESLASH/", with: base.replacingOccurrences(of: "http://", with: "http:/"))
                 .replacingOccurrences(of: "URL/", with: base)
                 .replacingOccurrences(of: "IN/", with: inputs.path + "/")
-        }
+        }.map { $0 == "CA" ? ca : $0 }
         let (result, timedOut) = try ChildProcess.run(executable, args, input: c.stdin ?? Data(), directory: work.path, timeout: 60)
         XCTAssertFalse(timedOut, "\(c.name): \(executable) did not finish")
         let port = String(server.port)

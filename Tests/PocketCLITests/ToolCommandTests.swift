@@ -101,6 +101,14 @@ final class ToolCommandTests: XCTestCase {
         let man = try PocketBinary.run(["--generate-manpage"])
         XCTAssertEqual(man.status, 0)
         XCTAssertTrue(man.stdoutText.hasPrefix(".TH POCKET 1"))
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/groff") {
+            let page = dir.appendingPathComponent("pocket.1")
+            try man.stdout.write(to: page)
+            let render = try ChildProcess.run("/usr/bin/groff", ["-man", "-Tutf8", "-ww", page.path])
+            XCTAssertEqual(render.0.status, 0)
+            XCTAssertEqual(String(decoding: render.0.stderr, as: UTF8.self), "", "groff -ww has no warning")
+            XCTAssertTrue(String(decoding: render.0.stdout, as: UTF8.self).contains("POCKET(1)"))
+        }
         for long in longs {
             let roff = long.replacingOccurrences(of: "-", with: "\\-")
             XCTAssertTrue(man.stdoutText.contains(roff), "the man page has \(long)")

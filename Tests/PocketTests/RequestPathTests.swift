@@ -318,7 +318,7 @@ final class RequestPathTests: XCTestCase {
             .chunkExtensionTooLarge, .trailersTooLarge, .tooManyInterimResponses, .unexpectedUpgrade, .truncatedBody,
             .truncatedHead, .bodyTooLarge, .tlsConfiguration, .tlsHandshakeFailed, .tlsUntrustedCertificate,
             .tlsHostnameMismatch, .tlsCertificateExpired, .tlsCertificateNotYetValid, .tlsPinMismatch,
-            .tlsProtocolVersion, .tlsAlpnMismatch, .badContentEncoding, .truncatedContentEncoding, .decompressionBomb,
+            .tlsProtocolVersion, .tlsAlpnMismatch, .tlsAnsweredByPlainHTTP, .badContentEncoding, .truncatedContentEncoding, .decompressionBomb,
             .decodedBodyTooLarge, .tooManyContentEncodings, .fileWriteFailed, .fileReadFailed, .requestBodyLengthMismatch,
             .threadFailed, .unixSocketNotFound, .unixSocketRefused, .unixSocketPermissionDenied, .unixSocketPathTooLong,
             .tlsAnsweredByPlainHTTP, .proxyAuthenticationRequired, .proxyConnectFailed, .proxyTunnelClosed, .proxyBadResponse,
