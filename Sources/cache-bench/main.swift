@@ -9,7 +9,11 @@
 // after the first request) and BASE/revalidate/body.bin with `no-cache` and
 // an ETag (every request a conditional one answered 304). Each repetition
 // runs every contender once (order rotating); the report gives the median
-// requests/s, the median time per request and the ratio to the network GET.
+// requests/s, the median wall time and CPU time (user + system, every
+// thread of the process) per request, and the ratio to the network GET.
+// On a loaded machine the wall time of a network round trip is mostly
+// waiting to be scheduled; the CPU time per request is the figure that
+// carries over.
 import Pocket
 import Foundation
 
@@ -65,13 +69,22 @@ for c in contenders {
     for _ in 0..<100 { _ = try await c.client.send(PocketRequest(url: c.url)) }
 }
 
+/// User + system CPU seconds of the whole process so far.
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 var seconds: [String: [Double]] = [:]
+var cpu: [String: [Double]] = [:]
 var bodyBytes = 0
 for rep in 0..<reps {
     for i in contenders.indices {
         let c = contenders[(i + rep) % contenders.count]
         let request = PocketRequest(url: c.url)
         let start = ContinuousClock.now
+        let cpuStart = cpuSeconds()
         for _ in 0..<requests {
             let response = try await c.client.send(request)
             guard c.check(response) else {
@@ -81,6 +94,7 @@ for rep in 0..<reps {
             bodyBytes = response.body.count
         }
         let elapsed = ContinuousClock.now - start
+        cpu[c.name, default: []].append(cpuSeconds() - cpuStart)
         seconds[c.name, default: []].append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 }
@@ -92,12 +106,13 @@ func median(_ values: [Double]) -> Double {
 
 let network = median(seconds[contenders[0].name]!)
 print("cache-bench: \(requests) sequential requests x \(reps) reps, body \(bodyBytes) bytes, medians")
-print("contender                          req/s     us/req   vs network GET")
+print("contender                          req/s     us/req  CPU us/req   vs network GET")
 for c in contenders {
     let s = median(seconds[c.name]!)
     let rps = Double(requests) / s
     let line = c.name.padding(toLength: 32, withPad: " ", startingAt: 0)
-        + String(format: "%9.0f  %9.2f   %6.2fx", rps, s / Double(requests) * 1e6, network / s)
+        + String(format: "%9.0f  %9.2f  %10.2f   %6.2fx", rps, s / Double(requests) * 1e6,
+                 median(cpu[c.name]!) / Double(requests) * 1e6, network / s)
     print(line)
 }
 for c in contenders { try await c.client.shutdown() }

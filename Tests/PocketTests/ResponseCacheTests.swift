@@ -20,10 +20,10 @@ final class ResponseCacheTests: XCTestCase {
         server = nil
     }
 
-    func memoryCache(capacity: Int = 1 << 20, willCache: (@Sendable (PocketRequest, PocketResponse) -> PocketResponse?)? = nil)
-        -> PocketResponseCache {
+    func memoryCache(capacity: Int = 1 << 20, heuristic: Bool = false,
+                     willCache: (@Sendable (PocketRequest, PocketResponse) -> PocketResponse?)? = nil) -> PocketResponseCache {
         let clock = self.clock
-        return PocketResponseCache(store: MemoryCacheStore(capacity: capacity, maxEntryBytes: capacity / 2), heuristicFreshness: false,
+        return PocketResponseCache(store: MemoryCacheStore(capacity: capacity, maxEntryBytes: capacity / 2), heuristicFreshness: heuristic,
                                    willCache: willCache, now: { clock.withLock { $0 } })
     }
 
@@ -186,6 +186,31 @@ final class ResponseCacheTests: XCTestCase {
         let r9 = try await get(client, "/strict", headers: ["Cache-Control": "no-cache"])
         XCTAssertTrue(r9.revalidated)
         try await client.shutdown()
+    }
+
+    /// Without max-age or Expires a response is stale at once (it is kept
+    /// for revalidation); heuristic freshness, when asked for, gives it 10%
+    /// of its Last-Modified age.
+    func testHeuristicFreshnessIsOffByDefault() async throws {
+        // The clock is at Tue, 14 Nov 2023 22:13:20 GMT; modified 10 days before.
+        route("/h", headers: [("Date", "Tue, 14 Nov 2023 22:13:20 GMT"), ("Last-Modified", "Sat, 04 Nov 2023 22:13:20 GMT")])
+        let strict = try client(memoryCache())
+        _ = try await get(strict, "/h")
+        let again = try await get(strict, "/h")
+        XCTAssertFalse(again.fromCache && !again.revalidated, "no heuristic: never a plain hit")
+        XCTAssertEqual(requests("/h").last?.header("If-Modified-Since"), "Sat, 04 Nov 2023 22:13:20 GMT")
+        try await strict.shutdown()
+        let lenient = try client(memoryCache(heuristic: true))
+        _ = try await get(lenient, "/h")
+        let before = requests("/h").count
+        advance(20 * 3600)
+        let hit = try await get(lenient, "/h")
+        XCTAssertTrue(hit.fromCache, "10% of 10 days: a day of freshness")
+        XCTAssertEqual(requests("/h").count, before)
+        advance(5 * 3600)
+        let stale = try await get(lenient, "/h")
+        XCTAssertEqual(requests("/h").count, before + 1, "past the day: \(stale.fromCache)")
+        try await lenient.shutdown()
     }
 
     func testPoliciesAndOnlyIfCached() async throws {
