@@ -121,7 +121,7 @@ public enum PocketBenchmark {
     }
 }
 
-/// Pocket's version for the report: "0.1" of the default `User-Agent: Pocket/0.1`.
+/// Pocket's version for the report: "0.2.0" of the default `User-Agent: Pocket/0.2.0`.
 let pocketVersion: String = {
     let agent = PocketClient.Configuration().defaultHeaders["User-Agent"] ?? "Pocket/?"
     return String(agent.split(separator: "/").last ?? "?")

@@ -3,8 +3,8 @@ import Pocket
 /// `pocket --version`: curl's layout (the tool, the libraries, the
 /// protocols, the features), with the engine's linked library versions.
 enum PocketVersion {
-    /// The tool's version (also `User-Agent: Pocket/0.1` by default).
-    static let number = "0.1"
+    /// The tool's version (also `User-Agent: Pocket/0.2.0` by default).
+    static let number = "0.2.0"
 
     static var text: String {
         """

@@ -168,7 +168,7 @@ final class CurlCompatTests: XCTestCase {
             }),
             Case(name: "-d from stdin", args: ["-s", "-d", "@-", "URL/echo"], setup: common, stdin: Data("s=1\n".utf8)),
             Case(name: "User-Agent", args: ["-s", "URL/echo"], setup: common, headers: ["User-Agent"],
-                 differs: "pocket sends User-Agent: Pocket/0.1, not curl/7.88.1"),
+                 differs: "pocket sends User-Agent: Pocket/0.2.0, not curl/7.88.1"),
             Case(name: "-o download asks for identity", args: ["-s", "-o", "id.txt", "URL/text"], setup: common,
                  headers: ["Accept-Encoding"],
                  differs: "pocket's -o download sends Accept-Encoding: identity so that it can be resumed by Range"),

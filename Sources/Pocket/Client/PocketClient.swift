@@ -89,8 +89,8 @@ public final class PocketClient: Sendable {
         /// (see `PocketRedirectPolicy` for why and for the rules of each hop).
         public var redirects: PocketRedirectPolicy = .follow
         /// Header fields sent with every request unless the request has a field
-        /// of the same name. Default: `User-Agent: Pocket/0.1`.
-        public var defaultHeaders: PocketHeaders = ["User-Agent": "Pocket/0.1"]
+        /// of the same name. Default: `User-Agent: Pocket/0.2.0`.
+        public var defaultHeaders: PocketHeaders = ["User-Agent": "Pocket/0.2.0"]
         /// Schema tags, schema files, options and the error parser for
         /// `send(_:schema:)`: the built-in transformers, no files, no parser
         /// by default (see `PocketSchemaRegistry`).
