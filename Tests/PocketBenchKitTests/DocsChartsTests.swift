@@ -43,7 +43,7 @@ final class DocsChartsTests: XCTestCase {
     }
 
     func testPeersChartsShowThePublishedMedians() throws {
-        // docs/BENCHMARKS.md, Peers, run 3: the medians of docs/runs/2026-11-25/bench-peers-run-3.txt.
+        // docs/BENCHMARKS.md, Peers, run 4: the medians of docs/runs/2026-11-25/bench-peers-run-4.txt.
         let file = root.appendingPathComponent("docs/results/peers.json")
         let results = try BenchResults.parse(try String(contentsOf: file, encoding: .utf8))
         let rps = try XCTUnwrap(ResultCharts(results).charts.first { $0.fileName == "plain-http-rps.svg" })
@@ -54,9 +54,9 @@ final class DocsChartsTests: XCTestCase {
             }
         }
         let published: [String: Double] = [
-            "wrk 4.1.0/64": 114_572, "libcurl 7.88.1 (multi)/64": 66_826, "Pocket/64": 100_741,
-            "AsyncHTTPClient/64": 22_171, "URLSession/64": 3_250, "wrk 4.1.0/1": 12_959,
-            "libcurl 7.88.1 (multi)/1": 11_286, "Pocket/1": 10_683, "AsyncHTTPClient/1": 4_940, "URLSession/1": 3_111,
+            "wrk 4.1.0/64": 119_956, "libcurl 7.88.1 (multi)/64": 63_668, "Pocket/64": 113_164,
+            "AsyncHTTPClient/64": 25_492, "URLSession/64": 3_547, "wrk 4.1.0/1": 16_636,
+            "libcurl 7.88.1 (multi)/1": 13_635, "Pocket/1": 13_260, "AsyncHTTPClient/1": 6_107, "URLSession/1": 3_181,
         ]
         XCTAssertEqual(Set(drawn.keys), Set(published.keys))
         for (key, value) in published {
