@@ -37,7 +37,7 @@ final class APITemplateTests: XCTestCase {
         let got = try XCTUnwrap(server.receivedRequests.last)
         XCTAssertEqual(got.headerValues("X-Team"), ["mine"])
         XCTAssertEqual(got.header("Accept"), "application/vnd.t+xml", "the template's explicit Accept beats its format's")
-        XCTAssertEqual(got.header("User-Agent"), "Pocket/0.1", "client default headers still apply")
+        XCTAssertEqual(got.header("User-Agent"), "Pocket/0.2.0", "client default headers still apply")
 
         // The template is copied: changing the request leaves it as it was.
         var changed = request
@@ -100,7 +100,7 @@ final class APITemplateTests: XCTestCase {
         _ = try await agent.send(try agent.request(.get, "ua"))
         XCTAssertEqual(server.receivedRequests.last?.headerValues("User-Agent"), ["Needles/2.0"])
         _ = try await client.send(try client.request(.get, "ua"))
-        XCTAssertEqual(server.receivedRequests.last?.headerValues("User-Agent"), ["Pocket/0.1"])
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("User-Agent"), ["Pocket/0.2.0"])
 
         // Templates are shared.
         nested.register(PocketRequestTemplate(query: ["t": 1]), as: "t")

@@ -41,7 +41,7 @@ final class ClientTests: XCTestCase {
         XCTAssertEqual(got.header("Host"), "127.0.0.1:\(server.port)")
         XCTAssertEqual(got.headerValues("X-One"), ["1", "2"])
         XCTAssertEqual(got.header("Content-Length"), "7")
-        XCTAssertEqual(got.header("User-Agent"), "Pocket/0.1")
+        XCTAssertEqual(got.header("User-Agent"), "Pocket/0.2.0")
     }
 
     func testEmptyBodySendsContentLengthZeroAndGetSendsNone() async throws {

@@ -73,7 +73,7 @@ final class CurlCommandTests: XCTestCase {
         XCTAssertEqual(fromCurl.target, fromPocket.target)
         XCTAssertEqual(fromCurl.body, fromPocket.body)
         XCTAssertEqual(fromCurl.header("X-Quote"), fromPocket.header("X-Quote"))
-        XCTAssertEqual(fromCurl.header("User-Agent"), "Pocket/0.1")
+        XCTAssertEqual(fromCurl.header("User-Agent"), "Pocket/0.2.0")
     }
 }
 

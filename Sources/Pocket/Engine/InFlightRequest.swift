@@ -98,9 +98,10 @@ final class InFlightRequest: @unchecked Sendable {
         self.progress = progress
     }
 
-    /// Made ready for another collected request (`Engine.recycle`): the
-    /// state a new object would have. Only for a finished `.collect` request
-    /// nothing else references.
+    /// The state a new object would have, holding nothing of the request it
+    /// served (its head, its progress handler and whatever that captures):
+    /// a spare must keep nothing alive (`InFlightSpares.recycle`). Only for
+    /// a finished `.collect` request nothing else references.
     func reset(progress: PocketProgressHandler?) {
         state.store(State.idle, ordering: .relaxed)
         handleReq = 0
@@ -123,6 +124,9 @@ final class InFlightRequest: @unchecked Sendable {
         timings = PocketTimings()
         self.progress = progress
     }
+
+    /// A spare taken for a new request (`InFlightSpares`).
+    func use(progress: PocketProgressHandler?) { self.progress = progress }
 
     /// Whether `reset` may reuse it: finished, collected, holding nothing.
     var isReusable: Bool {
@@ -591,7 +595,7 @@ final class InFlightSpares: Sendable {
             return r
         }
         guard let reused, reused.engine === engine else { return InFlightRequest(engine: engine, progress: progress) }
-        reused.reset(progress: progress)
+        reused.use(progress: progress)
         return reused
     }
 
@@ -599,6 +603,10 @@ final class InFlightSpares: Sendable {
     /// else references.
     func recycle(_ request: inout InFlightRequest) {
         guard isKnownUniquelyReferenced(&request), request.isReusable else { return }
+        // Emptied now, not when reused: a spare that still held its last
+        // head or progress handler could keep the client itself alive
+        // (a handler capturing it), and with it the engine.
+        request.reset(progress: nil)
         let r = request
         spares.withLock { s in
             guard s.count < Self.maxSpares else { return }
