@@ -224,7 +224,7 @@ struct WriteOut: Sendable {
             if name.hasPrefix("time_") || (numbers.contains(name) && Int(v) != nil) {
                 return "\"\(name)\":\(name == "http_code" || name == "response_code" ? String(Int(v) ?? 0) : v)"
             }
-            return "\"\(name)\":\(quoted(v))"
+            return "\"\(name)\":\(jsonString(v))"
         }
         return "{" + fields.joined(separator: ",") + "}"
     }
@@ -240,25 +240,7 @@ struct WriteOut: Sendable {
         }
         // curl's layout: one field per line.
         return "{" + order.map { name in
-            quoted(name) + ":[" + values[name]!.map(quoted).joined(separator: ",") + "]"
+            jsonString(name) + ":[" + values[name]!.map(jsonString).joined(separator: ",") + "]"
         }.joined(separator: ",\n") + (order.isEmpty ? "}" : "\n}")
-    }
-
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20:
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        return out + "\""
     }
 }
