@@ -168,19 +168,20 @@ extension PocketClient {
             response.keep(request: request)
             return response
         }
-        let handling = configuration.handling
-        let policy = options.retry ?? handling.retry
+        // The client's handling is read field by field: a copy of the whole
+        // struct would retain and release each of its fields per request.
+        let policy = options.retry ?? configuration.handling.retry
         let sink = given ?? hub.sink(for: request, options: options)
         var chain = self.chain
         if !options.middleware.isEmpty || options.retry != nil {
             // The request's own middleware run after the client's; its
             // policy replaces the client's as the last middleware.
-            chain = handling.middleware + options.middleware
+            chain = configuration.handling.middleware + options.middleware
             if let policy { chain.append(policy) }
         }
         let context = PocketMiddlewareContext(taskID: sink?.taskID ?? hub.newTaskID(),
-                                              endpoint: options.endpoint ?? request.url.path(percentEncoded: false),
-                                              clock: handling.clock)
+                                              endpoint: sink?.endpoint ?? options.endpoint ?? request.url.path(percentEncoded: false),
+                                              clock: configuration.handling.clock)
         do {
             return try await attempts(request, chain: chain, policy: policy, context: context, progress: progress,
                                       sink: sink, hop)

@@ -170,6 +170,8 @@ public final class PocketClient: Sendable {
     let spares = InFlightSpares()
     /// Its proxies (configuration, else environment at init); nil when none applies.
     let proxies: ProxyRules?
+    /// `configuration.timeouts` in the engine's milliseconds (worked out once).
+    let engineTimeouts: EngineTimeouts
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -183,6 +185,7 @@ public final class PocketClient: Sendable {
         self.responseCache = configuration.handling.cache
         self.chain = Self.chain(configuration.handling)
         self.proxies = ProxyRules.make(configuration)
+        self.engineTimeouts = EngineTimeouts(configuration.timeouts)
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -196,6 +199,7 @@ public final class PocketClient: Sendable {
         self.responseCache = configuration.handling.cache
         self.chain = Self.chain(configuration.handling)
         self.proxies = ProxyRules.make(configuration)
+        self.engineTimeouts = EngineTimeouts(configuration.timeouts)
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

@@ -25,6 +25,8 @@ struct PreparedRequest {
     /// opened by the engine bridge).
     let body: PocketRequestBody.Source?
     let timeouts: PocketTimeouts
+    /// `timeouts` in the engine's milliseconds.
+    let engineTimeouts: EngineTimeouts
     /// `Expect: 100-continue` wait, if any.
     let expectContinue: Duration?
     /// The request's own TLS settings (nil: the client's).
@@ -53,7 +55,8 @@ struct PreparedRequest {
     /// Prepares `request` under the client's settings that take part (read
     /// one by one, so the client's configuration is not copied per request).
     init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
-         timeouts clientTimeouts: PocketTimeouts, unixSocketPath clientSocket: String? = nil,
+         timeouts clientTimeouts: PocketTimeouts, engineTimeouts clientMillis: EngineTimeouts? = nil,
+         unixSocketPath clientSocket: String? = nil,
          addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil) throws(PocketError) {
         let target = request.target
         if let problem = target.problem {
@@ -89,7 +92,13 @@ struct PreparedRequest {
             && !defaultHeaders.contains("Accept-Encoding")
         fields = HeaderSources(defaults: defaultHeaders, extra: extra, own: request.headers, acceptEncoding: acceptEncoding)
         body = request.body?.source
-        timeouts = request.timeouts ?? clientTimeouts
+        if let own = request.timeouts {
+            timeouts = own
+            engineTimeouts = EngineTimeouts(own)
+        } else {
+            timeouts = clientTimeouts
+            engineTimeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
+        }
         expectContinue = request.expectContinue
         tls = request.tls
         unixSocketPath = unix

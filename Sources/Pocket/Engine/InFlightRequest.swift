@@ -156,6 +156,7 @@ final class InFlightRequest: @unchecked Sendable {
             prepared = try PreparedRequest(request, defaultHeaders: client.configuration.defaultHeaders,
                                            decompression: client.configuration.decompression,
                                            timeouts: client.configuration.timeouts,
+                                           engineTimeouts: client.engineTimeouts,
                                            unixSocketPath: client.configuration.unixSocketPath,
                                            addressOverrides: client.configuration.addressOverrides,
                                            proxies: client.proxies)
@@ -225,7 +226,7 @@ final class InFlightRequest: @unchecked Sendable {
     /// Builds the C spec on the stack (no heap allocation for typical sizes)
     /// and submits it. Returns the engine's code.
     private func submit(_ prepared: PreparedRequest, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
-        let target = prepared.target, fields = prepared.fields, timeouts = prepared.timeouts
+        let target = prepared.target, fields = prepared.fields, timeouts = prepared.engineTimeouts
         var method = prepared.method
         var host = target.host
         let proxy = prepared.proxy
@@ -284,9 +285,9 @@ final class InFlightRequest: @unchecked Sendable {
                     spec.sink_fd = fd
                 }
                 if let progressInterval { spec.progress_interval_ms = max(1, PocketTimeouts.milliseconds(progressInterval)) }
-                spec.connect_timeout_ms = PocketTimeouts.milliseconds(timeouts.connect)
-                spec.read_timeout_ms = PocketTimeouts.milliseconds(timeouts.read)
-                spec.total_timeout_ms = PocketTimeouts.milliseconds(timeouts.total)
+                spec.connect_timeout_ms = timeouts.connect
+                spec.read_timeout_ms = timeouts.read
+                spec.total_timeout_ms = timeouts.total
                 spec.idempotent = prepared.idempotent ? 1 : 0
                 spec.tls_id = tlsID
                 spec.ctx = Unmanaged.passRetained(self).toOpaque()

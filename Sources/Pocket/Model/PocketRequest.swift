@@ -19,51 +19,40 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     final class Storage: @unchecked Sendable {
         // Invariant: mutated only through `PocketRequest`'s setters, after
         // `isKnownUniquelyReferenced` made this box the request's own.
-        var method: PocketMethod
-        var url: URL
-        var target: Target
-        var headers: PocketHeaders
-        var body: PocketRequestBody?
-        var expectContinue: Duration?
-        var redirects: PocketRedirectPolicy?
-        var timeouts: PocketTimeouts?
-        var tls: PocketTLSConfiguration?
-        var unixSocketPath: String?
-        var proxy: PocketProxy?
-        var format: PocketContentFormat?
-        var validation: PocketValidation?
-        var schema: PocketSchema?
-        var errorParser: (any PocketErrorParser)?
-        var metadata: (any Sendable)?
-        var authentication: PocketAuthentication?
-        var cachePolicy: PocketCachePolicy?
+        // One stored struct, not a property per field: a copy reads it with
+        // one access (a class's stored properties are each checked for
+        // exclusive access at run time).
+        var f: Fields
+
+        struct Fields {
+            var method: PocketMethod
+            var url: URL
+            var target: Target
+            var headers: PocketHeaders
+            var body: PocketRequestBody?
+            var expectContinue: Duration?
+            var redirects: PocketRedirectPolicy?
+            var timeouts: PocketTimeouts?
+            var tls: PocketTLSConfiguration?
+            var unixSocketPath: String?
+            var proxy: PocketProxy?
+            var format: PocketContentFormat?
+            var validation: PocketValidation?
+            var schema: PocketSchema?
+            var errorParser: (any PocketErrorParser)?
+            var metadata: (any Sendable)?
+            var authentication: PocketAuthentication?
+            var cachePolicy: PocketCachePolicy?
+        }
 
         init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
-            self.method = method
-            self.url = url
-            self.target = Target(url)
-            self.headers = headers
-            self.body = body
+            f = Fields(method: method, url: url, target: Target(url), headers: headers, body: body)
         }
 
-        func copy() -> Storage {
-            let c = Storage(method: method, url: url, headers: headers, body: body)
-            c.target = target
-            c.expectContinue = expectContinue
-            c.redirects = redirects
-            c.timeouts = timeouts
-            c.tls = tls
-            c.unixSocketPath = unixSocketPath
-            c.proxy = proxy
-            c.format = format
-            c.validation = validation
-            c.schema = schema
-            c.errorParser = errorParser
-            c.metadata = metadata
-            c.authentication = authentication
-            c.cachePolicy = cachePolicy
-            return c
-        }
+        private init(_ fields: Fields) { f = fields }
+
+        /// A copy of every field (`target` is not worked out again).
+        func copy() -> Storage { Storage(f) }
     }
 
     private var storage: Storage
@@ -75,42 +64,42 @@ public struct PocketRequest: Sendable, Hashable, Codable {
 
     /// The method; `.get` by default.
     public var method: PocketMethod {
-        get { storage.method }
+        get { storage.f.method }
         _modify {
             let s = unique()
-            yield &s.method
+            yield &s.f.method
         }
-        set { unique().method = newValue }
+        set { unique().f.method = newValue }
     }
     /// An absolute `http` or `https` URL. Its path and query are sent as they
     /// are percent-encoded in the URL.
     public var url: URL {
-        get { storage.url }
+        get { storage.f.url }
         set {
             let s = unique()
-            s.url = newValue
-            s.target = Target(newValue)
+            s.f.url = newValue
+            s.f.target = Target(newValue)
         }
     }
     /// Header fields sent after the client's defaults (a field here replaces a
     /// default of the same name). `Host` and `Content-Length` are written by the engine.
     public var headers: PocketHeaders {
-        get { storage.headers }
+        get { storage.f.headers }
         _modify {
             let s = unique()
-            yield &s.headers
+            yield &s.f.headers
         }
-        set { unique().headers = newValue }
+        set { unique().f.headers = newValue }
     }
     /// The body, or nil for none: bytes, a file or a stream (`PocketRequestBody`).
     /// An empty body sends `Content-Length: 0`.
     public var body: PocketRequestBody? {
-        get { storage.body }
+        get { storage.f.body }
         _modify {
             let s = unique()
-            yield &s.body
+            yield &s.f.body
         }
-        set { unique().body = newValue }
+        set { unique().f.body = newValue }
     }
     /// Send `Expect: 100-continue` and wait up to this long for the server's
     /// `100 Continue` before sending the body; nil (the default) sends the
@@ -118,42 +107,42 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// 413): the refusal arrives before the bytes are sent. Past the wait the
     /// body goes anyway, as RFC 9110 §10.1.1 advises for servers that never answer 100.
     public var expectContinue: Duration? {
-        get { storage.expectContinue }
+        get { storage.f.expectContinue }
         _modify {
             let s = unique()
-            yield &s.expectContinue
+            yield &s.f.expectContinue
         }
-        set { unique().expectContinue = newValue }
+        set { unique().f.expectContinue = newValue }
     }
     /// How this request follows redirects; nil (the default) uses the
     /// client's `Configuration.redirects`.
     public var redirects: PocketRedirectPolicy? {
-        get { storage.redirects }
+        get { storage.f.redirects }
         _modify {
             let s = unique()
-            yield &s.redirects
+            yield &s.f.redirects
         }
-        set { unique().redirects = newValue }
+        set { unique().f.redirects = newValue }
     }
     /// Timeouts for this request only; nil uses the client's `Configuration.timeouts`.
     public var timeouts: PocketTimeouts? {
-        get { storage.timeouts }
+        get { storage.f.timeouts }
         _modify {
             let s = unique()
-            yield &s.timeouts
+            yield &s.f.timeouts
         }
-        set { unique().timeouts = newValue }
+        set { unique().f.timeouts = newValue }
     }
     /// TLS settings for this request only; nil uses the client's
     /// `Configuration.tls`. Connections are pooled per distinct setting, so a
     /// request never reuses a connection made under other settings.
     public var tls: PocketTLSConfiguration? {
-        get { storage.tls }
+        get { storage.f.tls }
         _modify {
             let s = unique()
-            yield &s.tls
+            yield &s.f.tls
         }
-        set { unique().tls = newValue }
+        set { unique().f.tls = newValue }
     }
     /// A Unix domain socket to send this request through instead of
     /// connecting to the URL's host and port (curl's `--unix-socket`): the
@@ -162,23 +151,23 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// `Configuration.unixSocketPath`; an `http+unix`/`https+unix` URL's own
     /// path wins over both. Connections are pooled per socket path.
     public var unixSocketPath: String? {
-        get { storage.unixSocketPath }
+        get { storage.f.unixSocketPath }
         _modify {
             let s = unique()
-            yield &s.unixSocketPath
+            yield &s.f.unixSocketPath
         }
-        set { unique().unixSocketPath = newValue }
+        set { unique().f.unixSocketPath = newValue }
     }
     /// The proxy for this request (`.direct`: none), over the client's
     /// `Configuration.proxy` and the environment; nil (the default) leaves it
     /// to them. Not archived (it may carry credentials).
     public var proxy: PocketProxy? {
-        get { storage.proxy }
+        get { storage.f.proxy }
         _modify {
             let s = unique()
-            yield &s.proxy
+            yield &s.f.proxy
         }
-        set { unique().proxy = newValue }
+        set { unique().f.proxy = newValue }
     }
     /// The format the request was built with (`PocketRequest(path:…)`,
     /// `client.request`, templates), which also wrote its `Accept` and
@@ -186,22 +175,22 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// expect; nil (a request made from a URL) means JSON to them. Setting it
     /// does not change the headers.
     public var format: PocketContentFormat? {
-        get { storage.format }
+        get { storage.f.format }
         _modify {
             let s = unique()
-            yield &s.format
+            yield &s.f.format
         }
-        set { unique().format = newValue }
+        set { unique().f.format = newValue }
     }
     /// Validation `client.send` applies to this request's response; nil (the
     /// default) uses the client's `Configuration.validation`, which is off by default.
     public var validation: PocketValidation? {
-        get { storage.validation }
+        get { storage.f.validation }
         _modify {
             let s = unique()
-            yield &s.validation
+            yield &s.f.validation
         }
-        set { unique().validation = newValue }
+        set { unique().f.validation = newValue }
     }
     /// The schema `client.send` applies to the response before returning it
     /// (with the client's `Configuration.schemas`: its error parser, then
@@ -209,12 +198,12 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// `response.schemaResult`, which `response.decode` reads. nil (the
     /// default): no schema, no work. Not compared, hashed or archived.
     public var schema: PocketSchema? {
-        get { storage.schema }
+        get { storage.f.schema }
         _modify {
             let s = unique()
-            yield &s.schema
+            yield &s.f.schema
         }
-        set { unique().schema = newValue }
+        set { unique().f.schema = newValue }
     }
     /// This request's error parser (TyphoonRestClient's per-request one):
     /// `client.send` asks it about the response (and throws `.errorResponse`
@@ -222,12 +211,12 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// `Configuration.schemas.errorParser`; with no `schema`, it runs alone.
     /// nil by default. Not compared, hashed or archived.
     public var errorParser: (any PocketErrorParser)? {
-        get { storage.errorParser }
+        get { storage.f.errorParser }
         _modify {
             let s = unique()
-            yield &s.errorParser
+            yield &s.f.errorParser
         }
-        set { unique().errorParser = newValue }
+        set { unique().f.errorParser = newValue }
     }
     /// The caller's own value carried with the request (AFNetworking's
     /// `userInfo`, the fields of an STNetTask subclass): which business
@@ -240,21 +229,21 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// (`event.metadata as? Checkout`). nil by default. Not compared,
     /// hashed or archived (a `Sendable` value need not be `Codable`).
     public var metadata: (any Sendable)? {
-        get { storage.metadata }
-        set { unique().metadata = newValue }
+        get { storage.f.metadata }
+        set { unique().f.metadata = newValue }
     }
     /// How this request answers 401 challenges (Basic, Digest); nil (the
     /// default) uses the client's `PocketRequestHandling.authentication`,
     /// which is off by default. Not compared, hashed or archived.
     public var authentication: PocketAuthentication? {
-        get { storage.authentication }
-        set { unique().authentication = newValue }
+        get { storage.f.authentication }
+        set { unique().f.authentication = newValue }
     }
     /// How this request uses the client's response cache; nil (the
     /// default) is `.useProtocol`. Not compared, hashed or archived.
     public var cachePolicy: PocketCachePolicy? {
-        get { storage.cachePolicy }
-        set { unique().cachePolicy = newValue }
+        get { storage.f.cachePolicy }
+        set { unique().f.cachePolicy = newValue }
     }
 
     /// Whether sending this request twice has the effect of sending it once:
@@ -266,7 +255,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
-    var target: Target { storage.target }
+    var target: Target { storage.f.target }
 
     public init(method: PocketMethod = .get, url: URL, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) {
         storage = Storage(method: method, url: url, headers: headers, body: body)
@@ -449,6 +438,21 @@ public struct PocketTimeouts: Sendable, Hashable, Codable {
         let (s, atto) = d.components
         let ms = s * 1000 + (atto + 999_999_999_999_999) / 1_000_000_000_000_000
         return ms >= Int64(UInt32.max) ? UInt32.max : UInt32(ms)
+    }
+}
+
+/// Timeouts as the engine takes them: whole milliseconds, 0 for none.
+/// A client works its own out once (`Duration`'s 128-bit arithmetic is
+/// not free), so a request without timeouts of its own converts nothing.
+struct EngineTimeouts {
+    let connect: UInt32
+    let read: UInt32
+    let total: UInt32
+
+    init(_ t: PocketTimeouts) {
+        connect = PocketTimeouts.milliseconds(t.connect)
+        read = PocketTimeouts.milliseconds(t.read)
+        total = PocketTimeouts.milliseconds(t.total)
     }
 }
 
