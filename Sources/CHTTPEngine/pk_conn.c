@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
@@ -471,6 +472,15 @@ static void open_for(pk__loop *loop, pk__req *req) {
   conn_start(loop, conn);
 }
 
+/* Has the server closed (or written to) a pooled connection nobody
+ * watched? Bytes on a TLS connection may be session tickets, not a sign. */
+static bool conn_gone(const pk__conn *conn) {
+  char b;
+  ssize_t r = recv(conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (r < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  return r == 0 || !conn->tls;
+}
+
 void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh) {
   pk__pool_action action;
   pk__conn *conn = NULL;
@@ -479,7 +489,17 @@ void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh) {
     return;
   }
   switch (action) {
-  case PK_POOL_REUSE: run_on(loop, req, conn); return;
+  case PK_POOL_REUSE:
+    /* Out of epoll since a submitter's wait (pk__conn_wait_inline), it was
+     * not watched for the server's close: a request the engine may not
+     * send twice looks first. */
+    if (conn->disarmed && !req->idempotent && conn_gone(conn)) {
+      pk__conn_close(loop, conn);
+      pk__conn_dispatch(loop, req, false);
+      return;
+    }
+    run_on(loop, req, conn);
+    return;
   case PK_POOL_OPEN: open_for(loop, req); return;
   case PK_POOL_WAIT: return;
   }
@@ -497,6 +517,10 @@ static void release(pk__loop *loop, pk__conn *conn) {
 
 void pk__conn_close(pk__loop *loop, pk__conn *conn) {
   if (conn->state == PK_CONN_CLOSED) return;
+  if (conn->disarmed) { /* closing the descriptor takes it out of epoll */
+    conn->disarmed = 0;
+    if (loop->disarmed == conn) loop->disarmed = NULL;
+  }
   if (conn->state == PK_CONN_RESOLVING) pk__dns_cancel(&conn->dnsq);
   pk__timer_cancel(loop, &conn->idle_timer);
   if (conn->state == PK_CONN_CONNECTING) {
@@ -1381,7 +1405,11 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
       idle_tls_event(loop, conn);
       return;
     }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pk__conn_close(loop, conn);
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pk__conn_close(loop, conn);
+    /* A readable event may be stale: one the loop took from epoll_wait for
+     * an answer that a submitter's wait then read (pk__conn_wait_inline).
+     * Only a socket that is readable now is a reason to close. */
+    else if ((events & EPOLLIN) && conn_gone(conn)) pk__conn_close(loop, conn);
     return;
   case PK_CONN_ACTIVE:
     if ((events & (conn->tls ? (EPOLLOUT | EPOLLIN) : EPOLLOUT)) && conn->want_write) {
@@ -1398,4 +1426,74 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
   default:
     return;
   }
+}
+
+/* ------------------------------------------------- the submitter's wait */
+
+/* The socket goes back into the loop's epoll set (EPOLL_CTL_MOD with the
+ * usual mask: an edge-triggered registration reports what is ready now, so
+ * nothing that arrived while it was out is missed). */
+static void conn_arm(pk__loop *loop, pk__conn *conn) {
+  if (!conn->disarmed) return;
+  conn->disarmed = 0;
+  if (loop->disarmed == conn) loop->disarmed = NULL;
+  if (conn->state != PK_CONN_CLOSED && conn->fd >= 0) (void)pk__io_rearm(loop, conn->fd, &conn->io, PK_CONN_EVENTS);
+}
+
+void pk__conn_rearm_disarmed(pk__loop *loop) {
+  if (loop->disarmed) conn_arm(loop, loop->disarmed);
+}
+
+/* A request written by a direct pass (pk_engine.c) on a pooled connection
+ * of a loop with nothing else in flight: the submitting thread waits for
+ * the answer on the socket itself (ppoll, up to wait_ns) and runs the
+ * connection's event function there, so the response is parsed, the
+ * request finished and its continuation resumed on the thread that will
+ * run the caller next: no wake-up of the loop thread, one thread switch
+ * per request instead of two. The socket is out of the loop's epoll set
+ * meanwhile (a readable socket would wake the loop for nothing); an
+ * eventfd wake-up (work for the loop: a submission, a cancel, a post) ends
+ * the wait at once. A request still unanswered then, or one whose
+ * connection needs the loop (a write that blocks, a body still to send),
+ * goes back to the loop; a connection back in the pool stays out until
+ * the loop's next pass, so the next direct pass needs no epoll_ctl. */
+int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wait_ns) {
+  pk__conn *conn = req->conn;
+  if (!conn || conn->req != req || conn->state != PK_CONN_ACTIVE || conn->want_write || !req->body_done ||
+      req->expect_wait || conn->fd < 0)
+    return PK__WAIT_SKIPPED;
+  if (loop->disarmed && loop->disarmed != conn) conn_arm(loop, loop->disarmed);
+  if (!conn->disarmed) {
+    if (pk__io_rearm(loop, conn->fd, &conn->io, 0) != 0) return PK__WAIT_SKIPPED;
+    conn->disarmed = 1;
+    loop->disarmed = conn;
+  }
+  int outcome = PK__WAIT_ANSWERED;
+  uint64_t end = pk__now_ns() + wait_ns;
+  for (;;) {
+    uint32_t events = 0;
+    if (!conn->read_again) { /* bytes OpenSSL already holds need no poll */
+      uint64_t now = pk__now_ns();
+      struct pollfd p[2] = {{.fd = conn->fd, .events = POLLIN | POLLRDHUP}, {.fd = loop->evfd, .events = POLLIN}};
+      struct timespec ts = {.tv_sec = (time_t)((end - now) / 1000000000u), .tv_nsec = (long)((end - now) % 1000000000u)};
+      int n = now >= end ? 0 : ppoll(p, 2, &ts, NULL);
+      if (n == 0) outcome = PK__WAIT_TIMED_OUT;
+      if (n <= 0 || p[1].revents) break; /* time is up, or the loop has work */
+      if (p[0].revents & POLLIN) events |= EPOLLIN;
+      if (p[0].revents & POLLRDHUP) events |= EPOLLRDHUP;
+      if (p[0].revents & POLLHUP) events |= EPOLLHUP;
+      if (p[0].revents & POLLERR) events |= EPOLLERR;
+    }
+    loop->now = pk__now_ns();
+    conn_event(loop, &conn->io, events);
+    /* Finished (its id is cleared), or no longer this connection's. */
+    if (atomic_load_explicit(&req->id, memory_order_relaxed) != id || conn->req != req) break;
+    if (conn->state != PK_CONN_ACTIVE || conn->want_write) break;
+  }
+  /* Pooled again: it stays out until the loop's next pass. Anything else
+   * is the loop's to watch now. */
+  if (conn->state != PK_CONN_IDLE) conn_arm(loop, conn);
+  if (atomic_load_explicit(&req->id, memory_order_relaxed) != id)
+    atomic_fetch_add_explicit(&loop->st_inline, 1, memory_order_relaxed);
+  return outcome;
 }

@@ -78,18 +78,11 @@ static void drain_shared(pk__loop *loop, bool *stopping) {
   }
 }
 
-/* Returns true if it ran posted work (which may have queued more). */
-static bool drain_once(pk__loop *loop, bool *stopping) {
-  pthread_mutex_lock(&loop->lock);
-  loop->sleeping = false;
-  loop->wake_pending = false;
-  pk__req *subs = loop->sq_head;
-  loop->sq_head = loop->sq_tail = NULL;
-  pk__req *cancels = loop->cancels;
-  loop->cancels = NULL;
-  /* Recycle finished request structs, except any that a cancel still names
-   * (taken in this very swap, or queued since): such a struct must not be
-   * handed out again before that cancel is looked at. It goes next time. */
+/* Under loop->lock: finished request structs go back to the free list,
+ * except any that a cancel still names (taken in this very swap, or queued
+ * since): such a struct must not be handed out again before that cancel is
+ * looked at. It goes next time. */
+static void recycle_done(pk__loop *loop) {
   pk__req *keep = NULL;
   while (loop->done_reqs) {
     pk__req *r = loop->done_reqs;
@@ -104,6 +97,18 @@ static bool drain_once(pk__loop *loop, bool *stopping) {
     loop->free_reqs = r;
   }
   loop->done_reqs = keep;
+}
+
+/* Returns true if it ran posted work (which may have queued more). */
+static bool drain_once(pk__loop *loop, bool *stopping) {
+  pthread_mutex_lock(&loop->lock);
+  loop->sleeping = false;
+  loop->wake_pending = false;
+  pk__req *subs = loop->sq_head;
+  loop->sq_head = loop->sq_tail = NULL;
+  pk__req *cancels = loop->cancels;
+  loop->cancels = NULL;
+  recycle_done(loop);
   *stopping = loop->stopping;
   /* Double-buffered posts: swap the arrays, run ours outside the lock. */
   pk__post *posts = loop->posts;
@@ -219,6 +224,8 @@ static void *loop_main(void *arg) {
     loop->sleep_until = timeout < 0 ? UINT64_MAX : loop->now + (uint64_t)timeout * 1000000u;
 
     pk__loop_poll(loop, timeout);
+    /* Awake: a connection a submitter's wait left out of epoll is watched again. */
+    pk__conn_rearm_disarmed(loop);
     pass_end(loop);
     pk__conn_recycle_dead(loop);
   }
@@ -233,7 +240,7 @@ static void *loop_main(void *arg) {
  * the pass's end (finished requests' continuations). Posted work, cancels and DNS results stay the
  * loop thread's. The loop is woken only if it must see something before its
  * epoll_wait times out: an earlier deadline than it sleeps to, or queued work. */
-static void direct_pass(pk__loop *loop) {
+static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
   pk_engine *outer = pk__current_engine;
   pk__current_engine = loop->eng;
   loop->now = pk__now_ns();
@@ -243,6 +250,16 @@ static void direct_pass(pk__loop *loop) {
   bool stopping = loop->stopping;
   pthread_mutex_unlock(&loop->lock);
   if (subs) process_submissions(loop, subs, stopping);
+  /* The request is written: wait for its answer here (pk_conn.c). */
+  int32_t wait_us = loop->eng->cfg.inline_wait_us;
+  if (loop->inline_skip) {
+    loop->inline_skip--;
+  } else if (wait_us > 0 && !stopping && atomic_load_explicit(&req->id, memory_order_relaxed) == id &&
+             req->state == PK_REQ_ACTIVE) {
+    /* A server slower than the wait: the next 64 direct passes do not
+     * wait (a caller's thread is not held for answers that come later). */
+    if (pk__conn_wait_inline(loop, req, id, (uint64_t)wait_us * 1000u) == PK__WAIT_TIMED_OUT) loop->inline_skip = 64;
+  }
   pass_end(loop);
   /* Connections closed here are recycled by the loop thread, after the
    * events it may already hold for them. */
@@ -250,6 +267,9 @@ static void direct_pass(pk__loop *loop) {
   pk__current_engine = outer;
   bool wake = false;
   pthread_mutex_lock(&loop->lock);
+  /* Requests this pass finished (answered here, with no loop pass to
+   * recycle them) are free again for the next submission. */
+  recycle_done(loop);
   if ((late || loop->sq_head || loop->cancels || loop->posts_len || loop->stopping || pk__dns_has_done(&loop->dns)) &&
       loop->sleeping && !loop->wake_pending) {
     loop->wake_pending = true;
@@ -284,6 +304,7 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->dns_threads = 2;
   cfg->dns_cache_ttl_ms = 30000;
   cfg->connection_attempt_delay_ms = 250;
+  cfg->inline_wait_us = 200;
   cfg->max_interim = 8;
   cfg->decode_content = 1;
   pk_parse_limits_init(&cfg->limits);
@@ -522,7 +543,7 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
     handle->loop = li;
   }
   if (wake) pk__loop_wake(loop);
-  if (direct) direct_pass(loop);
+  if (direct) direct_pass(loop, req, id);
   return 0;
 }
 
@@ -558,6 +579,7 @@ void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
     out->requests_retried += atomic_load(&l->st_retried);
     out->wakeups += atomic_load(&l->st_wakeups);
     out->requests_pending += atomic_load(&l->st_pending);
+    out->requests_answered_inline += atomic_load(&l->st_inline);
   }
 }
 

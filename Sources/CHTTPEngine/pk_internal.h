@@ -201,6 +201,7 @@ struct pk__conn {
   uint8_t hup_seen;           /* the peer hung up: read to the end, no later edge will come */
   uint8_t read_again;         /* stopped reading at PK_IO_BUDGET: read on at the next event */
   uint8_t peer_family;        /* 4, 6, or 0 before it connected (timings' remote_family) */
+  uint8_t disarmed;           /* out of the epoll set for a submitter's wait (pk__conn_wait_inline) */
   uint16_t peer_port, local_port;
   uint8_t peer_addr[16];      /* copied into each request's timings */
   uint32_t requests;          /* responses completed on this connection */
@@ -315,8 +316,10 @@ typedef struct pk__loop {
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
   bool finished_in_pass;      /* on_head or on_done ran since the last on_pass_end */
+  struct pk__conn *disarmed;  /* the connection a submitter's wait left out of epoll (at most one) */
+  uint32_t inline_skip;       /* direct passes left that do not wait (after a wait timed out) */
 
-  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending;
+  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending, st_inline;
 } pk__loop;
 
 struct pk_engine {
@@ -349,6 +352,15 @@ int pk__loop_next_timeout(pk__loop *loop); /* ms for epoll_wait, -1: none */
 int pk__io_add(pk__loop *loop, int fd, pk__io *io, uint32_t events);
 /* Same mask again (EPOLL_CTL_MOD): queues a new event for a ready socket. */
 int pk__io_rearm(pk__loop *loop, int fd, pk__io *io, uint32_t events);
+/* The direct pass's wait (pk_conn.c): the submitting thread, holding the
+ * sleeping loop's pass_lock, waits up to wait_ns for `req`'s answer on its
+ * socket and handles it there. */
+int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wait_ns);
+#define PK__WAIT_SKIPPED (-1)  /* not a request it waits for (a body to send, a blocked write) */
+#define PK__WAIT_ANSWERED 0    /* handled here, or handed back early (the loop has work) */
+#define PK__WAIT_TIMED_OUT 1   /* nothing came in time: the loop has it now */
+/* Loop thread, awake: the connection a wait left out of epoll goes back in. */
+void pk__conn_rearm_disarmed(pk__loop *loop);
 /* One epoll_wait and the handlers of its events. A wait that can block
  * (timeout_ms != 0) releases the loop's pass_lock for its duration. */
 void pk__loop_poll(pk__loop *loop, int timeout_ms);

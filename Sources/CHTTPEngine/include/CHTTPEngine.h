@@ -214,6 +214,13 @@ typedef struct pk_engine_config {
    * may run there too, serialised with the loop thread) instead of waking
    * the loop. 1: every submission is left to the loop thread. */
   int no_direct_submit;
+  /* After such a direct pass, the submitting thread waits up to this many
+   * microseconds for the response on the socket itself and handles it
+   * there (callbacks and on_pass_end run on it), so a one-at-a-time caller
+   * costs one thread switch per request, not two; past the wait, or when
+   * the loop gets other work, the loop takes the request over. Default
+   * 200 (pk_engine_config_init); 0 or negative: never wait. */
+  int32_t inline_wait_us;
   pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
   /* Optional: called once with post_ctx after the loop threads are gone and
@@ -431,6 +438,7 @@ typedef struct pk_engine_stats {
   uint64_t requests_retried;
   uint64_t wakeups;          /* eventfd writes: submits/posts that found the loop asleep */
   uint64_t requests_pending; /* submitted and not yet finished */
+  uint64_t requests_answered_inline; /* answered on the submitting thread (inline_wait_us) */
 } pk_engine_stats;
 
 void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out);

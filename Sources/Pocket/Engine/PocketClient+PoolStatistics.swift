@@ -19,15 +19,19 @@ public struct PocketPoolStatistics: Sendable, Hashable {
     public var connectionsOpened: Int
     /// Requests the engine finished since the client started.
     public var requestsCompleted: Int
+    /// Of those, the ones answered on the sending task's own thread
+    /// (`Configuration.sendingThreadWait`) rather than by the engine's loop.
+    public var requestsAnsweredOnSendingThread: Int
 
     /// A snapshot with these values (for tests of code that reads one).
     public init(openConnections: Int, idleConnections: Int, pendingRequests: Int, connectionsOpened: Int = 0,
-                requestsCompleted: Int = 0) {
+                requestsCompleted: Int = 0, requestsAnsweredOnSendingThread: Int = 0) {
         self.openConnections = openConnections
         self.idleConnections = idleConnections
         self.pendingRequests = pendingRequests
         self.connectionsOpened = connectionsOpened
         self.requestsCompleted = requestsCompleted
+        self.requestsAnsweredOnSendingThread = requestsAnsweredOnSendingThread
     }
 }
 
@@ -42,6 +46,7 @@ extension PocketClient {
                                     idleConnections: Int(truncatingIfNeeded: s.connections_idle),
                                     pendingRequests: max(0, Int(truncatingIfNeeded: s.requests_pending)),
                                     connectionsOpened: Int(truncatingIfNeeded: s.connections_opened),
-                                    requestsCompleted: Int(truncatingIfNeeded: s.requests_completed))
+                                    requestsCompleted: Int(truncatingIfNeeded: s.requests_completed),
+                                    requestsAnsweredOnSendingThread: Int(truncatingIfNeeded: s.requests_answered_inline))
     }
 }

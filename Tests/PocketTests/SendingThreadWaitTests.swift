@@ -1,0 +1,117 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// `Configuration.sendingThreadWait`: a lone request written on a pooled
+/// connection is answered on the sending task's thread (the engine's loop
+/// stays asleep); a slower answer goes back to the loop; a connection the
+/// loop did not watch meanwhile is checked before a request that cannot be
+/// sent twice goes out on it.
+final class SendingThreadWaitTests: XCTestCase {
+    private var server: TestServer!
+
+    override func setUpWithError() throws {
+        server = try TestServer()
+        server.route("/hello") { _ in .text("hello") }
+        // A keep-alive answer (no Connection: close), then the server
+        // closes the connection at once: its idle timer firing early.
+        server.route("/bye") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbye"), .close]) }
+        server.route("/post") { r in .text("got \(r.bodyLength)") }
+        server.route("/slow") { _ in .raw([.sleep(milliseconds: 20), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")]) }
+    }
+
+    override func tearDown() {
+        server.shutdown()
+    }
+
+    /// A wait long enough for the in-process server under a sanitizer or
+    /// a loaded machine (the default 200 µs is tuned for speed, not for
+    /// proving the path was taken).
+    private func waitingClient() throws -> PocketClient {
+        try makeClient { $0.sendingThreadWait = .milliseconds(100) }
+    }
+
+    func testLoneRequestsAreAnsweredOnTheSendingThread() async throws {
+        let client = try waitingClient()
+        _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+        // The first went out on a new connection (the loop's). Once the loop
+        // is asleep, the next finds it pooled: written by the sender and
+        // answered there, and so on (the loop is not woken again). Without
+        // this pause the loop may still be finishing its pass when the next
+        // request comes, and then carries it as before.
+        try await Task.sleep(for: .milliseconds(20))
+        for i in 0..<50 {
+            let r = try await client.send(PocketRequest(url: url(server, "/hello")))
+            XCTAssertEqual(r.text, "hello", "request \(i)")
+        }
+        let stats = client.poolStatistics
+        XCTAssertEqual(server.acceptedConnections, 1)
+        XCTAssertGreaterThanOrEqual(stats.requestsAnsweredOnSendingThread, 45, "\(stats)")
+        XCTAssertEqual(stats.requestsCompleted, 51)
+    }
+
+    func testTheWaitCanBeTurnedOff() async throws {
+        let client = try makeClient { $0.sendingThreadWait = .zero }
+        for _ in 0..<20 {
+            let r = try await client.send(PocketRequest(url: url(server, "/hello")))
+            XCTAssertEqual(r.text, "hello")
+        }
+        XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, 0)
+        XCTAssertEqual(client.poolStatistics.requestsCompleted, 20)
+    }
+
+    func testASlowerAnswerIsHandedToTheLoop() async throws {
+        let client = try makeClient()
+        _ = try await client.send(PocketRequest(url: url(server, "/hello"))) // a pooled connection
+        for i in 0..<5 {
+            let started = ContinuousClock.now
+            let r = try await client.send(PocketRequest(url: url(server, "/slow")))
+            XCTAssertEqual(r.text, "slow", "request \(i)")
+            // Answered when it came (20 ms), not held up by the wait.
+            XCTAssertLessThan(ContinuousClock.now - started, .seconds(2))
+        }
+        XCTAssertEqual(server.acceptedConnections, 1)
+        // None of the slow ones was answered on the sending thread.
+        XCTAssertLessThanOrEqual(client.poolStatistics.requestsAnsweredOnSendingThread, 1)
+    }
+
+    func testAPostDoesNotGoOutOnAConnectionTheServerClosedUnwatched() async throws {
+        let client = try waitingClient()
+        for i in 0..<10 {
+            let bye = try await client.send(PocketRequest(url: url(server, "/bye")))
+            XCTAssertEqual(bye.text, "bye")
+            // The server's FIN arrives meanwhile; the connection sits in the
+            // pool out of the loop's epoll set (answered on this thread).
+            try await Task.sleep(for: .milliseconds(20))
+            let post = try await client.send(PocketRequest(method: .post, url: url(server, "/post"), body: .bytes(Data("abc".utf8))))
+            XCTAssertEqual(post.text, "got 3", "round \(i)")
+        }
+        // Each POST sent once, on a new connection (which the next /bye
+        // then reuses): 1 + 10 connections.
+        XCTAssertEqual(server.receivedRequests.filter { $0.method == "POST" }.count, 10)
+        XCTAssertEqual(server.acceptedConnections, 11)
+        // The /bye answers on reused connections were handled on this
+        // thread, leaving their connection unwatched: the case under test.
+        XCTAssertGreaterThanOrEqual(client.poolStatistics.requestsAnsweredOnSendingThread, 5)
+    }
+
+    func testCancellingWhileTheLoopHasTheRequest() async throws {
+        server.route("/stall") { _ in .raw([.stall(milliseconds: 5_000)]) }
+        let client = try makeClient()
+        _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+        let stall = url(server, "/stall")
+        let task = Task { try await client.send(PocketRequest(url: stall)) }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("a cancelled request returned")
+        } catch let error as PocketError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        // The connection and the loop are fine afterwards.
+        let r = try await client.send(PocketRequest(url: url(server, "/hello")))
+        XCTAssertEqual(r.text, "hello")
+    }
+}
