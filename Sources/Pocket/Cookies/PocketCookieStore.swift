@@ -127,6 +127,12 @@ public final class PocketCookieStore: Sendable {
         public init() {}
     }
 
+    /// The public-suffix library and its list, e.g. `libpsl/0.21.2
+    /// (/usr/share/publicsuffix/public_suffix_list.dafsa)` (`pocket --version`).
+    public static var publicSuffixLibrary: String {
+        "libpsl/\(PublicSuffixList.libraryVersion) (\(PublicSuffixList.source))"
+    }
+
     public let limits: Limits
     /// Whether `localhost` (and `*.localhost`), 127.0.0.0/8 and `::1` count
     /// as secure like https: `Secure` cookies are then stored from and sent

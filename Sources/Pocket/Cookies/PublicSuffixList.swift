@@ -35,6 +35,11 @@ enum PublicSuffixList {
         return psl_is_public_suffix2(context.pointer, domain, Int32(PSL_TYPE_ANY)) != 0
     }
 
+    /// libpsl's version, e.g. `0.21.2`.
+    static var libraryVersion: String {
+        String(String(cString: psl_get_version()).prefix { $0 != " " })
+    }
+
     /// The list libpsl uses, for diagnostics (`pocket --version`): the
     /// distribution file's path, or "built-in".
     static var source: String {
