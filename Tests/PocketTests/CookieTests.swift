@@ -597,6 +597,10 @@ final class CookieTests: XCTestCase {
         XCTAssertEqual(s.rejected, 1)
         XCTAssertEqual(s.malformed, 0)
         XCTAssertEqual(headers.cookieHeader(for: URL(string: "http://example.com/x")!), "a=1")
+        // The largest expiry a file can hold survives a round trip.
+        let far = PocketCookieStore()
+        XCTAssertEqual(far.importNetscape("example.com\tFALSE\t/\tFALSE\t9223372036854775807\tfar\t1\n").imported, 1)
+        XCTAssertTrue(far.netscapeFile().contains("\t9223372036854775807\tfar\t1\n"), far.netscapeFile())
         // Random bytes never crash it.
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<200 {

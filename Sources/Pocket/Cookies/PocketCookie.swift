@@ -17,7 +17,9 @@ public struct PocketCookie: Sendable, Hashable, Codable {
         case strict = "Strict", lax = "Lax", unrestricted = "None"
     }
 
+    /// The cookie's name (case-sensitive).
     public var name: String
+    /// Its value, as the server sent it (quotes included, if any).
     public var value: String
     /// The host it was set by (`hostOnly`) or its `Domain` attribute, in
     /// lower case without a leading dot.
@@ -30,6 +32,7 @@ public struct PocketCookie: Sendable, Hashable, Codable {
     public var secure: Bool
     /// `HttpOnly`: kept and exported; Pocket is an HTTP API, so it is sent.
     public var httpOnly: Bool
+    /// `SameSite`, when the server sent a known value.
     public var sameSite: SameSite?
     /// When it expires; nil for a session cookie (gone with the store, and
     /// with `removeSessionCookies()`).
@@ -42,6 +45,8 @@ public struct PocketCookie: Sendable, Hashable, Codable {
     /// Creation order within the store, for cookies created in the same instant.
     var sequence: UInt64 = 0
 
+    /// A cookie for `domain` (lower-cased, a leading dot dropped); a path
+    /// that does not start with "/" becomes "/". `lastAccessed` is `created`.
     public init(name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
                 secure: Bool = false, httpOnly: Bool = false, sameSite: SameSite? = nil, expires: Date? = nil,
                 created: Date = Date()) {

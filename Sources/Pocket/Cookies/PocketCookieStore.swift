@@ -72,6 +72,7 @@ public final class PocketCookieStore: Sendable {
         /// Cookies in all; past it expired, then least recently used ones are evicted.
         public var maxCookies = 3000
 
+        /// RFC 6265 §6.1's minimums by default.
         public init(maxCookieBytes: Int = 4096, maxCookiesPerDomain: Int = 50, maxCookies: Int = 3000) {
             self.maxCookieBytes = maxCookieBytes
             self.maxCookiesPerDomain = maxCookiesPerDomain
@@ -124,6 +125,7 @@ public final class PocketCookieStore: Sendable {
         public var sessionCookiesDropped = 0
         /// Cookies the store refused (a limit; a `Set-Cookie:` line's rules).
         public var rejected = 0
+        /// Nothing read yet.
         public init() {}
     }
 
@@ -133,6 +135,7 @@ public final class PocketCookieStore: Sendable {
         "libpsl/\(PublicSuffixList.libraryVersion) (\(PublicSuffixList.source))"
     }
 
+    /// The store's limits.
     public let limits: Limits
     /// Whether `localhost` (and `*.localhost`), 127.0.0.0/8 and `::1` count
     /// as secure like https: `Secure` cookies are then stored from and sent
@@ -220,6 +223,7 @@ public final class PocketCookieStore: Sendable {
         }
         var expires: Date?
         if let maxAge = parsed.maxAge {
+            // At most 400 years ahead: a date every consumer can still represent.
             expires = maxAge <= 0 ? Date(timeIntervalSince1970: 0)
                 : now.addingTimeInterval(min(TimeInterval(maxAge), 400 * 365 * 86_400))
         } else if let date = parsed.expires {
@@ -565,7 +569,10 @@ public final class PocketCookieStore: Sendable {
         var text = "# Netscape HTTP Cookie File\n# https://curl.se/docs/http-cookies.html\n"
             + "# Written by Pocket. Edit at your own risk.\n\n"
         for c in allCookies.reversed() {
-            let expiry = c.expires.map { max(1, Int64($0.timeIntervalSince1970.rounded(.down))) } ?? 0
+            let expiry = c.expires.map { date -> Int64 in
+                let t = date.timeIntervalSince1970.rounded(.down)
+                return t >= 9.2e18 ? Int64.max : max(1, Int64(t))
+            } ?? 0
             text += (c.httpOnly ? "#HttpOnly_" : "") + (c.hostOnly ? "" : ".") + c.domain + "\t"
                 + (c.hostOnly ? "FALSE" : "TRUE") + "\t" + c.path + "\t" + (c.secure ? "TRUE" : "FALSE") + "\t"
                 + String(expiry) + "\t" + c.name + "\t" + c.value + "\n"
