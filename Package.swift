@@ -64,8 +64,12 @@ let package = Package(
                 .linkedLibrary("pthread"),
             ]
         ),
+        // libpsl (Debian libpsl-dev), as curl uses it: the cookie store's
+        // public-suffix rule, with the list Debian's publicsuffix package keeps
+        // current (Sources/Pocket/Cookies). Linked like OpenSSL and zlib.
+        .systemLibrary(name: "CLibPSL"),
         // What users import.
-        .target(name: "Pocket", dependencies: ["CHTTPEngine", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Pocket", dependencies: ["CHTTPEngine", "CLibPSL", .product(name: "Logging", package: "swift-log")]),
         // Integrations: each its own target on Pocket's public API.
         .target(name: "PocketHTTPTypes", dependencies: ["Pocket", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .target(name: "PocketOpenAPI", dependencies: [

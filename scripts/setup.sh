@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages Pocket builds and tests with, if missing:
-# OpenSSL and zlib headers (the engine links ssl, crypto, z), nginx-light
+# OpenSSL and zlib headers (the engine links ssl, crypto, z), libpsl and
+# the public suffix list (the cookie store), nginx-light
 # (integration tests and benchmarks), wrk (benchmark peer), the openssl and
 # curl command-line tools (TLS test certificates and fixture checks), python3
 # (multipart tests), rsvg-convert (benchmark chart tests), tinyproxy (proxy
@@ -10,6 +11,10 @@ need=()
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 dpkg -s libdeflate-dev >/dev/null 2>&1 || need+=(libdeflate-dev)
+# The cookie store refuses public-suffix domains with libpsl (as curl does),
+# against the list Debian's publicsuffix package keeps current.
+dpkg -s libpsl-dev >/dev/null 2>&1 || need+=(libpsl-dev)
+dpkg -s publicsuffix >/dev/null 2>&1 || need+=(publicsuffix)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # TLS tests generate their certificates with the openssl CLI and check the

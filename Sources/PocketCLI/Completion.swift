@@ -19,7 +19,7 @@ enum Completion {
 
     /// Options whose value is a file get file completion.
     private static func takesFile<Command>(_ option: CommandLineOption<Command>) -> Bool {
-        ["file", "dir", "data|@file", "json|@file"].contains(option.valueName ?? "")
+        ["file", "dir", "data|@file", "json|@file", "data|file"].contains(option.valueName ?? "")
     }
 
     private static func bash<Command>(_ options: [CommandLineOption<Command>]) -> String {

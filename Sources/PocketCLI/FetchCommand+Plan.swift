@@ -152,6 +152,11 @@ extension FetchCommand {
             // otherwise: --compressed says otherwise (decoded, not resumable).
             request.headers["Accept-Encoding"] = "gzip, deflate"
         }
+        // -b name=value strings: one Cookie field, joined with ';' as curl
+        // joins them, unless -H set a Cookie field (curl then drops them).
+        if let line = cookieStrings, !request.headers.contains("Cookie") {
+            request.headers.add(name: "Cookie", value: line)
+        }
         return FetchPlan(configuration: configuration, request: request, destination: destination,
                          resume: continueAt != nil, uploadBytes: uploadBytes)
     }

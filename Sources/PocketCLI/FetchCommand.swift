@@ -75,6 +75,10 @@ struct FetchCommand: Sendable {
     var noProxy: String?
     var unixSocket: String?
     var resolve: [String] = []
+    // Cookies (FetchCommand+Cookies.swift): -b strings and files, -c, -j.
+    var cookies: [String] = []
+    var cookieJar: String?
+    var junkSessionCookies = false
 
     // Authentication (FetchCommand+Auth.swift).
     var user: String?
@@ -115,6 +119,9 @@ struct FetchCommand: Sendable {
             .flag("I", "head", \.head, "Send HEAD and print the response head."),
             .flag("i", "include", \.include, "Print each response head (every hop with -L) before the body."),
             .flag(nil, "compressed", \.compressed, "Ask for gzip/deflate and decode the body."),
+            .strings("b", "cookie", \.cookies, "data|file", "Send cookies: 'name=value; n2=v2' (with '=': a Cookie field, repeatable, dropped on a cross-origin redirect), else a cookie file to read (Netscape format as -c writes, or saved 'Set-Cookie:' lines; a missing file is ignored, as curl). A file turns the cookie store on: cookies set by responses (each -L hop too) go with later requests of the invocation."),
+            .string("c", "cookie-jar", \.cookieJar, "file", "Turn the cookie store on and write every cookie to FILE (Netscape format, curl's) when the invocation ends, also after a failure; '-': stdout."),
+            .flag("j", "junk-session-cookies", \.junkSessionCookies, "With -b FILE: leave out the file's session cookies (expiry 0), as a new browser session would."),
             .flag("f", "fail", \.fail, "A status >= 400 is an error: no body output, exit 22."),
             .flag(nil, "fail-with-body", \.failWithBody, "As -f, but the body is written first."),
         ])

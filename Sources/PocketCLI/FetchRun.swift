@@ -29,13 +29,14 @@ struct FetchRun: Sendable {
             return ExitStatus.usage.code
         }
         let clients = ClientCache(connectionsPerOrigin: parallel ? parallelMax : 1)
+        let cookies = CookieRun(sets: sets) // -b files read now, -c files written at the end
         let all = transfers
         var last = ExitStatus.success
         if parallel {
             last = await withTaskGroup(of: (Int, ExitStatus).self) { group in
                 var next = 0, results: [Int: ExitStatus] = [:]
                 func start(_ i: Int) {
-                    group.addTask { (i, await Self.perform(all[i], index: i, clients: clients, buffered: true)) }
+                    group.addTask { (i, await Self.perform(all[i], index: i, clients: clients, cookies: cookies, buffered: true)) }
                 }
                 while next < min(parallelMax, all.count) { start(next); next += 1 }
                 while let (i, status) = await group.next() {
@@ -47,15 +48,17 @@ struct FetchRun: Sendable {
             }
         } else {
             for (i, transfer) in all.enumerated() {
-                last = await Self.perform(transfer, index: i, clients: clients, buffered: false)
+                last = await Self.perform(transfer, index: i, clients: clients, cookies: cookies, buffered: false)
             }
         }
         await clients.shutdown()
+        cookies.save() // as curl: also after a failed transfer
         return last.code
     }
 
     /// One URL: its plan, its attempts, its -w line; the error line on stderr.
-    static func perform(_ command: FetchCommand, index: Int, clients: ClientCache, buffered: Bool) async -> ExitStatus {
+    static func perform(_ command: FetchCommand, index: Int, clients: ClientCache, cookies: CookieRun,
+                        buffered: Bool) async -> ExitStatus {
         var facts = TransferFacts(url: command.url)
         facts.index = index
         let sink = TransferSink(buffered: buffered)
@@ -63,7 +66,8 @@ struct FetchRun: Sendable {
         var status = ExitStatus.success
         do throws(CLIFailure) {
             format = try command.writeOut.map { spec throws(CLIFailure) in try WriteOut(format: try FetchCommand.loadText(spec)) }
-            let plan = try command.makePlan()
+            var plan = try command.makePlan()
+            if command.usesCookieStore { plan.configuration.cookies = cookies.store }
             if format != nil { facts.url = plan.request.url.absoluteString } // -w's url_effective, as curl writes it
             facts.method = plan.request.method.rawValue
             facts.uploadBytes = plan.uploadBytes
@@ -74,7 +78,7 @@ struct FetchRun: Sendable {
             let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
             let bar = !command.silent && !buffered && Output.stderr.isTerminal && !bodyToTerminal ? ProgressBar() : nil
             let transfer = FetchTransfer(command: command, plan: plan, client: client, progress: bar, sink: sink)
-            try await attempts(transfer, bar: bar, &facts)
+            try await attempts(transfer, bar: bar, cookies: cookies, &facts)
         } catch {
             status = error.status
             facts.exitCode = status.code
@@ -90,14 +94,14 @@ struct FetchRun: Sendable {
     }
 
     /// The transfer, and its retries with curl's backoff (`--retry`).
-    private static func attempts(_ transfer: FetchTransfer, bar: ProgressBar?,
+    private static func attempts(_ transfer: FetchTransfer, bar: ProgressBar?, cookies: CookieRun,
                                  _ facts: inout TransferFacts) async throws(CLIFailure) {
         let command = transfer.command, plan = transfer.plan
         var attempt = 0
         while true {
             do {
                 if command.verbose {
-                    Output.diagnostic(HeadFormat.verboseRequest(plan.request, defaults: plan.configuration.defaultHeaders,
+                    Output.diagnostic(HeadFormat.verboseRequest(cookies.displayed(plan.request), defaults: plan.configuration.defaultHeaders,
                                                                 compressed: command.compressed, download: plan.destination != nil))
                 }
                 try await transfer.run(&facts, canRetry: attempt < command.retry)
@@ -143,6 +147,7 @@ final class ClientCache: Sendable {
         var timeouts: PocketTimeouts
         var decompression: Bool
         var headers: [String]
+        var cookies: Bool
     }
 
     private let clients = Lock<[(key: Key, client: PocketClient)]>([])
@@ -155,7 +160,8 @@ final class ClientCache: Sendable {
         var configuration = configuration
         configuration.maxConnectionsPerOrigin = connectionsPerOrigin
         let key = Key(tls: configuration.tls, timeouts: configuration.timeouts, decompression: configuration.decompression,
-                      headers: configuration.defaultHeaders.map { "\($0.name): \($0.value)" })
+                      headers: configuration.defaultHeaders.map { "\($0.name): \($0.value)" },
+                      cookies: configuration.cookies != nil)
         return try clients.withLock { (clients: inout [(key: Key, client: PocketClient)]) throws(CLIFailure) -> (PocketClient, Bool) in
             if let known = clients.first(where: { $0.key == key }) { return (known.client, false) }
             do {

@@ -9,11 +9,16 @@ enum PocketVersion {
     static var text: String {
         """
         pocket \(number) (\(archOS)) Pocket/\(number) \(PocketEngineInfo.tlsLibrary) zlib/\(PocketEngineInfo.zlibVersion) \
-        libdeflate/\(PocketEngineInfo.libdeflateVersion)
+        libdeflate/\(PocketEngineInfo.libdeflateVersion) \(psl)
         Protocols: \(PocketEngineInfo.protocols.joined(separator: " "))
-        Features: \(PocketEngineInfo.features.joined(separator: " "))
+        Features: \((PocketEngineInfo.features + ["PSL"]).joined(separator: " "))
 
         """
+    }
+
+    /// libpsl's version, as curl names it (the cookie store's public suffixes).
+    private static var psl: String {
+        String(PocketCookieStore.publicSuffixLibrary.prefix { $0 != " " })
     }
 
     private static var archOS: String {

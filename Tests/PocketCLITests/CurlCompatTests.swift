@@ -41,6 +41,8 @@ final class CurlCompatTests: XCTestCase {
         /// Why pocket deliberately opens another number of connections
         /// (docs/CLI.md): the count is reported, the rest compared.
         var connectionsDiffer: String?
+        /// stdout holds a cookie jar (`-c -`): compared as `Self.jarLines`.
+        var jarOnStdout = false
     }
 
     /// What one tool did.
@@ -69,6 +71,18 @@ final class CurlCompatTests: XCTestCase {
             s.route("/hop2") { _ in .response(status: 302, headers: [("Location", "/hop3")]) }
             s.route("/hop3") { _ in .text("end\n") }
             s.routeResource("/file.bin", .init(size: 100_000, seed: 7, etag: "\"e1\""))
+            // Cookies: names of one length (curl orders longer names first
+            // among equal paths; RFC 6265 does not), absolute expiry dates.
+            s.route("/setcookies") { _ in
+                .response(status: 200, headers: Self.setCookies.map { ("Set-Cookie", $0) }, body: Array("set\n".utf8))
+            }
+            s.route("/setone") { _ in .response(status: 200, headers: [("Set-Cookie", "one=1")], body: Array("one\n".utf8)) }
+            s.route("/setpair") { _ in
+                .response(status: 200, headers: [("Set-Cookie", "x=1"), ("Set-Cookie", "y=2")], body: Array("pair\n".utf8))
+            }
+            s.route("/login") { _ in .response(status: 302, headers: [("Set-Cookie", "sid=abc; Path=/"), ("Location", "/echo")]) }
+            let port = s.port
+            s.route("/elsewhere") { _ in .response(status: 302, headers: [("Location", "http://localhost:\(port)/echo")]) }
             s.routeResource("/norange.bin", .init(size: 100_000, seed: 7, honorsRange: false))
         }
         func flaky(_ s: TestServer) {
@@ -167,6 +181,44 @@ final class CurlCompatTests: XCTestCase {
                 s.route("/big") { _ in .response(body: big) }
             }),
             Case(name: "-d from stdin", args: ["-s", "-d", "@-", "URL/echo"], setup: common, stdin: Data("s=1\n".utf8)),
+            // Cookies (-b, -c, -j).
+            Case(name: "-b name=value strings", args: ["-s", "-b", "a=1; b=2", "-b", "c=3", "URL/echo"], setup: common,
+                 headers: ["Cookie"]),
+            Case(name: "-b a Netscape cookie file", args: ["-s", "-b", "IN/jar.txt", "URL/echo"], setup: common,
+                 inputs: ["jar.txt": Self.jarFile], headers: ["Cookie"]),
+            Case(name: "-b saved Set-Cookie lines", args: ["-s", "-b", "IN/head.txt", "URL/echo"], setup: common,
+                 inputs: ["head.txt": Array("HTTP/1.1 200 OK\r\nSet-Cookie: hh=1; Path=/\r\nSet-Cookie: ii=2\r\n\r\n".utf8)],
+                 headers: ["Cookie"]),
+            Case(name: "-b a missing file is ignored", args: ["-s", "-b", "IN/none.txt", "URL/echo"], setup: common,
+                 headers: ["Cookie"]),
+            Case(name: "-c writes what the server set", args: ["-s", "-c", "out.jar", "URL/setcookies"], setup: common),
+            Case(name: "-c - writes to stdout at the end", args: ["-s", "-c", "-", "URL/setcookies"], setup: common,
+                 jarOnStdout: true),
+            Case(name: "-b file -c file", args: ["-s", "-b", "IN/jar.txt", "-c", "out.jar", "URL/setcookies"], setup: common,
+                 inputs: ["jar.txt": Self.jarFile], headers: ["Cookie"]),
+            Case(name: "-L -c sends a cookie set by the redirect", args: ["-s", "-L", "-c", "out.jar", "URL/login"], setup: common,
+                 headers: ["Cookie"]),
+            Case(name: "-L without a cookie store", args: ["-s", "-L", "URL/login"], setup: common, headers: ["Cookie"]),
+            Case(name: "-j drops the file's session cookies", args: ["-s", "-j", "-b", "IN/jar.txt", "URL/echo"], setup: common,
+                 inputs: ["jar.txt": Self.jarFile], headers: ["Cookie"]),
+            Case(name: "-c after a failed transfer", args: ["-s", "-b", "IN/jar.txt", "-c", "out.jar", "http://127.0.0.1:1/"],
+                 setup: common, inputs: ["jar.txt": Self.jarFile]),
+            Case(name: "-H Cookie wins over -b strings", args: ["-s", "-b", "a=1", "-H", "Cookie: h=1", "URL/echo"], setup: common,
+                 headers: ["Cookie"]),
+            Case(name: "--next with -b '' shares the store", args: ["-s", "-c", "out.jar", "URL/setone", "--next", "-b", "", "URL/echo"],
+                 setup: common, headers: ["Cookie"]),
+            Case(name: "--next without -b/-c sends no stored cookie", args: ["-s", "-c", "out.jar", "URL/setone", "--next", "URL/echo"],
+                 setup: common, headers: ["Cookie"],
+                 connectionsDiffer: "the cookie store is a client's: a set without -b/-c runs on a client of its own, with its own connection"),
+            Case(name: "cookies of equal paths, in one session", args: ["-s", "-c", "out.jar", "URL/setpair", "URL/echo"],
+                 setup: common, headers: ["Cookie"],
+                 differs: "RFC 6265 §5.4: among equal paths the earlier-created cookie goes first; curl 7.88 sends the newest first"),
+            Case(name: "-b string after a cross-origin -L", args: ["-s", "-L", "-b", "a=1", "URL/elsewhere"], setup: common,
+                 headers: ["Cookie"],
+                 differs: "pocket drops the -b string (a Cookie field) on a redirect to another origin, as it drops -H Cookie; curl 7.88 sends it to every host"),
+            Case(name: "-H Cookie with the cookie store", args: ["-s", "-b", "IN/jar.txt", "-H", "Cookie: h=1", "URL/echo"],
+                 setup: common, inputs: ["jar.txt": Self.jarFile], headers: ["Cookie"],
+                 differs: "pocket sends one Cookie field, the store's cookies then the -H ones (RFC 6265 §5.4: one field); curl 7.88 sends two"),
             Case(name: "User-Agent", args: ["-s", "URL/echo"], setup: common, headers: ["User-Agent"],
                  differs: "pocket sends User-Agent: Pocket/0.2.0, not curl/7.88.1"),
             Case(name: "-o download asks for identity", args: ["-s", "-o", "id.txt", "URL/text"], setup: common,
@@ -175,6 +227,33 @@ final class CurlCompatTests: XCTestCase {
             Case(name: "--version", args: ["--version"], compareStdout: true,
                  differs: "pocket prints its own version and libraries"),
         ]
+    }
+
+    /// What /setcookies sets (a Secure cookie too: curl and pocket both
+    /// count loopback as secure).
+    static let setCookies = ["aa=1; Path=/", "bb=2; Path=/echo; HttpOnly", "cc=3; Expires=Wed, 09 Jun 2100 10:18:14 GMT",
+                             "dd=4", "ee=5; Secure", "ff=6; Path=/nothere"]
+
+    /// A cookie file as curl writes one: session, persistent, HttpOnly,
+    /// Secure, another path, an expired cookie, another host.
+    static let jarFile = Array("""
+        # Netscape HTTP Cookie File
+        # https://curl.se/docs/http-cookies.html
+
+        127.0.0.1\tFALSE\t/\tFALSE\t0\tn2\tv2
+        127.0.0.1\tFALSE\t/\tFALSE\t0\tn1\tv1
+        #HttpOnly_127.0.0.1\tFALSE\t/echo\tFALSE\t4102444800\tho\th
+        127.0.0.1\tFALSE\t/\tTRUE\t0\tse\ts
+        127.0.0.1\tFALSE\t/other\tFALSE\t4102444800\tno\tx
+        127.0.0.1\tFALSE\t/\tFALSE\t1\tex\tpired
+        localhost\tFALSE\t/\tFALSE\t0\tlo\tx
+
+        """.utf8)
+
+    /// A cookie jar's cookie lines, sorted (the comment lines name the
+    /// tool, and the order of a file is not compared).
+    static func jarLines(_ text: String) -> String {
+        text.split(separator: "\n").filter { !$0.hasPrefix("# ") && !$0.isEmpty }.sorted().joined(separator: "\n")
     }
 
     func testCasesAgainstCurl() throws {
@@ -215,10 +294,57 @@ final class CurlCompatTests: XCTestCase {
         }
     }
 
+    /// Cookie files both ways: a jar curl's -c wrote, read by pocket's -b,
+    /// and one pocket's -c wrote, read by curl's -b; each time the server
+    /// sees the same Cookie field from both tools, and both jars hold the
+    /// same cookies.
+    func testCookieJarsRoundTripBetweenCurlAndPocket() throws {
+        let curl = "/usr/bin/curl"
+        guard FileManager.default.isExecutableFile(atPath: curl) else {
+            throw XCTSkip("curl is not installed (scripts/setup.sh installs it)")
+        }
+        let pocket = try PocketBinary.path().path
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/setcookies") { _ in
+            .response(status: 200, headers: Self.setCookies.map { ("Set-Cookie", $0) }, body: Array("set\n".utf8))
+        }
+        server.defaultHandler = { r in .text("\(r.header("Cookie") ?? "-")\n") }
+        let dir = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fromCurl = dir.appendingPathComponent("curl.jar").path, fromPocket = dir.appendingPathComponent("pocket.jar").path
+        func run(_ tool: String, _ args: [String]) throws -> String {
+            let (result, timedOut) = try ChildProcess.run(tool, ["-s"] + args, input: Data(), directory: dir.path, timeout: 60)
+            XCTAssertFalse(timedOut)
+            XCTAssertEqual(result.status, 0, "\(tool) \(args)")
+            return String(decoding: result.stdout, as: UTF8.self)
+        }
+        _ = try run(curl, ["-c", fromCurl, server.url("/setcookies")])
+        _ = try run(pocket, ["-c", fromPocket, server.url("/setcookies")])
+        let curlJar = String(decoding: FileManager.default.contents(atPath: fromCurl) ?? Data(), as: UTF8.self)
+        let pocketJar = String(decoding: FileManager.default.contents(atPath: fromPocket) ?? Data(), as: UTF8.self)
+        XCTAssertEqual(Self.jarLines(curlJar).split(separator: "\n").count, Self.setCookies.count, curlJar)
+        XCTAssertEqual(Self.jarLines(pocketJar), Self.jarLines(curlJar), "the same cookies, written the same way")
+        XCTAssertTrue(pocketJar.contains("#HttpOnly_127.0.0.1\tFALSE\t/echo\tFALSE\t0\tbb\t2\n"), pocketJar)
+        XCTAssertTrue(pocketJar.contains("127.0.0.1\tFALSE\t/\tFALSE\t4116219494\tcc\t3\n"), pocketJar)
+        // curl -c → pocket -b, pocket -c → curl -b: the server sees what the jar's own tool sends.
+        for (jar, name) in [(fromCurl, "curl -c"), (fromPocket, "pocket -c")] {
+            for path in ["/echo", "/echo/x", "/"] {
+                let byCurl = try run(curl, ["-b", jar, server.url(path)])
+                let byPocket = try run(pocket, ["-b", jar, server.url(path)])
+                XCTAssertEqual(byPocket, byCurl, "\(name) jar, GET \(path)")
+                if path.hasPrefix("/echo") { XCTAssertTrue(byPocket.hasPrefix("bb=2; "), byPocket) }
+            }
+        }
+        // The server's view: the Cookie fields of the last six requests pair up.
+        let seen = server.receivedRequests.suffix(12).map { $0.header("Cookie") ?? "-" }
+        XCTAssertEqual(stride(from: 0, to: 12, by: 2).map { seen[$0] }, stride(from: 1, to: 12, by: 2).map { seen[$0] })
+    }
+
     /// The command line as a shell would take it (for the report's table).
     static func shell(_ args: [String]) -> String {
         args.map { arg in
-            arg.allSatisfy({ $0.isLetter || $0.isNumber || "-_./:=@,%".contains($0) }) ? arg
+            !arg.isEmpty && arg.allSatisfy({ $0.isLetter || $0.isNumber || "-_./:=@,%".contains($0) }) ? arg
                 : "'" + arg.replacingOccurrences(of: "'", with: "'\\''") + "'"
         }.joined(separator: " ").replacingOccurrences(of: "|", with: "\\|")
     }
@@ -259,7 +385,8 @@ final class CurlCompatTests: XCTestCase {
                 let path = work.appendingPathComponent(name).path
                 guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else { continue }
                 let data = FileManager.default.contents(atPath: path) ?? Data()
-                files[name] = "\(data.count) bytes, sha256 \(SHA256Digest.hex(Array(data)))"
+                files[name] = name.hasSuffix(".jar") ? Self.jarLines(String(decoding: data, as: UTF8.self))
+                    : "\(data.count) bytes, sha256 \(SHA256Digest.hex(Array(data)))"
             }
         }
         let requests = server.receivedRequests
@@ -274,8 +401,10 @@ final class CurlCompatTests: XCTestCase {
             return normal("\(r.method) \(r.target) [\(fields.joined(separator: "; "))] \(body)")
         }
         if c.args.contains("-Z") { described.sort() } // at once: in any order
+        var stdout = String(decoding: c.compareStdout ? result.stdout : Data(), as: UTF8.self)
+        if c.jarOnStdout { stdout = Self.jarLines(stdout) }
         return Outcome(status: result.status,
-                       stdout: normal(String(decoding: c.compareStdout ? result.stdout : Data(), as: UTF8.self)),
+                       stdout: normal(stdout),
                        files: files, requests: described, connections: Set(requests.map(\.connectionIndex)).count)
     }
 }

@@ -116,9 +116,10 @@ extension PocketClient {
                 try await transport.send(request, progress: progress)
             }
         }
-        if progress?.finish == nil {
+        if progress?.finish == nil, configuration.cookies == nil {
             // The common case in few steps: one engine request; the redirect
-            // machinery starts only after a 3xx it follows.
+            // machinery starts only after a 3xx it follows. (A cookie store
+            // takes the general path: each hop there goes through it.)
             var inflight = spares.collectingRequest(engine: engine, progress: progress)
             var response = try await run(request, inflight)
             spares.recycle(&inflight)

@@ -101,6 +101,12 @@ public final class PocketClient: Sendable {
         /// (`PocketRequest.redirects`): up to 10 hops by default, no https → http
         /// (see `PocketRedirectPolicy` for why and for the rules of each hop).
         public var redirects: PocketRedirectPolicy = .follow
+        /// The cookie store: nil (the default) keeps no cookies, as a
+        /// service-to-service client usually should. With a store, each hop
+        /// sends the cookies that match its URL and stores what its response
+        /// sets (RFC 6265; see `PocketCookieStore`). One store may serve
+        /// several clients; scoped clients share their parent's.
+        public var cookies: PocketCookieStore?
         /// Header fields sent with every request unless the request has a field
         /// of the same name. Default: `User-Agent: Pocket/0.2.0`.
         public var defaultHeaders: PocketHeaders = ["User-Agent": "Pocket/0.2.0"]

@@ -32,14 +32,14 @@ extension PocketClient {
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         guard request.redirects?.follows ?? configuration.redirects.follows else {
-            var response = try await hop(request, progress)
+            var response = try await hopWithCookies(request, progress, hop)
             response.record(url: request.url, redirects: [])
             return response
         }
         var gate = ProgressFinishGate.wrap(progress)
         var response: R
         do {
-            response = try await hop(request, gate?.handler ?? progress)
+            response = try await hopWithCookies(request, gate?.handler ?? progress, hop)
         } catch {
             gate?.gate.markFinal()
             throw error
@@ -68,7 +68,7 @@ extension PocketClient {
             while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
                 await response.discardRedirectBody()
                 gate = ProgressFinishGate.wrap(progress)
-                response = try await hop(next, gate?.handler ?? progress)
+                response = try await hopWithCookies(next, gate?.handler ?? progress, hop)
             }
         } catch {
             gate?.gate.markFinal()

@@ -1,0 +1,34 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension PocketClient {
+    /// One hop of the request path with the client's cookie store
+    /// (`Configuration.cookies`): the store's cookies for the hop's URL go
+    /// into its `Cookie` field, and the `Set-Cookie` fields of its response
+    /// head (also of a head that came with an error) are stored before the
+    /// redirect follower looks at it, so the next hop carries them. Without
+    /// a store it is `hop` itself.
+    ///
+    /// The request the redirect follower keeps is the one without the
+    /// store's cookies: they are chosen again for each hop's URL, and a
+    /// cross-origin hop still drops the caller's own `Cookie` field.
+    @inline(__always)
+    func hopWithCookies<R: RedirectableResponse>(
+        _ request: PocketRequest, _ progress: PocketProgressHandler?,
+        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
+        guard let jar = configuration.cookies else { return try await hop(request, progress) }
+        let response: R
+        do {
+            response = try await hop(jar.attach(to: request), progress)
+        } catch let error as PocketError {
+            if let head = error.response { jar.store(head.headers, from: request.url) }
+            throw error
+        }
+        jar.store(response.redirectHead.headers, from: request.url)
+        return response
+    }
+}
