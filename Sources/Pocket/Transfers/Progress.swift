@@ -25,6 +25,8 @@ public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertibl
     /// downloads.
     public var part: PocketPartProgress?
 
+    /// A report with these figures (Pocket makes them; this is for tests and
+    /// for transports that report progress of their own).
     public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false,
                 part: PocketPartProgress? = nil) {
         self.direction = direction
@@ -47,6 +49,7 @@ public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertibl
     /// The seeds' percent convenience (MTPocket's `percentComplete`): 0...100, or nil.
     public var percent: Int? { fraction.map { Int(($0 * 100).rounded(.down)) } }
 
+    /// `sent 100 of 400 bytes`, or `received 100 bytes` without a total.
     public var description: String {
         let what = direction == .upload ? "sent" : "received"
         if let total { return "\(what) \(bytes) of \(total) bytes" }
