@@ -5,8 +5,13 @@
 /// (whose `Content-Length` counts compressed bytes — see `wireBytes` and
 /// `wireTotal` for those).
 public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertible {
-    public enum Direction: Sendable, Hashable { case upload, download }
+    /// Which body is moving.
+    public enum Direction: Sendable, Hashable {
+        /// `upload`: the request body, going out; `download`: the response body, coming in.
+        case upload, download
+    }
 
+    /// The request body going out (`upload`) or the response body coming in (`download`).
     public var direction: Direction
     /// Payload bytes so far: body bytes sent, or response body bytes after
     /// content decoding.
