@@ -185,7 +185,9 @@ extension PocketClient {
             // Every response has a head, and the head made the sink.
             let sink = delivery.typedSink!
             if !returnsAtHead { sink.finish(nil, timings: response.timings) }
-            return SunkResponse(response: response, sink: sink, written: delivery.written,
+            // A body still being written (returned at the head) is not counted:
+            // the loop thread goes on writing `written`.
+            return SunkResponse(response: response, sink: sink, written: returnsAtHead ? 0 : delivery.written,
                                 running: returnsAtHead ? inflight : nil)
         }
     }
