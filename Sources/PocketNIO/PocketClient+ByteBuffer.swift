@@ -10,8 +10,9 @@ extension PocketClient {
     /// Sends `request` and returns the response with its body in one
     /// `ByteBuffer` from `allocator`, the body's bytes copied into it once.
     ///
-    /// A declared `Content-Length` (up to 64 MiB) is reserved at the head, so
-    /// a plain body of known length costs one allocation and no growth; a
+    /// A declared `Content-Length` (up to 64 MiB) sizes the buffer when the
+    /// first bytes arrive, so a plain body of known length costs one
+    /// allocation and no growth; a
     /// chunked or content-decoded body grows the buffer as it arrives (the
     /// buffer's reallocations, not copies of the body through `Data`). An
     /// empty body allocates nothing.
@@ -76,7 +77,8 @@ extension PocketClient {
 /// Collects one body into a `ByteBuffer`. Unchecked: `buffer` is written on
 /// the loop thread until the send's continuation resumes, then only by `take`.
 final class ByteBufferBodySink: PocketResponseBodySink, @unchecked Sendable {
-    /// A declared length up to this is reserved at the head.
+    /// A declared length up to this sizes the buffer at once; past it the
+    /// buffer grows as bytes arrive (a lying `Content-Length` costs nothing).
     static let maxReserved = 64 << 20
     private let allocator: ByteBufferAllocator
     private let reserve: Int
