@@ -12,10 +12,9 @@ extension PocketClient {
     ///
     /// A declared `Content-Length` (up to 64 MiB) sizes the buffer when the
     /// first bytes arrive, so a plain body of known length costs one
-    /// allocation and no growth; a
-    /// chunked or content-decoded body grows the buffer as it arrives (the
-    /// buffer's reallocations, not copies of the body through `Data`). An
-    /// empty body allocates nothing.
+    /// allocation and no growth; a chunked or content-decoded body grows the
+    /// buffer as it arrives (the buffer's reallocations, not copies of the
+    /// body through `Data`). An empty body allocates nothing.
     ///
     /// Otherwise this is `send(_:options:progress:)`: middleware, retries,
     /// redirects, validation, events, cancellation and
