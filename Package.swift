@@ -33,6 +33,8 @@ let package = Package(
         .library(name: "PocketTracing", targets: ["PocketTracing"]),
         // The client as a swift-service-lifecycle `Service`.
         .library(name: "PocketServiceLifecycle", targets: ["PocketServiceLifecycle"]),
+        // Response bodies as SwiftNIO `ByteBuffer`s, written once (no `Data`).
+        .library(name: "PocketNIO", targets: ["PocketNIO"]),
     ],
     dependencies: [
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
@@ -44,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // PocketNIO only, and of it NIOCore only (ByteBuffer, the async sequence producer).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // `swift package generate-documentation --target Pocket` (the catalog
         // in Sources/Pocket/Pocket.docc); a command plugin, built only when run.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -82,6 +86,7 @@ let package = Package(
         .target(name: "PocketServiceLifecycle", dependencies: [
             "Pocket", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        .target(name: "PocketNIO", dependencies: ["Pocket", .product(name: "NIOCore", package: "swift-nio")]),
         // Test doubles for users' tests (the PocketTesting product); Pocket's public
         // API plus its package-level Lock.
         .target(name: "PocketTesting", dependencies: ["Pocket"]),
@@ -118,7 +123,7 @@ let package = Package(
         // OpenAPI client in it was generated once and committed (Generated/).
         .testTarget(name: "PocketIntegrationTests", dependencies: [
             "Pocket", "PocketTestSupport", "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing",
-            "PocketServiceLifecycle",
+            "PocketServiceLifecycle", "PocketNIO",
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -126,6 +131,7 @@ let package = Package(
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
         ], exclude: ["OpenAPI"]),
         // The charts and the HTML report: parsed as XML, drawn by rsvg-convert.
         .testTarget(name: "PocketBenchKitTests", dependencies: ["PocketBenchKit"]),

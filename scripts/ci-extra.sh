@@ -11,7 +11,8 @@
 #      each variant (scripts/gateway-smoke.sh; its first release build took
 #      16 minutes on the loaded 2-core machine; GATEWAY=0 skips it);
 #   5. the DocC catalog (Sources/Pocket/Pocket.docc) with swift-docc-plugin,
-#      warnings as errors (about a minute).
+#      warnings as errors (about a minute), then scripts/check-doc-coverage.sh:
+#      every public declaration of the library products has a doc comment.
 # Prints the time of each step; the whole script takes about 20 minutes on
 # the 2-core CI machine (see docs/FUZZING.md for a measured run).
 set -euo pipefail
@@ -57,4 +58,5 @@ if [ "${GATEWAY:-1}" = 1 ]; then
 fi
 step "documentation (DocC, warnings are errors)" \
   swift package --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
+step "documentation coverage (every public declaration has ///)" scripts/check-doc-coverage.sh
 echo "ci-extra: all clean in $((SECONDS - total0)) s"

@@ -27,6 +27,7 @@ let package = Package(
             .product(name: "Pocket", package: rootIdentity),
             .product(name: "PocketMetrics", package: rootIdentity),
             .product(name: "PocketTracing", package: rootIdentity),
+            .product(name: "PocketNIO", package: rootIdentity),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),

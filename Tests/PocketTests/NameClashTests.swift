@@ -17,7 +17,7 @@ final class NameClashTests: XCTestCase {
             options: [.anchorsMatchLines])
         var names: [String: String] = [:]
         for target in ["Pocket", "PocketTesting", "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing",
-                       "PocketServiceLifecycle"] {
+                       "PocketServiceLifecycle", "PocketNIO"] {
             let folder = root.appending(path: "Sources/\(target)")
             guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { continue }
             for case let file as URL in files where file.pathExtension == "swift" {

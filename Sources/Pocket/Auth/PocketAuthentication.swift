@@ -6,9 +6,13 @@ import Foundation
 
 /// A user name and password for Basic or Digest authentication.
 public struct PocketCredential: Sendable, Hashable, CustomStringConvertible {
+    /// The user name, sent as is (Basic encodes `username:password` in Base64; Digest
+    /// hashes it).
     public var username: String
+    /// The password; `description` never shows it.
     public var password: String
 
+    /// The credential of `username` with `password`.
     public init(username: String, password: String) {
         self.username = username
         self.password = password

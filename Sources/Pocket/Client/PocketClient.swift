@@ -137,6 +137,7 @@ public final class PocketClient: Sendable {
         /// for why), and `send` does no work for it.
         public var validation: PocketValidation?
 
+        /// The defaults described on each property.
         public init() {}
     }
 
@@ -167,6 +168,7 @@ public final class PocketClient: Sendable {
         /// bodies, and it counts only content-coded (gzip, deflate) ones.
         public var maxDecodedBytes: Int? = nil
 
+        /// The defaults described on each limit.
         public init() {}
     }
 

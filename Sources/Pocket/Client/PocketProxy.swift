@@ -29,6 +29,7 @@ public struct PocketProxy: Sendable, Hashable {
     public var port: UInt16
     /// Basic credentials, or nil.
     public var username: String?
+    /// The password for `username`, or nil.
     public var password: String?
     /// True for `.direct`: no proxy.
     public var isDirect: Bool { host.isEmpty }
@@ -37,6 +38,8 @@ public struct PocketProxy: Sendable, Hashable {
     /// client's proxy or the environment say.
     public static let direct = PocketProxy(uncheckedHost: "", port: 0)
 
+    /// An HTTP proxy at `host`:`port`, with Basic credentials when `username` is given.
+    /// Throws `.invalidProxy` for an empty host or port 0.
     public init(host: String, port: UInt16, username: String? = nil, password: String? = nil) throws(PocketError) {
         guard !host.isEmpty, port > 0 else {
             throw PocketError(.invalidProxy, "a proxy needs a host and a port (got '\(host)':\(port))")

@@ -8,6 +8,7 @@
 /// and wakes the reader only when it waits; a reader that wakes takes
 /// everything buffered before it waits again.
 public final class PocketTaskEvents: AsyncSequence, Sendable {
+    /// One state change of one task.
     public typealias Element = PocketTaskEvent
     let buffer: TaskEventBuffer
     private let unsubscribe: @Sendable () -> Void
@@ -22,12 +23,15 @@ public final class PocketTaskEvents: AsyncSequence, Sendable {
         buffer.finish()
     }
 
+    /// Reads the subscription's events in order.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let events: PocketTaskEvents
         /// Taken from the buffer in one go; handed out in order.
         var batch: [PocketTaskEvent] = []
         var next = 0
 
+        /// The next event, waiting for one; nil once the client shut down (or the
+        /// subscription ended) and everything buffered was read.
         public mutating func next() async -> PocketTaskEvent? {
             if next < batch.count {
                 defer { next += 1 }
@@ -41,6 +45,7 @@ public final class PocketTaskEvents: AsyncSequence, Sendable {
         }
     }
 
+    /// An iterator over this subscription (read it from one task).
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: self) }
 }
 

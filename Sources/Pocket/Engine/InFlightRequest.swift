@@ -53,6 +53,9 @@ final class InFlightRequest: @unchecked Sendable {
         case stream(BodyStreamState)
         /// Written by the engine to `fd`; `decide` looks at the head first (loop thread).
         case file(fd: Int32, decide: @Sendable (PocketResponseHead) -> FileDecision)
+        /// Written into the caller's storage (`PocketResponseBodySink`,
+        /// SinkDelivery.swift); `send` returns at the head when `returnsAtHead`.
+        case sink(SinkDelivery)
     }
 
     enum FileDecision {
@@ -283,6 +286,7 @@ final class InFlightRequest: @unchecked Sendable {
                 case .file(let fd, _):
                     spec.use_sink = 1
                     spec.sink_fd = fd
+                case .sink(let sink): if sink.returnsAtHead { spec.max_body_bytes = UInt64.max } // as .stream
                 }
                 if let progressInterval { spec.progress_interval_ms = max(1, PocketTimeouts.milliseconds(progressInterval)) }
                 spec.connect_timeout_ms = timeouts.connect
@@ -411,6 +415,14 @@ final class InFlightRequest: @unchecked Sendable {
                 abortError = error
                 return Int32(PK_HEAD_ABORT)
             }
+        case .sink(let sink):
+            sink.start(self, head: PocketResponseHead(status: status, reason: reason, headers: headers), contentLength: contentLength)
+            if sink.returnsAtHead { // as .stream: the caller gets the head now
+                headDelivered = true
+                ready = .head
+                engine.executor.complete(self)
+            }
+            return Int32(PK_HEAD_CONTINUE)
         }
     }
 
@@ -420,6 +432,7 @@ final class InFlightRequest: @unchecked Sendable {
             if notify { engine.executor.wakeAtPassEnd(stream) }
             return (pause ? Int32(PK_BODY_PAUSE) : 0) | (notify ? Int32(PK_BODY_NOTIFY) : 0)
         }
+        if case .sink(let sink) = delivery { return sink.write(bytes) }
         body.append(contentsOf: bytes)
         return Int32(PK_BODY_CONTINUE)
     }
@@ -493,6 +506,10 @@ final class InFlightRequest: @unchecked Sendable {
             // The caller already has the head; the stream ends here (its
             // reader is woken at the end of this pass, after any chunks).
             if stream.finish(failure, timings: PocketTimings(t)) { engine.executor.wakeAtPassEnd(stream) }
+            return
+        }
+        if headDelivered, case .sink(let sink) = delivery {
+            sink.end(failure, timings: PocketTimings(t))
             return
         }
         if let failure {

@@ -21,77 +21,163 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// A stable snake_case name, e.g. `"connect_timeout"`.
         public let name: String
+        /// The code named `name`: one of the constants below, or a name they do not
+        /// have yet (codes compare by name).
         public init(_ name: String) { self.name = name }
+        /// The code's name, e.g. `connect_timeout`.
         public var description: String { name }
 
         // Request building (Swift layer)
+        /// The URL cannot be sent: it does not parse, or it has no host.
         public static let invalidURL = Code("invalid_url")
+        /// The URL's scheme is neither `http` nor `https`.
         public static let unsupportedScheme = Code("unsupported_scheme")
+        /// A failure with no code of its own (an engine code this version does not know
+        /// maps to `Code(name)` instead).
         public static let unknown = Code("unknown")
 
         // Engine codes, one per entry of the engine's error table, by the
         // engine's own names (`pk_error_name`): a code the engine reports
         // is `Code(name)`, so these constants only give the names a symbol.
+        /// The engine could not allocate memory.
         public static let outOfMemory = Code("out_of_memory")
+        /// The engine refused an argument (e.g. an unknown TLS setting); a Pocket bug
+        /// if it ever reaches you.
         public static let invalidArgument = Code("invalid_argument")
+        /// The request method is empty or not an HTTP token; nothing was sent.
         public static let invalidMethod = Code("invalid_method")
+        /// The request target is empty or holds CR, LF, NUL, a space or a control byte;
+        /// nothing was sent.
         public static let invalidTarget = Code("invalid_target")
+        /// A request header name is empty or not an HTTP token; nothing was sent.
         public static let invalidHeaderName = Code("invalid_header_name")
+        /// A request header value holds CR, LF, NUL or another control byte (no header
+        /// injection); nothing was sent.
         public static let invalidHeaderValue = Code("invalid_header_value")
+        /// The host is empty, too long or holds bytes a host cannot have; nothing was
+        /// sent.
         public static let invalidHost = Code("invalid_host")
+        /// The request head (request line and fields) exceeds the engine's limit;
+        /// nothing was sent.
         public static let requestHeadTooLarge = Code("request_head_too_large")
+        /// The client was shut down before or while the request ran.
         public static let shutdown = Code("shutdown")
+        /// The request was cancelled: its task was cancelled, a stream's reader went
+        /// away, or `cancel()` was called. Its connection is closed, never reused.
         public static let cancelled = Code("cancelled")
+        /// The host name did not resolve; `systemError` is the `getaddrinfo` code.
         public static let dnsFailure = Code("dns_failure")
+        /// The server refused the connection (nothing listens on the port).
         public static let connectionRefused = Code("connection_refused")
+        /// The network of the server's address cannot be reached from this host.
         public static let networkUnreachable = Code("network_unreachable")
+        /// The server's host cannot be reached.
         public static let hostUnreachable = Code("host_unreachable")
+        /// Connecting failed for another reason; `systemError` is the `errno`.
         public static let connectFailed = Code("connect_failed")
+        /// No connection within the connect timeout (`PocketTimeouts.connect`), every
+        /// address tried.
         public static let connectTimeout = Code("connect_timeout")
+        /// Nothing arrived for longer than the idle-read timeout
+        /// (`PocketTimeouts.read`).
         public static let readTimeout = Code("read_timeout")
+        /// The request did not finish within its total timeout
+        /// (`PocketTimeouts.total`), or the retry policy's deadline passed.
         public static let deadlineExceeded = Code("deadline_exceeded")
+        /// The server reset the connection (TCP RST).
         public static let connectionReset = Code("connection_reset")
+        /// The server closed the connection before sending any response (a reused
+        /// connection that fails so is retried once on a new one, when the request may
+        /// be sent again).
         public static let closedBeforeResponse = Code("closed_before_response")
+        /// Writing the request to the socket failed; `systemError` is the `errno`.
         public static let writeFailed = Code("write_failed")
+        /// Reading the response from the socket failed; `systemError` is the `errno`.
         public static let readFailed = Code("read_failed")
+        /// A socket could not be created (e.g. out of file descriptors).
         public static let socketFailed = Code("socket_failed")
+        /// The response head exceeds `Limits.maxHeadBytes`.
         public static let responseHeadTooLarge = Code("response_head_too_large")
+        /// The response has more header fields than `Limits.maxHeaderFields`.
         public static let tooManyHeaders = Code("too_many_headers")
+        /// The response's status line is malformed.
         public static let badStatusLine = Code("bad_status_line")
+        /// The response is neither HTTP/1.0 nor HTTP/1.1.
         public static let unsupportedVersion = Code("unsupported_version")
+        /// A response header field is malformed (no colon, a space before it, a bad
+        /// byte).
         public static let badHeader = Code("bad_header")
+        /// `Content-Length` is not a plain decimal number, or it overflows.
         public static let badContentLength = Code("bad_content_length")
+        /// The response has `Content-Length` fields with different values.
         public static let conflictingContentLength = Code("conflicting_content_length")
+        /// The response has both `Transfer-Encoding` and `Content-Length`, which RFC
+        /// 9112 §6.3 has a client treat as an error (a sign of request smuggling).
         public static let transferEncodingWithContentLength = Code("transfer_encoding_with_content_length")
+        /// The response's `Transfer-Encoding` is not `chunked`.
         public static let unsupportedTransferEncoding = Code("unsupported_transfer_encoding")
+        /// The chunked body is malformed.
         public static let badChunk = Code("bad_chunk")
+        /// A chunk size has more hex digits than `Limits.maxChunkSizeDigits`.
         public static let chunkSizeTooLong = Code("chunk_size_too_long")
+        /// A chunk extension exceeds the engine's limit.
         public static let chunkExtensionTooLarge = Code("chunk_extension_too_large")
+        /// The chunked body's trailer fields exceed `Limits.maxTrailerBytes`.
         public static let trailersTooLarge = Code("trailers_too_large")
+        /// More 1xx interim responses than `Limits.maxInterimResponses` came before
+        /// the final one.
         public static let tooManyInterimResponses = Code("too_many_interim_responses")
+        /// The server switched protocols (101) though the request did not ask it to.
         public static let unexpectedUpgrade = Code("unexpected_upgrade")
+        /// The connection closed before the response body was complete (its
+        /// `Content-Length` or last chunk): never a silent short body.
         public static let truncatedBody = Code("truncated_body")
+        /// The connection closed in the middle of the response head.
         public static let truncatedHead = Code("truncated_head")
+        /// The response body exceeds `Limits.maxBodyBytes`, or the limit of
+        /// `collect(upTo:)`.
         public static let bodyTooLarge = Code("body_too_large")
+        /// The TLS settings could not be loaded: a CA file or directory, a certificate,
+        /// a key or a cipher list.
         public static let tlsConfiguration = Code("tls_configuration")
+        /// The TLS handshake failed for a reason without a code of its own.
         public static let tlsHandshakeFailed = Code("tls_handshake_failed")
+        /// The server's certificate does not chain to a trusted CA; `systemError` is
+        /// OpenSSL's verify code.
         public static let tlsUntrustedCertificate = Code("tls_untrusted_certificate")
+        /// The server's certificate does not name the host of the URL.
         public static let tlsHostnameMismatch = Code("tls_hostname_mismatch")
+        /// The server's certificate has expired.
         public static let tlsCertificateExpired = Code("tls_certificate_expired")
+        /// The server's certificate is not valid yet.
         public static let tlsCertificateNotYetValid = Code("tls_certificate_not_yet_valid")
+        /// The server's public key matches none of `PocketTLSConfiguration.pinnedPublicKeys`.
         public static let tlsPinMismatch = Code("tls_pin_mismatch")
+        /// The server supports no TLS version in common with the client
+        /// (`minimumVersion`).
         public static let tlsProtocolVersion = Code("tls_protocol_version")
+        /// The server selected an application protocol other than `http/1.1`.
         public static let tlsAlpnMismatch = Code("tls_alpn_mismatch")
         /// The server answered the TLS handshake with plain HTTP (an
         /// `https://` URL for a port that speaks `http://`).
         public static let tlsAnsweredByPlainHTTP = Code("tls_answered_by_plain_http")
+        /// The compressed (gzip or deflate) body is corrupt.
         public static let badContentEncoding = Code("bad_content_encoding")
+        /// The compressed body ended before its end marker.
         public static let truncatedContentEncoding = Code("truncated_content_encoding")
+        /// The compressed body expands past `Limits.maxDecompressionRatio`: a
+        /// decompression bomb.
         public static let decompressionBomb = Code("decompression_bomb")
+        /// The decompressed body exceeds its size limit (`Limits.maxDecodedBytes`).
         public static let decodedBodyTooLarge = Code("decoded_body_too_large")
+        /// The response stacks more than two content codings.
         public static let tooManyContentEncodings = Code("too_many_content_encodings")
+        /// Writing the response body to its file (a download) failed; `systemError` is
+        /// the `errno`.
         public static let fileWriteFailed = Code("file_write_failed")
+        /// The request body's file could not be opened or read, or it ended early.
         public static let fileReadFailed = Code("file_read_failed")
+        /// A streamed request body sent more or fewer bytes than its declared length.
         public static let requestBodyLengthMismatch = Code("request_body_length_mismatch")
         /// An engine thread (event loop or resolver) could not be started;
         /// `systemError` is `pthread_create`'s answer.
@@ -143,7 +229,10 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedCharset = Code("unsupported_charset")
     }
 
+    /// What went wrong, as a stable code to match on.
     public var code: Code
+    /// What went wrong, in one sentence naming the host, file or limit involved; for
+    /// people, not for matching.
     public var message: String
     /// The underlying cause, e.g. `POSIXErrorCode` for socket failures.
     public var underlying: (any Error & Sendable)?
@@ -160,6 +249,9 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     /// nil otherwise.
     public var body: Data?
 
+    /// An error with `code` and `message`, and whatever of the cause, the `errno`, the
+    /// response head and its body applies (nil by default), e.g. for a middleware or a
+    /// `PocketTransport` that fails a request as Pocket would.
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
                 systemError: Int32? = nil, response: PocketResponseHead? = nil, body: Data? = nil) {
         self.code = code
@@ -170,6 +262,8 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         self.body = body
     }
 
+    /// `code: message`, plus the status when the server had answered, e.g.
+    /// `truncated_body: … (after HTTP 200)`.
     public var description: String {
         var s = "\(code.name): \(message)"
         if let response { s += " (after HTTP \(response.status))" }

@@ -6,8 +6,12 @@
 public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable, Codable {
+        /// The field name as sent or received (its case kept; compared ignoring ASCII
+        /// case).
         public var name: String
+        /// The field value, without surrounding whitespace.
         public var value: String
+        /// A field named `name` with `value`.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -37,12 +41,16 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         set { storage = .list(newValue) }
     }
 
+    /// No fields.
     public init() { storage = .list([]) }
 
+    /// The fields of `pairs` (name, value), in order, duplicates kept.
     public init(_ pairs: [(String, String)]) {
         storage = .list(pairs.map { Field(name: $0.0, value: $0.1) })
     }
 
+    /// The fields of a literal, in order: `["Accept": "application/json", "X-Trace":
+    /// "1"]` (a literal may repeat a name).
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
@@ -57,6 +65,7 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         }
     }
 
+    /// True when there are no fields.
     public var isEmpty: Bool { count == 0 }
 
     /// The first value of `name`, or nil. Setting replaces every field of that
@@ -92,6 +101,7 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         }
     }
 
+    /// True when a field is named `name` (ignoring ASCII case).
     public func contains(_ name: String) -> Bool {
         switch storage {
         case .list(let list): return list.contains { Self.equalNames($0.name, name) }
@@ -109,6 +119,8 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         if case .list = storage { editList { $0.reserveCapacity(n) } }
     }
 
+    /// Removes every field named `name` (ignoring ASCII case); nothing when there is
+    /// none.
     public mutating func remove(_ name: String) {
         guard contains(name) else { return }
         editList { $0.removeAll { Self.equalNames($0.name, name) } }
@@ -137,6 +149,7 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         storage = .list(list)
     }
 
+    /// The fields as `Name: value` lines, in order.
     public var description: String {
         fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
@@ -163,6 +176,7 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         return l.count == r.count && zip(l, r).allSatisfy { equalNames($0.name, $1.name) && $0.value == $1.value }
     }
 
+    /// Hashes the fields in order, names ignoring ASCII case (as `==` compares them).
     public func hash(into hasher: inout Hasher) {
         let fields = self.fields
         hasher.combine(fields.count)
@@ -174,17 +188,20 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 }
 
 extension PocketHeaders: Sequence {
+    /// The fields in order, duplicates included.
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 }
 
 extension PocketHeaders {
     private enum CodingKeys: String, CodingKey { case fields }
 
+    /// Decodes the form `encode(to:)` writes.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         storage = .list(try c.decode([Field].self, forKey: .fields))
     }
 
+    /// Encodes the fields in order as `{"fields": [{"name": …, "value": …}]}`.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(fields, forKey: .fields)

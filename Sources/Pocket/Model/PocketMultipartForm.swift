@@ -213,6 +213,7 @@ extension PocketMultipartForm: Codable {
     private enum CodingKeys: String, CodingKey { case boundary, customBoundary, parts }
     private enum PartKeys: String, CodingKey { case name, fileName, contentType, headers, bytes, file }
 
+    /// Decodes the form `encode(to:)` writes: the same parts and boundary.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let boundary = try c.decode(String.self, forKey: .boundary)
@@ -236,6 +237,8 @@ extension PocketMultipartForm: Codable {
         self.restore(parts: parts, boundary: boundary)
     }
 
+    /// Encodes the boundary and each part (name, file name, type, fields, and its bytes
+    /// or file path); throws `EncodingError` for a stream part, which is one-shot.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(boundary, forKey: .boundary)

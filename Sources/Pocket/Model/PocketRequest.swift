@@ -257,6 +257,9 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// sending the same request again does no URL parsing.
     var target: Target { storage.f.target }
 
+    /// A request for `url`: a GET with no fields and no body by default. The client's
+    /// default headers (`Configuration.defaultHeaders`) are added when it is sent,
+    /// unless `headers` has fields of the same name.
     public init(method: PocketMethod = .get, url: URL, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) {
         storage = Storage(method: method, url: url, headers: headers, body: body)
     }
@@ -273,6 +276,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         case method, url, headers, body, timeouts, tls, expectContinue, format, validation, redirects, unixSocketPath
     }
 
+    /// Decodes the form `encode(to:)` writes (a request saved to retry later).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(method: try c.decode(PocketMethod.self, forKey: .method),
@@ -288,6 +292,10 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         unixSocketPath = try c.decodeIfPresent(String.self, forKey: .unixSocketPath)
     }
 
+    /// Encodes what is sent and how: method, URL, fields, body, redirects, timeouts,
+    /// TLS, `expectContinue`, format, validation and Unix socket path; `proxy`,
+    /// `schema`, `errorParser`, `metadata`, `authentication` and `cachePolicy` are
+    /// not kept. Throws `EncodingError` for a stream body.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(method, forKey: .method)
@@ -303,6 +311,9 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         try c.encodeIfPresent(unixSocketPath, forKey: .unixSocketPath)
     }
 
+    /// Equal when everything that is sent and how is equal (method, URL, fields, body,
+    /// timeouts, TLS, redirects, format, validation, socket, proxy); metadata and
+    /// schema are not compared.
     public static func == (lhs: PocketRequest, rhs: PocketRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers
             && lhs.body == rhs.body && lhs.timeouts == rhs.timeouts && lhs.tls == rhs.tls
@@ -311,6 +322,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             && lhs.unixSocketPath == rhs.unixSocketPath && lhs.proxy == rhs.proxy
     }
 
+    /// Hashes the method, URL, fields and body (a subset of what `==` compares).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(method)
         hasher.combine(url)
@@ -387,19 +399,35 @@ struct Target: Sendable, Hashable {
 /// Methods are case-sensitive (RFC 9110 §9.1); the engine rejects a method
 /// that is empty or not a token before anything is sent.
 public struct PocketMethod: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The method as sent, e.g. `"GET"`.
     public let rawValue: String
+    /// The method `rawValue`, as written (the same as `init(_:)`).
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The method `rawValue`, as written (methods are case-sensitive).
     public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// A method literal: `let purge: PocketMethod = "PURGE"`.
     public init(stringLiteral value: String) { self.rawValue = value }
 
+    /// `GET`: safe and idempotent.
     public static let get = PocketMethod("GET")
+    /// `HEAD`: a GET without the body (the response has none, whatever its
+    /// `Content-Length`).
     public static let head = PocketMethod("HEAD")
+    /// `POST`: not idempotent, so not sent again after a failure unless it carries an
+    /// `Idempotency-Key` (or the retry policy's `nonIdempotent` allows it).
     public static let post = PocketMethod("POST")
+    /// `PUT`: idempotent.
     public static let put = PocketMethod("PUT")
+    /// `PATCH`: not idempotent.
     public static let patch = PocketMethod("PATCH")
+    /// `DELETE`: idempotent.
     public static let delete = PocketMethod("DELETE")
+    /// `OPTIONS`: safe and idempotent.
     public static let options = PocketMethod("OPTIONS")
+    /// `TRACE`: safe and idempotent.
     public static let trace = PocketMethod("TRACE")
+    /// `CONNECT` (RFC 9110 §9.3.6). Tunnels through a `PocketProxy` need no request
+    /// of yours: the engine sends their CONNECT itself.
     public static let connect = PocketMethod("CONNECT")
 
     /// Idempotent methods (RFC 9110 §9.2.2) may be retried automatically when a
@@ -411,6 +439,7 @@ public struct PocketMethod: RawRepresentable, Hashable, Sendable, Codable, Expre
         }
     }
 
+    /// The method as sent.
     public var description: String { rawValue }
 }
 
@@ -424,6 +453,8 @@ public struct PocketTimeouts: Sendable, Hashable, Codable {
     /// The whole request, from `send` to the last body byte. Default none.
     public var total: Duration?
 
+    /// Deadlines of `connect` (10 s by default), `read` (30 s) and `total` (none); nil
+    /// disables one.
     public init(connect: Duration? = .seconds(10), read: Duration? = .seconds(30), total: Duration? = nil) {
         self.connect = connect
         self.read = read
@@ -480,9 +511,13 @@ public struct PocketTLSConfiguration: Sendable, Hashable, Codable {
     /// change the traffic. Logs a warning once per process. Default false.
     public var insecureSkipVerification = false
 
+    /// A TLS protocol version, for `minimumVersion`.
     public enum Version: Sendable, Hashable, Codable {
+        /// TLS 1.2 (RFC 5246) or TLS 1.3 (RFC 8446).
         case tls12, tls13
     }
 
+    /// The defaults: the system trust store, full verification, TLS 1.2 or later,
+    /// OpenSSL's ciphers, no client certificate and no pins.
     public init() {}
 }

@@ -81,6 +81,7 @@ public struct PocketRequestBody: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey { case bytes, file, offset, length, multipart }
 
+    /// Decodes the form `encode(to:)` writes.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         if let d = try c.decodeIfPresent(Data.self, forKey: .bytes) {
@@ -94,6 +95,8 @@ public struct PocketRequestBody: Sendable, Hashable, Codable {
         }
     }
 
+    /// Encodes bytes, a file range (its path, not its content) or a multipart form;
+    /// throws `EncodingError` for a stream, which is one-shot.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         switch source {

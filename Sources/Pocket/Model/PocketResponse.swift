@@ -45,6 +45,8 @@ public struct PocketResponse: Sendable {
     /// The sent request's `metadata` (`request?.metadata`).
     public var metadata: (any Sendable)? { request?.metadata }
 
+    /// A response made by hand (for a `PocketTransport`, a stub or a test): HTTP/1.1,
+    /// no fields, an empty body and zero timings unless given.
     public init(status: Int, reason: String = "", httpMinorVersion: Int = 1, headers: PocketHeaders = [:],
                 body: Data = Data(), timings: PocketTimings = PocketTimings(), request: PocketRequest? = nil) {
         self.status = status
@@ -79,8 +81,11 @@ public struct PocketResponse: Sendable {
 
 /// The head of a response, kept with errors raised after the server answered.
 public struct PocketResponseHead: Sendable, Hashable {
+    /// The status code, e.g. 200.
     public var status: Int
+    /// The reason phrase as sent (may be empty).
     public var reason: String
+    /// Header fields in the order received.
     public var headers: PocketHeaders
 }
 
@@ -129,10 +134,12 @@ public struct PocketTimings: Sendable, Hashable {
     }
     /// Bytes written to and read from the socket for this request.
     public var bytesSent: Int = 0
+    /// Response bytes read for this request (head and body as framed, after TLS).
     public var bytesReceived: Int = 0
     /// Bytes on the socket: equal to the above for plain HTTP; over TLS they
     /// include the record overhead and, on a new connection, the handshake.
     public var wireBytesSent: Int = 0
+    /// Bytes read from the socket, TLS records (and a new connection's handshake) included.
     public var wireBytesReceived: Int = 0
     /// The request ran on a pooled keep-alive connection.
     public var reusedConnection = false
@@ -209,6 +216,7 @@ public struct PocketTimings: Sendable, Hashable {
         return head + "::" + tail
     }
 
+    /// All zero: no phase timed, no bytes counted.
     public init() {}
 
     mutating func setNanos(dns: Int64, connect: Int64, tls: Int64, firstByte: Int64, total: Int64) {
@@ -293,6 +301,7 @@ public struct PocketStatus: RawRepresentable, Hashable, Sendable, Codable, Expre
 
     /// The class of a status (RFC 9110 §15).
     public enum Kind: Sendable, Hashable {
+        /// 1xx, 2xx, 3xx, 4xx and 5xx, in that order; `invalid` for any other code.
         case informational, success, redirection, clientError, serverError, invalid
     }
 

@@ -18,6 +18,7 @@
 /// }
 /// ```
 public protocol PocketObjectMapper: Sendable {
+    /// The value the mapper makes from the validated JSON.
     associatedtype Model: Sendable
     /// The schema of the JSON this mapper reads. Default: the resource
     /// `TypeName.response.json`, TyphoonRestClient's naming rule.

@@ -10,6 +10,7 @@
 /// registry.register(CentsTransformer(), for: "{cents}")
 /// ```
 public protocol PocketValueTransformer: Sendable {
+    /// The Swift value the transformer makes from JSON, and writes back.
     associatedtype Value: Sendable
     /// The JSON types this transformer reads; a value of another type fails
     /// validation with a type mismatch before `value(from:)` is called.

@@ -12,8 +12,11 @@ import Synchronization
 
 /// The outcome of a download.
 public struct PocketDownloadResponse: Sendable {
+    /// The status code, e.g. 200 (206 for a resumed download).
     public var status: Int
+    /// The reason phrase as sent (may be empty).
     public var reason: String
+    /// Header fields in the order received.
     public var headers: PocketHeaders
     /// The destination, when the body was saved there (2xx). Nil otherwise.
     public var fileURL: URL?
@@ -24,6 +27,7 @@ public struct PocketDownloadResponse: Sendable {
     public var fileSize: Int
     /// True when the download continued a partial file (206).
     public var resumed: Bool
+    /// Where the time went (of the last hop, when redirected).
     public var timings: PocketTimings
     /// The URL the body came from (the request's, or where its redirects led).
     public var url: URL?
@@ -55,6 +59,7 @@ public struct PocketResumeData: Sendable, Codable, Hashable {
     public var bytesReceived: Int
     /// The validators of the response being resumed.
     public var etag: String?
+    /// The resumed response's `Last-Modified`, checked like `etag` (either may be nil).
     public var lastModified: String?
     /// The full size, when the server said it.
     public var totalBytes: Int?

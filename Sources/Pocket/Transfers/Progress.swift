@@ -5,8 +5,13 @@
 /// (whose `Content-Length` counts compressed bytes — see `wireBytes` and
 /// `wireTotal` for those).
 public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertible {
-    public enum Direction: Sendable, Hashable { case upload, download }
+    /// Which body is moving.
+    public enum Direction: Sendable, Hashable {
+        /// `upload`: the request body, going out; `download`: the response body, coming in.
+        case upload, download
+    }
 
+    /// The request body going out (`upload`) or the response body coming in (`download`).
     public var direction: Direction
     /// Payload bytes so far: body bytes sent, or response body bytes after
     /// content decoding.
@@ -25,6 +30,8 @@ public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertibl
     /// downloads.
     public var part: PocketPartProgress?
 
+    /// A report with these figures (Pocket makes them; this is for tests and
+    /// for transports that report progress of their own).
     public init(direction: Direction, bytes: Int, total: Int?, wireBytes: Int, wireTotal: Int?, isFinal: Bool = false,
                 part: PocketPartProgress? = nil) {
         self.direction = direction
@@ -47,6 +54,7 @@ public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertibl
     /// The seeds' percent convenience (MTPocket's `percentComplete`): 0...100, or nil.
     public var percent: Int? { fraction.map { Int(($0 * 100).rounded(.down)) } }
 
+    /// `sent 100 of 400 bytes`, or `received 100 bytes` without a total.
     public var description: String {
         let what = direction == .upload ? "sent" : "received"
         if let total { return "\(what) \(bytes) of \(total) bytes" }

@@ -68,6 +68,7 @@ public struct PocketStreamingResponse: Sendable {
 /// task cancels the request. A truncated or malformed body ends the
 /// iteration with the `PocketError` — never a silent short body.
 public final class PocketResponseBodyStream: AsyncSequence, Sendable {
+    /// One delivery of body bytes (decoded if the response was compressed).
     public typealias Element = Data
     let state: BodyStreamState
     /// Where the response cache stores the body as it is read; set once by
@@ -79,8 +80,11 @@ public final class PocketResponseBodyStream: AsyncSequence, Sendable {
 
     deinit { state.abandon() }
 
+    /// Reads the body's chunks in order.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let stream: PocketResponseBodyStream
+        /// The next chunk, waiting for it; nil at the end of the body. Throws the
+        /// `PocketError` that ended the body early.
         public mutating func next() async throws -> Data? {
             guard let tee = stream.tee else { return try await stream.state.next() }
             do {
@@ -97,6 +101,7 @@ public final class PocketResponseBodyStream: AsyncSequence, Sendable {
         }
     }
 
+    /// The one iterator of this body (iterate it once).
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
 
     /// The whole body in memory, failing with `.bodyTooLarge` (and cancelling

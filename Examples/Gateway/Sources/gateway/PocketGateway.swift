@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Pocket
 import PocketMetrics
+import PocketNIO
 import PocketTracing
 
 // Foundation, Hummingbird and Pocket in one file, Pocket's types unqualified:
@@ -9,7 +10,9 @@ import PocketTracing
 // re-exports (`Request`, `Response`, `HTTPHeaders` stay Hummingbird's).
 
 /// The gateway's routes on Pocket: each request calls `downstream` and
-/// answers with its status, content type and body. With `integrations`
+/// answers with its status, content type and body. The body is written by
+/// the engine straight into a `ByteBuffer` (PocketNIO), which becomes the
+/// response body as it is: one copy of the bytes, no `Data`. With `integrations`
 /// (the default) the client has tracing, metrics and a retry policy
 /// installed; without, none (the request path's shortcut).
 func pocketRouter(downstream: URL, integrations: Bool = true) throws -> (Router<BasicRequestContext>, PocketClient) {
@@ -22,14 +25,14 @@ func pocketRouter(downstream: URL, integrations: Bool = true) throws -> (Router<
     }
     let client = try PocketClient(configuration: config)
     let call = PocketRequest(url: downstream)
+    let allocator = ByteBufferAllocator()
 
     let router = Router()
     router.get("/") { _, _ -> Response in
-        let answer: PocketResponse = try await client.send(call)
+        let (answer, body): (PocketResponse, ByteBuffer) = try await client.send(call, into: allocator)
         var headers = HTTPFields()
         headers[.contentType] = answer.headers["Content-Type"] ?? "application/octet-stream"
-        return Response(status: .init(code: answer.status), headers: headers,
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(status: .init(code: answer.status), headers: headers, body: ResponseBody(byteBuffer: body))
     }
     return (router, client)
 }
