@@ -170,6 +170,8 @@ public final class PocketClient: Sendable {
     let spares = InFlightSpares()
     /// Its proxies (configuration, else environment at init); nil when none applies.
     let proxies: ProxyRules?
+    /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Auth).
+    let proxyAnswers = ProxyAnswers()
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.

@@ -37,6 +37,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         var metadata: (any Sendable)?
         var authentication: PocketAuthentication?
         var cachePolicy: PocketCachePolicy?
+        var proxyAnswer: ProxyAnswer?
 
         init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
             self.method = method
@@ -62,6 +63,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             c.metadata = metadata
             c.authentication = authentication
             c.cachePolicy = cachePolicy
+            c.proxyAnswer = proxyAnswer
             return c
         }
     }
@@ -255,6 +257,14 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     public var cachePolicy: PocketCachePolicy? {
         get { storage.cachePolicy }
         set { unique().cachePolicy = newValue }
+    }
+
+    /// The `Proxy-Authorization` answering a proxy's challenge, for that
+    /// proxy only (set by the proxy step for one hop; Sources/Pocket/Auth).
+    /// Not compared, hashed or archived.
+    var proxyAnswer: ProxyAnswer? {
+        get { storage.proxyAnswer }
+        set { unique().proxyAnswer = newValue }
     }
 
     /// Whether sending this request twice has the effect of sending it once:
