@@ -223,6 +223,13 @@ final class AuthenticationTests: XCTestCase {
         let r1 = try await client.send(request)
         XCTAssertEqual(r1.status, 200)
         XCTAssertEqual(server.requestCount, 1, "curl --basic: no challenge needed")
+
+        // Sent up front and refused by a Basic challenge: not sent again (curl --basic makes one request).
+        server.resetStatistics()
+        request.authentication = PocketAuthentication(username: "ada", password: "wrong", schemes: [.basic], preemptiveBasic: true)
+        let refused = try await client.send(request)
+        XCTAssertEqual(refused.status, 401)
+        XCTAssertEqual(server.requestCount, 1)
         try await client.shutdown()
     }
 
