@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
@@ -690,6 +691,47 @@ static void tunnel_start(pk__loop *loop, pk__conn *conn) {
   tunnel_write(loop, conn);
 }
 
+/* The challenge of the CONNECT answer that is failing a request with
+ * PK_E_PROXY_AUTH, for pk_proxy_challenge: set just around that request's
+ * on_done (which runs inside pk__conn_fail, on this thread), NULL otherwise. */
+static _Thread_local const char *tl_challenge;
+static _Thread_local size_t tl_challenge_len;
+
+const char *pk_proxy_challenge(size_t *len) {
+  if (len) *len = tl_challenge ? tl_challenge_len : 0;
+  return tl_challenge;
+}
+
+/* Fails the request of `conn` with PK_E_PROXY_AUTH, its on_done able to read
+ * the values of the answer's Proxy-Authenticate fields (WWW-Authenticate for
+ * a 401), combined into one list with ", " (RFC 9110 §5.3), so that the
+ * caller can answer the challenge and submit again. */
+static void tunnel_auth_failed(pk__loop *loop, pk__conn *conn, const pk_response_head *head) {
+  const char *name = head->status == 407 ? "proxy-authenticate" : "www-authenticate";
+  size_t nlen = strlen(name), total = 0;
+  for (size_t i = 0; i < head->num_headers; i++)
+    if (head->headers[i].name_len == nlen && !strncasecmp(head->headers[i].name, name, nlen))
+      total += head->headers[i].value_len + 2;
+  char *copy = total ? pk__malloc(total) : NULL; /* the head's bytes go with the connection */
+  size_t n = 0;
+  for (size_t i = 0; copy && i < head->num_headers; i++) {
+    const pk_header *h = &head->headers[i];
+    if (h->name_len != nlen || strncasecmp(h->name, name, nlen)) continue;
+    if (n) {
+      memcpy(copy + n, ", ", 2);
+      n += 2;
+    }
+    memcpy(copy + n, h->value, h->value_len);
+    n += h->value_len;
+  }
+  tl_challenge = copy;
+  tl_challenge_len = n;
+  pk__conn_fail(loop, conn, PK_E_PROXY_AUTH, head->status);
+  tl_challenge = NULL;
+  tl_challenge_len = 0;
+  pk__free(copy);
+}
+
 /* The proxy's answer: 2xx and nothing after it opens the tunnel. */
 static void tunnel_read(pk__loop *loop, pk__conn *conn) {
   for (;;) {
@@ -717,7 +759,7 @@ static void tunnel_read(pk__loop *loop, pk__conn *conn) {
     /* 407, or 401: nothing but the proxy answers CONNECT, and some proxies
      * (tinyproxy) answer wrong credentials with 401. */
     if (head.status == 407 || head.status == 401) {
-      pk__conn_fail(loop, conn, PK_E_PROXY_AUTH, head.status);
+      tunnel_auth_failed(loop, conn, &head);
       return;
     }
     if (head.status < 200 || head.status > 299) {

@@ -1,4 +1,9 @@
 import Pocket
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension FetchCommand {
     /// `-u user:password` with `--basic` (curl's default: Basic with the
@@ -26,5 +31,21 @@ extension FetchCommand {
             throw CLIFailure(.usage, "-u: \((error as? PocketError)?.message ?? "\(error)")")
         }
         return PocketAuthentication(username: name, password: password, schemes: [.basic], preemptiveBasic: true)
+    }
+
+    /// The proxy's credential (`--proxy-user`, or the user and password of
+    /// `-x`'s URL) as `--proxy-basic` (curl's default: Basic with the first
+    /// request), `--proxy-digest` or `--proxy-anyauth` say; it answers that
+    /// proxy's 407 only (forwarded requests and CONNECT alike).
+    func proxyAuthentication(_ credential: PocketCredential, proxy: PocketProxy) throws(CLIFailure) -> PocketAuthentication {
+        let origin = URL(string: "http://\(proxy.address)")
+        if proxyDigest { return PocketAuthentication(credential: credential, schemes: [.digest], origin: origin) }
+        if proxyAnyauth { return PocketAuthentication(credential: credential, origin: origin) }
+        do {
+            _ = try PocketAuthorization.basic(username: credential.username, password: credential.password)
+        } catch {
+            throw CLIFailure(.usage, "--proxy-user: \((error as? PocketError)?.message ?? "\(error)")")
+        }
+        return PocketAuthentication(credential: credential, schemes: [.basic], origin: origin, preemptiveBasic: true)
     }
 }

@@ -354,11 +354,25 @@ extension FetchCommand {
         } catch {
             throw CLIFailure(error)
         }
-        if let proxyUser, var proxy = configuration.proxy, !proxy.isDirect {
-            let colon = proxyUser.firstIndex(of: ":") ?? proxyUser.endIndex
-            proxy.username = String(proxyUser[..<colon])
-            proxy.password = colon < proxyUser.endIndex ? String(proxyUser[proxyUser.index(after: colon)...]) : ""
-            configuration.proxy = proxy
+        if var proxy = configuration.proxy, !proxy.isDirect {
+            // --proxy-user, else the proxy URL's own user and password, answer
+            // the proxy as --proxy-basic (curl's default), --proxy-digest or
+            // --proxy-anyauth say, and go to that proxy only.
+            var credential = proxy.username.map { PocketCredential(username: $0, password: proxy.password ?? "") }
+            if let proxyUser {
+                let colon = proxyUser.firstIndex(of: ":") ?? proxyUser.endIndex
+                credential = PocketCredential(username: String(proxyUser[..<colon]),
+                                              password: colon < proxyUser.endIndex ? String(proxyUser[proxyUser.index(after: colon)...]) : "")
+            }
+            if let credential {
+                proxy.username = nil
+                proxy.password = nil
+                configuration.proxy = proxy
+                configuration.handling.proxyAuthentication = try proxyAuthentication(credential, proxy: proxy)
+            }
+        }
+        if [proxyBasic, proxyDigest, proxyAnyauth].filter({ $0 }).count > 1 {
+            throw CLIFailure(.usage, "give one of --proxy-basic, --proxy-digest and --proxy-anyauth")
         }
         if let noProxy { configuration.noProxy = noProxy.split(separator: ",").map(String.init) }
         configuration.unixSocketPath = unixSocket

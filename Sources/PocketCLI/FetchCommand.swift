@@ -72,6 +72,9 @@ struct FetchCommand: Sendable {
     // Network reach (README "Network reach"): proxies, Unix sockets, --resolve.
     var proxy: String?
     var proxyUser: String?
+    var proxyBasic = false
+    var proxyDigest = false
+    var proxyAnyauth = false
     var noProxy: String?
     var unixSocket: String?
     var resolve: [String] = []
@@ -164,7 +167,10 @@ struct FetchCommand: Sendable {
     private static var proxyOptions: [Option] {
         Option.section(.proxy, [
             .string("x", "proxy", \.proxy, "[http://][user:pass@]host[:port]", "Use this HTTP proxy (CONNECT for https); '' for none. Default: http_proxy, HTTPS_PROXY, ALL_PROXY as curl reads them."),
-            .string(nil, "proxy-user", \.proxyUser, "user:password", "Basic credentials for the proxy."),
+            .string(nil, "proxy-user", \.proxyUser, "user:password", "Credentials for the proxy: Basic, sent at once (or as --proxy-digest/--proxy-anyauth say); also taken from -x's URL."),
+            .flag(nil, "proxy-basic", \.proxyBasic, "With proxy credentials: Basic, sent with the first request (the default)."),
+            .flag(nil, "proxy-digest", \.proxyDigest, "With proxy credentials: Digest (MD5, SHA-256), answering the proxy's 407 challenge."),
+            .flag(nil, "proxy-anyauth", \.proxyAnyauth, "With proxy credentials: wait for the 407 and answer the best scheme offered (Digest over Basic)."),
             .string(nil, "noproxy", \.noProxy, "list", "Hosts reached without the proxy: names (with subdomains), IPs, CIDR blocks, '*' (overrides NO_PROXY)."),
         ])
     }

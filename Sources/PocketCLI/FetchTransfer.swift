@@ -41,7 +41,12 @@ struct FetchTransfer: Sendable {
     /// after its body is written (else it is an ordinary answer).
     func run(_ facts: inout TransferFacts, canRetry: Bool) async throws {
         let heads = HeadLog()
-        defer { facts.headBytes += heads.bytes; facts.redirects = heads.hops }
+        let started = ContinuousClock.now
+        defer {
+            facts.headBytes += heads.bytes
+            facts.redirects = heads.hops
+            facts.redirectTime = heads.lastHop.map { $0 - started } ?? .zero
+        }
         // -D: a file, or stdout through the sink (with -Z the heads stay with their body).
         let dumpFile = try command.dumpHeader.flatMap { path throws(CLIFailure) in path == "-" ? nil : try OutputFile(path: path) }
         defer { dumpFile?.close() }
@@ -106,7 +111,7 @@ struct FetchTransfer: Sendable {
         do {
             response = try await client.stream(request, progress: progress?.handler())
         } catch let e as PocketError {
-            facts.status = e.response?.status
+            facts.status = Self.status(of: e)
             throw classify(e)
         }
         facts.followed(response.url, response.redirects)
@@ -152,7 +157,7 @@ struct FetchTransfer: Sendable {
             defer { interrupt.stop() }
             response = try await withTaskCancellationHandler { try await task.response() } onCancel: { [task] in task.cancel() }
         } catch let e as PocketError {
-            facts.status = e.response?.status
+            facts.status = Self.status(of: e)
             if let head = e.response {
                 try? showHead(status: head.status, reason: head.reason, minor: 1, headers: head.headers, &facts, heads, dump)
             }
@@ -198,7 +203,7 @@ struct FetchTransfer: Sendable {
         do {
             response = try await client.stream(request, progress: progress?.handler())
         } catch let e as PocketError {
-            facts.status = e.response?.status
+            facts.status = Self.status(of: e)
             throw classify(e)
         }
         facts.url = response.url?.absoluteString ?? facts.url
@@ -318,20 +323,36 @@ extension TransferFacts {
     }
 }
 
+extension FetchTransfer {
+    /// The status -w reports for a failure: the response's, but not a
+    /// proxy's answer to CONNECT (a tunnel error carries that status as
+    /// its `systemError`), which curl reports as 000 (`http_connect`).
+    static func status(of e: PocketError) -> Int? {
+        if e.code == .proxyAuthenticationRequired, e.systemError != nil { return nil }
+        return e.response?.status
+    }
+}
+
 /// Where -D writes a head.
 typealias HeadWriter = @Sendable (String) throws(CLIFailure) -> Void
 
-/// The heads of one transfer, counted for -w (`size_header`, `num_redirects`);
-/// the redirect hook adds to it from the client's task.
+/// The heads of one transfer, counted for -w (`size_header`, `num_redirects`,
+/// `time_redirect`); the redirect hook adds to it from the client's task.
 final class HeadLog: Sendable {
-    private let counts = Lock((bytes: 0, hops: 0))
+    private let counts = Lock((bytes: 0, hops: 0, lastHop: ContinuousClock.Instant?.none))
     var bytes: Int { counts.withLock { $0.bytes } }
     var hops: Int { counts.withLock { $0.hops } }
+    /// When the last redirect was followed: the next request started then.
+    var lastHop: ContinuousClock.Instant? { counts.withLock { $0.lastHop } }
 
     func add(_ head: String, hop: Bool = true) {
+        let now = ContinuousClock.now
         counts.withLock { c in
             c.bytes += head.utf8.count
-            if hop { c.hops += 1 }
+            if hop {
+                c.hops += 1
+                c.lastHop = now
+            }
         }
     }
 }

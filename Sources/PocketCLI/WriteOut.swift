@@ -30,6 +30,9 @@ struct TransferFacts: Sendable {
     var method = "GET"
     /// Redirects followed (-L).
     var redirects = 0
+    /// time_redirect: from the start of the transfer to the start of its
+    /// final request, every redirect step before it (zero without one).
+    var redirectTime: Duration = .zero
     /// The transfer was the first on its client (no connection to reuse yet).
     var firstOnClient = false
 
@@ -71,8 +74,8 @@ struct WriteOut: Sendable {
         ("time_appconnect", "until the TLS handshake was done (0 for http)"),
         ("time_pretransfer", "until the request could be sent"),
         ("time_starttransfer", "until the first response byte"),
-        ("time_redirect", "0 (Pocket does not time the hops apart)"),
-        ("time_total", "until the last body byte"),
+        ("time_redirect", "the redirect steps (-L) before the final request started, 0 without redirects"),
+        ("time_total", "until the last body byte, redirect steps included"),
         ("remote_ip, remote_port", "the address and port the connection went to"),
         ("local_port", "the connection's local port"),
         ("num_connects", "1 when the transfer opened a connection, 0 when it reused one"),
@@ -170,7 +173,7 @@ struct WriteOut: Sendable {
             return Double(s) + Double(atto) / 1e18
         }
         func time(_ d: Duration) -> String { fmt(seconds(d), 6) }
-        let total = seconds(t.total)
+        let total = seconds(t.total + f.redirectTime)
         switch name {
         case "http_code", "response_code":
             guard let s = f.status else { return "000" }
@@ -183,8 +186,10 @@ struct WriteOut: Sendable {
         case "time_appconnect": return t.tls > .zero ? time(t.dns + t.connect + t.tunnel + t.tls) : fmt(0, 6)
         case "time_pretransfer": return time(t.dns + t.connect + t.tunnel + t.tls)
         case "time_starttransfer": return time(t.firstByte)
-        case "time_redirect": return fmt(0, 6)
-        case "time_total": return time(t.total)
+        // As curl: time_redirect covers the steps before the final request;
+        // time_total runs from the start, those steps included.
+        case "time_redirect": return time(f.redirectTime)
+        case "time_total": return time(t.total + f.redirectTime)
         case "size_download": return String(wireBody(f))
         case "size_upload": return String(f.uploadBytes)
         case "size_header": return String(f.headBytes)

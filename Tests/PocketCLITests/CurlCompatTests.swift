@@ -43,6 +43,15 @@ final class CurlCompatTests: XCTestCase {
         var connectionsDiffer: String?
         /// stdout holds a cookie jar (`-c -`): compared as `Self.jarLines`.
         var jarOnStdout = false
+        /// How the tools reach the server: its TCP port (`URL/`), its Unix
+        /// socket (`SOCK` is its path, `NOSOCK` a path nothing listens on),
+        /// or through it as a recording proxy (`PROXY` is `http://127.0.0.1:PORT`,
+        /// `PROXYHOST` `127.0.0.1:PORT`; it sees absolute-form targets and CONNECT).
+        var reach: Reach = .tcp
+    }
+
+    enum Reach {
+        case tcp, unixSocket, proxy
     }
 
     /// What one tool did.
@@ -92,6 +101,42 @@ final class CurlCompatTests: XCTestCase {
                 count.next() < 2 ? .text("busy \(count.value)\n", status: 503) : .text("fine\n")
             }
         }
+        // The server as an HTTP proxy: it answers forwarded requests by
+        // their absolute-form target and records what it received.
+        @Sendable func forwarded(_ r: TestServer.Request) -> TestServer.Reply {
+            switch r.target {
+            case "http://origin.example/text": return .text("hello through the proxy\n")
+            case "http://origin.example/moved": return .response(status: 302, headers: [("Location", "/text")], body: Array("moved\n".utf8))
+            default: return .text("\(r.method) \(r.target) \(r.bodyText)\n")
+            }
+        }
+        func forwardProxy(_ s: TestServer) { s.defaultHandler = forwarded }
+        // Demands Basic u:p (Proxy-Authorization: Basic dTpw): 407 otherwise, to CONNECT too.
+        func basicProxy(_ s: TestServer) {
+            s.defaultHandler = { r in
+                guard r.header("Proxy-Authorization") == "Basic dTpw" else {
+                    return .response(status: 407, headers: [("Proxy-Authenticate", "Basic realm=\"compat\"")],
+                                     body: Array("proxy credentials, please\n".utf8))
+                }
+                return r.method == "CONNECT" ? .response(status: 502, body: Array("no tunnels\n".utf8), closeConnection: true)
+                    : forwarded(r)
+            }
+        }
+        // Demands Digest (SHA-256, qop=auth) for u:p, offered with Basic:
+        // checks the answer; a good CONNECT answer gets 502 (no tunnels here).
+        func digestProxy(_ s: TestServer) {
+            s.defaultHandler = { r in
+                guard let value = r.header("Proxy-Authorization"), ProxyDigest.valid(value, method: r.method, target: r.target) else {
+                    return .response(status: 407, headers: [("Proxy-Authenticate", "Basic realm=\"compat\""),
+                                                            ("Proxy-Authenticate", ProxyDigest.challenge)],
+                                     body: Array("proxy credentials, please\n".utf8))
+                }
+                return r.method == "CONNECT" ? .response(status: 502, body: Array("no tunnels\n".utf8), closeConnection: true)
+                    : forwarded(r)
+            }
+        }
+        let proxyFields = ["Host", "Proxy-Authorization"]
+        let digestURI = "pocket's Digest answer to a forwarding proxy names the request-target as sent, the absolute URL (RFC 7616 §3.4); curl names the path"
         return [
             Case(name: "GET to stdout", args: ["URL/text"], setup: common),
             Case(name: "-i head and body", args: ["-i", "URL/text"], setup: common),
@@ -226,6 +271,71 @@ final class CurlCompatTests: XCTestCase {
                  differs: "pocket's -o download sends Accept-Encoding: identity so that it can be resumed by Range"),
             Case(name: "--version", args: ["--version"], compareStdout: true,
                  differs: "pocket prints its own version and libraries"),
+
+            // Over a Unix socket (the server listens on SOCK).
+            Case(name: "--unix-socket GET", args: ["-s", "--unix-socket", "SOCK", "http://localhost/text"], setup: common,
+                 headers: ["Host"], reach: .unixSocket),
+            Case(name: "--unix-socket, the URL names the host", args: ["-s", "--unix-socket", "SOCK", "http://api.internal:8080/echo?q=1"],
+                 setup: common, headers: ["Host"], reach: .unixSocket),
+            Case(name: "--unix-socket two URLs, one connection", args: ["-s", "--unix-socket", "SOCK", "http://localhost/text",
+                                                                        "http://localhost/echo"], setup: common, reach: .unixSocket),
+            Case(name: "--unix-socket -d POST", args: ["-s", "-d", "a=1", "--unix-socket", "SOCK", "http://localhost/echo"], setup: common,
+                 reach: .unixSocket),
+            Case(name: "--unix-socket -i -L", args: ["-s", "-i", "-L", "--unix-socket", "SOCK", "http://localhost/found"], setup: common,
+                 reach: .unixSocket),
+            Case(name: "--unix-socket -o file", args: ["-s", "-o", "f.bin", "--unix-socket", "SOCK", "http://localhost/file.bin"],
+                 setup: common, reach: .unixSocket),
+            Case(name: "--unix-socket -f on 404", args: ["-s", "-f", "--unix-socket", "SOCK", "http://localhost/missing"], setup: common,
+                 reach: .unixSocket),
+            Case(name: "--unix-socket to a missing socket", args: ["-s", "--unix-socket", "NOSOCK", "http://localhost/text"],
+                 setup: common, reach: .unixSocket),
+
+            // Through the server as a recording proxy.
+            Case(name: "-x forwards in absolute form", args: ["-s", "-x", "PROXY", "http://origin.example/text"], setup: forwardProxy,
+                 headers: proxyFields, reach: .proxy),
+            Case(name: "-x target with a port and query", args: ["-s", "-x", "PROXY", "http://origin.example:8080/echo?q=1"],
+                 setup: forwardProxy, headers: proxyFields, reach: .proxy),
+            Case(name: "-x two URLs, one proxy connection", args: ["-s", "-x", "PROXY", "http://origin.example/text",
+                                                                   "http://origin.example/echo"], setup: forwardProxy,
+                 headers: proxyFields, reach: .proxy),
+            Case(name: "-x two origins through one proxy", args: ["-s", "-x", "PROXY", "http://origin.example/text",
+                                                                  "http://other.example/echo"], setup: forwardProxy,
+                 headers: proxyFields,
+                 connectionsDiffer: "pocket pools a forwarding proxy's connections per origin too (each origin's connection cap applies); curl reuses one proxy connection for every origin",
+                 reach: .proxy),
+            Case(name: "-x -d POST", args: ["-s", "-x", "PROXY", "-d", "a=1", "http://origin.example/echo"], setup: forwardProxy,
+                 headers: proxyFields + ["Content-Type", "Content-Length"], reach: .proxy),
+            Case(name: "-x -L redirect through the proxy", args: ["-s", "-L", "-x", "PROXY", "http://origin.example/moved"],
+                 setup: forwardProxy, headers: proxyFields, reach: .proxy),
+            Case(name: "-x --proxy-user: Basic up front", args: ["-s", "-x", "PROXY", "--proxy-user", "u:p", "http://origin.example/echo"],
+                 setup: basicProxy, headers: proxyFields, reach: .proxy),
+            Case(name: "-x user:password@proxy", args: ["-s", "-x", "http://u:p@PROXYHOST", "http://origin.example/echo"],
+                 setup: basicProxy, headers: proxyFields, reach: .proxy),
+            Case(name: "--proxy-digest answers the 407", args: ["-s", "-x", "PROXY", "--proxy-user", "u:p", "--proxy-digest",
+                                                               "http://origin.example/echo"], setup: digestProxy,
+                 headers: proxyFields, differs: digestURI, reach: .proxy),
+            Case(name: "--proxy-anyauth picks Digest over Basic", args: ["-s", "-x", "PROXY", "--proxy-user", "u:p", "--proxy-anyauth",
+                                                                       "http://origin.example/echo"], setup: digestProxy,
+                 headers: proxyFields, differs: digestURI, reach: .proxy),
+            Case(name: "CONNECT without credentials: 407", args: ["-s", "-x", "PROXY", "https://origin.example/"], setup: basicProxy,
+                 headers: proxyFields, reach: .proxy),
+            Case(name: "-w after a CONNECT 407", args: ["-s", "-w", "%{http_code} %{exitcode}\\n", "-x", "PROXY", "https://origin.example/"],
+                 setup: basicProxy, headers: proxyFields, reach: .proxy),
+            Case(name: "CONNECT with --proxy-user refused: 407", args: ["-s", "-x", "PROXY", "--proxy-user", "u:wrong",
+                                                                      "https://origin.example:8443/"], setup: basicProxy,
+                 headers: proxyFields, reach: .proxy),
+            Case(name: "CONNECT --proxy-user accepted, tunnel refused", args: ["-s", "-x", "PROXY", "--proxy-user", "u:p",
+                                                                             "https://origin.example/"], setup: basicProxy,
+                 headers: proxyFields, reach: .proxy),
+            Case(name: "CONNECT --proxy-digest answers the 407", args: ["-s", "-x", "PROXY", "--proxy-user", "u:p", "--proxy-digest",
+                                                                      "https://origin.example/"], setup: digestProxy,
+                 headers: proxyFields,
+                 connectionsDiffer: "pocket sends the answered CONNECT on a new connection; curl reuses the one the proxy kept open after its 407",
+                 reach: .proxy),
+            Case(name: "-x --proxy-user refused: 407", args: ["-s", "-x", "PROXY", "--proxy-user", "u:wrong", "http://origin.example/echo"],
+                 setup: basicProxy, headers: proxyFields,
+                 differs: "a forwarding proxy's 407 that pocket cannot answer is an error (exit 56, as for a refused CONNECT), not the proxy's page with exit 0",
+                 reach: .proxy),
         ]
     }
 
@@ -351,11 +461,13 @@ final class CurlCompatTests: XCTestCase {
 
     /// Runs `c` with `executable` in a fresh folder against a fresh server.
     private func run(_ c: Case, executable: String) throws -> Outcome {
-        let server = c.tls ? try TestServer(tls: .localhost()) : try TestServer()
-        defer { server.shutdown() }
-        c.setup(server)
         let dir = try PocketBinary.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
+        let socket = dir.appendingPathComponent("s.sock").path
+        let server = c.tls ? try TestServer(tls: .localhost())
+            : c.reach == .unixSocket ? try TestServer(unixSocketPath: socket) : try TestServer()
+        defer { server.shutdown() }
+        c.setup(server)
         let work = dir.appendingPathComponent("work"), inputs = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: inputs, withIntermediateDirectories: true)
@@ -371,7 +483,16 @@ final class CurlCompatTests: XCTestCase {
                 .replacingOccurrences(of: "ONESLASH/", with: base.replacingOccurrences(of: "http://", with: "http:/"))
                 .replacingOccurrences(of: "URL/", with: base)
                 .replacingOccurrences(of: "IN/", with: inputs.path + "/")
-        }.map { $0 == "CA" ? ca : $0 }
+                .replacingOccurrences(of: "PROXYHOST", with: "127.0.0.1:\(server.port)")
+        }.map { arg -> String in
+            switch arg {
+            case "CA": return ca
+            case "SOCK": return socket
+            case "NOSOCK": return dir.appendingPathComponent("none.sock").path
+            case "PROXY": return "http://127.0.0.1:\(server.port)"
+            default: return arg
+            }
+        }
         let (result, timedOut) = try ChildProcess.run(executable, args, input: c.stdin ?? Data(), directory: work.path, timeout: 60)
         XCTAssertFalse(timedOut, "\(c.name): \(executable) did not finish")
         let port = String(server.port)
@@ -392,7 +513,7 @@ final class CurlCompatTests: XCTestCase {
         let requests = server.receivedRequests
         var described = requests.map { r -> String in
             var body = r.bodyText
-            var fields = c.headers.map { name in "\(name): \(r.headerValues(name).joined(separator: ", "))" }
+            var fields = c.headers.map { name in "\(name): \(ProxyDigest.comparable(r.headerValues(name).joined(separator: ", ")))" }
             if c.multipart, let type = r.header("Content-Type"), let b = type.range(of: "boundary=") {
                 let boundary = String(type[b.upperBound...])
                 body = body.replacingOccurrences(of: boundary, with: "BOUNDARY")
@@ -417,4 +538,63 @@ final class LockedCounter: @unchecked Sendable {
     /// The count before this call, then one more.
     func next() -> Int { lock.withLock { defer { count += 1 }; return count } }
     var value: Int { lock.withLock { count } }
+}
+
+/// The Digest side of the recording proxy (SHA-256, qop=auth, user u,
+/// password p), and Digest answers made comparable across tools: their
+/// fields sorted, unquoted, without the client nonce and the hash (which
+/// differ on every run; the proxy checks the hash itself).
+enum ProxyDigest {
+    static let realm = "compat", nonce = "n-compat-1"
+    static let challenge = "Digest realm=\"\(realm)\", qop=\"auth\", nonce=\"\(nonce)\", algorithm=SHA-256"
+
+    static func h(_ s: String) -> String { SHA256Digest.hex(Array(s.utf8)) }
+
+    /// The fields of a `Digest a=b, c="d"` value (names lowercased, quotes removed).
+    static func fields(_ value: String) -> [String: String]? {
+        guard value.hasPrefix("Digest ") else { return nil }
+        var out: [String: String] = [:]
+        var rest = Substring(value.dropFirst(7))
+        while !rest.isEmpty {
+            rest = rest.drop { $0 == " " || $0 == "," }
+            guard let eq = rest.firstIndex(of: "=") else { break }
+            let name = rest[..<eq].trimmingCharacters(in: .whitespaces).lowercased()
+            rest = rest[rest.index(after: eq)...]
+            var v = ""
+            if rest.first == "\"" {
+                rest = rest.dropFirst()
+                while let ch = rest.first, ch != "\"" {
+                    if ch == "\\" { rest = rest.dropFirst() }
+                    if let next = rest.first { v.append(next) }
+                    rest = rest.dropFirst()
+                }
+                rest = rest.dropFirst()
+            } else {
+                let end = rest.firstIndex(of: ",") ?? rest.endIndex
+                v = rest[..<end].trimmingCharacters(in: .whitespaces)
+                rest = rest[end...]
+            }
+            out[name] = v
+        }
+        return out
+    }
+
+    /// A correct answer of user u, password p for `method` and `target`.
+    /// Its uri is the request-target as sent (RFC 7616 §3.4: what pocket
+    /// sends), or, leniently, a forwarded target's path (what curl sends).
+    static func valid(_ value: String, method: String, target: String) -> Bool {
+        guard let f = fields(value), let uri = f["uri"], f["username"] == "u", f["realm"] == realm, f["nonce"] == nonce,
+              f["qop"] == "auth", let nc = f["nc"], let cnonce = f["cnonce"] else { return false }
+        let path = URL(string: target).map { $0.path + ($0.query.map { "?" + $0 } ?? "") }
+        guard uri == target || (target.hasPrefix("http://") && uri == path) else { return false }
+        let expected = h("\(h("u:\(realm):p")):\(nonce):\(nc):\(cnonce):auth:\(h("\(method):\(uri)"))")
+        return f["response"] == expected
+    }
+
+    /// `value` as compared: a Digest answer's stable fields, sorted; anything else as it is.
+    static func comparable(_ value: String) -> String {
+        guard let f = fields(value) else { return value }
+        return "Digest " + f.filter { $0.key != "cnonce" && $0.key != "response" }.map { "\($0.key)=\($0.value)" }.sorted()
+            .joined(separator: ", ")
+    }
 }

@@ -55,6 +55,30 @@ final class ReachCommandTests: XCTestCase {
         XCTAssertEqual(bad.status, 5, bad.stderrText)
     }
 
+    /// --proxy-anyauth and --proxy-digest wait for the proxy's 407 and
+    /// answer it (here tinyproxy's Basic, on CONNECT); the scheme flags
+    /// exclude each other; a scheme the proxy does not offer leaves the 407.
+    func testProxyAuthSchemesAnswerThe407() throws {
+        guard TinyproxyFixture.executablePath != nil else { return XCTFail("tinyproxy is not installed (scripts/setup.sh)") }
+        let proxy = try TinyproxyFixture(basicAuth: (user: "u", password: "pw"))
+        defer { proxy.stop() }
+        let origin = try TestServer(tls: .localhost())
+        defer { origin.shutdown() }
+        origin.route("/hello") { _ in .text("tunnelled") }
+        let ca = try TestCertificates.shared.caCert
+        let url = origin.url(host: "localhost", path: "/hello")
+        let any = try PocketBinary.run(["-s", "--cacert", ca, "-x", proxy.url(), "--proxy-user", "u:pw", "--proxy-anyauth", url])
+        XCTAssertEqual(any.status, 0, any.stderrText + proxy.log)
+        XCTAssertEqual(any.stdoutText, "tunnelled")
+        XCTAssertEqual(proxy.log.components(separatedBy: "): CONNECT localhost").count - 1, 2, "a 407, then the answer")
+        let digestOnly = try PocketBinary.run(["-sS", "--cacert", ca, "-x", proxy.url(), "--proxy-user", "u:pw", "--proxy-digest", url])
+        XCTAssertEqual(digestOnly.status, 56, "tinyproxy offers Basic only: " + digestOnly.stderrText)
+        XCTAssertTrue(digestOnly.stderrText.contains("127.0.0.1:\(proxy.port)"), digestOnly.stderrText)
+        let both = try PocketBinary.run(["--proxy-digest", "--proxy-basic", "-x", proxy.url(), "--proxy-user", "u:pw", url])
+        XCTAssertEqual(both.status, 64, both.stderrText)
+        XCTAssertTrue(both.stderrText.contains("one of"), both.stderrText)
+    }
+
     func testResolveOverridesTheAddress() throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -132,6 +132,43 @@ final class ToolCommandTests: XCTestCase {
         XCTAssertEqual(headers["x-two"], ["1", "2"])
     }
 
+    /// `%{time_redirect}` is the time of the redirect steps before the final
+    /// request, and `%{time_total}` includes them, as curl reports them.
+    func testTimeRedirectCoversTheStepsBeforeTheFinalRequest() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/r1") { _ in
+            Thread.sleep(forTimeInterval: 0.3)
+            return .response(status: 302, headers: [("Location", "/r2")])
+        }
+        server.route("/r2") { _ in
+            Thread.sleep(forTimeInterval: 0.3)
+            return .response(status: 302, headers: [("Location", "/t")])
+        }
+        server.route("/t") { _ in
+            Thread.sleep(forTimeInterval: 0.2)
+            return .text("end")
+        }
+        let run = try PocketBinary.run(["-s", "-L", "-o", "/dev/null", "-w", "%{time_redirect} %{time_total} %{time_starttransfer}",
+                                        server.url("/r1")])
+        XCTAssertEqual(run.status, 0, run.stderrText)
+        let values = run.stdoutText.split(separator: " ").compactMap { Double($0) }
+        XCTAssertEqual(values.count, 3, run.stdoutText)
+        let (redirect, total, start) = (values[0], values[1], values[2])
+        XCTAssertGreaterThanOrEqual(redirect, 0.6, "both redirect steps: \(run.stdoutText)")
+        XCTAssertLessThan(redirect, 3, run.stdoutText)
+        XCTAssertGreaterThanOrEqual(total, redirect + 0.2, "the total includes the steps and the final request: \(run.stdoutText)")
+        XCTAssertGreaterThanOrEqual(start, 0.2, run.stdoutText)
+        let json = try PocketBinary.run(["-s", "-L", "-o", "/dev/null", "-w", "%{json}", server.url("/r2")])
+        let parsed = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdoutText.utf8)) as? [String: Any])
+        XCTAssertGreaterThanOrEqual(parsed["time_redirect"] as? Double ?? 0, 0.3, json.stdoutText)
+
+        let direct = try PocketBinary.run(["-s", "-o", "/dev/null", "-w", "%{time_redirect}", server.url("/t")])
+        XCTAssertEqual(direct.stdoutText, "0.000000", "no redirect, no redirect time")
+        let unfollowed = try PocketBinary.run(["-s", "-o", "/dev/null", "-w", "%{time_redirect}", server.url("/r2")])
+        XCTAssertEqual(unfollowed.stdoutText, "0.000000", "a 3xx not followed (no -L) is the final request")
+    }
+
     func testStderrSwitchAndUnknownVariableGoesOn() throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import Logging
 @testable import Pocket
 import PocketTestSupport
 
@@ -149,6 +150,46 @@ final class AuthenticationTests: XCTestCase {
         try await client.shutdown()
     }
 
+    /// MTPocket's "the response keeps what was sent": the request in the
+    /// response is the one sent last, with the `Authorization` that
+    /// answered the challenge; middleware observe that request too, and the
+    /// logging middleware redacts the field as it does any credential.
+    func testTheResponseKeepsTheAuthorizationThatAnsweredTheChallenge() async throws {
+        let realm = DigestRealm()
+        server.route("/secret") { realm.reply($0) }
+        let records = Recorder<CapturedLog>()
+        var logger = Logger(label: "auth") { _ in CapturingLogHandler(records: records) }
+        logger.logLevel = .debug
+        let observed = Lock<[String?]>([])
+        let client = try makeClient {
+            $0.handling.authentication = PocketAuthentication(username: "ada", password: "s3cret")
+            $0.handling.middleware = [PocketClosureMiddleware(observe: { _, request, _ in
+                observed.withLock { $0.append(request.headers["Authorization"]) }
+            }), PocketLoggingMiddleware(logger: logger)]
+        }
+        var request = PocketRequest(url: url(server, "/secret"))
+        request.headers["X-Mine"] = "kept"
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status, 200)
+        let sent = try XCTUnwrap(server.receivedRequests.last?.header("Authorization"))
+        XCTAssertEqual(response.request?.headers["Authorization"], sent, "the answer is in the response's request")
+        XCTAssertEqual(response.request?.headers["X-Mine"], "kept")
+        XCTAssertEqual(response.request?.url, request.url)
+        XCTAssertNil(request.headers["Authorization"], "the caller's value is untouched")
+        XCTAssertEqual(observed.withLock { $0 }, [sent], "middleware observe the request as sent")
+        let logged = records.values.map { $0.message + " " + $0.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+            .joined(separator: "\n")
+        XCTAssertTrue(logged.contains("Authorization: <redacted>"), logged)
+        XCTAssertFalse(logged.contains("response="), "the Digest answer is not logged: \(logged)")
+
+        // A preemptive Basic answer (no challenge) and a streamed response keep theirs too.
+        var basic = PocketRequest(url: url(server, "/secret"))
+        basic.authentication = PocketAuthentication(username: "ada", password: "s3cret", schemes: [.basic], preemptiveBasic: true)
+        let r2 = try await client.send(basic)
+        XCTAssertEqual(r2.request?.headers["Authorization"], "Basic " + Data("ada:s3cret".utf8).base64EncodedString())
+        try await client.shutdown()
+    }
+
     func testAWrongPasswordIsAnsweredOnceAndTheSecond401Returned() async throws {
         let realm = DigestRealm()
         server.route("/secret") { realm.reply($0) }
@@ -182,6 +223,13 @@ final class AuthenticationTests: XCTestCase {
         let r1 = try await client.send(request)
         XCTAssertEqual(r1.status, 200)
         XCTAssertEqual(server.requestCount, 1, "curl --basic: no challenge needed")
+
+        // Sent up front and refused by a Basic challenge: not sent again (curl --basic makes one request).
+        server.resetStatistics()
+        request.authentication = PocketAuthentication(username: "ada", password: "wrong", schemes: [.basic], preemptiveBasic: true)
+        let refused = try await client.send(request)
+        XCTAssertEqual(refused.status, 401)
+        XCTAssertEqual(server.requestCount, 1)
         try await client.shutdown()
     }
 

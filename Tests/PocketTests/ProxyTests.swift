@@ -8,13 +8,7 @@ import PocketTestSupport
 /// server (stall, garbage, close).
 final class ProxyTests: XCTestCase {
     private func tinyproxy(basicAuth: (String, String)? = nil, connectPorts: [Int]? = nil) throws -> TinyproxyFixture {
-        guard TinyproxyFixture.executablePath != nil else {
-            XCTFail("tinyproxy is not installed: apt-get install tinyproxy (scripts/setup.sh)")
-            throw PocketError(.unknown, "tinyproxy missing")
-        }
-        let proxy = try TinyproxyFixture(basicAuth: basicAuth.map { (user: $0.0, password: $0.1) }, connectPorts: connectPorts)
-        addTeardownBlock { proxy.stop() }
-        return proxy
+        try startTinyproxy(basicAuth: basicAuth, connectPorts: connectPorts)
     }
 
     private func origin(tls: Bool = false) throws -> TestServer {
@@ -27,15 +21,7 @@ final class ProxyTests: XCTestCase {
     }
 
     private func client(_ proxy: String?, _ configure: (inout PocketClient.Configuration) -> Void = { _ in }) throws -> PocketClient {
-        let ca = try TestCertificates.shared.caCert
-        let parsed = try proxy.map { try PocketProxy($0) }
-        return try makeClient {
-            $0.proxy = parsed
-            $0.proxyFromEnvironment = false
-            $0.tls.caFile = ca
-            $0.timeouts.connect = .seconds(2)
-            configure(&$0)
-        }
+        try proxiedClient(proxy, configure)
     }
 
     func testHTTPAndHTTPSThroughTinyproxy() async throws {
@@ -235,5 +221,33 @@ final class ProxyTests: XCTestCase {
         XCTAssertEqual(final.requestCount, 1)
         let optedOut = try makeClient { $0.proxyFromEnvironment = false }
         await assertPocketError(.dnsFailure) { try await optedOut.send(try PocketRequest("http://far.test/start")) }
+    }
+}
+
+/// A client through `proxy` (nil: the configuration's default), never the
+/// environment's, trusting the test CA, with a 2 s connect timeout.
+func proxiedClient(_ proxy: String?, _ configure: (inout PocketClient.Configuration) -> Void = { _ in }) throws -> PocketClient {
+    let ca = try TestCertificates.shared.caCert
+    let parsed = try proxy.map { try PocketProxy($0) }
+    return try makeClient {
+        $0.proxy = parsed
+        $0.proxyFromEnvironment = false
+        $0.tls.caFile = ca
+        $0.timeouts.connect = .seconds(2)
+        configure(&$0)
+    }
+}
+
+extension XCTestCase {
+    /// Debian's tinyproxy on a loopback port for this test, stopped at its
+    /// end; fails the test when tinyproxy is not installed.
+    func startTinyproxy(basicAuth: (String, String)? = nil, connectPorts: [Int]? = nil) throws -> TinyproxyFixture {
+        guard TinyproxyFixture.executablePath != nil else {
+            XCTFail("tinyproxy is not installed: apt-get install tinyproxy (scripts/setup.sh)")
+            throw PocketError(.unknown, "tinyproxy missing")
+        }
+        let proxy = try TinyproxyFixture(basicAuth: basicAuth.map { (user: $0.0, password: $0.1) }, connectPorts: connectPorts)
+        addTeardownBlock { proxy.stop() }
+        return proxy
     }
 }

@@ -451,6 +451,69 @@ final class ResponseCacheTests: XCTestCase {
         try await client.shutdown()
     }
 
+    /// A hit through `stream` reads the stored body in pieces of at most
+    /// 64 KiB as the caller asks: a large disk entry is never in memory
+    /// whole, and a damaged one is a miss, never a wrong body.
+    func testAStreamedHitComesFromTheStoreInBoundedPieces() async throws {
+        let size = 48 << 20
+        server.route("/large") { _ in .generated(size: size, seed: 5, headers: [("Cache-Control", "max-age=60")]) }
+        let directory = try temporaryDirectory("cache-pieces")
+        let cache = try diskCache(directory, capacity: 128 << 20)
+        let client = try client(cache)
+        let first = try await client.stream(PocketRequest(url: url(server, "/large")))
+        for try await _ in first.body {}
+        XCTAssertEqual(cache.statistics.stores, 1)
+
+        let baseline = try MemoryStatus.resetPeak()
+        let hit = try await client.stream(PocketRequest(url: url(server, "/large")))
+        XCTAssertTrue(hit.fromCache)
+        let hasher = SHA256Hasher()
+        var pieces = 0, total = 0, largest = 0
+        for try await piece in hit.body {
+            pieces += 1
+            total += piece.count
+            largest = max(largest, piece.count)
+            piece.withUnsafeBytes { hasher.update($0) }
+        }
+        let peak = try MemoryStatus.read().peakKiB
+        XCTAssertEqual(total, size)
+        XCTAssertEqual(hasher.finalizeHex(), BytePattern.sha256(seed: 5, size: size))
+        XCTAssertEqual(largest, 64 << 10, "pieces of at most 64 KiB")
+        XCTAssertEqual(pieces, size / (64 << 10))
+        // Half the body, so a hit that loaded it whole could not pass (room left for ASan's quarantine).
+        XCTAssertLessThan(peak - baseline.residentKiB, 24 * 1024, "a \(size >> 20) MiB hit streamed with a peak of +\(peak - baseline.residentKiB) KiB")
+        XCTAssertEqual(requests("/large").count, 1, "a hit makes no request")
+
+        // The memory store hands its body out in the same pieces.
+        route("/m", headers: [("Cache-Control", "max-age=60")], body: String(repeating: "m", count: 200_000))
+        let memory = try self.client(memoryCache())
+        _ = try await get(memory, "/m")
+        let fromMemory = try await memory.stream(PocketRequest(url: url(server, "/m")))
+        XCTAssertTrue(fromMemory.fromCache)
+        var sizes: [Int] = []
+        for try await piece in fromMemory.body { sizes.append(piece.count) }
+        XCTAssertEqual(sizes, [65_536, 65_536, 65_536, 3_392])
+
+        // A byte flipped on disk: the check before the first piece finds it,
+        // the entry goes, and the network answers.
+        let file = try XCTUnwrap(FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".pkc") })
+        let handle = try FileHandle(forUpdating: directory.appending(path: file))
+        try handle.seek(toOffset: 8 + 40 << 20)
+        let byte = try XCTUnwrap(handle.readData(ofLength: 1).first)
+        try handle.seek(toOffset: 8 + 40 << 20)
+        handle.write(Data([byte ^ 0xFF]))
+        try handle.close()
+        let afterDamage = try await client.stream(PocketRequest(url: url(server, "/large")))
+        XCTAssertFalse(afterDamage.fromCache)
+        let fresh = SHA256Hasher()
+        for try await piece in afterDamage.body { piece.withUnsafeBytes { fresh.update($0) } }
+        XCTAssertEqual(fresh.finalizeHex(), BytePattern.sha256(seed: 5, size: size))
+        XCTAssertEqual(cache.statistics.corruptEntries, 1)
+        XCTAssertEqual(requests("/large").count, 2)
+        try await client.shutdown()
+        try await memory.shutdown()
+    }
+
     func testAStreamRevalidatesAStaleEntry() async throws {
         route("/sv", headers: [("Cache-Control", "max-age=10")], etag: "\"e\"", notModified: [("Cache-Control", "max-age=10")])
         let client = try client(memoryCache())

@@ -45,16 +45,18 @@ static void on_done(void *ctx, int error, int sys_errno, const pk_timings *t) {
   pthread_mutex_unlock(&c->lock);
 }
 
-static pk_engine *engine(void) {
+static pk_engine *engine_with(void (*done)(void *, int, int, const pk_timings *)) {
   pk_engine_config cfg;
   pk_engine_config_init(&cfg);
   cfg.callbacks.on_head = on_head;
   cfg.callbacks.on_body = on_body;
-  cfg.callbacks.on_done = on_done;
+  cfg.callbacks.on_done = done;
   pk_engine *e = NULL;
   if (pk_engine_create(&cfg, &e) != 0) return NULL;
   return e;
 }
+
+static pk_engine *engine(void) { return engine_with(on_done); }
 
 static void init_call(call *c) {
   memset(c, 0, sizeof *c);
@@ -290,7 +292,66 @@ static void test_tls_setup_fails_at_create(void) {
   EXPECT_EQ(pk_engine_create(&cfg, &e), -PK_E_INVALID_ARGUMENT);
 }
 
+/* A CONNECT refused with 407: on_done reads the proxy's challenge (every
+ * Proxy-Authenticate field, combined) through pk_proxy_challenge, and only
+ * there. */
+static char seen_challenge[256];
+static size_t seen_len;
+static int seen_status;
+
+static void on_done_challenge(void *ctx, int error, int sys_errno, const pk_timings *t) {
+  size_t len = 0;
+  const char *value = pk_proxy_challenge(&len);
+  seen_len = value && len < sizeof seen_challenge ? len : 0;
+  if (seen_len) memcpy(seen_challenge, value, len);
+  seen_status = sys_errno;
+  on_done(ctx, error, sys_errno, t);
+}
+
+static void test_connect_challenge(void) {
+  static const char refused[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
+                                "Proxy-Authenticate: Basic realm=\"p\"\r\n"
+                                "Content-Length: 3\r\n"
+                                "proxy-authenticate: Digest realm=\"p\", nonce=\"n\"\r\n\r\nno!";
+  test_server *proxy = test_server_start((test_reply){refused, sizeof refused - 1, 0, 0, 0});
+  pk_engine *e = engine_with(on_done_challenge);
+  EXPECT(e);
+  call c;
+  init_call(&c);
+  pk_request_spec s;
+  memset(&s, 0, sizeof s);
+  s.method = "GET";
+  s.method_len = 3;
+  s.scheme = PK_SCHEME_HTTPS;
+  s.host = "origin.example";
+  s.host_len = 14;
+  s.port = 443;
+  s.target = "/";
+  s.target_len = 1;
+  s.total_timeout_ms = 20000;
+  s.idempotent = -1;
+  s.proxy_host = "127.0.0.1";
+  s.proxy_host_len = 9;
+  s.proxy_port = test_server_port(proxy);
+  s.proxy_tunnel = 1;
+  s.ctx = &c;
+  pk_request_handle h;
+  EXPECT_EQ(pk_engine_submit(e, &s, &h), 0);
+  EXPECT_EQ(wait_call(&c), -PK_E_PROXY_AUTH);
+  destroy_call(&c);
+  EXPECT_EQ(seen_status, 407);
+  static const char combined[] = "Basic realm=\"p\", Digest realm=\"p\", nonce=\"n\"";
+  EXPECT_EQ(seen_len, sizeof combined - 1);
+  EXPECT(memcmp(seen_challenge, combined, sizeof combined - 1) == 0);
+  size_t len = 7;
+  EXPECT(pk_proxy_challenge(&len) == NULL); /* outside on_done: nothing */
+  EXPECT_EQ(len, 0);
+  pk_engine_destroy(e);
+  test_server_stop(proxy);
+}
+
 int main(void) {
+  test_connect_challenge();
   test_tls_setup_fails_at_create();
   test_open_socket();
   test_file_body_to_a_closed_peer();

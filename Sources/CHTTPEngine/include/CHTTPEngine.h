@@ -368,6 +368,16 @@ typedef struct pk_request_spec {
 
 #define PK_UNIX_PATH_MAX 107 /* sizeof(sun_path) - 1 on Linux */
 
+/* The challenge of a proxy that refused a CONNECT: inside on_done of a
+ * request that failed with PK_E_PROXY_AUTH (and only there, on that loop
+ * thread), the values of the answer's Proxy-Authenticate fields
+ * (WWW-Authenticate for a 401), combined with ", " (RFC 9110 §5.3), and their
+ * length in *len (len may be NULL). NULL (and 0) anywhere else, or when the
+ * answer carried none. The bytes are valid until on_done returns. With it the
+ * caller can answer the challenge (Basic, Digest with method CONNECT and the
+ * authority as uri) and submit again with proxy_authorization. */
+const char *pk_proxy_challenge(size_t *len);
+
 
 /* Validates the spec (CR, LF or NUL anywhere is rejected, nothing is sent),
  * copies what it needs (method, target, headers, host: the spec's strings

@@ -130,6 +130,79 @@ struct AuthChallenge: Sendable, Hashable {
     }
 }
 
+/// The challenge a request answers among those of a 401's
+/// `WWW-Authenticate` (or a proxy's `Proxy-Authenticate`): Digest over
+/// Basic, SHA-256 over MD5, among the schemes it may use.
+struct ChosenChallenge {
+    /// The challenge as received (its parameters, for a handler).
+    var challenge: AuthChallenge
+    /// Set when Digest was chosen.
+    var digest: DigestChallenge?
+    var scheme: PocketAuthentication.Scheme { digest != nil ? .digest : .basic }
+
+    /// Nil when none of `fieldValues`' challenges can be answered with `schemes`.
+    init?(_ fieldValues: [String], schemes: Set<PocketAuthentication.Scheme>) {
+        let all = AuthChallenge.parse(fieldValues)
+        let digests = schemes.contains(.digest) ? all.compactMap { c in DigestChallenge(c).map { (c, $0) } } : []
+        if let pick = digests.first(where: { $0.1.hash == .sha256 }) ?? digests.first {
+            (challenge, digest) = (pick.0, pick.1)
+        } else if schemes.contains(.basic), let basic = all.first(where: { $0.scheme == "basic" }) {
+            (challenge, digest) = (basic, nil)
+        } else {
+            return nil
+        }
+    }
+
+    /// The challenge as a handler sees it.
+    func view(url: URL, response: PocketResponseHead, refused: PocketCredential?, isProxy: Bool = false) -> PocketAuthChallenge {
+        PocketAuthChallenge(url: url, scheme: scheme, realm: challenge.parameters["realm"], parameters: challenge.parameters,
+                            response: response, refused: refused, isProxy: isProxy)
+    }
+}
+
+/// One request's answers to challenges (an origin's 401s, or a proxy's
+/// 407s): what it sent, and what was refused, with `PocketAuthentication`'s
+/// rules — a refused credential is not sent again; a Digest answer whose
+/// nonce went stale is sent once more with the new nonce.
+struct ChallengeAnswers {
+    /// The credential in the last request sent, and its scheme.
+    var used: PocketCredential?
+    var usedScheme: PocketAuthentication.Scheme?
+    /// `used` went before any challenge (Basic up front, a kept Digest nonce).
+    var preemptive = false
+    var refused: [PocketCredential] = []
+    var staleAnswered = false
+
+    /// The credential answering `chosen` from `source` (a handler is shown
+    /// `view(refused)`), or nil when none may be sent: the challenge stands.
+    mutating func credential(for chosen: ChosenChallenge, from source: PocketAuthentication.Source,
+                             view: (PocketCredential?) -> PocketAuthChallenge) async throws -> PocketCredential? {
+        if let used, let digest = chosen.digest, digest.stale, usedScheme == .digest, !staleAnswered {
+            // Only the nonce expired (RFC 7616 §3.3): the same credential, once more.
+            staleAnswered = true
+            return used
+        }
+        // A credential sent before any challenge counts as refused only when
+        // it was the answer the challenge asks for (Basic to Basic); a kept
+        // Digest nonce may simply have been forgotten by the server.
+        if let used, !preemptive || (usedScheme == .basic && chosen.scheme == .basic) { refused.append(used) }
+        preemptive = false
+        let offered: PocketCredential?
+        switch source {
+        case .credential(let c): offered = c
+        case .handler(let handler): offered = try await handler(view(refused.last))
+        }
+        guard let offered, !refused.contains(offered) else { return nil }
+        return offered
+    }
+
+    /// `credential` went with `scheme`, in answer to a challenge (or up front: `preemptive`).
+    mutating func sent(_ credential: PocketCredential, _ scheme: PocketAuthentication.Scheme, preemptive: Bool = false) {
+        (used, usedScheme) = (credential, scheme)
+        if preemptive { self.preemptive = true }
+    }
+}
+
 /// A Digest challenge Pocket can answer: its algorithm and qop checked.
 struct DigestChallenge: Sendable {
     var realm: String

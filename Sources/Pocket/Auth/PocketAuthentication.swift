@@ -114,9 +114,11 @@ public struct PocketAuthentication: Sendable {
     }
 }
 
-/// A 401 challenge, as the handler of a `PocketAuthentication` sees it.
+/// A 401 challenge (or a proxy's 407), as the handler of a
+/// `PocketAuthentication` sees it.
 public struct PocketAuthChallenge: Sendable {
-    /// The URL that answered 401.
+    /// The URL that answered 401; for a proxy's challenge (`isProxy`), the
+    /// proxy's own `http://host:port`.
     public var url: URL
     /// The scheme Pocket chose to answer (Digest over Basic).
     public var scheme: PocketAuthentication.Scheme
@@ -129,4 +131,9 @@ public struct PocketAuthChallenge: Sendable {
     /// The credential this request already sent and the server refused;
     /// nil on the first challenge.
     public var refused: PocketCredential?
+    /// True for a proxy's challenge: a `407 Proxy Authentication Required`
+    /// (or a CONNECT refused with 401) from the proxy at `url`, asked of
+    /// `PocketRequestHandling.proxyAuthentication`; the credential goes to
+    /// that proxy only, as `Proxy-Authorization`. False for an origin's 401.
+    public var isProxy = false
 }

@@ -16,11 +16,14 @@ extension PocketClient {
     static let maxAuthenticationRounds = 4
 
     /// Sends `request` through `hop` and answers a 401 challenge as its
-    /// `PocketAuthentication` says (see there for the rules).
+    /// `PocketAuthentication` says (see there for the rules). `request`
+    /// becomes the request last sent: with the `Authorization` that answered
+    /// the challenge, so that the response's `request` is what was sent.
     func authenticating<R: ExchangedResponse>(
-        _ request: PocketRequest, progress: PocketProgressHandler?,
+        _ original: inout PocketRequest, progress: PocketProgressHandler?,
         _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
+        let request = original
         guard let auth = request.authentication ?? configuration.handling.authentication else {
             return try await hop(request, progress)
         }
@@ -31,23 +34,20 @@ extension PocketClient {
         let method = request.method.rawValue, uri = target.pathAndQuery
 
         var sent = request
-        var used: PocketCredential?
-        var usedScheme: PocketAuthentication.Scheme?
-        var preemptive = false
+        defer { original = sent }
+        var answers = ChallengeAnswers()
         if case .credential(let credential) = auth.source {
             // A nonce this protection space gave before: answer at once, counted.
             if auth.schemes.contains(.digest), let (challenge, nc) = auth.nonces.next(origin: originKey),
                let value = challenge.answer(credential, method: method, uri: uri, nc: nc, cnonce: DigestChallenge.makeCNonce()) {
                 sent.headers["Authorization"] = value
-                (used, usedScheme, preemptive) = (credential, .digest, true)
+                answers.sent(credential, .digest, preemptive: true)
             } else if auth.preemptiveBasic, auth.schemes.contains(.basic) {
                 sent.headers["Authorization"] = try PocketAuthorization.basic(username: credential.username,
                                                                              password: credential.password).headerValue
-                (used, usedScheme, preemptive) = (credential, .basic, true)
+                answers.sent(credential, .basic, preemptive: true)
             }
         }
-        var refused: [PocketCredential] = []
-        var staleAnswered = false
         var rounds = 0
         while true {
             let response = try await hop(sent, progress)
@@ -55,49 +55,27 @@ extension PocketClient {
             guard view.status == 401, rounds < Self.maxAuthenticationRounds else { return response }
             // Only a challenge from the request's own origin, not from where a redirect led.
             if let url = Self.respondingURL(response), !Self.sameOrigin(url, request.url) { return response }
-            let challenges = AuthChallenge.parse(view.headers.values(for: "WWW-Authenticate"))
-            let digests = auth.schemes.contains(.digest) ? challenges.compactMap(DigestChallenge.init) : []
-            // Digest over Basic; SHA-256 over MD5.
-            let digest = digests.first { $0.hash == .sha256 } ?? digests.first
-            let basic = auth.schemes.contains(.basic) ? challenges.first { $0.scheme == "basic" } : nil
-            guard digest != nil || basic != nil else { return response }
-            let scheme: PocketAuthentication.Scheme = digest != nil ? .digest : .basic
-
+            guard let chosen = ChosenChallenge(view.headers.values(for: "WWW-Authenticate"), schemes: auth.schemes) else {
+                return response
+            }
             let credential: PocketCredential
-            if let used, let digest, digest.stale, usedScheme == .digest, !staleAnswered {
-                // Only the nonce expired (RFC 7616 §3.3): the same credential, once more.
-                staleAnswered = true
-                credential = used
-            } else {
-                if let used, !preemptive { refused.append(used) }
-                preemptive = false
-                switch auth.source {
-                case .credential(let c):
-                    guard !refused.contains(c) else { return response }
-                    credential = c
-                case .handler(let handler):
-                    let chosen = digest != nil ? challenges.first { $0.scheme == "digest" } : basic
-                    let challenge = PocketAuthChallenge(url: Self.respondingURL(response) ?? request.url, scheme: scheme,
-                                                        realm: chosen?.parameters["realm"], parameters: chosen?.parameters ?? [:],
-                                                        response: view.head, refused: refused.last)
-                    let offered: PocketCredential?
-                    do {
-                        offered = try await handler(challenge)
-                    } catch {
-                        await response.discardBody()
-                        throw error
-                    }
-                    guard let offered, !refused.contains(offered) else { return response }
-                    credential = offered
-                }
+            do {
+                let url = Self.respondingURL(response) ?? request.url
+                guard let c = try await answers.credential(for: chosen, from: auth.source,
+                                                           view: { chosen.view(url: url, response: view.head, refused: $0) })
+                else { return response }
+                credential = c
+            } catch {
+                await response.discardBody()
+                throw error
             }
             if let body = request.body, !body.isReplayable {
                 await response.discardBody()
-                throw PocketError(.bodyNotReplayable, "\(request.method) \(request.url.absoluteString) got a 401 \(scheme.rawValue) challenge to answer, but its body is one-shot (a stream) and was already sent",
+                throw PocketError(.bodyNotReplayable, "\(request.method) \(request.url.absoluteString) got a 401 \(chosen.scheme.rawValue) challenge to answer, but its body is one-shot (a stream) and was already sent",
                                   response: view.head)
             }
             let value: String?
-            if let digest {
+            if let digest = chosen.digest {
                 auth.nonces.store(digest, origin: originKey)
                 value = digest.answer(credential, method: method, uri: uri, nc: 1, cnonce: DigestChallenge.makeCNonce())
             } else {
@@ -112,7 +90,7 @@ extension PocketClient {
             guard let value else { return response }
             await response.discardBody()
             sent.headers["Authorization"] = value
-            (used, usedScheme) = (credential, scheme)
+            answers.sent(credential, chosen.scheme)
             rounds += 1
         }
     }

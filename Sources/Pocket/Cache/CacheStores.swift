@@ -51,6 +51,11 @@ protocol CacheStore: Sendable {
     func entries(for key: String) -> [CacheEntry]
     /// The body of `entry`; nil when it is gone or corrupt (a corrupt entry is removed).
     func body(of entry: CacheEntry) -> Data?
+    /// The body of `entry` in pieces of at most `chunkSize` bytes, read as
+    /// they are asked for (a disk entry is checked whole first, then read
+    /// again piece by piece, so memory stays at one piece); nil when it is
+    /// gone or corrupt (a corrupt entry is removed).
+    func bodyReader(of entry: CacheEntry, chunkSize: Int) -> (any CacheBodyReader)?
     /// A writer for a new variant (replacing `replacing`, if any), or nil
     /// when the store cannot take it.
     func writer(for head: CachedHead, replacing: CacheEntry?) -> (any CacheWriter)?
@@ -68,4 +73,32 @@ protocol CacheWriter: AnyObject, Sendable {
     func append(_ chunk: Data) -> Bool
     func commit()
     func abandon()
+}
+
+/// A stored body handed out piece by piece (`PocketClient.stream` on a hit).
+protocol CacheBodyReader: AnyObject, Sendable {
+    /// The next piece, nil at the end; throws when the stored bytes changed
+    /// or could not be read after they were checked.
+    func next() throws -> Data?
+}
+
+/// A body in memory, handed out in pieces.
+final class DataBodyReader: CacheBodyReader, @unchecked Sendable {
+    // Invariant: used by one reader at a time (the stream it feeds).
+    let data: Data
+    let chunkSize: Int
+    var offset = 0
+
+    init(_ data: Data, chunkSize: Int) {
+        self.data = data
+        self.chunkSize = max(1, chunkSize)
+    }
+
+    func next() throws -> Data? {
+        guard offset < data.count else { return nil }
+        let end = min(data.count, offset + chunkSize)
+        let start = data.startIndex + offset
+        defer { offset = end }
+        return Data(data[start..<(data.startIndex + end)])
+    }
 }

@@ -95,14 +95,88 @@ final class DiskCacheStore: CacheStore {
             drop(entry)
             return nil
         }
+        used(entry, file: file)
+        return data
+    }
+
+    /// `entry` was just read: the most recently used, in the index and (its
+    /// file's time) for the order after a restart.
+    private func used(_ entry: CacheEntry, file: String) {
         state.withLock { s in
             guard let i = s.items[entry.head.key]?.firstIndex(where: { $0.file == entry.id }) else { return }
             s.tick += 1
             s.items[entry.head.key]![i].tick = s.tick
         }
-        // The last use, for the order after a restart.
         utimes(file, nil)
-        return data
+    }
+
+    func bodyReader(of entry: CacheEntry, chunkSize: Int) -> (any CacheBodyReader)? {
+        let file = path(entry.id)
+        guard let reader = FileBodyReader(file, head: entry.head, chunkSize: chunkSize) else {
+            drop(entry)
+            return nil
+        }
+        used(entry, file: file)
+        return reader
+    }
+
+    /// A cache file's body, checked whole against its trailer when opened
+    /// (read in pieces, so memory stays at one piece), then read again piece
+    /// by piece from the same descriptor: a file replaced meanwhile (renamed
+    /// over) does not change what is read; one altered in place is caught by
+    /// the checksum at the end.
+    final class FileBodyReader: CacheBodyReader, @unchecked Sendable {
+        // Invariant: used by one reader at a time (the stream it feeds).
+        let fd: Int32
+        let length: Int
+        let checksum: UInt64
+        let chunkSize: Int
+        let file: String
+        var offset = 0
+        var sum = FNV1a()
+
+        init?(_ file: String, head: CachedHead, chunkSize: Int) {
+            let fd = open(file, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            var st = stat()
+            let size = fstat(fd, &st) == 0 ? Int(st.st_size) : -1
+            guard size >= magic.count + head.bodyLength + trailerSize,
+                  let trailer = pread(fd, count: trailerSize, at: size - trailerSize), Array(trailer.suffix(8)) == trailerMagic,
+                  Int(truncatingIfNeeded: load(trailer[4..<12], as: UInt64.self)) == head.bodyLength else {
+                close(fd)
+                return nil
+            }
+            self.fd = fd
+            self.length = head.bodyLength
+            self.checksum = load(trailer[12..<20], as: UInt64.self)
+            self.chunkSize = max(1, chunkSize)
+            self.file = file
+            var whole = FNV1a()
+            var at = 0
+            while at < length {
+                let n = min(self.chunkSize, length - at)
+                guard let piece = pread(fd, count: n, at: magic.count + at) else { return nil }
+                piece.withUnsafeBytes { whole.update($0) }
+                at += n
+            }
+            guard whole.value == checksum else { return nil }
+        }
+
+        deinit { close(fd) }
+
+        func next() throws -> Data? {
+            guard offset < length else { return nil }
+            let n = min(chunkSize, length - offset)
+            guard let piece = pread(fd, count: n, at: magic.count + offset) else {
+                throw PocketError(.fileReadFailed, "the cached body in \(file) could not be read at byte \(offset)")
+            }
+            piece.withUnsafeBytes { sum.update($0) }
+            offset += n
+            if offset == length, sum.value != checksum {
+                throw PocketError(.fileReadFailed, "the cached body in \(file) changed while it was read")
+            }
+            return Data(piece)
+        }
     }
 
     /// Removes a corrupt or vanished entry from the index and the disk.

@@ -45,6 +45,10 @@ final class MemoryCacheStore: CacheStore {
         }
     }
 
+    func bodyReader(of entry: CacheEntry, chunkSize: Int) -> (any CacheBodyReader)? {
+        body(of: entry).map { DataBodyReader($0, chunkSize: chunkSize) }
+    }
+
     func writer(for head: CachedHead, replacing: CacheEntry?) -> (any CacheWriter)? {
         guard head.bodyLength <= maxEntryBytes else { return nil }
         return Writer(store: self, head: head, replacing: replacing?.id)

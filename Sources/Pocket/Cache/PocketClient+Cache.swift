@@ -91,7 +91,8 @@ extension PocketClient {
     }
 
     /// `streamExchange` through the client's cache: a hit or a 304 answers
-    /// with the stored body (one chunk); a storable response from the
+    /// with the stored body, read from the store in pieces of at most
+    /// `cacheChunkSize` as the caller reads; a storable response from the
     /// network is stored as its body is read (written to the disk store
     /// chunk by chunk, kept only if the body is read to its end).
     func cachingStream(_ request: PocketRequest, bufferSize: Int, progress: PocketProgressHandler?) async throws -> PocketStreamingResponse {
@@ -111,10 +112,13 @@ extension PocketClient {
         case .bypass:
             return try await streamExchange(request, bufferSize: bufferSize, progress: progress)
         case .hit(let entry, let age):
-            if let body = cache.store.body(of: entry) {
+            if method == .head {
                 cache.count(\.hits)
-                let stored = Self.cached(entry.head, body: method == .head ? Data() : body, age: age, url: request.url, request: request)
-                return Self.streamed(stored)
+                return Self.streamed(Self.cached(entry.head, body: Data(), age: age, url: request.url, request: request))
+            }
+            if let reader = cache.store.bodyReader(of: entry, chunkSize: Self.cacheChunkSize) {
+                cache.count(\.hits)
+                return Self.streamed(Self.cached(entry.head, body: Data(), age: age, url: request.url, request: request), from: reader)
             }
             cache.count(\.corruptEntries)
         case .revalidate(let entry):
@@ -133,10 +137,10 @@ extension PocketClient {
         if let entry = conditional, response.status == 304, response.redirects.isEmpty {
             await response.discardBody()
             let head = refreshed(entry.head, by: response.headers, requestTime: requestTime, cache: cache)
-            if let body = cache.store.body(of: entry) {
+            if let reader = cache.store.bodyReader(of: entry, chunkSize: Self.cacheChunkSize) {
                 cache.store.update(entry, head: head)
                 cache.count(\.revalidations)
-                var answer = Self.streamed(Self.cached(head, body: body, age: 0, url: request.url, request: request))
+                var answer = Self.streamed(Self.cached(head, body: Data(), age: 0, url: request.url, request: request), from: reader)
                 answer.revalidated = true
                 return answer
             }
@@ -154,8 +158,15 @@ extension PocketClient {
         return response
     }
 
-    static func streamed(_ response: PocketResponse) -> PocketStreamingResponse {
+    /// The pieces a stored body is streamed in: memory stays at one piece,
+    /// however large the entry.
+    static let cacheChunkSize = 64 << 10
+
+    /// A stored response as a stream: its body from `reader`, piece by
+    /// piece as the caller reads (nil: `response.body`, for a HEAD).
+    static func streamed(_ response: PocketResponse, from reader: (any CacheBodyReader)? = nil) -> PocketStreamingResponse {
         var streamed = PocketStreamingResponse(collected: response)
+        streamed.body.source = reader
         streamed.url = response.url
         streamed.fromCache = true
         return streamed

@@ -179,6 +179,18 @@ public struct PocketRequestHandling: Sendable {
     /// `authentication` of their own; nil (the default): a 401 is returned
     /// as it is.
     public var authentication: PocketAuthentication?
+    /// How requests answer a proxy's `407 Proxy Authentication Required`
+    /// (Basic, Digest; for forwarded `http://` requests and for the CONNECT
+    /// of `https://` ones) when the proxy has no user and password of its
+    /// own (`PocketProxy.username`, which answer first). Its `origin`, when
+    /// set, names the one proxy it answers (`http://host:port`); its handler
+    /// sees `challenge.isProxy` true. The same rules as for a 401: answered
+    /// once, a refused credential is not sent again, Digest over Basic, a
+    /// one-shot body fails with `.bodyNotReplayable`; an accepted answer is
+    /// sent at once by later requests through that proxy. nil (the
+    /// default): a 407 the proxy's own credentials cannot answer is the
+    /// `.proxyAuthenticationRequired` error, naming the proxy.
+    public var proxyAuthentication: PocketAuthentication?
     /// The response cache (RFC 9111, private); nil (the default): none.
     public var cache: PocketResponseCache?
 

@@ -98,13 +98,15 @@ extension PocketClient {
             if let transport = self.configuration.handling.transport {
                 return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
             }
-            let state = BodyStreamState(highWater: bufferSize)
-            let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
-            state.request = inflight
-            let body = PocketResponseBodyStream(state)
-            let head = try await self.run(request, inflight)
-            return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
-                                           headers: head.headers, body: body)
+            return try await self.proxied(request) { request in
+                let state = BodyStreamState(highWater: bufferSize)
+                let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
+                state.request = inflight
+                let body = PocketResponseBodyStream(state)
+                let head = try await self.run(request, inflight)
+                return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
+                                               headers: head.headers, body: body)
+            }
         }
     }
 
@@ -120,19 +122,31 @@ extension PocketClient {
             // The common case in few steps: one engine request; the redirect
             // machinery starts only after a 3xx it follows. (A cookie store
             // takes the general path: each hop there goes through it.)
-            var inflight = spares.collectingRequest(engine: engine, progress: progress)
-            var response = try await run(request, inflight)
-            spares.recycle(&inflight)
+            var response: PocketResponse
+            if proxies == nil, request.proxy == nil {
+                var inflight = spares.collectingRequest(engine: engine, progress: progress)
+                response = try await run(request, inflight)
+                spares.recycle(&inflight)
+            } else {
+                // Through a proxy: its 407 is answered (Sources/Pocket/Auth).
+                response = try await answeringProxy(request) { request in
+                    try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+                }
+            }
             if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
                 return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
-                    try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+                    try await self.proxied(request) { request in
+                        try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+                    }
                 }
             }
             response.record(url: request.url, redirects: [])
             return response
         }
         return try await followingRedirects(request, progress: progress) { request, progress in
-            try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+            try await self.proxied(request) { request in
+                try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+            }
         }
     }
 
@@ -232,7 +246,7 @@ extension PocketClient {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
-                outcome = .success(try await authenticating(sent, progress: progress, hop))
+                outcome = .success(try await authenticating(&sent, progress: progress, hop))
             } catch {
                 outcome = .failure(error)
             }

@@ -193,6 +193,8 @@ public final class PocketClient: Sendable {
     let proxies: ProxyRules?
     /// `configuration.timeouts` in the engine's milliseconds (worked out once).
     let engineTimeouts: EngineTimeouts
+    /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Auth).
+    let proxyAnswers = ProxyAnswers()
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.

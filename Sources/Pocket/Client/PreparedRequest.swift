@@ -77,7 +77,7 @@ struct PreparedRequest {
         let unix = target.unixPath ?? request.unixSocketPath ?? clientSocket
         if unix == nil, request.proxy != nil || proxies != nil,
            let chosen = try ProxyRules.proxy(for: target, own: request.proxy, rules: proxies) {
-            let route = ProxyRoute(chosen, target: target)
+            let route = ProxyRoute(chosen, target: target, answer: request.proxyAnswer)
             if !route.tunnel, let auth = route.authorization, !request.headers.contains("Proxy-Authorization") {
                 extra.add(name: "Proxy-Authorization", value: auth)
             }
@@ -117,10 +117,16 @@ struct ProxyRoute {
     /// The absolute-form target of a forwarded request (RFC 9112 §3.2.2).
     let absoluteTarget: String?
 
-    init(_ proxy: PocketProxy, target: Target) {
+    /// `answer`: the proxy step's answer to this proxy's challenge, which
+    /// replaces the proxy's own Basic credentials (a different proxy's is ignored).
+    init(_ proxy: PocketProxy, target: Target, answer: ProxyAnswer? = nil) {
         self.proxy = proxy
         tunnel = target.https
-        authorization = proxy.authorization
+        if let answer, answer.host == proxy.host, answer.port == proxy.port {
+            authorization = answer.value
+        } else {
+            authorization = proxy.authorization
+        }
         if target.https {
             absoluteTarget = nil
         } else {
@@ -128,6 +134,14 @@ struct ProxyRoute {
             absoluteTarget = "http://\(host)\(target.port == 80 ? "" : ":\(target.port)")\(target.pathAndQuery)"
         }
     }
+}
+
+/// A `Proxy-Authorization` value for one proxy: the answer to its 407
+/// (or to a CONNECT refused with 401), computed by the proxy step.
+struct ProxyAnswer: Sendable {
+    var host: String
+    var port: UInt16
+    var value: String
 }
 
 /// The header fields of one request without building a merged array: the

@@ -193,7 +193,20 @@ extension PocketError {
                 message += " (\(String(cString: strerror(errno))))"
             }
         }
-        return PocketError(.engine(c), message, underlying: underlying, systemError: sys, response: response)
+        var head = response
+        if head == nil, c == PK_E_PROXY_AUTH.rawValue {
+            // A refused CONNECT: the proxy's status (errno) and challenge, read
+            // while its on_done runs (pk_proxy_challenge), so that the proxy
+            // step (Sources/Pocket/Auth) can answer it.
+            var length = 0
+            var fields = PocketHeaders()
+            if let value = pk_proxy_challenge(&length), length > 0 {
+                let text = String(decoding: UnsafeRawBufferPointer(start: value, count: length), as: UTF8.self)
+                fields.add(name: errno == 401 ? "WWW-Authenticate" : "Proxy-Authenticate", value: text)
+            }
+            head = PocketResponseHead(status: Int(errno), reason: "", headers: fields)
+        }
+        return PocketError(.engine(c), message, underlying: underlying, systemError: sys, response: head)
     }
 }
 

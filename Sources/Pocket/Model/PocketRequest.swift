@@ -43,6 +43,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             var metadata: (any Sendable)?
             var authentication: PocketAuthentication?
             var cachePolicy: PocketCachePolicy?
+            var proxyAnswer: ProxyAnswer?
         }
 
         init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
@@ -244,6 +245,14 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     public var cachePolicy: PocketCachePolicy? {
         get { storage.f.cachePolicy }
         set { unique().f.cachePolicy = newValue }
+    }
+
+    /// The `Proxy-Authorization` answering a proxy's challenge, for that
+    /// proxy only (set by the proxy step for one hop; Sources/Pocket/Auth).
+    /// Not compared, hashed or archived.
+    var proxyAnswer: ProxyAnswer? {
+        get { storage.f.proxyAnswer }
+        set { unique().f.proxyAnswer = newValue }
     }
 
     /// Whether sending this request twice has the effect of sending it once:

@@ -479,8 +479,10 @@ private struct Downloader {
                         if let transport = client.configuration.handling.transport {
                             return try await Self.send(request, through: transport, to: fd, decide: write, progress: progress)
                         }
-                        return try await client.run(request, InFlightRequest(engine: client.engine, delivery: .file(fd: fd, decide: write),
-                                                                             progress: progress))
+                        return try await client.proxied(request) { request in
+                            try await client.run(request, InFlightRequest(engine: client.engine, delivery: .file(fd: fd, decide: write),
+                                                                          progress: progress))
+                        }
                     }
                 } catch var error as PocketError where writing.withLock({ $0 }) {
                     error.bodyDelivered = true

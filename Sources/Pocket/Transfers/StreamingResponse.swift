@@ -75,6 +75,10 @@ public final class PocketResponseBodyStream: AsyncSequence, Sendable {
     /// the cache step before the response reaches the caller (so never
     /// written while read), nil otherwise.
     nonisolated(unsafe) var tee: (any CacheWriter)?
+    /// Where the pieces come from instead of the engine: a stored body
+    /// (a cache hit), read as the caller asks; set once before the response
+    /// reaches the caller, nil otherwise.
+    nonisolated(unsafe) var source: (any CacheBodyReader)?
 
     init(_ state: BodyStreamState) { self.state = state }
 
@@ -86,6 +90,7 @@ public final class PocketResponseBodyStream: AsyncSequence, Sendable {
         /// The next chunk, waiting for it; nil at the end of the body. Throws the
         /// `PocketError` that ended the body early.
         public mutating func next() async throws -> Data? {
+            if let source = stream.source { return try source.next() }
             guard let tee = stream.tee else { return try await stream.state.next() }
             do {
                 guard let chunk = try await stream.state.next() else {
