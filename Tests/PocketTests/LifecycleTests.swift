@@ -30,10 +30,6 @@ final class LifecycleTests: XCTestCase {
             _ = try await c.send(PocketRequest(url: url(server, "/")))
         }
         await assertEventually("engine threads left: \(engineThreadCount()), others \(others)") { engineThreadCount() <= others }
-        // The first timed wait in the process (assertEventually's sleep)
-        // makes the dispatch library's timerfd, kept for the process's life:
-        // made now, it is not counted as the clients'.
-        try await Task.sleep(for: .milliseconds(1))
         let fdsBefore = openFileDescriptorCount()
         for _ in 0..<5 {
             let client = try makeClient()
