@@ -36,7 +36,7 @@ extension PocketClient {
             response.record(url: request.url, redirects: [])
             return response
         }
-        var gate = ProgressFinishGate.wrap(progress)
+        let gate = ProgressFinishGate.wrap(progress)
         var response: R
         do {
             response = try await hopWithCookies(request, gate?.handler ?? progress, hop)
