@@ -461,6 +461,17 @@ static void run_on(pk__loop *loop, pk__req *req, pk__conn *conn) {
 
 /* The pool reserved a slot of the origin for `req`: open a connection. */
 static void open_for(pk__loop *loop, pk__req *req) {
+  if (loop->in_direct) {
+    /* Not from a submitter's thread while the loop sits in epoll_wait (a
+     * socket set up meanwhile can be reported in a state the loop never
+     * sees otherwise, an unconnected socket's EPOLLHUP): a retry or a
+     * replaced pooled connection in a direct pass is opened by the loop,
+     * first thing when it wakes (the direct pass wakes it). The pool slot
+     * stays reserved for it. */
+    req->qnext = loop->deferred_opens;
+    loop->deferred_opens = req;
+    return;
+  }
   pk__conn *conn = conn_alloc(loop, req->origin);
   if (!conn) {
     pk__pool_unreserve(loop, req->origin);
@@ -1484,6 +1495,12 @@ static void conn_arm(pk__loop *loop, pk__conn *conn) {
 
 void pk__conn_rearm_disarmed(pk__loop *loop) {
   if (loop->disarmed) conn_arm(loop, loop->disarmed);
+  while (loop->deferred_opens) {
+    pk__req *req = loop->deferred_opens;
+    loop->deferred_opens = req->qnext;
+    req->qnext = NULL;
+    open_for(loop, req);
+  }
 }
 
 /* A request written by a direct pass (pk_engine.c) on a pooled connection

@@ -243,6 +243,7 @@ static void *loop_main(void *arg) {
 static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
   pk_engine *outer = pk__current_engine;
   pk__current_engine = loop->eng;
+  loop->in_direct = true;
   loop->now = pk__now_ns();
   pthread_mutex_lock(&loop->lock);
   pk__req *subs = loop->sq_head;
@@ -263,7 +264,8 @@ static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
   pass_end(loop);
   /* Connections closed here are recycled by the loop thread, after the
    * events it may already hold for them. */
-  bool late = pk__loop_next_deadline(loop) < loop->sleep_until;
+  loop->in_direct = false;
+  bool late = pk__loop_next_deadline(loop) < loop->sleep_until || loop->deferred_opens;
   pk__current_engine = outer;
   bool wake = false;
   pthread_mutex_lock(&loop->lock);

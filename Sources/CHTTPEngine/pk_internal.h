@@ -318,6 +318,8 @@ typedef struct pk__loop {
   bool finished_in_pass;      /* on_head or on_done ran since the last on_pass_end */
   struct pk__conn *disarmed;  /* the connection a submitter's wait left out of epoll (at most one) */
   uint32_t inline_skip;       /* direct passes left that do not wait (after a wait timed out) */
+  bool in_direct;             /* a direct pass (a submitter's thread) holds the pass */
+  struct pk__req *deferred_opens; /* new connections a direct pass left to the loop (via qnext) */
 
   _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending, st_inline;
 } pk__loop;
@@ -359,7 +361,8 @@ int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wai
 #define PK__WAIT_SKIPPED (-1)  /* not a request it waits for (a body to send, a blocked write) */
 #define PK__WAIT_ANSWERED 0    /* handled here, or handed back early (the loop has work) */
 #define PK__WAIT_TIMED_OUT 1   /* nothing came in time: the loop has it now */
-/* Loop thread, awake: the connection a wait left out of epoll goes back in. */
+/* Loop thread, awake: the connection a wait left out of epoll goes back in,
+ * and the connections a direct pass needed are opened. */
 void pk__conn_rearm_disarmed(pk__loop *loop);
 /* One epoll_wait and the handlers of its events. A wait that can block
  * (timeout_ms != 0) releases the loop's pass_lock for its duration. */
