@@ -1542,12 +1542,18 @@ int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wai
       if (p[0].revents & POLLRDHUP) events |= EPOLLRDHUP;
       if (p[0].revents & POLLHUP) events |= EPOLLHUP;
       if (p[0].revents & POLLERR) events |= EPOLLERR;
+    } else if (pk__now_ns() >= end) {
+      break;
     }
     loop->now = pk__now_ns();
     conn_event(loop, &conn->io, events);
     /* Finished (its id is cleared), or no longer this connection's. */
     if (atomic_load_explicit(&req->id, memory_order_relaxed) != id || conn->req != req) break;
     if (conn->state != PK_CONN_ACTIVE || conn->want_write) break;
+    /* The head is in and the body is not: the rest is the loop's (a
+     * streamed response resumes its caller at the head, which this pass's
+     * end does; a large body is not read on the caller's thread). */
+    if (req->got_head || req->paused) break;
   }
   /* Pooled again: it stays out until the loop's next pass. Anything else
    * is the loop's to watch now. */
