@@ -14,7 +14,12 @@ public struct PocketCookie: Sendable, Hashable, Codable {
     /// SameSite guards a browser's cross-site requests, and a client that is
     /// not a browser has no "site" that starts a request.
     public enum SameSite: String, Sendable, Hashable, Codable {
-        case strict = "Strict", lax = "Lax", unrestricted = "None"
+        /// `SameSite=Strict`: a browser sends it only with requests its own site starts.
+        case strict = "Strict"
+        /// `SameSite=Lax`: also with top-level navigations from other sites.
+        case lax = "Lax"
+        /// `SameSite=None`: with every request (browsers require `Secure` with it).
+        case unrestricted = "None"
     }
 
     /// The cookie's name (case-sensitive).
@@ -82,12 +87,15 @@ public struct PocketCookie: Sendable, Hashable, Codable {
         name == other.name && domain == other.domain && path == other.path
     }
 
+    /// Every field compared, the times included (two cookies of the same
+    /// identity with other values are not equal).
     public static func == (a: PocketCookie, b: PocketCookie) -> Bool {
         a.name == b.name && a.value == b.value && a.domain == b.domain && a.hostOnly == b.hostOnly
             && a.path == b.path && a.secure == b.secure && a.httpOnly == b.httpOnly && a.sameSite == b.sameSite
             && a.expires == b.expires && a.created == b.created && a.lastAccessed == b.lastAccessed
     }
 
+    /// Hashes the identity (name, domain and path), which equal cookies share.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(domain)
