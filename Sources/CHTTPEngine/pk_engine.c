@@ -306,7 +306,6 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->dns_threads = 2;
   cfg->dns_cache_ttl_ms = 30000;
   cfg->connection_attempt_delay_ms = 250;
-  cfg->inline_wait_us = 200;
   cfg->max_interim = 8;
   cfg->decode_content = 1;
   pk_parse_limits_init(&cfg->limits);

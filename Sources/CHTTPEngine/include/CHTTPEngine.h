@@ -218,8 +218,9 @@ typedef struct pk_engine_config {
    * microseconds for the response on the socket itself and handles it
    * there (callbacks and on_pass_end run on it), so a one-at-a-time caller
    * costs one thread switch per request, not two; past the wait, or when
-   * the loop gets other work, the loop takes the request over. Default
-   * 200 (pk_engine_config_init); 0 or negative: never wait. */
+   * the loop gets other work, the loop takes the request over. 0 (the
+   * default) or negative: never wait; the waiting thread does nothing else
+   * meanwhile, so only for callers with no other work on it. */
   int32_t inline_wait_us;
   pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
