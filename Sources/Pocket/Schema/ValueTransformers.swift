@@ -113,7 +113,7 @@ enum ISO8601 {
               b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
               let year = digits(b, 0, 4), let month = digits(b, 5, 2), let day = digits(b, 8, 2),
               let hour = digits(b, 11, 2), let minute = digits(b, 14, 2), let second = digits(b, 17, 2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              (1...12).contains(month), day >= 1, day <= CivilDate.daysIn(month: month, year: year),
               hour < 24, minute < 60, second < 61
         else { return nil }
         var i = 19
@@ -151,7 +151,7 @@ enum ISO8601 {
             return nil
         }
         guard i == b.count else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86400 + hour * 3600 + minute * 60 + min(second, 59) - offset
         return Date(timeIntervalSince1970: Double(seconds) + fraction)
     }
@@ -166,7 +166,7 @@ enum ISO8601 {
         let total = Int(whole)
         let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
         let secs = total - days * 86400
-        let (y, m, d) = civilFromDays(days)
+        let (y, m, d) = CivilDate.date(daysSinceEpoch: days)
         var s = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T"
         s += pad(secs / 3600, 2) + ":" + pad(secs / 60 % 60, 2) + ":" + pad(secs % 60, 2)
         if millis != 0 { s += "." + pad(millis, 3) }
@@ -187,36 +187,5 @@ enum ISO8601 {
             v = v * 10 + Int(d)
         }
         return v
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    /// Days since 1970-01-01 (the well-known era-based civil calendar algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
-    }
-
-    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
-        let z = z0 + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }
