@@ -44,6 +44,8 @@ static void process_submissions(pk__loop *loop, pk__req *list, bool stopping) {
       pk__req_finish(loop, req, PK_E_SHUTDOWN, 0);
       continue;
     }
+    /* Not a one-at-a-time caller: no submitter's wait for a while (direct_pass). */
+    if (!pk__list_empty(&loop->reqs)) loop->crowded_at = loop->now;
     pk__list_push_back(&loop->reqs, &req->all);
     pk__req_update_timer(loop, req);
     pk__conn_dispatch(loop, req, false);
@@ -255,8 +257,13 @@ static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
   int32_t wait_us = loop->eng->cfg.inline_wait_us;
   if (loop->inline_skip) {
     loop->inline_skip--;
-  } else if (wait_us > 0 && !stopping && atomic_load_explicit(&req->id, memory_order_relaxed) == id &&
-             req->state == PK_REQ_ACTIVE) {
+  } else if (wait_us > 0 && !stopping &&
+             /* Only for a caller sending one request at a time: none has had
+              * company in flight on this loop for inline_wait_quiet_ms.
+              * Callers sending concurrently (a server's handlers) keep their
+              * threads, even in a moment when the loop happens to be idle. */
+             loop->now - loop->crowded_at >= (uint64_t)loop->eng->cfg.inline_wait_quiet_ms * 1000000u &&
+             atomic_load_explicit(&req->id, memory_order_relaxed) == id && req->state == PK_REQ_ACTIVE) {
     /* A server slower than the wait: the next 64 direct passes do not
      * wait (a caller's thread is not held for answers that come later). */
     if (pk__conn_wait_inline(loop, req, id, (uint64_t)wait_us * 1000u) == PK__WAIT_TIMED_OUT) loop->inline_skip = 64;
@@ -306,6 +313,7 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->dns_threads = 2;
   cfg->dns_cache_ttl_ms = 30000;
   cfg->connection_attempt_delay_ms = 250;
+  cfg->inline_wait_quiet_ms = 10;
   cfg->max_interim = 8;
   cfg->decode_content = 1;
   pk_parse_limits_init(&cfg->limits);

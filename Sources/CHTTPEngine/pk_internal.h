@@ -318,6 +318,7 @@ typedef struct pk__loop {
   bool finished_in_pass;      /* on_head or on_done ran since the last on_pass_end */
   struct pk__conn *disarmed;  /* the connection a submitter's wait left out of epoll (at most one) */
   uint32_t inline_skip;       /* direct passes left that do not wait (after a wait timed out) */
+  uint64_t crowded_at;        /* loop->now when a submission last found another request in flight */
   bool in_direct;             /* a direct pass (a submitter's thread) holds the pass */
   struct pk__req *deferred_opens; /* new connections a direct pass left to the loop (via qnext) */
 

@@ -3,11 +3,12 @@ import XCTest
 @testable import Pocket
 import PocketTestSupport
 
-/// `Configuration.sendingThreadWait` (off by default): a lone request
+/// `Configuration.sendingThreadWait` (200 µs by default): a lone request
 /// written on a pooled connection is answered on the sending task's thread
 /// (the engine's loop stays asleep); a slower answer goes back to the loop;
 /// a cancel ends the wait; a connection the loop did not watch meanwhile is
-/// checked before a request that cannot be sent twice goes out on it.
+/// checked before a request that cannot be sent twice goes out on it;
+/// callers sending concurrently never wait.
 final class SendingThreadWaitTests: XCTestCase {
     private var server: TestServer!
 
@@ -51,14 +52,47 @@ final class SendingThreadWaitTests: XCTestCase {
         XCTAssertEqual(stats.requestsCompleted, 51)
     }
 
-    func testByDefaultTheSenderDoesNotWait() async throws {
-        let client = try makeClient()
+    func testTheWaitIsOnByDefaultAndZeroTurnsItOff() async throws {
+        XCTAssertEqual(PocketClient.Configuration().sendingThreadWait, .microseconds(200))
+        let client = try waitingClient(.zero)
         for _ in 0..<20 {
             let r = try await client.send(PocketRequest(url: url(server, "/hello")))
             XCTAssertEqual(r.text, "hello")
+            try await Task.sleep(for: .milliseconds(1))
         }
         XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, 0)
         XCTAssertEqual(client.poolStatistics.requestsCompleted, 20)
+    }
+
+    /// Once two requests were in flight together, lone requests do not wait
+    /// for the quiet time (10 ms by default; a minute here, so the test
+    /// does not race the clock): a server's concurrent handlers keep their
+    /// threads even when the loop happens to be idle.
+    func testConcurrentCallersKeepTheirThreads() async throws {
+        let client = try makeClient {
+            $0.sendingThreadWait = .milliseconds(100)
+            $0.sendingThreadWaitQuiet = .seconds(60)
+        }
+        // No crowd yet: lone requests are answered on the sending thread.
+        _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+        try await Task.sleep(for: .milliseconds(20))
+        for _ in 0..<10 { _ = try await client.send(PocketRequest(url: url(server, "/hello"))) }
+        let before = client.poolStatistics.requestsAnsweredOnSendingThread
+        XCTAssertGreaterThanOrEqual(before, 5, "\(client.poolStatistics)")
+        // Two at once: /slow is answered after 20 ms, /hello goes out meanwhile.
+        let slowURL = url(server, "/slow")
+        let slow = Task { try await client.send(PocketRequest(url: slowURL)) }
+        try await Task.sleep(for: .milliseconds(5))
+        _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+        let slowAnswer = try await slow.value
+        XCTAssertEqual(slowAnswer.text, "slow")
+        try await Task.sleep(for: .milliseconds(20))
+        for i in 0..<20 {
+            let r = try await client.send(PocketRequest(url: url(server, "/hello")))
+            XCTAssertEqual(r.text, "hello", "request \(i)")
+        }
+        XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, before, "a lone request waited after a crowd")
+        XCTAssertEqual(client.poolStatistics.requestsCompleted, 33)
     }
 
     func testASlowerAnswerIsHandedToTheLoop() async throws {

@@ -222,6 +222,10 @@ typedef struct pk_engine_config {
    * default) or negative: never wait; the waiting thread does nothing else
    * meanwhile, so only for callers with no other work on it. */
   int32_t inline_wait_us;
+  /* ...and only when no request on the loop has had another in flight
+   * beside it for this many milliseconds (a one-at-a-time caller: callers
+   * sending concurrently keep their threads). 10 by default. */
+  uint32_t inline_wait_quiet_ms;
   pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
   /* Optional: called once with post_ctx after the loop threads are gone and

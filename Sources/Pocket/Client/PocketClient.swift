@@ -52,28 +52,31 @@ public final class PocketClient: Sendable {
         /// Set per engine: scoped clients share their parent's.
         public var connectionAttemptDelay: Duration = .milliseconds(250)
         /// How long the sending thread waits for a lone request's answer
-        /// itself; `.zero` (the default) never. When a request goes out on a
-        /// pooled connection while the client has nothing else in flight,
-        /// the task's thread writes it (the engine's loop stays asleep);
-        /// with a wait, that thread then waits up to this long for the
-        /// response on the socket, parses it there and carries on with the
-        /// task: one thread switch per request instead of two, which is most
-        /// of a one-at-a-time caller's latency on a fast network (about +15%
-        /// requests per second at one connection on loopback; 200 µs is a
-        /// good value there). An answer that takes longer is handed to the
-        /// loop (no time is lost waiting for it), and the next 64 such
-        /// requests do not wait. A task cancelled during the wait is
-        /// cancelled when the wait ends.
+        /// itself; `.zero` never. When a request goes out on a pooled
+        /// connection while the client has nothing else in flight, the
+        /// task's thread writes it (the engine's loop stays asleep); with a
+        /// wait, that thread then waits up to this long for the response on
+        /// the socket, parses it there and carries on with the task: one
+        /// thread switch per request instead of two, which is most of a
+        /// one-at-a-time caller's latency on a fast network (about +10–15%
+        /// requests per second at one connection on loopback). An answer
+        /// that takes longer is handed to the loop (no time is lost waiting
+        /// for it), and the next 64 such requests do not wait. A task
+        /// cancelled during the wait is cancelled when the wait ends.
         ///
-        /// Off by default because the waiting thread does nothing else
-        /// meanwhile: turn it on for callers that send one request at a
-        /// time and have no other work on that thread (a command-line tool,
-        /// a batch job), not in a server whose handlers run on its event
-        /// loops. A Hummingbird gateway whose handler called Pocket served
-        /// 6.2k instead of 15.3k requests per second at 64 connections with
-        /// a 200 µs wait: its event loop stood still for each downstream
-        /// round trip. Set per engine: scoped clients share their parent's.
-        public var sendingThreadWait: Duration = .zero
+        /// The wait is only for one-at-a-time callers: it happens only when
+        /// no request of this client has had another in flight beside it
+        /// for the last 10 ms. A server whose handlers call Pocket
+        /// concurrently therefore never has a thread held (a Hummingbird
+        /// gateway that waited at every idle moment served 6.2k instead of
+        /// 15.3k requests per second at 64 connections). 200 µs by default;
+        /// set `.zero` for a caller that must never wait on its own thread.
+        /// Set per engine: scoped clients share their parent's.
+        public var sendingThreadWait: Duration = .microseconds(200)
+        /// How long no request may have had another in flight beside it
+        /// before a sender waits (`sendingThreadWait`): 10 ms. Tests set it
+        /// long to prove a crowd turns the wait off.
+        var sendingThreadWaitQuiet: Duration = .milliseconds(10)
         /// Response limits; each has its own error code.
         public var limits = Limits()
         /// Ask for and decode gzip/deflate bodies (`Accept-Encoding: gzip, deflate`
