@@ -82,9 +82,9 @@ public struct BenchOptions: Sendable {
           --server-threads S   embedded server loop threads (default 1)
           --engine-threads T   Pocket engine event-loop threads (default 1)
           --on-loop            run the request tasks on the client's loop executor
+                               (withTaskExecutorPreference) instead of the global pool
           --pipeline           a middleware adding a header, a retry policy and a live
                                events() subscription on every request (the engaged path)
-                               (withTaskExecutorPreference) instead of the global pool
           --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
           -k, --insecure       no certificate verification for https URLs (benchmarks only)
           --close              send Connection: close: every request opens a new

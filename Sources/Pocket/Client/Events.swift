@@ -155,7 +155,10 @@ final class EventHub: Sendable {
 }
 
 /// Where one task's events go: its own observers and the client's hub.
-struct EventSink: Sendable {
+// A class, not a struct: the request path hands it from stage to stage and
+// keeps it in the middleware context, and a copy of nine fields (six of them
+// reference-counted) at each step cost more than the one allocation.
+final class EventSink: Sendable {
     let hub: EventHub
     let taskID: UInt64
     let method: PocketMethod

@@ -354,7 +354,7 @@ extension PocketClient {
     /// parser) applied to the response (`response.schemaResult`). With
     /// neither set (the default) that is two nil checks.
     func applySchema(_ response: consuming PocketResponse) throws -> PocketResponse {
-        guard let request = response.request, request.schema != nil || request.errorParser != nil else { return response }
+        guard response.request?.needsSchemaStep == true, let request = response.request else { return response }
         var response = response
         let validation = request.validation ?? configuration.validation
         if let schema = request.schema, !configuration.schemas.isAbsent(schema) {

@@ -206,6 +206,12 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         }
         set { unique().f.schema = newValue }
     }
+    /// Whether `client.send` has a schema or an error parser to apply
+    /// (read in place: no copy of either on the common path without them).
+    var needsSchemaStep: Bool {
+        if case .none = storage.f.schema, case .none = storage.f.errorParser { return false }
+        return true
+    }
     /// This request's error parser (TyphoonRestClient's per-request one):
     /// `client.send` asks it about the response (and throws `.errorResponse`
     /// with its typed error) before the schema applies, in place of
