@@ -263,6 +263,9 @@ static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
               * Callers sending concurrently (a server's handlers) keep their
               * threads, even in a moment when the loop happens to be idle. */
              loop->now - loop->crowded_at >= (uint64_t)loop->eng->cfg.inline_wait_quiet_ms * 1000000u &&
+             /* ...in a tight loop: this request follows the last answer at once. */
+             (!loop->eng->cfg.inline_wait_gap_us ||
+              loop->now - loop->last_done_at <= (uint64_t)loop->eng->cfg.inline_wait_gap_us * 1000u) &&
              atomic_load_explicit(&req->id, memory_order_relaxed) == id && req->state == PK_REQ_ACTIVE) {
     /* A server slower than the wait: the next 64 direct passes do not
      * wait (a caller's thread is not held for answers that come later). */
@@ -314,6 +317,7 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->dns_cache_ttl_ms = 30000;
   cfg->connection_attempt_delay_ms = 250;
   cfg->inline_wait_quiet_ms = 10;
+  cfg->inline_wait_gap_us = 50;
   cfg->max_interim = 8;
   cfg->decode_content = 1;
   pk_parse_limits_init(&cfg->limits);

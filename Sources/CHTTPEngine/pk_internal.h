@@ -319,6 +319,7 @@ typedef struct pk__loop {
   struct pk__conn *disarmed;  /* the connection a submitter's wait left out of epoll (at most one) */
   uint32_t inline_skip;       /* direct passes left that do not wait (after a wait timed out) */
   uint64_t crowded_at;        /* loop->now when a submission last found another request in flight */
+  uint64_t last_done_at;      /* loop->now when a request last finished */
   bool in_direct;             /* a direct pass (a submitter's thread) holds the pass */
   struct pk__req *deferred_opens; /* new connections a direct pass left to the loop (via qnext) */
 

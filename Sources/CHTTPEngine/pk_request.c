@@ -203,6 +203,7 @@ bool pk__req_retry(pk__loop *loop, pk__req *req, pk_error *err, int *sys_errno) 
 void pk__req_finish(pk__loop *loop, pk__req *req, pk_error err, int sys_errno) {
   pk_engine *eng = loop->eng;
   pk__timer_cancel(loop, &req->timer);
+  loop->last_done_at = loop->now; /* a submitter's wait looks at it (pk_engine.c) */
   /* Linked only while it waits in an origin queue (a popped waiter is not). */
   if (pk__linked(&req->link)) pk__list_remove(&req->link);
   if (pk__linked(&req->all)) pk__list_remove(&req->all);

@@ -30,7 +30,12 @@ final class SendingThreadWaitTests: XCTestCase {
     /// a loaded machine (200 µs is the value for speed on loopback, not for
     /// proving the path was taken).
     private func waitingClient(_ wait: Duration = .milliseconds(100)) throws -> PocketClient {
-        try makeClient { $0.sendingThreadWait = wait }
+        try makeClient {
+            $0.sendingThreadWait = wait
+            // A sanitizer's thread may take longer than the default 50 µs
+            // from one answer to the next request.
+            $0.sendingThreadWaitGap = .seconds(10)
+        }
     }
 
     func testLoneRequestsAreAnsweredOnTheSendingThread() async throws {
@@ -72,6 +77,7 @@ final class SendingThreadWaitTests: XCTestCase {
         let client = try makeClient {
             $0.sendingThreadWait = .milliseconds(100)
             $0.sendingThreadWaitQuiet = .seconds(60)
+            $0.sendingThreadWaitGap = .seconds(10)
         }
         // No crowd yet: lone requests are answered on the sending thread.
         _ = try await client.send(PocketRequest(url: url(server, "/hello")))
@@ -93,6 +99,22 @@ final class SendingThreadWaitTests: XCTestCase {
         }
         XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, before, "a lone request waited after a crowd")
         XCTAssertEqual(client.poolStatistics.requestsCompleted, 33)
+    }
+
+    /// A request sent a while after the last answer (a server that answers
+    /// its own client between two calls, a job that works on each response)
+    /// does not wait: the default asks for the next request within 50 µs.
+    func testARequestSentLongAfterTheLastAnswerDoesNotWait() async throws {
+        let client = try makeClient { $0.sendingThreadWait = .milliseconds(100) }
+        _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+        for i in 0..<10 {
+            try await Task.sleep(for: .milliseconds(2))
+            let r = try await client.send(PocketRequest(url: url(server, "/hello")))
+            XCTAssertEqual(r.text, "hello", "request \(i)")
+        }
+        XCTAssertEqual(server.acceptedConnections, 1)
+        XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, 0, "\(client.poolStatistics)")
+        XCTAssertEqual(client.poolStatistics.requestsCompleted, 11)
     }
 
     func testASlowerAnswerIsHandedToTheLoop() async throws {

@@ -226,6 +226,11 @@ typedef struct pk_engine_config {
    * beside it for this many milliseconds (a one-at-a-time caller: callers
    * sending concurrently keep their threads). 10 by default. */
   uint32_t inline_wait_quiet_ms;
+  /* ...and only when the submission comes within this many microseconds of
+   * the loop's last finished request (a caller in a tight request loop; one
+   * that does other work between requests, such as a server answering its
+   * own client, keeps its thread). 50 by default; 0: no such condition. */
+  uint32_t inline_wait_gap_us;
   pk_inflate_limits inflate_limits;
   void *post_ctx;                /* first argument of functions run by pk_engine_post */
   /* Optional: called once with post_ctx after the loop threads are gone and

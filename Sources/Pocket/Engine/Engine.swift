@@ -30,6 +30,8 @@ final class Engine: @unchecked Sendable {
         cfg.inline_wait_us = c.sendingThreadWait <= .zero ? 0
             : Int32(clamping: max(1, c.sendingThreadWait.components.seconds * 1_000_000 + c.sendingThreadWait.components.attoseconds / 1_000_000_000_000))
         cfg.inline_wait_quiet_ms = UInt32(clamping: PocketTimeouts.milliseconds(c.sendingThreadWaitQuiet))
+        cfg.inline_wait_gap_us = UInt32(clamping: c.sendingThreadWaitGap.components.seconds * 1_000_000
+                                        + c.sendingThreadWaitGap.components.attoseconds / 1_000_000_000_000)
         cfg.max_interim = UInt32(clamping: c.limits.maxInterimResponses)
         cfg.max_body_bytes = c.limits.maxBodyBytes.map { UInt64(clamping: $0) } ?? 0
         cfg.limits.max_head_bytes = max(64, c.limits.maxHeadBytes)
