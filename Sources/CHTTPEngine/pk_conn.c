@@ -1493,6 +1493,10 @@ static void conn_arm(pk__loop *loop, pk__conn *conn) {
   if (conn->state != PK_CONN_CLOSED && conn->fd >= 0) (void)pk__io_rearm(loop, conn->fd, &conn->io, PK_CONN_EVENTS);
 }
 
+void pk__conn_arm_disarmed(pk__loop *loop) {
+  if (loop->disarmed) conn_arm(loop, loop->disarmed);
+}
+
 void pk__conn_rearm_disarmed(pk__loop *loop) {
   if (loop->disarmed) conn_arm(loop, loop->disarmed);
   while (loop->deferred_opens) {

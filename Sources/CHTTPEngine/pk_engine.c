@@ -255,6 +255,7 @@ static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
   if (subs) process_submissions(loop, subs, stopping);
   /* The request is written: wait for its answer here (pk_conn.c). */
   int32_t wait_us = loop->eng->cfg.inline_wait_us;
+  bool waited = false;
   if (loop->inline_skip) {
     loop->inline_skip--;
   } else if (wait_us > 0 && !stopping &&
@@ -269,8 +270,12 @@ static void direct_pass(pk__loop *loop, pk__req *req, uint64_t id) {
              atomic_load_explicit(&req->id, memory_order_relaxed) == id && req->state == PK_REQ_ACTIVE) {
     /* A server slower than the wait: the next 64 direct passes do not
      * wait (a caller's thread is not held for answers that come later). */
+    waited = true;
     if (pk__conn_wait_inline(loop, req, id, (uint64_t)wait_us * 1000u) == PK__WAIT_TIMED_OUT) loop->inline_skip = 64;
   }
+  /* No wait: the loop watches the answer, so the connection an earlier wait
+   * left out of its epoll set (perhaps this request's) goes back in now. */
+  if (!waited) pk__conn_arm_disarmed(loop);
   pass_end(loop);
   /* Connections closed here are recycled by the loop thread, after the
    * events it may already hold for them. */

@@ -366,6 +366,8 @@ int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wai
 /* Loop thread, awake: the connection a wait left out of epoll goes back in,
  * and the connections a direct pass needed are opened. */
 void pk__conn_rearm_disarmed(pk__loop *loop);
+/* Only the first half: the connection a wait left out of epoll goes back in. */
+void pk__conn_arm_disarmed(pk__loop *loop);
 /* One epoll_wait and the handlers of its events. A wait that can block
  * (timeout_ms != 0) releases the loop's pass_lock for its duration. */
 void pk__loop_poll(pk__loop *loop, int timeout_ms);

@@ -117,6 +117,33 @@ final class SendingThreadWaitTests: XCTestCase {
         XCTAssertEqual(client.poolStatistics.requestsCompleted, 11)
     }
 
+    /// A request that does not wait, after one answered on the sending
+    /// thread (whose connection the loop was not watching), is watched by
+    /// the loop again: answered when it comes, not at the loop's next
+    /// timed wake-up (a second).
+    func testARequestThatDoesNotWaitAfterOneThatDidIsAnsweredAtOnce() async throws {
+        let client = try makeClient {
+            $0.sendingThreadWait = .milliseconds(100)
+            $0.sendingThreadWaitGap = .milliseconds(150)
+        }
+        _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+        for round in 0..<3 {
+            // Within the gap: waits, answered on this thread.
+            try await Task.sleep(for: .milliseconds(20))
+            let before = client.poolStatistics.requestsAnsweredOnSendingThread
+            _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+            XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, before + 1, "round \(round)")
+            // Past the gap: no wait; the loop must see the answer.
+            try await Task.sleep(for: .milliseconds(200))
+            let started = ContinuousClock.now
+            let r = try await client.send(PocketRequest(url: url(server, "/hello")))
+            XCTAssertEqual(r.text, "hello")
+            XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(500), "round \(round): left to the loop's timed wake-up")
+            XCTAssertEqual(client.poolStatistics.requestsAnsweredOnSendingThread, before + 1, "round \(round)")
+        }
+        XCTAssertEqual(server.acceptedConnections, 1)
+    }
+
     func testASlowerAnswerIsHandedToTheLoop() async throws {
         let client = try waitingClient(.milliseconds(2)) // the answer takes 20 ms
         _ = try await client.send(PocketRequest(url: url(server, "/hello"))) // a pooled connection
