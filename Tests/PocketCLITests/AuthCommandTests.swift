@@ -22,7 +22,13 @@ final class AuthCommandTests: XCTestCase {
         let wrong = try PocketBinary.run(["--digest", "-f", "-s", "-S", "-u", "\(ApacheFixture.user):nope", apache.url("/digest/hello.txt")])
         XCTAssertEqual(wrong.status, 22, wrong.stderrText)
         XCTAssertTrue(wrong.stderrText.contains("401"), wrong.stderrText)
-        let log = apache.accessLog
+        // Apache writes a log line after its answer has gone out: a moment
+        // (bounded) for the last one to land.
+        var log = apache.accessLog
+        for _ in 0..<100 where log.filter({ $0.hasSuffix(" 200") }).count < 5 {
+            usleep(20_000)
+            log = apache.accessLog
+        }
         XCTAssertEqual(log.filter { $0.hasSuffix(" 200") }.count, 5, "\(log)")
     }
 
