@@ -108,9 +108,16 @@ static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n)
     }
     w = (ssize_t)n_out;
   } else {
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    do w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
-    while (w < 0 && errno == EINTR);
+    /* One piece (a request without a body, or its last piece) needs no
+     * msghdr: send(2) skips the kernel's iovec import. */
+    if (n == 1) {
+      do w = send(conn->fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
+      while (w < 0 && errno == EINTR);
+    } else {
+      struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+      do w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
+      while (w < 0 && errno == EINTR);
+    }
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return PK_W_AGAIN;
       int e = errno;
