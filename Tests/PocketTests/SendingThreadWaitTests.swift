@@ -57,6 +57,31 @@ final class SendingThreadWaitTests: XCTestCase {
         XCTAssertEqual(stats.requestsCompleted, 51)
     }
 
+    /// Over TLS as well: the answer is decrypted on the sending thread.
+    func testLoneTLSRequestsAreAnsweredOnTheSendingThread() async throws {
+        let certs = try TestCertificates.shared
+        var options = try TestServer.TLSOptions.localhost()
+        options.certificateFile = certs.serverCert
+        options.keyFile = certs.serverKey
+        let secure = try TestServer(tls: options)
+        defer { secure.shutdown() }
+        secure.route("/hello") { _ in .text("hello") }
+        let client = try makeClient {
+            $0.tls.caFile = certs.caCert
+            $0.sendingThreadWait = .milliseconds(100)
+            $0.sendingThreadWaitGap = .seconds(10)
+        }
+        let target = URL(string: secure.url(host: "localhost", path: "/hello"))!
+        _ = try await client.send(PocketRequest(url: target))
+        try await Task.sleep(for: .milliseconds(20))
+        for i in 0..<50 {
+            let r = try await client.send(PocketRequest(url: target))
+            XCTAssertEqual(r.text, "hello", "request \(i)")
+        }
+        XCTAssertEqual(secure.tlsHandshakes, 1)
+        XCTAssertGreaterThanOrEqual(client.poolStatistics.requestsAnsweredOnSendingThread, 45, "\(client.poolStatistics)")
+    }
+
     func testTheWaitIsOnByDefaultAndZeroTurnsItOff() async throws {
         XCTAssertEqual(PocketClient.Configuration().sendingThreadWait, .microseconds(200))
         let client = try waitingClient(.zero)
