@@ -2,7 +2,8 @@ import Foundation
 import Hummingbird
 
 // gateway --client pocket|pocket-bare|ahc|static [--port 8081] [--downstream http://127.0.0.1:18080/]
-//         [--executor loop|pool]   (the Pocket variants: where the service's tasks run, `loop` by default)
+//         [--executor pool|loop]   (the Pocket variants: where the service's tasks run, Swift's global pool by default)
+//         [--loop-scheduling batch|standard]   (the Pocket variants: the client's loop thread, batch by default)
 let arguments = CommandLine.arguments.dropFirst()
 func option(_ name: String, _ fallback: String) -> String {
     guard let i = arguments.firstIndex(of: name), arguments.index(after: i) < arguments.endIndex else { return fallback }
@@ -21,7 +22,22 @@ switch variant {
 case "pocket", "pocket-bare":
     let (router, client) = try pocketRouter(downstream: downstreamURL, integrations: variant == "pocket")
     let app = Application(router: router, configuration: configuration)
-    switch option("--executor", "loop") {
+    switch option("--loop-scheduling", "batch") {
+    case "batch":
+        // The handlers run on the same core as the client's loop: with the
+        // standard policy each submission can switch to the loop at once,
+        // which then sends one request per pass (PocketLoopScheduling.batch).
+        await client.setLoopScheduling(.batch)
+    case "standard":
+        break
+    case let other:
+        FileHandle.standardError.write(Data("gateway: --loop-scheduling is batch or standard, not \(other)\n".utf8))
+        exit(2)
+    }
+    switch option("--executor", "pool") {
+    case "pool":
+        // Swift's global executor, as Hummingbird runs by default.
+        try await app.runService()
     case "loop":
         // The whole service on the client's event loop: Hummingbird's
         // connection tasks are children of this one and inherit the
@@ -31,11 +47,8 @@ case "pocket", "pocket-bare":
         // sockets). Handlers must not block: they hold up the client's
         // connections.
         try await withTaskExecutorPreference(client.executor) { try await app.runService() }
-    case "pool":
-        // Swift's global executor, as Hummingbird runs by default.
-        try await app.runService()
     case let other:
-        FileHandle.standardError.write(Data("gateway: --executor is loop or pool, not \(other)\n".utf8))
+        FileHandle.standardError.write(Data("gateway: --executor is pool or loop, not \(other)\n".utf8))
         exit(2)
     }
     try await client.shutdown()
