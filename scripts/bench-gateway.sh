@@ -15,7 +15,10 @@
 # Environment: REPS (5), DUR seconds per run (5), PORT of nginx (18390),
 # GATEWAY_PORT (18391), GATEWAY_CPU (0), SERVER_CPU for nginx and wrk (1),
 # BARE=1 to add `pocket-bare` (Pocket with no middleware and no retry
-# policy: what the integrations cost is the difference).
+# policy: what the integrations cost is the difference); for the Pocket
+# variants, POCKET_EXECUTOR (pool, the example's default, or loop: where the
+# service's tasks run) and POCKET_LOOP_SCHEDULING (batch, the default, or
+# standard: the client's loop thread's policy).
 # Prints a table per run, then one line per variant and concurrency:
 #   RESULT client=pocket|ahc|static c=N rps=… p50_us=… p99_us=… cpu_s=…
 # (cpu_s: the gateway's CPU seconds, user + system, during the DUR-second run).
@@ -25,7 +28,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
 . scripts/lib/bench-common.sh
 
-bench_args bench-gateway 2,21p "$@"
+bench_args bench-gateway 2,24p "$@"
 PORT="${PORT:-18390}"
 GATEWAY_PORT="${GATEWAY_PORT:-18391}"
 GATEWAY_CPU="${GATEWAY_CPU:-0}"
@@ -61,8 +64,13 @@ bench_hello_conf "$NGINX" "$PORT" "$SERVER_CPU"
 bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" "$SERVER_CPU" || exit 1
 
 start_gateway() { # variant
+  local extra=()
+  case "$1" in pocket*)
+    if [ -n "${POCKET_EXECUTOR:-}" ]; then extra+=(--executor "$POCKET_EXECUTOR"); fi
+    if [ -n "${POCKET_LOOP_SCHEDULING:-}" ]; then extra+=(--loop-scheduling "$POCKET_LOOP_SCHEDULING"); fi ;;
+  esac
   spawn_bg taskset -c "$GATEWAY_CPU" "$GATEWAY" --client "$1" --port "$GATEWAY_PORT" \
-    --downstream "http://127.0.0.1:$PORT/" >"$TMP/gateway.out" 2>&1
+    --downstream "http://127.0.0.1:$PORT/" "${extra[@]}" >"$TMP/gateway.out" 2>&1
   GATEWAY_PID=$SPAWNED_PID
   for _ in $(seq 100); do
     kill -0 "$GATEWAY_PID" 2>/dev/null || break

@@ -31,39 +31,49 @@ import Pocket
 public struct PocketMetricsMiddleware: PocketMiddleware {
     /// The label prefix, `pocket_client` by default.
     public let prefix: String
-    private let cache: MetricCache
+    /// Nil when the factory is swift-metrics' no-op one: every metric it
+    /// makes discards what it is given, so there is nothing to record.
+    private let cache: MetricCache?
 
     /// Metrics made by `factory` (the process's `MetricsSystem.factory` by
     /// default), labelled `prefix_…`.
+    ///
+    /// The factory is read here, once: bootstrap `MetricsSystem` before
+    /// making the middleware. With no backend bootstrapped (swift-metrics'
+    /// `NOOPMetricsHandler`) the middleware records nothing and costs a nil
+    /// check per attempt.
     public init(prefix: String = "pocket_client", factory: (any MetricsFactory)? = nil) {
+        let factory = factory ?? MetricsSystem.factory
         self.prefix = prefix
-        self.cache = MetricCache(factory: factory ?? MetricsSystem.factory)
+        self.cache = factory is NOOPMetricsHandler ? nil : MetricCache(prefix: prefix, factory: factory)
     }
+
+    /// Whether attempts are recorded: false when the factory is
+    /// swift-metrics' no-op one (no backend bootstrapped when the middleware
+    /// was made).
+    public var isRecording: Bool { cache != nil }
 
     /// Records the attempt: the request counter, the duration and first-byte
     /// timers, and the error counter for a failure.
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                         context: PocketMiddlewareContext) async {
-        let method = request.method.rawValue
-        let origin = Self.origin(of: request.url)
-        let statusClass: String
+        guard let cache else { return }
+        let elapsed = context.attemptElapsed
         switch outcome {
         case .success(let response):
-            statusClass = "\(response.status / 100)xx"
             let firstByte = response.timings.firstByte
-            if firstByte > .zero {
-                cache.timer("\(prefix)_time_to_first_byte", [("method", method), ("origin", origin)])
-                    .recordNanoseconds(Self.nanoseconds(firstByte))
-            }
+            let metrics = cache.metrics(method: request.method.rawValue, url: request.url, outcome: .status(response.status),
+                                        firstByte: firstByte > .zero)
+            metrics.firstByte?.recordNanoseconds(Self.nanoseconds(firstByte))
+            metrics.requests.increment()
+            metrics.duration.recordNanoseconds(Self.nanoseconds(elapsed))
         case .failure(let error):
-            statusClass = "error"
             let code = (error as? PocketError)?.code.name ?? (error is CancellationError ? "cancelled" : "other")
-            cache.counter("\(prefix)_errors_total", [("code", code), ("method", method), ("origin", origin)]).increment()
+            let metrics = cache.metrics(method: request.method.rawValue, url: request.url, outcome: .error(code), firstByte: false)
+            metrics.error?.increment()
+            metrics.requests.increment()
+            metrics.duration.recordNanoseconds(Self.nanoseconds(elapsed))
         }
-        cache.counter("\(prefix)_requests_total", [("method", method), ("status_class", statusClass), ("origin", origin)])
-            .increment()
-        cache.timer("\(prefix)_request_duration", [("method", method), ("origin", origin)])
-            .recordNanoseconds(Self.nanoseconds(context.attemptElapsed))
     }
 
     /// `scheme://host:port` of `url` (the scheme's default port when none is written).
@@ -135,42 +145,156 @@ public struct PocketPoolMetrics: Sendable {
     }
 }
 
-/// Counters and timers by label and dimensions, made once each (a metrics
-/// backend's handler lookup is not free, and this runs per attempt).
+/// The metrics of each method and origin, each made on first use (a
+/// backend registers a series when it is made, so one that never happens
+/// never appears), found with one lock per attempt.
+///
+/// Finding them takes the request's method and origin; the origin comes
+/// from parsing the URL, so the series last found for each URL string are
+/// remembered (up to `maxRemembered` URLs, then forgotten all at once: a
+/// client calling one service finds its series by a hash of the URL).
 final class MetricCache: Sendable {
-    private struct Key: Hashable {
-        var label: String
-        var dimensions: [String]
+    /// What one attempt records into.
+    struct Metrics {
+        var requests: Counter
+        var error: Counter?
+        var duration: CoreMetrics.Timer
+        var firstByte: CoreMetrics.Timer?
     }
 
-    // Counter and Timer are thread-safe once made (swift-metrics' contract).
+    /// How an attempt ended: a status (its class is the dimension), or an error code.
+    enum Outcome {
+        case status(Int)
+        case error(String)
+    }
+
+    static let maxRemembered = 256
+
+    private struct SeriesKey: Hashable {
+        var method: String
+        var origin: String
+    }
+
+    private struct URLKey: Hashable {
+        var method: String
+        var url: String
+    }
+
+    /// One method and origin. Mutated only under the cache's lock.
+    private final class Series {
+        let method: String
+        let origin: String
+        /// By status class 0…9 (`0xx`…`9xx`), then `error`.
+        var requests = [Counter?](repeating: nil, count: 11)
+        /// Classes past 9xx (a status of 1000 or more, from a transport).
+        var otherRequests: [Int: Counter] = [:]
+        var errors: [String: Counter] = [:]
+        var duration: CoreMetrics.Timer?
+        var firstByte: CoreMetrics.Timer?
+
+        init(method: String, origin: String) {
+            self.method = method
+            self.origin = origin
+        }
+    }
+
+    // Counter and Timer are thread-safe once made (swift-metrics' contract);
+    // the series are touched only under the lock.
     private struct Store: @unchecked Sendable {
-        var counters: [Key: Counter] = [:]
-        var timers: [Key: CoreMetrics.Timer] = [:]
+        var series: [SeriesKey: Series] = [:]
+        var byURL: [URLKey: Series] = [:]
     }
 
     private let factory: any MetricsFactory
+    private let requestsLabel: String
+    private let errorsLabel: String
+    private let durationLabel: String
+    private let firstByteLabel: String
     private let store = Lock(Store())
 
-    init(factory: any MetricsFactory) { self.factory = factory }
+    init(prefix: String, factory: any MetricsFactory) {
+        self.factory = factory
+        requestsLabel = "\(prefix)_requests_total"
+        errorsLabel = "\(prefix)_errors_total"
+        durationLabel = "\(prefix)_request_duration"
+        firstByteLabel = "\(prefix)_time_to_first_byte"
+    }
 
-    func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
-        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.0, $0.1] })
+    /// The metrics an attempt of `method` to `url` that ended with
+    /// `outcome` records into (the first-byte timer only when `firstByte`),
+    /// made now if this is their first use.
+    func metrics(method: String, url: URL, outcome: Outcome, firstByte: Bool) -> Metrics {
+        let urlKey = URLKey(method: method, url: url.absoluteString)
         return store.withLock { store in
-            if let counter = store.counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
-            store.counters[key] = counter
-            return counter
+            let series: Series
+            if let known = store.byURL[urlKey] {
+                series = known
+            } else {
+                let key = SeriesKey(method: method, origin: PocketMetricsMiddleware.origin(of: url))
+                if let known = store.series[key] {
+                    series = known
+                } else {
+                    series = Series(method: method, origin: key.origin)
+                    store.series[key] = series
+                }
+                if store.byURL.count >= Self.maxRemembered { store.byURL.removeAll(keepingCapacity: true) }
+                store.byURL[urlKey] = series
+            }
+            var error: Counter?
+            let requests: Counter
+            switch outcome {
+            case .status(let status):
+                let statusClass = status / 100
+                if (0..<10).contains(statusClass) {
+                    if let known = series.requests[statusClass] {
+                        requests = known
+                    } else {
+                        requests = requestCounter(series, "\(statusClass)xx")
+                        series.requests[statusClass] = requests
+                    }
+                } else if let known = series.otherRequests[statusClass] {
+                    requests = known
+                } else {
+                    requests = requestCounter(series, "\(statusClass)xx")
+                    series.otherRequests[statusClass] = requests
+                }
+            case .error(let code):
+                if let known = series.requests[10] {
+                    requests = known
+                } else {
+                    requests = requestCounter(series, "error")
+                    series.requests[10] = requests
+                }
+                if let known = series.errors[code] {
+                    error = known
+                } else {
+                    let counter = Counter(label: errorsLabel, dimensions: [("code", code), ("method", series.method), ("origin", series.origin)],
+                                          factory: factory)
+                    series.errors[code] = counter
+                    error = counter
+                }
+            }
+            let duration = series.duration ?? {
+                let timer = CoreMetrics.Timer(label: durationLabel, dimensions: [("method", series.method), ("origin", series.origin)],
+                                              factory: factory)
+                series.duration = timer
+                return timer
+            }()
+            var first: CoreMetrics.Timer?
+            if firstByte {
+                first = series.firstByte ?? {
+                    let timer = CoreMetrics.Timer(label: firstByteLabel, dimensions: [("method", series.method), ("origin", series.origin)],
+                                                  factory: factory)
+                    series.firstByte = timer
+                    return timer
+                }()
+            }
+            return Metrics(requests: requests, error: error, duration: duration, firstByte: first)
         }
     }
 
-    func timer(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Timer {
-        let key = Key(label: label, dimensions: dimensions.flatMap { [$0.0, $0.1] })
-        return store.withLock { store in
-            if let timer = store.timers[key] { return timer }
-            let timer = CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory)
-            store.timers[key] = timer
-            return timer
-        }
+    private func requestCounter(_ series: Series, _ statusClass: String) -> Counter {
+        Counter(label: requestsLabel, dimensions: [("method", series.method), ("status_class", statusClass), ("origin", series.origin)],
+                factory: factory)
     }
 }

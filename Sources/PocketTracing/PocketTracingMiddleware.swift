@@ -30,8 +30,10 @@ import Tracing
 /// phase happened: a reused connection has no connect). Redirects are
 /// followed inside one attempt, so they share its span.
 ///
-/// A span that records nothing (the `NoOpTracer` of a process that
-/// bootstrapped no tracer, or a sampled-out trace) costs its start and the
+/// With no tracer (a process that bootstrapped none, outside any
+/// `withTracer` scope, or a `NoOpTracer`) the middleware starts no span and
+/// leaves the request alone, at the cost of reading the instrument. A span
+/// that records nothing (a sampled-out trace) costs its start and the
 /// context injection only: no attributes are computed and the request is
 /// copied only if the tracer wrote a field.
 public struct PocketTracingMiddleware: PocketMiddleware {
@@ -58,7 +60,18 @@ public struct PocketTracingMiddleware: PocketMiddleware {
     /// Starts the attempt's span and injects its context into the
     /// request's header fields.
     public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
-        let tracer = self.tracer ?? InstrumentationSystem.tracer
+        let tracer: any Tracer
+        if let own = self.tracer {
+            tracer = own
+        } else {
+            // Nothing bootstrapped and no `withTracer` scope: the no-op
+            // tracer would start a span that records nothing and inject
+            // nothing. Checked first because finding the tracer (a lock and
+            // two existential casts) costs more than the rest of this.
+            if InstrumentationSystem.instrument is NoOpInstrument { return request }
+            tracer = InstrumentationSystem.tracer
+        }
+        if tracer is NoOpTracer { return request } // the same: no span, nothing injected
         let parent = ServiceContext.current ?? .topLevel
         let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .client)
         // The context goes out even for a span that records nothing (a

@@ -75,6 +75,61 @@ final class MetricsTests: XCTestCase {
                                                  [("method", "GET"), ("status_class", "2xx"), ("origin", origin)]).totalValue, 1)
     }
 
+    func testSeriesAreFoundByMethodAndOriginWhateverTheURL() async throws {
+        let metrics = TestMetrics()
+        server.route("/item") { _ in .text("item") }
+        server.route("/gone") { _ in .text("missing", status: 404) }
+        let other = try TestServer()
+        addTeardownBlock { other.shutdown() }
+        other.route("/item") { _ in .text("elsewhere") }
+        let client = try makeIntegrationClient { $0.handling.middleware = [PocketMetricsMiddleware(factory: metrics)] }
+        let origin = "http://127.0.0.1:\(server.port)", otherOrigin = "http://127.0.0.1:\(other.port)"
+
+        // More distinct URLs than the middleware remembers (it forgets them
+        // all past that), each twice, then other methods, statuses and an origin.
+        let distinct = 300 // the middleware remembers 256
+        for _ in 0..<2 {
+            for i in 0..<distinct {
+                let response = try await client.send(PocketRequest(url: URL(string: server.url("/item?id=\(i)"))!))
+                XCTAssertEqual(response.status, 200)
+            }
+        }
+        for i in distinct - 3..<distinct { // URLs the middleware has just seen with GET
+            _ = try await client.send(PocketRequest(method: .post, url: URL(string: server.url("/item?id=\(i)"))!, body: .text("x")))
+        }
+        _ = try await client.send(PocketRequest(url: URL(string: server.url("/gone"))!))
+        _ = try await client.send(PocketRequest(url: URL(string: other.url("/item?id=1"))!))
+
+        XCTAssertEqual(try metrics.expectCounter("pocket_client_requests_total",
+                                                 [("method", "GET"), ("status_class", "2xx"), ("origin", origin)]).totalValue,
+                       Int64(2 * distinct))
+        XCTAssertEqual(try metrics.expectCounter("pocket_client_requests_total",
+                                                 [("method", "POST"), ("status_class", "2xx"), ("origin", origin)]).totalValue, 3)
+        XCTAssertEqual(try metrics.expectCounter("pocket_client_requests_total",
+                                                 [("method", "GET"), ("status_class", "4xx"), ("origin", origin)]).totalValue, 1)
+        XCTAssertEqual(try metrics.expectCounter("pocket_client_requests_total",
+                                                 [("method", "GET"), ("status_class", "2xx"), ("origin", otherOrigin)]).totalValue, 1)
+        XCTAssertEqual(try metrics.expectTimer("pocket_client_request_duration", [("method", "GET"), ("origin", origin)]).values.count,
+                       2 * distinct + 1)
+        XCTAssertEqual(try metrics.expectTimer("pocket_client_request_duration", [("method", "POST"), ("origin", origin)]).values.count, 3)
+        XCTAssertEqual(metrics.counters(label: "pocket_client_requests_total").count, 4, "one series per method, class and origin")
+        XCTAssertEqual(metrics.timers(label: "pocket_client_request_duration").count, 3)
+    }
+
+    func testWithNoBackendNothingIsRecordedAndRequestsGoThrough() async throws {
+        server.route("/ok") { _ in .text("fine") }
+        let silent = PocketMetricsMiddleware(factory: NOOPMetricsHandler.instance)
+        XCTAssertFalse(silent.isRecording)
+        XCTAssertTrue(PocketMetricsMiddleware(factory: TestMetrics()).isRecording)
+        let client = try makeIntegrationClient { config in
+            config.handling.middleware = [silent]
+            config.handling.retry = PocketRetryPolicy.fixed(maxAttempts: 2, interval: .zero)
+        }
+        let response = try await client.send(PocketRequest(url: URL(string: server.url("/ok"))!))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), "fine")
+    }
+
     func testPoolGaugesSampleActiveIdleAndWaiting() async throws {
         let metrics = TestMetrics()
         let release = DispatchSemaphore(value: 0)

@@ -104,6 +104,28 @@ final class TracingTests: XCTestCase {
         XCTAssertFalse(withTracing.text.contains("traceparent"))
     }
 
+    func testWithoutATracerOfItsOwnTheMiddlewareFollowsTheTaskLocalTracer() async throws {
+        server.route("/plain") { request in .text(request.header("traceparent") ?? "none") }
+        let client = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware()] }
+        let request = PocketRequest(url: URL(string: server.url("/plain"))!)
+
+        // No tracer bootstrapped in the test process: nothing is injected.
+        let untraced = try await client.send(request)
+        XCTAssertEqual(untraced.text, "none")
+
+        let tracer = W3CInMemoryTracer()
+        let traced = try await withTracer(tracer) { try await client.send(request) }
+        let span = try XCTUnwrap(tracer.memory.finishedSpans.first)
+        XCTAssertEqual(tracer.memory.finishedSpans.count, 1)
+        XCTAssertEqual(span.kind, .client)
+        XCTAssertEqual(span.attributes.get("http.response.status_code"), .int64(200))
+        XCTAssertEqual(traced.text, "00-\(span.traceID)-\(span.spanID)-01", "the scope's tracer injected its context")
+
+        let after = try await client.send(request)
+        XCTAssertEqual(after.text, "none", "outside the scope, no tracer again")
+        XCTAssertEqual(tracer.memory.finishedSpans.count, 1)
+    }
+
     func testAFailedAttemptRecordsItsPocketErrorCode() async throws {
         let tracer = W3CInMemoryTracer()
         let client = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware(tracer: tracer)] }
