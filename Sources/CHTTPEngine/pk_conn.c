@@ -1505,7 +1505,7 @@ void pk__conn_arm_disarmed(pk__loop *loop) {
 }
 
 void pk__conn_rearm_disarmed(pk__loop *loop) {
-  if (loop->disarmed) conn_arm(loop, loop->disarmed);
+  pk__conn_arm_disarmed(loop);
   while (loop->deferred_opens) {
     pk__req *req = loop->deferred_opens;
     loop->deferred_opens = req->qnext;

@@ -172,10 +172,7 @@ final class RequestBodyTests: XCTestCase {
 
     func testFileUploadOverTLSIsByteExact() async throws {
         let certs = try TestCertificates.shared
-        var options = try TestServer.TLSOptions.localhost()
-        options.certificateFile = certs.serverCert
-        options.keyFile = certs.serverKey
-        let tlsServer = try TestServer(tls: options)
+        let tlsServer = try TestServer(tls: .localhost())
         defer { tlsServer.shutdown() }
         tlsServer.route("/upload") { r in .text("\(r.bodyLength) \(r.bodySHA256)") }
         let size = 3 << 20 | 5

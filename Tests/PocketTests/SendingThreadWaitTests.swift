@@ -60,10 +60,7 @@ final class SendingThreadWaitTests: XCTestCase {
     /// Over TLS as well: the answer is decrypted on the sending thread.
     func testLoneTLSRequestsAreAnsweredOnTheSendingThread() async throws {
         let certs = try TestCertificates.shared
-        var options = try TestServer.TLSOptions.localhost()
-        options.certificateFile = certs.serverCert
-        options.keyFile = certs.serverKey
-        let secure = try TestServer(tls: options)
+        let secure = try TestServer(tls: .localhost())
         defer { secure.shutdown() }
         secure.route("/hello") { _ in .text("hello") }
         let client = try makeClient {
