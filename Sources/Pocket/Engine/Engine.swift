@@ -19,6 +19,11 @@ final class Engine: @unchecked Sendable {
     /// (post_ctx) until it is freed, since posted jobs may run until then.
     let executor: LoopExecutor
 
+    /// Whole microseconds of `d`, rounded down (saturating for absurd lengths).
+    private static func microseconds(_ d: Duration) -> Int64 {
+        min(d.components.seconds, Int64.max / 1_000_000 - 1) * 1_000_000 + d.components.attoseconds / 1_000_000_000_000
+    }
+
     init(configuration c: PocketClient.Configuration) throws(PocketError) {
         var cfg = pk_engine_config()
         pk_engine_config_init(&cfg)
@@ -27,11 +32,9 @@ final class Engine: @unchecked Sendable {
         cfg.idle_timeout_ms = PocketTimeouts.milliseconds(c.idleConnectionTimeout)
         cfg.dns_cache_ttl_ms = PocketTimeouts.milliseconds(c.dnsCacheTTL)
         cfg.connection_attempt_delay_ms = c.connectionAttemptDelay <= .zero ? 0 : max(1, PocketTimeouts.milliseconds(c.connectionAttemptDelay))
-        cfg.inline_wait_us = c.sendingThreadWait <= .zero ? 0
-            : Int32(clamping: max(1, c.sendingThreadWait.components.seconds * 1_000_000 + c.sendingThreadWait.components.attoseconds / 1_000_000_000_000))
-        cfg.inline_wait_quiet_ms = UInt32(clamping: PocketTimeouts.milliseconds(c.sendingThreadWaitQuiet))
-        cfg.inline_wait_gap_us = UInt32(clamping: c.sendingThreadWaitGap.components.seconds * 1_000_000
-                                        + c.sendingThreadWaitGap.components.attoseconds / 1_000_000_000_000)
+        cfg.inline_wait_us = c.sendingThreadWait <= .zero ? 0 : Int32(clamping: max(1, Self.microseconds(c.sendingThreadWait)))
+        cfg.inline_wait_quiet_ms = PocketTimeouts.milliseconds(c.sendingThreadWaitQuiet)
+        cfg.inline_wait_gap_us = UInt32(clamping: max(0, Self.microseconds(c.sendingThreadWaitGap)))
         cfg.max_interim = UInt32(clamping: c.limits.maxInterimResponses)
         cfg.max_body_bytes = c.limits.maxBodyBytes.map { UInt64(clamping: $0) } ?? 0
         cfg.limits.max_head_bytes = max(64, c.limits.maxHeadBytes)
