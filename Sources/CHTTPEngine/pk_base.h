@@ -23,6 +23,10 @@ void pk__free(void *p);
 
 uint64_t pk__now_ns(void); /* CLOCK_MONOTONIC */
 
+/* pk_h1_parse.c: 1 for a tchar (RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", DIGIT,
+ * ALPHA), else 0. The parser and the request writer both read it. */
+extern const uint8_t pk__tchar[256];
+
 /* ------------------------------------------------------- intrusive lists */
 
 typedef struct pk__link {

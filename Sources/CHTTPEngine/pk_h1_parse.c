@@ -10,6 +10,7 @@
  * The rules and limits are described in docs/PARSER.md.
  */
 #include "pk_h1_parse.h"
+#include "pk_base.h"
 
 #include <limits.h>
 #include <string.h>
@@ -19,11 +20,22 @@
 
 /* -------------------------------------------------------- character classes */
 
-/* tchar (RFC 9110 §5.6.2): "!#$%&'*+-.^_`|~" DIGIT ALPHA. */
-static int pk__is_tchar(unsigned char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 1;
-  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
+const uint8_t pk__tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
+
+static int pk__is_tchar(unsigned char c) { return pk__tchar[c]; }
 
 static int pk__is_ows(unsigned char c) { return c == ' ' || c == '\t'; }
 
@@ -50,10 +62,12 @@ static int pk__iprefix(const char *a, size_t n, const char *lit) {
   return 1;
 }
 
-/* Case-insensitive equality with a lower-case literal (names, tokens). */
-static int pk__ieq(const char *a, size_t alen, const char *lit) {
-  return alen == strlen(lit) && pk__iprefix(a, alen, lit);
+/* Case-insensitive equality with a lower-case literal (names, tokens):
+ * PK_IEQ(a, n, "close"); the literal's length is known at compile time. */
+static int pk__ieq(const char *a, size_t alen, const char *lit, size_t litlen) {
+  return alen == litlen && pk__iprefix(a, alen, lit);
 }
+#define PK_IEQ(a, alen, lit) pk__ieq((a), (alen), lit, sizeof lit - 1)
 
 /* ------------------------------------------------------------------ limits */
 
@@ -222,10 +236,10 @@ int pk_parse_response_head(char *buf, size_t len, size_t last_len, pk_response_h
  * too; callers decide. Stops at the first non-zero return. */
 typedef int (*pk__elem_fn)(void *ctx, const char *s, size_t n);
 
-static int pk__each_elem(const pk_response_head *h, const char *name, pk__elem_fn fn, void *ctx) {
+static int pk__each_elem(const pk_response_head *h, const char *name, size_t name_len, pk__elem_fn fn, void *ctx) {
   for (size_t f = 0; f < h->num_headers; f++) {
     const pk_header *hd = &h->headers[f];
-    if (!pk__ieq(hd->name, hd->name_len, name)) continue;
+    if (!pk__ieq(hd->name, hd->name_len, name, name_len)) continue;
     const char *p = hd->value, *e = hd->value + hd->value_len;
     for (;;) {
       const char *c = p;
@@ -248,8 +262,8 @@ typedef struct {
 
 static int pk__conn_elem(void *ctx, const char *s, size_t n) {
   pk__conn_tokens *t = ctx;
-  if (pk__ieq(s, n, "close")) t->close = 1;
-  else if (pk__ieq(s, n, "keep-alive")) t->keep_alive = 1;
+  if (PK_IEQ(s, n, "close")) t->close = 1;
+  else if (PK_IEQ(s, n, "keep-alive")) t->keep_alive = 1;
   return 0;
 }
 
@@ -261,7 +275,7 @@ static int pk__te_elem(void *ctx, const char *s, size_t n) {
   pk__te_state *t = ctx;
   if (n == 0) return 0; /* empty list elements are ignored (RFC 9110 §5.6.1) */
   t->codings++;
-  t->last_chunked = pk__ieq(s, n, "chunked");
+  t->last_chunked = PK_IEQ(s, n, "chunked");
   t->chunked += t->last_chunked;
   return 0;
 }
@@ -291,7 +305,7 @@ static int pk__cl_elem(void *ctx, const char *s, size_t n) {
 
 int pk_response_body_info(const pk_response_head *head, int head_request, pk_body_info *out) {
   pk__conn_tokens conn = {0, 0};
-  pk__each_elem(head, "connection", pk__conn_elem, &conn);
+  pk__each_elem(head, "connection", sizeof "connection" - 1, pk__conn_elem, &conn);
   /* RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive". */
   int keep = head->minor_version >= 1 ? !conn.close : (conn.keep_alive && !conn.close);
   out->content_length = 0;
@@ -308,14 +322,14 @@ int pk_response_body_info(const pk_response_head *head, int head_request, pk_bod
   int has_te = 0, has_cl = 0;
   for (size_t f = 0; f < head->num_headers; f++) {
     const pk_header *h = &head->headers[f];
-    if (pk__ieq(h->name, h->name_len, "transfer-encoding")) has_te = 1;
-    else if (pk__ieq(h->name, h->name_len, "content-length")) has_cl = 1;
+    if (PK_IEQ(h->name, h->name_len, "transfer-encoding")) has_te = 1;
+    else if (PK_IEQ(h->name, h->name_len, "content-length")) has_cl = 1;
   }
   if (has_te) {
     /* §6.3 item 3 lets a recipient let Transfer-Encoding win, but both at
      * once is the shape of a smuggling attack (§11.2): reject. */
     if (has_cl) return -PK_E_TE_WITH_CONTENT_LENGTH;
-    pk__each_elem(head, "transfer-encoding", pk__te_elem, &te);
+    pk__each_elem(head, "transfer-encoding", sizeof "transfer-encoding" - 1, pk__te_elem, &te);
     /* Only a single chunked, applied last, is supported: decoding other
      * transfer codings is not, and reading until close (§6.3 item 4) would
      * hand the caller still-encoded bytes. Chunked twice is forbidden (§7). */
@@ -329,7 +343,7 @@ int pk_response_body_info(const pk_response_head *head, int head_request, pk_bod
   }
   if (has_cl) {
     pk__cl_state cl = {0, 0};
-    int r = pk__each_elem(head, "content-length", pk__cl_elem, &cl);
+    int r = pk__each_elem(head, "content-length", sizeof "content-length" - 1, pk__cl_elem, &cl);
     if (r) return r;
     out->framing = PK_FRAMING_LENGTH;
     out->content_length = cl.value;

@@ -6,26 +6,10 @@
 
 #include <string.h>
 
-/* tchar (RFC 9110 §5.6.2) */
-static const uint8_t tchar[256] = {
-    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
-    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
-    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
-    ['8'] = 1, ['9'] = 1,
-    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
-    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
-    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
-    ['Y'] = 1, ['Z'] = 1,
-    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
-    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
-    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
-    ['y'] = 1, ['z'] = 1,
-};
-
 static bool is_token(const char *s, size_t n) {
   if (n == 0) return false;
   for (size_t i = 0; i < n; i++)
-    if (!tchar[(uint8_t)s[i]]) return false;
+    if (!pk__tchar[(uint8_t)s[i]]) return false;
   return true;
 }
 
@@ -63,8 +47,8 @@ static bool is_host(const char *s, size_t n) {
   return true;
 }
 
-static bool ieq(const char *a, size_t an, const char *b) {
-  size_t bn = strlen(b);
+/* Case-insensitive equality with a lower-case literal: IEQ(a, n, "host"). */
+static bool ieq(const char *a, size_t an, const char *b, size_t bn) {
   if (an != bn) return false;
   for (size_t i = 0; i < an; i++) {
     char x = a[i], y = b[i];
@@ -73,6 +57,7 @@ static bool ieq(const char *a, size_t an, const char *b) {
   }
   return true;
 }
+#define IEQ(a, an, lit) ieq((a), (an), lit, sizeof lit - 1)
 
 int pk__method_idempotent(const char *m, size_t n) {
   /* RFC 9110 §9.2.2 */
@@ -159,10 +144,10 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
     if (!h->name || !is_token(h->name, h->name_len)) return -PK_E_INVALID_HEADER_NAME;
     if (h->value_len && !h->value) return -PK_E_INVALID_HEADER_VALUE;
     if (!is_field_value(h->value, h->value_len)) return -PK_E_INVALID_HEADER_VALUE;
-    if (ieq(h->name, h->name_len, "host")) has_host = true;
+    if (IEQ(h->name, h->name_len, "host")) has_host = true;
     /* Framing is the engine's: a caller's Transfer-Encoding would contradict the
      * Content-Length we send for a fixed body (RFC 9112 §6.1). */
-    if (ieq(h->name, h->name_len, "transfer-encoding")) return -PK_E_INVALID_HEADER_NAME;
+    if (IEQ(h->name, h->name_len, "transfer-encoding")) return -PK_E_INVALID_HEADER_NAME;
     need += h->name_len + 2 + h->value_len + 2;
   }
   if (need > (size_t)1 << 24) return -PK_E_REQUEST_TOO_LARGE;
@@ -197,8 +182,8 @@ int pk__serialize_request(const pk_request_spec *spec, pk__req *req) {
     const pk_header *h = &spec->headers[i];
     /* The body's length is known here, so the engine writes Content-Length
      * itself; a caller's copy could disagree with the bytes sent. */
-    if (ieq(h->name, h->name_len, "content-length")) continue;
-    if (expect && ieq(h->name, h->name_len, "expect")) continue; /* ours follows */
+    if (IEQ(h->name, h->name_len, "content-length")) continue;
+    if (expect && IEQ(h->name, h->name_len, "expect")) continue; /* ours follows */
     p = put(p, h->name, h->name_len);
     p = put(p, ": ", 2);
     if (h->value_len) p = put(p, h->value, h->value_len);

@@ -79,9 +79,11 @@ final class PreparedRequestTests: XCTestCase {
         var config = PocketClient.Configuration()
         config.timeouts = PocketTimeouts(connect: .seconds(1), read: .seconds(2), total: nil)
         var request = PocketRequest(url: URL(string: "http://example.test/")!)
-        XCTAssertEqual(try PreparedRequest(request, configuration: config).timeouts, config.timeouts)
+        var engine = try PreparedRequest(request, configuration: config).engineTimeouts
+        XCTAssertEqual([engine.connect, engine.read, engine.total], [1000, 2000, 0])
         request.timeouts = PocketTimeouts(connect: .seconds(3), read: .seconds(4), total: .seconds(5))
-        XCTAssertEqual(try PreparedRequest(request, configuration: config).timeouts, request.timeouts)
+        engine = try PreparedRequest(request, configuration: config).engineTimeouts
+        XCTAssertEqual([engine.connect, engine.read, engine.total], [3000, 4000, 5000])
     }
 
     func testURLsTheEngineCannotSendToFailWithTheirOwnCodes() {

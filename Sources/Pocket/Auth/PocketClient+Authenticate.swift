@@ -19,9 +19,9 @@ extension PocketClient {
     /// `PocketAuthentication` says (see there for the rules). `request`
     /// becomes the request last sent: with the `Authorization` that answered
     /// the challenge, so that the response's `request` is what was sent.
-    func authenticating<R: ExchangedResponse>(
+    nonisolated(nonsending) func authenticating<R: ExchangedResponse>(
         _ original: inout PocketRequest, progress: PocketProgressHandler?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         let request = original
         guard let auth = request.authentication ?? configuration.handling.authentication else {

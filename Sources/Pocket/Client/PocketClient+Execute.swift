@@ -48,14 +48,14 @@ extension PocketClient {
     ///
     /// With `progress`, upload and download progress is reported as the
     /// bytes move (rate-limited; see `PocketProgressHandler`).
-    public func send(_ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(),
+    nonisolated(nonsending) public func send(_ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(),
                      progress: PocketProgressHandler? = nil) async throws -> PocketResponse {
         try await send(request, options: options, progress: progress, sink: nil)
     }
 
     /// `send` with the task's own event sink (queues pass theirs).
     @inline(__always)
-    func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
+    nonisolated(nonsending) func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
               sink: EventSink?) async throws -> PocketResponse {
         let response = try await execute(request, options: options, progress: progress, sink: sink) { request, progress in
             if self.responseCache != nil || request.cachePolicy != nil {
@@ -111,27 +111,42 @@ extension PocketClient {
     }
 
     /// Redirects, then the engine (or the configured transport) for each
-    /// hop, the body collected in memory.
-    func exchange(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+    /// hop, the body collected in memory. The common case (no transport,
+    /// proxy, cookie store or progress `finish`) is inlined into its
+    /// callers: one engine request, the redirect machinery started only
+    /// after a 3xx it follows; the rest is `exchangeGeneral`.
+    @inline(__always)
+    nonisolated(nonsending) func exchange(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        guard configuration.handling.transport == nil, progress?.finish == nil, configuration.cookies == nil,
+              proxies == nil, request.proxy == nil else {
+            return try await exchangeGeneral(request, progress: progress)
+        }
+        var inflight = spares.collectingRequest(engine: engine, progress: progress)
+        var response = try await run(request, inflight)
+        spares.recycle(&inflight)
+        if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
+            return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
+                try await self.proxied(request) { request in
+                    try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+                }
+            }
+        }
+        response.record(url: request.url, redirects: [])
+        return response
+    }
+
+    /// `exchange` through a transport, a proxy (whose 407 is answered,
+    /// Sources/Pocket/Auth), a cookie store (each hop goes through it) or
+    /// with a progress `finish`.
+    nonisolated(nonsending) func exchangeGeneral(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
         if let transport = configuration.handling.transport {
             return try await followingRedirects(request, progress: progress) { request, progress in
                 try await transport.send(request, progress: progress)
             }
         }
         if progress?.finish == nil, configuration.cookies == nil {
-            // The common case in few steps: one engine request; the redirect
-            // machinery starts only after a 3xx it follows. (A cookie store
-            // takes the general path: each hop there goes through it.)
-            var response: PocketResponse
-            if proxies == nil, request.proxy == nil {
-                var inflight = spares.collectingRequest(engine: engine, progress: progress)
-                response = try await run(request, inflight)
-                spares.recycle(&inflight)
-            } else {
-                // Through a proxy: its 407 is answered (Sources/Pocket/Auth).
-                response = try await answeringProxy(request) { request in
-                    try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
-                }
+            var response = try await answeringProxy(request) { request in
+                try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
             }
             if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
                 return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
@@ -152,7 +167,8 @@ extension PocketClient {
 
     /// Submits `inflight` and waits for its continuation: the complete
     /// response, or only its head for a streamed body.
-    func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
+    @inline(__always)
+    nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 inflight.start(request, client: self, continuation: continuation)
@@ -167,22 +183,32 @@ extension PocketClient {
     /// Runs `request` through the chain, `hop` (redirects and the engine)
     /// and validation, reporting to `sink` (or to a sink made here when
     /// anyone listens).
-    @_specialize(where R == PocketResponse)
-    func execute<R: ExchangedResponse>(
+    /// With nothing to adapt, retry or report, the one attempt is inlined
+    /// into the caller (`hop` with it); else `executeAdapted` runs the chain.
+    @inline(__always)
+    nonisolated(nonsending) func execute<R: ExchangedResponse>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
-        if unadapted, given == nil, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening, request.authentication == nil {
-            // Nothing to adapt, retry or report: one attempt.
-            var response = try await hop(request, progress)
-            if let failure = validationFailure(of: response, for: request) {
-                await response.discardBody()
-                throw failure
-            }
-            response.keep(request: request)
-            return response
+        guard unadapted, given == nil, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
+              !hub.isListening, request.authentication == nil else {
+            return try await executeAdapted(request, options: options, progress: progress, sink: given, hop)
         }
+        var response = try await hop(request, progress)
+        if let failure = validationFailure(of: response, for: request) {
+            await response.discardBody()
+            throw failure
+        }
+        response.keep(request: request)
+        return response
+    }
+
+    /// `execute` through the middleware chain, the retry policy and the events.
+    @_specialize(where R == PocketResponse)
+    nonisolated(nonsending) func executeAdapted<R: ExchangedResponse>(
+        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
+        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
         // The client's handling is read field by field: a copy of the whole
         // struct would retain and release each of its fields per request.
         let policy = options.retry ?? configuration.handling.retry
@@ -216,10 +242,10 @@ extension PocketClient {
     /// The policy's `maxAttempts` (3 without a policy) caps every retry,
     /// whoever asks for it.
     @_specialize(where R == PocketResponse)
-    private func attempts<R: ExchangedResponse>(
+    nonisolated(nonsending) private func attempts<R: ExchangedResponse>(
         _ request: PocketRequest, chain: [any PocketMiddleware], policy: PocketRetryPolicy?,
         context: PocketMiddlewareContext, progress: PocketProgressHandler?, sink: EventSink?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
+        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         let clock = context.clock
         let started = context.started

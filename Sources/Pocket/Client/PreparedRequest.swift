@@ -15,22 +15,16 @@ import Foundation
 /// Building it costs no allocation: the header fields are a merged view
 /// over the sources (`fields`), not a new list.
 struct PreparedRequest {
-    /// The method's token, e.g. `GET`.
-    let method: String
-    /// Scheme, host, port and origin-form target.
-    let target: Target
+    /// The request as given: its method, target, body, TLS settings and
+    /// `Expect` wait are read from it where they are needed, not copied
+    /// here (this value is built per hop; a copy of each would cost a
+    /// reference count per string and some 500 bytes moved).
+    let request: PocketRequest
     /// The header fields, in the order they are written.
     let fields: HeaderSources
-    /// The body as the engine needs it described (files and streams are
-    /// opened by the engine bridge).
-    let body: PocketRequestBody.Source?
-    let timeouts: PocketTimeouts
-    /// `timeouts` in the engine's milliseconds.
+    /// The resolved timeouts (the request's own, else the client's) in the
+    /// engine's milliseconds.
     let engineTimeouts: EngineTimeouts
-    /// `Expect: 100-continue` wait, if any.
-    let expectContinue: Duration?
-    /// The request's own TLS settings (nil: the client's).
-    let tls: PocketTLSConfiguration?
     /// The Unix domain socket to connect to instead of host and port: the
     /// URL's (`http+unix`), else the request's, else the client's.
     let unixSocketPath: String?
@@ -43,6 +37,18 @@ struct PreparedRequest {
     /// failed before any response byte (`PocketRequest.isIdempotent`)? A
     /// one-shot body is then refused by the engine (`.bodyNotReplayable`).
     let idempotent: Bool
+
+    /// The method's token, e.g. `GET`.
+    var method: String { request.method.rawValue }
+    /// Scheme, host, port and origin-form target.
+    var target: Target { request.target }
+    /// The body as the engine needs it described (files and streams are
+    /// opened by the engine bridge).
+    var body: PocketRequestBody.Source? { request.body?.source }
+    /// `Expect: 100-continue` wait, if any.
+    var expectContinue: Duration? { request.expectContinue }
+    /// The request's own TLS settings (nil: the client's).
+    var tls: PocketTLSConfiguration? { request.tls }
 
     /// Prepares `request` under `configuration`; throws `.invalidURL` or
     /// `.unsupportedScheme` for a URL the engine cannot send to.
@@ -64,8 +70,7 @@ struct PreparedRequest {
             let known: Set<String?> = [nil, "http", "https", "http+unix", "https+unix"]
             throw PocketError(known.contains(scheme) ? .invalidURL : .unsupportedScheme, problem)
         }
-        self.target = target
-        method = request.method.rawValue
+        self.request = request
         var extra = PocketHeaders()
         if let userInfo = target.userInfo, !request.headers.contains("Authorization") {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
@@ -91,16 +96,11 @@ struct PreparedRequest {
         let acceptEncoding = decompression && !request.headers.contains("Accept-Encoding")
             && !defaultHeaders.contains("Accept-Encoding")
         fields = HeaderSources(defaults: defaultHeaders, extra: extra, own: request.headers, acceptEncoding: acceptEncoding)
-        body = request.body?.source
         if let own = request.timeouts {
-            timeouts = own
             engineTimeouts = EngineTimeouts(own)
         } else {
-            timeouts = clientTimeouts
             engineTimeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
         }
-        expectContinue = request.expectContinue
-        tls = request.tls
         unixSocketPath = unix
         addresses = proxy == nil ? PocketAddressOverride.list(for: target, in: addressOverrides) : nil
         idempotent = request.isIdempotent
@@ -109,7 +109,7 @@ struct PreparedRequest {
 
 /// How a request goes through its proxy: forwarded in absolute form
 /// (`http://`), or through a CONNECT tunnel (`https://`).
-struct ProxyRoute {
+final class ProxyRoute {
     let proxy: PocketProxy
     let tunnel: Bool
     /// Basic credentials: CONNECT's (tunnel), or a header field (forwarding).
