@@ -757,7 +757,7 @@ static void tunnel_read(pk__loop *loop, pk__conn *conn) {
       pk__conn_fail(loop, conn, PK_E_PROXY_PROTOCOL, 0); /* an answer larger than the buffer */
       return;
     }
-    ssize_t r = read(conn->fd, conn->rbuf + conn->rlen, conn->rcap - conn->rlen);
+    ssize_t r = recv(conn->fd, conn->rbuf + conn->rlen, conn->rcap - conn->rlen, 0);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (r <= 0) {
@@ -1425,7 +1425,9 @@ void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
     if (conn->rlen == 0 && conn->rcap == PK_RBUF_SIZE && large_body(req)) use_big_buffer(loop, conn);
     size_t space = conn->rcap - conn->rlen;
-    ssize_t n = read(conn->fd, conn->rbuf + conn->rlen, space);
+    /* recv(2), not read(2): on a socket it skips the file layer's
+     * position lock, permission hook and fsnotify (about 0.1 µs a call). */
+    ssize_t n = recv(conn->fd, conn->rbuf + conn->rlen, space, 0);
     if (n > 0) {
       if (received(loop, conn, (size_t)n, space)) return;
       /* A short read drained the socket; edge-triggered epoll reports new data. */

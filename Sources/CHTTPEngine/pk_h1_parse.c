@@ -206,6 +206,18 @@ int pk_parse_response_head(char *buf, size_t len, size_t last_len, pk_response_h
    * (and a CR at the old end could not be judged yet). Each byte is thus
    * scanned a bounded number of times: a trickling server costs O(n). */
   size_t limit = len < max ? len : max;
+  if (last_len == 0) {
+    /* The first look, usually at a whole head from one read: parse it
+     * directly, which finds the empty line that ends it on the way (one
+     * pass over the bytes instead of a scan, then a parse). A head that is
+     * complete and valid ends at the same place the scan below would find.
+     * Anything else (incomplete, bad, a bare CR or LF) is decided by the
+     * scan below, as on a later look, so the result does not depend on how
+     * the bytes arrived; re-parsing what this pass unfolded gives the same
+     * fields (see pk__parse_head). */
+    long r = pk__parse_head(buf, limit, out, max_fields);
+    if (r > 0) return (int)r;
+  }
   size_t i = last_len > 3 && last_len <= len ? last_len - 3 : 0;
   for (; i < limit; i++) {
     char c = buf[i];

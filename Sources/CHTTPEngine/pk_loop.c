@@ -73,32 +73,34 @@ void pk__loop_wake(pk__loop *loop) {
 
 /* --------------------------------------------------------------- timers */
 
-static void heap_swap(pk__heap *h, uint32_t a, uint32_t b) {
-  pk__timer *t = h->items[a];
-  h->items[a] = h->items[b];
-  h->items[b] = t;
-  h->items[a]->heap_index = a;
-  h->items[b]->heap_index = b;
+/* Moves the slot `s` to index i, telling its timer. */
+static inline void heap_put(pk__heap *h, uint32_t i, pk__heap_slot s) {
+  h->items[i] = s;
+  s.timer->heap_index = i;
 }
 
 static void heap_up(pk__heap *h, uint32_t i) {
+  pk__heap_slot s = h->items[i];
   while (i > 0) {
     uint32_t parent = (i - 1) / 2;
-    if (h->items[parent]->deadline <= h->items[i]->deadline) break;
-    heap_swap(h, i, parent);
+    if (h->items[parent].deadline <= s.deadline) break;
+    heap_put(h, i, h->items[parent]);
     i = parent;
   }
+  heap_put(h, i, s);
 }
 
 static void heap_down(pk__heap *h, uint32_t i) {
+  pk__heap_slot s = h->items[i];
   for (;;) {
-    uint32_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < h->len && h->items[l]->deadline < h->items[m]->deadline) m = l;
-    if (r < h->len && h->items[r]->deadline < h->items[m]->deadline) m = r;
-    if (m == i) return;
-    heap_swap(h, i, m);
+    uint32_t l = 2 * i + 1, r = l + 1, m = l;
+    if (l >= h->len) break;
+    if (r < h->len && h->items[r].deadline < h->items[l].deadline) m = r;
+    if (h->items[m].deadline >= s.deadline) break;
+    heap_put(h, i, h->items[m]);
     i = m;
   }
+  heap_put(h, i, s);
 }
 
 static void overflow_unlink(pk__heap *h, pk__timer *t) {
@@ -120,10 +122,10 @@ void pk__timer_cancel(pk__loop *loop, pk__timer *t) {
   t->heap_index = PK_TIMER_IDLE;
   h->len--;
   if (i == h->len) return;
-  h->items[i] = h->items[h->len];
-  h->items[i]->heap_index = i;
-  heap_up(h, i);
-  heap_down(h, h->items[i]->heap_index);
+  pk__heap_slot last = h->items[h->len];
+  heap_put(h, i, last);
+  if (i > 0 && h->items[(i - 1) / 2].deadline > last.deadline) heap_up(h, i);
+  else heap_down(h, i);
 }
 
 void pk__timer_arm(pk__loop *loop, pk__timer *t, uint64_t deadline) {
@@ -135,13 +137,14 @@ void pk__timer_arm(pk__loop *loop, pk__timer *t, uint64_t deadline) {
   if (t->heap_index != PK_TIMER_IDLE) {
     uint64_t old = t->deadline;
     t->deadline = deadline;
+    h->items[t->heap_index].deadline = deadline;
     if (deadline < old) heap_up(h, t->heap_index);
     else heap_down(h, t->heap_index);
     return;
   }
   if (h->len == h->cap) {
     uint32_t cap = h->cap ? h->cap * 2 : 256;
-    pk__timer **items = pk__realloc(h->items, cap * sizeof *items);
+    pk__heap_slot *items = pk__realloc(h->items, cap * sizeof *items);
     if (!items) {
       /* Out of memory: keep the deadline in the overflow list (no allocation). */
       t->deadline = deadline;
@@ -156,15 +159,15 @@ void pk__timer_arm(pk__loop *loop, pk__timer *t, uint64_t deadline) {
     h->cap = cap;
   }
   t->deadline = deadline;
-  t->heap_index = h->len;
-  h->items[h->len++] = t;
-  heap_up(h, t->heap_index);
+  uint32_t i = h->len++;
+  heap_put(h, i, (pk__heap_slot){deadline, t});
+  heap_up(h, i);
 }
 
 void pk__loop_run_timers(pk__loop *loop) {
   pk__heap *h = &loop->timers;
-  while (h->len && h->items[0]->deadline <= loop->now) {
-    pk__timer *t = h->items[0];
+  while (h->len && h->items[0].deadline <= loop->now) {
+    pk__timer *t = h->items[0].timer;
     pk__timer_cancel(loop, t);
     t->fire(loop, t);
   }
@@ -182,7 +185,7 @@ void pk__loop_run_timers(pk__loop *loop) {
 
 uint64_t pk__loop_next_deadline(pk__loop *loop) {
   pk__heap *h = &loop->timers;
-  uint64_t d = h->len ? h->items[0]->deadline : UINT64_MAX;
+  uint64_t d = h->len ? h->items[0].deadline : UINT64_MAX;
   for (pk__timer *t = h->overflow; t; t = t->ov_next)
     if (t->deadline < d) d = t->deadline;
   return d;

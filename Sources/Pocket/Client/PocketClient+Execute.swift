@@ -117,8 +117,7 @@ extension PocketClient {
     /// after a 3xx it follows; the rest is `exchangeGeneral`.
     @inline(__always)
     nonisolated(nonsending) func exchange(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
-        guard configuration.handling.transport == nil, progress?.finish == nil, configuration.cookies == nil,
-              proxies == nil, request.proxy == nil else {
+        guard direct, progress?.finish == nil, request.proxy == nil else {
             return try await exchangeGeneral(request, progress: progress)
         }
         var inflight = spares.collectingRequest(engine: engine, progress: progress)

@@ -214,6 +214,10 @@ public final class PocketClient: Sendable {
     let proxies: ProxyRules?
     /// `configuration.timeouts` in the engine's milliseconds (worked out once).
     let engineTimeouts: EngineTimeouts
+    /// No transport, cookie store or proxy configured (computed once): a
+    /// collected request then goes to the engine in the fewest steps
+    /// (`exchange`).
+    let direct: Bool
     /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Auth).
     let proxyAnswers = ProxyAnswers()
 
@@ -230,6 +234,7 @@ public final class PocketClient: Sendable {
         self.chain = Self.chain(configuration.handling)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
+        self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -244,6 +249,7 @@ public final class PocketClient: Sendable {
         self.chain = Self.chain(configuration.handling)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
+        self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
     }
 
     /// Fails every request in flight with `.shutdown`, closes every
