@@ -169,12 +169,13 @@ extension PocketClient {
     @inline(__always)
     nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 inflight.start(request, client: self, continuation: continuation)
             }
         } onCancel: {
             inflight.cancel()
         }
+        return inflight.takeResponse()
     }
 
     // MARK: the path

@@ -41,7 +41,7 @@ struct PreparedRequest {
     /// The method's token, e.g. `GET`.
     var method: String { request.method.rawValue }
     /// Scheme, host, port and origin-form target.
-    var target: Target { request.target }
+    var target: Target { _read { yield request.target } }
     /// The body as the engine needs it described (files and streams are
     /// opened by the engine bridge).
     var body: PocketRequestBody.Source? { request.body?.source }

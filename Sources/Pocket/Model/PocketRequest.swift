@@ -270,7 +270,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
 
     /// The parts of `url` the engine needs, computed once per URL so that
     /// sending the same request again does no URL parsing.
-    var target: Target { storage.f.target }
+    var target: Target { _read { yield storage.f.target } } // borrowed: no copy of its strings
 
     /// A request for `url`: a GET with no fields and no body by default. The client's
     /// default headers (`Configuration.defaultHeaders`) are added when it is sent,
