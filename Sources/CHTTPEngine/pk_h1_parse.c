@@ -243,29 +243,24 @@ int pk_parse_response_head(char *buf, size_t len, size_t last_len, pk_response_h
 
 /* -------------------------------------------------------- body framing */
 
-/* Calls fn for each element of a comma-separated list (RFC 9110 §5.6.1),
- * over every field named `name`, OWS-trimmed. Empty elements are passed
- * too; callers decide. Stops at the first non-zero return. */
+/* Calls fn for each element of the comma-separated list (RFC 9110 §5.6.1)
+ * that is field `hd`'s value, OWS-trimmed. Empty elements are passed too;
+ * callers decide. Stops at the first non-zero return, and returns it. */
 typedef int (*pk__elem_fn)(void *ctx, const char *s, size_t n);
 
-static int pk__each_elem(const pk_response_head *h, const char *name, size_t name_len, pk__elem_fn fn, void *ctx) {
-  for (size_t f = 0; f < h->num_headers; f++) {
-    const pk_header *hd = &h->headers[f];
-    if (!pk__ieq(hd->name, hd->name_len, name, name_len)) continue;
-    const char *p = hd->value, *e = hd->value + hd->value_len;
-    for (;;) {
-      const char *c = p;
-      while (c < e && *c != ',') c++;
-      const char *s = p, *t = c;
-      while (s < t && pk__is_ows((unsigned char)*s)) s++;
-      while (t > s && pk__is_ows((unsigned char)t[-1])) t--;
-      int r = fn(ctx, s, (size_t)(t - s));
-      if (r) return r;
-      if (c == e) break;
-      p = c + 1;
-    }
+static int pk__field_elems(const pk_header *hd, pk__elem_fn fn, void *ctx) {
+  const char *p = hd->value, *e = hd->value + hd->value_len;
+  for (;;) {
+    const char *c = p;
+    while (c < e && *c != ',') c++;
+    const char *s = p, *t = c;
+    while (s < t && pk__is_ows((unsigned char)*s)) s++;
+    while (t > s && pk__is_ows((unsigned char)t[-1])) t--;
+    int r = fn(ctx, s, (size_t)(t - s));
+    if (r) return r;
+    if (c == e) return 0;
+    p = c + 1;
   }
-  return 0;
 }
 
 typedef struct {
@@ -316,8 +311,32 @@ static int pk__cl_elem(void *ctx, const char *s, size_t n) {
 }
 
 int pk_response_body_info(const pk_response_head *head, int head_request, pk_body_info *out) {
+  /* One pass over the fields: each framing field's list is read as it is
+   * met (in order, so repeated fields combine as one list would). */
   pk__conn_tokens conn = {0, 0};
-  pk__each_elem(head, "connection", sizeof "connection" - 1, pk__conn_elem, &conn);
+  pk__te_state te = {0, 0, 0};
+  pk__cl_state cl = {0, 0};
+  int has_te = 0, has_cl = 0, cl_error = 0;
+  for (size_t f = 0; f < head->num_headers; f++) {
+    const pk_header *h = &head->headers[f];
+    switch (h->name_len) {
+    case sizeof "connection" - 1:
+      if (PK_IEQ(h->name, h->name_len, "connection")) pk__field_elems(h, pk__conn_elem, &conn);
+      break;
+    case sizeof "content-length" - 1:
+      if (!PK_IEQ(h->name, h->name_len, "content-length")) break;
+      has_cl = 1;
+      if (!cl_error) cl_error = pk__field_elems(h, pk__cl_elem, &cl); /* the first error is the one reported */
+      break;
+    case sizeof "transfer-encoding" - 1:
+      if (!PK_IEQ(h->name, h->name_len, "transfer-encoding")) break;
+      has_te = 1;
+      pk__field_elems(h, pk__te_elem, &te);
+      break;
+    default:
+      break;
+    }
+  }
   /* RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive". */
   int keep = head->minor_version >= 1 ? !conn.close : (conn.keep_alive && !conn.close);
   out->content_length = 0;
@@ -329,19 +348,10 @@ int pk_response_body_info(const pk_response_head *head, int head_request, pk_bod
     out->keep_alive = keep;
     return 0;
   }
-
-  pk__te_state te = {0, 0, 0};
-  int has_te = 0, has_cl = 0;
-  for (size_t f = 0; f < head->num_headers; f++) {
-    const pk_header *h = &head->headers[f];
-    if (PK_IEQ(h->name, h->name_len, "transfer-encoding")) has_te = 1;
-    else if (PK_IEQ(h->name, h->name_len, "content-length")) has_cl = 1;
-  }
   if (has_te) {
     /* §6.3 item 3 lets a recipient let Transfer-Encoding win, but both at
      * once is the shape of a smuggling attack (§11.2): reject. */
     if (has_cl) return -PK_E_TE_WITH_CONTENT_LENGTH;
-    pk__each_elem(head, "transfer-encoding", sizeof "transfer-encoding" - 1, pk__te_elem, &te);
     /* Only a single chunked, applied last, is supported: decoding other
      * transfer codings is not, and reading until close (§6.3 item 4) would
      * hand the caller still-encoded bytes. Chunked twice is forbidden (§7). */
@@ -354,9 +364,7 @@ int pk_response_body_info(const pk_response_head *head, int head_request, pk_bod
     return 0;
   }
   if (has_cl) {
-    pk__cl_state cl = {0, 0};
-    int r = pk__each_elem(head, "content-length", sizeof "content-length" - 1, pk__cl_elem, &cl);
-    if (r) return r;
+    if (cl_error) return cl_error;
     out->framing = PK_FRAMING_LENGTH;
     out->content_length = cl.value;
     out->keep_alive = keep;

@@ -96,3 +96,17 @@ final class PreparedRequestTests: XCTestCase {
         }
     }
 }
+
+final class EndpointPathTests: XCTestCase {
+    /// The endpoint key read from the target is the URL's decoded path,
+    /// whatever the URL holds (the events' and observers' key).
+    func testEndpointPathIsTheURLsDecodedPath() {
+        let urls = ["http://h", "http://h/", "http://h/a/b?x=1&y=%20", "http://h/a%20b?q", "http://h/caf%C3%A9/",
+                    "http://h/a;b/c", "http://user:pw@h:81/x/y/", "http+unix://%2Ftmp%2Fs.sock/p?q", "ftp://x/y",
+                    "http://h?only=query", "https://[::1]:8443/v6/path", "http://h/%3F?x"]
+        for string in urls {
+            let url = URL(string: string)!
+            XCTAssertEqual(PocketRequest(url: url).endpointPath, url.path(percentEncoded: false), string)
+        }
+    }
+}

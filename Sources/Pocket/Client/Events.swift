@@ -92,7 +92,7 @@ final class EventHub: Sendable {
     func sink(for request: PocketRequest, options: PocketSendOptions) -> EventSink? {
         guard listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty else { return nil }
         return EventSink(hub: self, taskID: newTaskID(), method: request.method, url: request.url,
-                         endpoint: options.endpoint ?? request.url.path(percentEncoded: false), observers: options.observers,
+                         endpoint: options.endpoint ?? request.endpointPath, observers: options.observers,
                          metadata: request.metadata)
     }
 

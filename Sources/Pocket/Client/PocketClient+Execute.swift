@@ -221,7 +221,7 @@ extension PocketClient {
             if let policy { chain.append(policy) }
         }
         let context = PocketMiddlewareContext(taskID: sink?.taskID ?? hub.newTaskID(),
-                                              endpoint: sink?.endpoint ?? options.endpoint ?? request.url.path(percentEncoded: false),
+                                              endpoint: sink?.endpoint ?? options.endpoint ?? request.endpointPath,
                                               clock: configuration.handling.clock)
         do {
             return try await attempts(request, chain: chain, policy: policy, context: context, progress: progress,
@@ -253,6 +253,9 @@ extension PocketClient {
         let deadline = policy?.deadline
         let validated = configuration.validation != nil
         var generator = SystemRandomNumberGenerator()
+        // The policy is the chain's last middleware and answers only
+        // `retry`: its `adapt` and `observe` (no-ops) are not called.
+        let hooks = policy == nil ? chain.count : chain.count - 1
         while true {
             let attempt = context.attempt + 1
             if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
@@ -262,7 +265,7 @@ extension PocketClient {
             let attemptStart = ContinuousClock.now
             var outcome: Result<R, any Error>
             do {
-                for middleware in chain { sent = try await middleware.adapt(sent, context: context) }
+                for i in 0..<hooks { sent = try await chain[i].adapt(sent, context: context) }
                 if let deadline {
                     let remaining = deadline - (clock.uptime() - started)
                     guard remaining > .zero else {
@@ -284,7 +287,7 @@ extension PocketClient {
             case .success(let response): view = .success(response.attemptView)
             case .failure(let error): view = .failure(error)
             }
-            for middleware in chain.reversed() { await middleware.observe(view, for: sent, context: context) }
+            for i in stride(from: hooks - 1, through: 0, by: -1) { await chain[i].observe(view, for: sent, context: context) }
             if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
 
             // A success is never retried; nor is a failure whose body already reached the caller.

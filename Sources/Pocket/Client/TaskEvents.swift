@@ -56,6 +56,15 @@ final class TaskEventBuffer: Sendable {
         var dropped = 0
         var finished = false
         var waiter: UnsafeContinuation<[PocketTaskEvent], Never>?
+
+        /// The buffered events, handed to the reader whole; the next batch
+        /// starts with room for as many (not grown from one by doubling).
+        mutating func takeEvents() -> [PocketTaskEvent] {
+            let batch = events
+            events = []
+            events.reserveCapacity(batch.count)
+            return batch
+        }
     }
 
     private let state = Lock(State())
@@ -94,10 +103,7 @@ final class TaskEventBuffer: Sendable {
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<[PocketTaskEvent], Never>) in
                 let ready = state.withLock { s -> [PocketTaskEvent]? in
-                    if !s.events.isEmpty || s.finished || Task.isCancelled {
-                        defer { s.events = [] }
-                        return s.events
-                    }
+                    if !s.events.isEmpty || s.finished || Task.isCancelled { return s.takeEvents() }
                     s.waiter = c
                     return nil
                 }
@@ -111,8 +117,7 @@ final class TaskEventBuffer: Sendable {
     private func takeBuffered() -> [PocketTaskEvent]? {
         state.withLock { s in
             guard !s.events.isEmpty || s.finished else { return nil }
-            defer { s.events = [] }
-            return s.events
+            return s.takeEvents()
         }
     }
 }

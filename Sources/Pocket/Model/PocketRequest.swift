@@ -272,6 +272,17 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// sending the same request again does no URL parsing.
     var target: Target { _read { yield storage.f.target } } // borrowed: no copy of its strings
 
+    /// The URL's path, percent-decoded (`url.path(percentEncoded: false)`):
+    /// the endpoint key of events and middleware. Read from the target
+    /// (no URL parsing) unless the path has escapes.
+    var endpointPath: String {
+        let pathAndQuery = target.pathAndQuery
+        let bytes = pathAndQuery.utf8
+        let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+        guard target.problem == nil, !bytes[..<end].contains(UInt8(ascii: "%")) else { return url.path(percentEncoded: false) }
+        return target.emptyPath ? "" : String(pathAndQuery[..<end])
+    }
+
     /// A request for `url`: a GET with no fields and no body by default. The client's
     /// default headers (`Configuration.defaultHeaders`) are added when it is sent,
     /// unless `headers` has fields of the same name.
@@ -352,6 +363,8 @@ struct Target: Sendable, Hashable {
     var host = ""
     var port: UInt16 = 80
     var pathAndQuery = "/"
+    /// The URL's path was empty (`pathAndQuery` then starts with the "/" sent).
+    var emptyPath = false
     var userInfo: (user: String, password: String)?
     /// The socket of an `http+unix`/`https+unix` URL (its percent-decoded host).
     var unixPath: String?
@@ -388,7 +401,10 @@ struct Target: Sendable, Hashable {
         }
         port = UInt16(p)
         var path = url.path(percentEncoded: true)
-        if path.isEmpty { path = "/" }
+        if path.isEmpty {
+            path = "/"
+            emptyPath = true
+        }
         if let q = url.query(percentEncoded: true) { path += "?" + q }
         pathAndQuery = path
         if let user = url.user(percentEncoded: false) {

@@ -55,7 +55,7 @@ public final class PocketQueuedTask: Sendable {
         self.method = request.method
         self.url = request.url
         self.metadata = request.metadata
-        self.endpoint = options.endpoint ?? request.url.path(percentEncoded: false)
+        self.endpoint = options.endpoint ?? request.endpointPath
         self.progress = progress
         self.queue = queue
         self.state = Lock(State(request: request, observers: options.observers))
