@@ -13,9 +13,9 @@ import Foundation
 /// let response = try await client.send(request)
 /// ```
 public struct PocketRequest: Sendable, Hashable, Codable {
-    /// The fields live in one shared box, copied on the first change to a
-    /// shared copy: a request is passed, kept in its response and handed to
-    /// middleware for the price of a reference, not of a dozen fields.
+    /// The fields (but `headers`) live in one shared box, copied on the first
+    /// change to a shared copy: a request is passed, kept in its response and
+    /// handed to middleware for the price of two references, not of a dozen fields.
     final class Storage: @unchecked Sendable {
         // Invariant: mutated only through `PocketRequest`'s setters, after
         // `isKnownUniquelyReferenced` made this box the request's own.
@@ -28,7 +28,6 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             var method: PocketMethod
             var url: URL
             var target: Target
-            var headers: PocketHeaders
             var body: PocketRequestBody?
             var expectContinue: Duration?
             var redirects: PocketRedirectPolicy?
@@ -46,8 +45,8 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             var proxyAnswer: ProxyAnswer?
         }
 
-        init(method: PocketMethod, url: URL, headers: PocketHeaders, body: PocketRequestBody?) {
-            f = Fields(method: method, url: url, target: Target(url), headers: headers, body: body)
+        init(method: PocketMethod, url: URL, body: PocketRequestBody?) {
+            f = Fields(method: method, url: url, target: Target(url), body: body)
         }
 
         private init(_ fields: Fields) { f = fields }
@@ -84,14 +83,9 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     }
     /// Header fields sent after the client's defaults (a field here replaces a
     /// default of the same name). `Host` and `Content-Length` are written by the engine.
-    public var headers: PocketHeaders {
-        get { storage.f.headers }
-        _modify {
-            let s = unique()
-            yield &s.f.headers
-        }
-        set { unique().f.headers = newValue }
-    }
+    // Kept beside the box, not in it: a middleware that adds a field (the
+    // most common change) then copies no other field.
+    public var headers: PocketHeaders
     /// The body, or nil for none: bytes, a file or a stream (`PocketRequestBody`).
     /// An empty body sends `Content-Length: 0`.
     public var body: PocketRequestBody? {
@@ -287,7 +281,8 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// default headers (`Configuration.defaultHeaders`) are added when it is sent,
     /// unless `headers` has fields of the same name.
     public init(method: PocketMethod = .get, url: URL, headers: PocketHeaders = [:], body: PocketRequestBody? = nil) {
-        storage = Storage(method: method, url: url, headers: headers, body: body)
+        storage = Storage(method: method, url: url, body: body)
+        self.headers = headers
     }
 
     /// A request for a URL string; throws `PocketError.invalidURL` when it does not parse.
