@@ -271,6 +271,23 @@ final class MiddlewareTests: XCTestCase {
         _ = try await client.send(PocketRequest(url: url(server, "/a")))
         XCTAssertEqual(first.values.count, 2, "a removed observer hears nothing more")
         XCTAssertEqual(second.values.count, 4)
+
+        // The events of one task share what identifies it; a copy changed
+        // by its holder changes alone.
+        let running = first.values[0], finished = first.values[1]
+        XCTAssertEqual(running.taskID, finished.taskID)
+        XCTAssertEqual(running.url, finished.url)
+        var changed = running
+        changed.endpoint = "/elsewhere"
+        changed.taskID = 99
+        changed.metadata = "mine"
+        changed.method = .post
+        XCTAssertEqual([changed.endpoint, "\(changed.taskID)", changed.metadata as? String, changed.method.rawValue],
+                       ["/elsewhere", "99", "mine", "POST"])
+        XCTAssertEqual(changed.url, running.url)
+        XCTAssertEqual([running.endpoint, finished.endpoint, running.method.rawValue], ["/a", "/a", "GET"])
+        XCTAssertNil(running.metadata)
+        XCTAssertEqual(running.taskID, finished.taskID)
     }
 }
 
