@@ -123,15 +123,24 @@ extension PocketClient {
         var inflight = spares.collectingRequest(engine: engine, progress: progress)
         var response = try await run(request, inflight)
         spares.recycle(&inflight)
-        if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
-            return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
-                try await self.proxied(request) { request in
-                    try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
-                }
-            }
-        }
+        if follows(request, response.status) { return try await redirected(request, after: response, progress: progress) }
         response.record(url: request.url, redirects: [])
         return response
+    }
+
+    /// Whether `request` follows a response of `status` (a 3xx, redirects on).
+    private func follows(_ request: PocketRequest, _ status: Int) -> Bool {
+        RedirectFollower.isRedirect(status) && request.redirects?.follows ?? configuration.redirects.follows
+    }
+
+    /// The redirect machinery, started after the first hop's 3xx.
+    private nonisolated(nonsending) func redirected(_ request: PocketRequest, after response: PocketResponse,
+                                                   progress: PocketProgressHandler?) async throws -> PocketResponse {
+        try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
+            try await self.proxied(request) { request in
+                try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+            }
+        }
     }
 
     /// `exchange` through a transport, a proxy (whose 407 is answered,
@@ -147,13 +156,7 @@ extension PocketClient {
             var response = try await answeringProxy(request) { request in
                 try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
             }
-            if RedirectFollower.isRedirect(response.status), request.redirects?.follows ?? configuration.redirects.follows {
-                return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
-                    try await self.proxied(request) { request in
-                        try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
-                    }
-                }
-            }
+            if follows(request, response.status) { return try await redirected(request, after: response, progress: progress) }
             response.record(url: request.url, redirects: [])
             return response
         }
