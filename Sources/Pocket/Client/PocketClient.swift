@@ -72,8 +72,11 @@ public final class PocketClient: Sendable {
         /// two calls, therefore never has a thread held (a Hummingbird
         /// gateway that waited at every idle moment served 6.2k instead of
         /// 15.3k requests per second at 64 connections, and 3.8k instead of
-        /// 4.6k at one). 200 µs by default; set `.zero` for a caller that
-        /// must never wait on its own thread.
+        /// 4.6k at one). `send` starts on the caller's executor
+        /// (`nonisolated(nonsending)`), so an actor sending in such a loop
+        /// stays busy during the wait instead of taking other work. 200 µs
+        /// by default; set `.zero` for a caller that must never wait on its
+        /// own thread.
         /// Set per engine: scoped clients share their parent's.
         public var sendingThreadWait: Duration = .microseconds(200)
         /// How long no request may have had another in flight beside it
