@@ -149,6 +149,27 @@ final class RetryLoopTests: XCTestCase {
         XCTAssertEqual(seen.values.last?.status, 200)
     }
 
+    /// An observer that keeps the events it is given keeps nothing else
+    /// alive: an event holds what identifies its task, never the task's
+    /// observers (which would hold the keeper: a cycle, found by
+    /// LeakSanitizer when events referenced their task's sink).
+    func testEventsKeptByTheirObserverHoldNoObserver() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/a") { _ in .text("a") }
+        let client = try makeClient()
+        weak var weakSeen: Recorder<PocketTaskEvent>?
+        do {
+            let seen = Recorder<PocketTaskEvent>()
+            weakSeen = seen
+            var options = PocketSendOptions()
+            options.observers = [PocketTaskObserver { seen.append($0) }]
+            _ = try await client.send(PocketRequest(url: url(server, "/a")), options: options)
+            XCTAssertEqual(seen.values.map(\.state), [.running, .finished])
+        }
+        XCTAssertNil(weakSeen, "the events kept by the observer keep the observer (and so themselves) alive")
+    }
+
     func testCancellingDuringTheBackoffWaitEndsWithCancelled() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -21,34 +21,16 @@ public enum PocketTaskState: Sendable, Hashable, CaseIterable {
 
 /// One change of a task's state, as observers and `PocketClient.events()` see it.
 public struct PocketTaskEvent: Sendable {
-    // What every event of a task shares lives once per task (the task's
-    // `EventSink`), referenced by each event: an event is copied into every
-    // subscription's buffer and to every observer, for one reference count
-    // instead of five.
-    private var identity: TaskIdentity
-
     /// Identifies the task; unique per client.
-    public var taskID: UInt64 {
-        get { identity.taskID }
-        set { identity = identity.replacing(taskID: newValue) }
-    }
+    public var taskID: UInt64
     /// The new state.
     public var state: PocketTaskState
     /// The request's method.
-    public var method: PocketMethod {
-        get { identity.method }
-        set { identity = identity.replacing(method: newValue) }
-    }
+    public var method: PocketMethod
     /// The request's URL (before middleware adapted it).
-    public var url: URL {
-        get { identity.url }
-        set { identity = identity.replacing(url: newValue) }
-    }
+    public var url: URL
     /// The endpoint key (see `PocketSendOptions.endpoint`).
-    public var endpoint: String {
-        get { identity.endpoint }
-        set { identity = identity.replacing(endpoint: newValue) }
-    }
+    public var endpoint: String
     /// The attempt this event belongs to (0 while pending).
     public var attempt: Int
     /// The status of the response that finished an attempt, if one arrived.
@@ -59,46 +41,7 @@ public struct PocketTaskEvent: Sendable {
     public var retryDelay: Duration?
     /// The request's `metadata` (the caller's value: which operation this
     /// task belongs to), or nil.
-    public var metadata: (any Sendable)? {
-        get { identity.metadata }
-        set { identity = identity.replacing(metadata: .some(newValue)) }
-    }
-
-    init(_ identity: TaskIdentity, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?,
-         retryDelay: Duration?) {
-        self.identity = identity
-        self.state = state
-        self.attempt = attempt
-        self.status = status
-        self.error = error
-        self.retryDelay = retryDelay
-    }
-}
-
-/// What a task's events share: which task, which request. Immutable; an
-/// event changed by its holder gets a new one (`replacing`).
-class TaskIdentity: @unchecked Sendable {
-    // @unchecked: immutable, and every field is Sendable.
-    final let taskID: UInt64
-    final let method: PocketMethod
-    final let url: URL
-    final let endpoint: String
-    final let metadata: (any Sendable)?
-
-    init(taskID: UInt64, method: PocketMethod, url: URL, endpoint: String, metadata: (any Sendable)?) {
-        self.taskID = taskID
-        self.method = method
-        self.url = url
-        self.endpoint = endpoint
-        self.metadata = metadata
-    }
-
-    /// A copy with the given fields changed.
-    final func replacing(taskID: UInt64? = nil, method: PocketMethod? = nil, url: URL? = nil, endpoint: String? = nil,
-                         metadata: (any Sendable)?? = nil) -> TaskIdentity {
-        TaskIdentity(taskID: taskID ?? self.taskID, method: method ?? self.method, url: url ?? self.url,
-                     endpoint: endpoint ?? self.endpoint, metadata: metadata ?? self.metadata)
-    }
+    public var metadata: (any Sendable)?
 }
 
 /// A handler for a task's events, limited to some states.
@@ -215,19 +158,27 @@ final class EventHub: Sendable {
 // A class, not a struct: the request path hands it from stage to stage and
 // keeps it in the middleware context, and a copy of nine fields (six of them
 // reference-counted) at each step cost more than the one allocation.
-final class EventSink: TaskIdentity, @unchecked Sendable {
-    // @unchecked: immutable, and every field is Sendable.
+final class EventSink: Sendable {
     let hub: EventHub
+    let taskID: UInt64
+    let method: PocketMethod
+    let url: URL
+    let endpoint: String
     let observers: [PocketTaskObserver]
     /// A queued task, whose observers may change while it runs.
     let task: PocketQueuedTask?
+    let metadata: (any Sendable)?
 
     init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: String, observers: [PocketTaskObserver],
          task: PocketQueuedTask? = nil, metadata: (any Sendable)? = nil) {
         self.hub = hub
+        self.taskID = taskID
+        self.method = method
+        self.url = url
+        self.endpoint = endpoint
         self.observers = observers
         self.task = task
-        super.init(taskID: taskID, method: method, url: url, endpoint: endpoint, metadata: metadata)
+        self.metadata = metadata
     }
 
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
@@ -235,8 +186,8 @@ final class EventSink: TaskIdentity, @unchecked Sendable {
         let hubListens = hub.listenerCount.load(ordering: .relaxed) > 0
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
-        let event = PocketTaskEvent(self, state: state, attempt: attempt, status: status, error: error,
-                                    retryDelay: retryDelay)
+        let event = PocketTaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
+                              attempt: attempt, status: status, error: error, retryDelay: retryDelay, metadata: metadata)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
         if hubListens { hub.publish(event) }
     }
