@@ -56,6 +56,36 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B"], "each attempt adapts the original request")
     }
 
+    func testContextReportsEachAttemptAndKeepsValuesAcrossAttempts() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let served = Recorder<Int>()
+        server.route("/x") { _ in
+            served.append(1)
+            return served.values.count == 1 ? .text("busy", status: 503) : .text("ok")
+        }
+        let log = Recorder<String>()
+        let client = try clientWith {
+            $0.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero))
+            $0.middleware = [PocketClosureMiddleware(adapt: { request, context in
+                context["adapted"] = ((context["adapted"] as? Int) ?? 0) + 1
+                XCTAssertNil(context.validationFailure, "a new attempt starts with no failure")
+                XCTAssertEqual(context.attemptElapsed, .zero, "a new attempt has taken no time yet")
+                return request
+            }, observe: { _, _, context in
+                log.append("#\(context.attempt) adapted \(context["adapted"] as? Int ?? 0) "
+                           + "failure \(context.validationFailure.map { "\($0.code)" } ?? "none") "
+                           + "timed \(context.attemptElapsed > .zero)")
+            })]
+        }
+        var request = PocketRequest(url: url(server, "/x"))
+        request.validation = .status([200..<300])
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(log.values, ["#1 adapted 1 failure unacceptable_status timed true",
+                                    "#2 adapted 2 failure none timed true"])
+    }
+
     func testMiddlewareThatKeepsRetryingIsStopped() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

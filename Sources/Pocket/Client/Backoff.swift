@@ -178,7 +178,7 @@ public protocol PocketRetryClock: Sendable {
 /// The real clock: `ContinuousClock` for uptime and sleeping, the system
 /// time for dates.
 public struct PocketSystemRetryClock: PocketRetryClock {
-    private static let origin = ContinuousClock.now
+    static let origin = ContinuousClock.now
 
     /// The system clock.
     public init() {}

@@ -107,8 +107,10 @@ final class EventHub: Sendable {
             return id
         }
         listenerCount.add(1, ordering: .relaxed)
-        return PocketTaskEvents(buffer: buffer) { [weak self] in
-            guard let self else { return }
+        // A strong reference: the hub holds nothing of the subscription
+        // but its buffer (no cycle), and a weakly referenced hub would move
+        // every request's retain of it to the runtime's slow path.
+        return PocketTaskEvents(buffer: buffer) {
             let removed = self.state.withLock { $0.streams.removeValue(forKey: id) != nil }
             if removed { self.listenerCount.subtract(1, ordering: .relaxed) }
         }

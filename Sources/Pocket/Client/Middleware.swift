@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A step in a client's request pipeline: adapt the request, observe the
 /// outcome, decide on a retry. Every hook has a default that does nothing,
 /// so a middleware implements only what it needs.
@@ -90,29 +92,38 @@ public final class PocketMiddlewareContext: Sendable {
     let clock: any PocketRetryClock
     /// When the first attempt started, on `clock`.
     let started: Duration
-    private let state: Lock<State>
+    // One allocation per request: the attempt's number and duration are
+    // atomics in the context itself; the rarely used rest (a validation
+    // failure, stored values) lives behind a lock made on first use.
+    private let attemptNumber = Atomic<Int>(0)
+    private let elapsedNanos = Atomic<Int64>(0)
+    private let extras = AtomicLazyReference<Extras>()
 
-    struct State {
-        var attempt = 0
-        var attemptElapsed: Duration = .zero
-        var validationFailure: PocketError?
-        var values: [String: any Sendable] = [:]
+    private final class Extras: Sendable {
+        let state = Lock(State())
+        struct State {
+            var validationFailure: PocketError?
+            var values: [String: any Sendable] = [:]
+        }
     }
 
-    init(taskID: UInt64, endpoint: String, clock: any PocketRetryClock) {
+    init(taskID: UInt64, endpoint: String, clock: any PocketRetryClock, started: Duration) {
         self.taskID = taskID
         self.endpoint = endpoint
         self.clock = clock
-        self.started = clock.uptime()
-        self.state = Lock(State())
+        self.started = started
+    }
+
+    private var madeExtras: Extras {
+        extras.load() ?? extras.storeIfNil(Extras())
     }
 
     /// The current attempt, 1 for the first.
-    public var attempt: Int { state.withLock { $0.attempt } }
+    public var attempt: Int { attemptNumber.load(ordering: .acquiring) }
 
     /// How long the current attempt took, from `adapt` to its outcome
     /// (valid in `observe` and `retry`).
-    public var attemptElapsed: Duration { state.withLock { $0.attemptElapsed } }
+    public var attemptElapsed: Duration { .nanoseconds(elapsedNanos.load(ordering: .acquiring)) }
 
     /// Time since the first attempt started, on the client's clock.
     public var elapsed: Duration { clock.uptime() - started }
@@ -121,27 +132,24 @@ public final class PocketMiddlewareContext: Sendable {
     /// `PocketValidation`, else the client's), or nil when it passed or there
     /// is none (valid in `observe` and `retry`). Such a response reaches the
     /// hooks as `.success`; the caller gets this error.
-    public var validationFailure: PocketError? { state.withLock { $0.validationFailure } }
+    public var validationFailure: PocketError? { extras.load()?.state.withLock { $0.validationFailure } }
 
     /// A value stored for this request under `key`, or nil.
     public subscript(key: String) -> (any Sendable)? {
-        get { state.withLock { $0.values[key] } }
-        set { state.withLock { $0.values[key] = newValue } }
+        get { extras.load()?.state.withLock { $0.values[key] } }
+        set { madeExtras.state.withLock { $0.values[key] = newValue } }
     }
 
     func begin(attempt: Int) {
-        state.withLock {
-            $0.attempt = attempt
-            $0.attemptElapsed = .zero
-            $0.validationFailure = nil
-        }
+        attemptNumber.store(attempt, ordering: .releasing)
+        elapsedNanos.store(0, ordering: .releasing)
+        extras.load()?.state.withLock { $0.validationFailure = nil }
     }
 
     func end(elapsed: Duration, validationFailure: PocketError?) {
-        state.withLock {
-            $0.attemptElapsed = elapsed
-            $0.validationFailure = validationFailure
-        }
+        let (seconds, attoseconds) = elapsed.components
+        elapsedNanos.store(seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000, ordering: .releasing)
+        if let validationFailure { madeExtras.state.withLock { $0.validationFailure = validationFailure } }
     }
 }
 

@@ -223,12 +223,16 @@ extension PocketClient {
             chain = configuration.handling.middleware + options.middleware
             if let policy { chain.append(policy) }
         }
+        // The first attempt's start is also the request's on a system clock.
+        let now = ContinuousClock.now
+        let clock = configuration.handling.clock
         let context = PocketMiddlewareContext(taskID: sink?.taskID ?? hub.newTaskID(),
                                               endpoint: sink?.endpoint ?? options.endpoint ?? request.endpointPath,
-                                              clock: configuration.handling.clock)
+                                              clock: clock,
+                                              started: systemClock ? now - PocketSystemRetryClock.origin : clock.uptime())
         do {
-            return try await attempts(request, chain: chain, policy: policy, context: context, progress: progress,
-                                      sink: sink, hop)
+            return try await attempts(request, chain: chain, policy: policy, context: context, started: now,
+                                      progress: progress, sink: sink, hop)
         } catch let error as PocketError where error.code == .cancelled {
             sink?.emit(.cancelled, attempt: context.attempt, error: error)
             throw error
@@ -244,10 +248,11 @@ extension PocketClient {
     /// (the first opinion wins; the retry policy is the last middleware).
     /// The policy's `maxAttempts` (3 without a policy) caps every retry,
     /// whoever asks for it.
-    @_specialize(where R == PocketResponse)
+    @inline(__always)
     nonisolated(nonsending) private func attempts<R: ExchangedResponse>(
         _ request: PocketRequest, chain: [any PocketMiddleware], policy: PocketRetryPolicy?,
-        context: PocketMiddlewareContext, progress: PocketProgressHandler?, sink: EventSink?,
+        context: PocketMiddlewareContext, started firstStart: ContinuousClock.Instant,
+        progress: PocketProgressHandler?, sink: EventSink?,
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         let clock = context.clock
@@ -265,7 +270,7 @@ extension PocketClient {
             context.begin(attempt: attempt)
             sink?.emit(.running, attempt: attempt)
             var sent = request
-            let attemptStart = ContinuousClock.now
+            let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var outcome: Result<R, any Error>
             do {
                 for i in 0..<hooks { sent = try await chain[i].adapt(sent, context: context) }
@@ -278,32 +283,44 @@ extension PocketClient {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
-                outcome = .success(try await authenticating(&sent, progress: progress, hop))
+                if sent.authentication == nil && !answersChallenges {
+                    outcome = .success(try await hop(sent, progress))
+                } else {
+                    outcome = .success(try await authenticating(&sent, progress: progress, hop))   // Sources/Pocket/Auth
+                }
             } catch {
                 outcome = .failure(error)
             }
             var failure: PocketError?
             if case .success(let response) = outcome { failure = validationFailure(of: response, for: sent) }
-            context.end(elapsed: ContinuousClock.now - attemptStart, validationFailure: failure)
-            let view: Result<PocketResponse, any Error>
-            switch outcome {
-            case .success(let response): view = .success(response.attemptView)
-            case .failure(let error): view = .failure(error)
-            }
-            for i in stride(from: hooks - 1, through: 0, by: -1) { await chain[i].observe(view, for: sent, context: context) }
-            if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
-
             // A success is never retried; nor is a failure whose body already reached the caller.
             let retryable: Bool
             switch outcome {
             case .success(let response):
-                let status = response.attemptView.status
-                retryable = failure != nil || (!validated && sent.validation == nil && !(200..<400).contains(status))
+                retryable = failure != nil || (!validated && sent.validation == nil && !(200..<400).contains(response.redirectStatus))
             case .failure(let error):
                 retryable = !((error as? PocketError)?.bodyDelivered ?? false)
             }
+            // The attempt's duration, for the hooks (none will run: the clock is not read).
+            if hooks > 0 || retryable || failure != nil {
+                context.end(elapsed: ContinuousClock.now - attemptStart, validationFailure: failure)
+            }
+            // What the hooks see, made only when a hook will see it.
+            var view: Result<PocketResponse, any Error> {
+                switch outcome {
+                case .success(let response): return .success(response.attemptView)
+                case .failure(let error): return .failure(error)
+                }
+            }
+            if hooks > 0 {
+                let view = view
+                for i in stride(from: hooks - 1, through: 0, by: -1) { await chain[i].observe(view, for: sent, context: context) }
+            }
+            if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
+
             var decision: PocketRetryDecision?
             if retryable {
+                let view = view
                 do {
                     for middleware in chain {
                         decision = try await middleware.retry(view, for: sent, context: context)

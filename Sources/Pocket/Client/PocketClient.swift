@@ -221,6 +221,12 @@ public final class PocketClient: Sendable {
     /// collected request then goes to the engine in the fewest steps
     /// (`exchange`).
     let direct: Bool
+    /// The handling's clock is the system clock (its uptime is read from
+    /// `ContinuousClock`, as attempts time themselves).
+    let systemClock: Bool
+    /// Requests without an `authentication` of their own answer 401
+    /// challenges (`configuration.handling.authentication` is set).
+    let answersChallenges: Bool
     /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Auth).
     let proxyAnswers = ProxyAnswers()
 
@@ -238,6 +244,8 @@ public final class PocketClient: Sendable {
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
+        self.systemClock = configuration.handling.clock is PocketSystemRetryClock
+        self.answersChallenges = configuration.handling.authentication != nil
     }
 
     /// A client on `engine`'s pool and threads (a scoped client).
@@ -253,6 +261,8 @@ public final class PocketClient: Sendable {
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
+        self.systemClock = configuration.handling.clock is PocketSystemRetryClock
+        self.answersChallenges = configuration.handling.authentication != nil
     }
 
     /// Fails every request in flight with `.shutdown`, closes every
