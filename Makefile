@@ -2,7 +2,8 @@
 # (LeakSanitizer runs at exit), built with clang outside SwiftPM.
 #
 #   make check     check the engine's layering (scripts/engine-dag.sh), then
-#                  build ctests/c/test_*.c and run them
+#                  build ctests/c/test_*.c and run them (test_engine on both
+#                  I/O backends: io_uring where the kernel allows it, and epoll)
 #   make dag       only the layering check
 #   make clean
 #
@@ -24,7 +25,7 @@ CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -DPK_STATE_CHECKS -Wall -Wextra -Werror 
   -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
   -I $(ENGINE)/include -I $(ENGINE)
 LDFLAGS := -fuse-ld=lld
-LDLIBS := -lpthread -lz -ldeflate -lssl -lcrypto
+LDLIBS := -lpthread -lz -ldeflate -lssl -lcrypto -luring
 
 .PHONY: check clean dag
 
@@ -32,7 +33,9 @@ check: dag $(TESTS)
 	@set -e; for t in $(TESTS); do \
 	  echo "== $$t"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $$t; \
-	done
+	done; \
+	echo "== $(OUT)/test_engine on epoll (POCKET_IO_BACKEND=epoll)"; \
+	POCKET_IO_BACKEND=epoll ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $(OUT)/test_engine
 
 dag:
 	@CLANG=$(CLANG) scripts/engine-dag.sh
@@ -41,7 +44,7 @@ $(OUT)/test_leaves: ctests/c/test_leaves.c ctests/c/check.h $(LEAF_SRC) $(ENGINE
 	@mkdir -p $(OUT)
 	$(CLANG) $(CFLAGS) $< $(LEAF_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(OUT)/%: ctests/c/%.c ctests/c/server.c ctests/c/check.h $(ENGINE_SRC) $(ENGINE_HDR)
+$(OUT)/%: ctests/c/%.c ctests/c/server.c ctests/c/check.h ctests/c/calls.h $(ENGINE_SRC) $(ENGINE_HDR)
 	@mkdir -p $(OUT)
 	$(CLANG) $(CFLAGS) $< ctests/c/server.c $(ENGINE_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
 

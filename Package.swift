@@ -66,6 +66,7 @@ let package = Package(
                 .linkedLibrary("ssl"),
                 .linkedLibrary("crypto"),
                 .linkedLibrary("pthread"),
+                .linkedLibrary("uring"),
             ]
         ),
         // libpsl (Debian libpsl-dev), as curl uses it: the cookie store's

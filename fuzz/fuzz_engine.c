@@ -287,6 +287,9 @@ static void start(void) {
     cfg.callbacks.on_progress = on_progress;
     cfg.max_conns_per_origin = 4;
     cfg.decode_content = i == 0;
+    /* Both I/O backends: engine 0 writes through the io_uring ring where
+     * the kernel allows it, engine 1 on epoll alone (an input picks one). */
+    cfg.io_backend = i == 0 ? PK_IO_AUTO : PK_IO_EPOLL;
     if (i == 1) {
       cfg.limits.max_head_bytes = 512;
       cfg.limits.max_header_fields = 8;

@@ -183,7 +183,7 @@ if [ "$mode" = "--coverage" ]; then
   "$CLANG" -g -O0 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer \
     -fprofile-instr-generate -fcoverage-mapping -fuse-ld=lld \
     -I "$engine/include" -I "$engine" \
-    "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -lssl -lcrypto
+    "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -lssl -lcrypto -luring
   report_coverage "$cov" "${files[@]}"
   exit 0
 fi
@@ -192,6 +192,6 @@ echo "building $bin"
 "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld -DPK_STATE_CHECKS \
   -I "$engine/include" -I "$engine" \
-  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -lssl -lcrypto
+  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -lssl -lcrypto -luring
 
 run_harness "$bin" -dict=fuzz/http.dict

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI, hardening part (issue #10), after scripts/test.sh:
-#   1. the engine's C tests under ASan+UBSan (make check, clang outside SwiftPM);
+#   1. the engine's C tests under ASan+UBSan (make check, clang outside SwiftPM),
+#      then the Swift suite again on the epoll backend (test.sh ran it on the
+#      default, io_uring where the kernel allows it);
 #   2. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 60)
 #      from its corpus and crashers;
 #   3. the Swift suite under AddressSanitizer, then ThreadSanitizer, each in
@@ -48,8 +50,16 @@ swift_sanitized() {
   grep -qE "Executed [0-9]+ tests?, with 0 failures" ".build/test-$sanitizer.txt"
 }
 
+swift_on_epoll() {
+  POCKET_IO_BACKEND=epoll swift test --skip-build --disable-swift-testing 2>&1 | tee .build/test-epoll.txt
+  grep -qE "Executed [0-9]+ tests?, with 0 failures" .build/test-epoll.txt
+}
+
 total0=$SECONDS
 step "make check (ASan+UBSan C tests)" make check
+# test.sh ran the suite on the default backend (io_uring where the kernel
+# allows it); here it runs again on epoll alone, on test.sh's build.
+step "swift test on epoll (POCKET_IO_BACKEND=epoll)" swift_on_epoll
 step "fuzz every harness for ${FUZZ_SECONDS}s" fuzz/run.sh all "$FUZZ_SECONDS"
 step "swift test --sanitize=address" swift_sanitized address
 step "swift test --sanitize=thread" swift_sanitized thread

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system packages Pocket builds and tests with, if missing:
-# OpenSSL and zlib headers (the engine links ssl, crypto, z), libpsl and
+# OpenSSL, zlib and liburing headers (the engine links ssl, crypto, z, uring), libpsl and
 # the public suffix list (the cookie store), nginx-light
 # (integration tests and benchmarks), wrk (benchmark peer), the openssl and
 # curl command-line tools (TLS test certificates and fixture checks), python3
@@ -14,6 +14,8 @@ dpkg -s libdeflate-dev >/dev/null 2>&1 || need+=(libdeflate-dev)
 # The cookie store refuses public-suffix domains with libpsl (as curl does),
 # against the list Debian's publicsuffix package keeps current.
 dpkg -s libpsl-dev >/dev/null 2>&1 || need+=(libpsl-dev)
+# The engine's io_uring backend (docs/ENGINE.md, "I/O backends") links liburing.
+dpkg -s liburing-dev >/dev/null 2>&1 || need+=(liburing-dev)
 dpkg -s publicsuffix >/dev/null 2>&1 || need+=(publicsuffix)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)

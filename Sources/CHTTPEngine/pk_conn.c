@@ -289,6 +289,27 @@ static bool rearm(pk__loop *loop, pk__conn *conn) {
   return pk__io_rearm(loop, conn->fd, &conn->io, PK_CONN_EVENTS) == 0;
 }
 
+/* A head queued on the ring was answered (pk__loop_send). All of it went:
+ * nothing to do. A short send, or -EAGAIN, writes the rest with send(2)
+ * (no longer queued: a full socket would only come back the same way);
+ * an error fails the write as a send(2) would have. */
+static void send_done(pk__loop *loop, pk__send *op, int res) {
+  pk__conn *conn = PK_CONTAINER_OF(op, pk__conn, send);
+  if (res >= 0 && (uint32_t)res == op->len) return;
+  pk__req *req = conn->req;
+  if (conn->state == PK_CONN_CLOSED || conn->fd < 0 || !req) return; /* closing: settled */
+  if (res < 0 && res != -EAGAIN && res != -EWOULDBLOCK) {
+    req->timings.bytes_sent -= op->len;
+    write_failed(loop, conn, res == -ECONNRESET ? PK_E_CONN_RESET : PK_E_WRITE, -res);
+    return;
+  }
+  size_t unsent = op->len - (res > 0 ? (size_t)res : 0);
+  conn->woff -= unsent;
+  req->timings.bytes_sent -= unsent;
+  op->direct = 1;
+  pk__conn_write(loop, conn);
+}
+
 void pk__conn_write(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   conn->writing = 1;
@@ -307,7 +328,17 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
       int n = 1;
       if (req->body_kind == PK_BODY_MEMORY && req->body_len && !req->expect_ms && !conn->tls)
         iov[n++] = (struct iovec){(void *)req->body, req->body_len};
-      w = put_out(loop, conn, iov, n);
+      if (n == 1 && !conn->tls && req->body_kind == PK_BODY_MEMORY && !req->body_len &&
+          pk__loop_send(loop, conn->fd, iov[0].iov_base, iov[0].iov_len, &conn->send)) {
+        /* The whole request is this head: queued on the ring (io_uring
+         * backend), written with the pass's others. Nothing else is
+         * written on this connection before its completion (send_done). */
+        w = (ssize_t)iov[0].iov_len;
+        req->timings.bytes_sent += (uint64_t)w;
+        req->t_last_activity = loop->now;
+      } else {
+        w = put_out(loop, conn, iov, n);
+      }
       if (w > 0) {
         size_t head = req->head_len - conn->woff;
         conn->woff += (size_t)w < head ? (size_t)w : head;
@@ -374,6 +405,8 @@ static void expect_expired(pk__loop *loop, pk__conn *conn) {
 
 static void begin_request(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
+  conn->send.done = send_done;
+  conn->send.direct = 0;
   memcpy(req->timings.remote_addr, conn->peer_addr, sizeof conn->peer_addr);
   req->timings.remote_family = conn->peer_family;
   req->timings.remote_port = conn->peer_port;
@@ -536,6 +569,14 @@ static void release(pk__loop *loop, pk__conn *conn) {
 
 void pk__conn_close(pk__loop *loop, pk__conn *conn) {
   if (conn->state == PK_CONN_CLOSED) return;
+  /* A head still queued on the ring is sent (or cancelled) before its
+   * buffer and descriptor go: a descriptor number is reused at once. */
+  if (conn->send.queued) {
+    pk__req *req = conn->req;
+    conn->req = NULL; /* its completion finds nothing to finish */
+    pk__loop_send_settle(loop, &conn->send);
+    conn->req = req;
+  }
   if (conn->disarmed) { /* closing the descriptor takes it out of epoll */
     conn->disarmed = 0;
     if (loop->disarmed == conn) loop->disarmed = NULL;

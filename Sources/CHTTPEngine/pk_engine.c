@@ -325,6 +325,7 @@ void pk_engine_config_init(pk_engine_config *cfg) {
   cfg->inline_wait_gap_us = 50;
   cfg->max_interim = 8;
   cfg->decode_content = 1;
+  cfg->io_backend = PK_IO_AUTO;
   pk_parse_limits_init(&cfg->limits);
   pk_inflate_limits_init(&cfg->inflate_limits);
 }
@@ -339,12 +340,11 @@ static int loop_init(pk_engine *eng, pk__loop *loop, uint32_t index) {
   loop->sleep_until = UINT64_MAX;
   pk__list_init(&loop->reqs);
   pk__dns_cache_init(&loop->dns, eng->resolver, eng->cfg.dns_cache_ttl_ms, dns_wake, loop);
-  return pk__loop_open(loop);
+  return pk__loop_open(loop, eng->cfg.io_backend);
 }
 
 static void loop_free(pk__loop *loop) {
-  if (loop->epfd >= 0) close(loop->epfd);
-  if (loop->evfd >= 0) close(loop->evfd);
+  pk__loop_close(loop);
   pk__dns_cache_free(&loop->dns);
   pk__req *lists[3] = {loop->free_reqs, loop->done_reqs, loop->sq_head};
   for (int i = 0; i < 3; i++) {
@@ -378,7 +378,7 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
   if (!c->max_conns_per_origin) c->max_conns_per_origin = 64;
   if (!c->dns_threads) c->dns_threads = 1;
   if (!c->limits.max_head_bytes) pk_parse_limits_init(&c->limits);
-  if (!c->callbacks.on_done) {
+  if (!c->callbacks.on_done || c->io_backend < PK_IO_EPOLL || c->io_backend > PK_IO_URING) {
     pk__free(eng);
     return -PK_E_INVALID_ARGUMENT;
   }
@@ -598,7 +598,10 @@ void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
     out->wakeups += atomic_load(&l->st_wakeups);
     out->requests_pending += atomic_load(&l->st_pending);
     out->requests_answered_inline += atomic_load(&l->st_inline);
+    out->ring_sends += atomic_load(&l->st_ring_sends);
+    out->ring_submits += atomic_load(&l->st_ring_submits);
   }
+  out->io_backend = eng->nloops && eng->loops[0].ring ? PK_IO_URING : PK_IO_EPOLL;
 }
 
 /* ------------------------------------------------- loop-thread requests */

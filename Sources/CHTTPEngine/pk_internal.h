@@ -59,6 +59,20 @@ typedef struct pk__io {
   pk__io_handler handler;
 } pk__io;
 
+/* A write queued on the loop's io_uring (pk__loop_send), embedded in its
+ * connection. Its buffer must stay as it is while `queued`. The loop calls
+ * `done` with the send's result (bytes, or -errno) when the kernel has
+ * answered, on the loop's pass: a short or failed send is the connection's
+ * to finish (pk_conn.c). */
+struct pk__send;
+typedef void (*pk__send_done)(struct pk__loop *loop, struct pk__send *op, int res);
+typedef struct pk__send {
+  pk__send_done done;
+  uint32_t len;               /* bytes queued */
+  uint8_t queued;             /* queued or in the kernel: no completion yet */
+  uint8_t direct;             /* finish with send(2): a short ring send is not queued again */
+} pk__send;
+
 /* ------------------------------------------------------------ requests */
 
 /* A request's life (pk_request.c). Changed only by pk__req_set_state. */
@@ -197,6 +211,7 @@ enum pk__conn_state {
 
 struct pk__conn {
   pk__io io;                  /* the loop's handle: its handler is pk_conn.c's event function */
+  pk__send send;              /* a request head queued on the loop's ring (io_uring backend) */
   int fd;
   uint8_t state;
   uint8_t want_write;
@@ -283,6 +298,9 @@ typedef struct pk__loop {
   pk_engine *eng;
   int epfd;
   int evfd;
+  struct io_uring *ring;      /* io_uring backend: queued writes (pk_loop.c); NULL on epoll alone */
+  pk__io ring_io;             /* the ring's descriptor in the epoll set: late completions */
+  uint32_t ring_unsubmitted;  /* sends queued since the last submit */
   pthread_t thread;
   uint32_t index;
   pk__io wake_io;             /* the eventfd's registration */
@@ -331,6 +349,7 @@ typedef struct pk__loop {
   struct pk__req *deferred_opens; /* new connections a direct pass left to the loop (via qnext) */
 
   _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending, st_inline;
+  _Atomic uint64_t st_ring_sends, st_ring_submits;
 } pk__loop;
 
 struct pk_engine {
@@ -352,7 +371,7 @@ struct pk_engine {
  * Grouped by the file that defines them, from the bottom of the DAG up
  * (docs/ENGINE.md, "Layers"): a file calls only the groups above its own. */
 
-/* pk_loop.c: epoll, handler dispatch, timers, wake-up, read buffers */
+/* pk_loop.c: epoll, the io_uring ring, handler dispatch, timers, wake-up, read buffers */
 extern _Thread_local pk_engine *pk__current_engine;
 static inline bool pk__on_loop_thread(pk_engine *eng) { return pk__current_engine == eng; }
 void pk__timer_arm(struct pk__loop *loop, pk__timer *t, uint64_t deadline);
@@ -380,8 +399,25 @@ void pk__conn_arm_disarmed(pk__loop *loop);
 void pk__loop_poll(pk__loop *loop, int timeout_ms);
 /* The earliest armed timer's deadline, UINT64_MAX when none is armed. */
 uint64_t pk__loop_next_deadline(pk__loop *loop);
-int pk__loop_open(pk__loop *loop); /* epoll + eventfd: 0 or -PK_E_SOCKET */
+/* epoll + eventfd, and the ring for backend (pk_io_backend) PK_IO_AUTO or
+ * PK_IO_URING: 0, -PK_E_SOCKET, or -PK_E_IO_URING (PK_IO_URING only; AUTO
+ * goes on without a ring). */
+int pk__loop_open(pk__loop *loop, int backend);
+/* Frees what pk__loop_open made (the ring, epoll, eventfd). */
+void pk__loop_close(pk__loop *loop);
 void pk__loop_wake(pk__loop *loop);
+/* Queues a send(2) of buf[0..len) on fd on the ring, to be submitted with
+ * the pass's others before the loop waits (pk__loop_flush): true, and
+ * op->done is called with the result later. False when there is no ring
+ * (epoll backend) or a direct pass runs (the caller's thread holds the
+ * pass): then the caller sends now. Loop pass only. */
+bool pk__loop_send(pk__loop *loop, int fd, const void *buf, size_t len, pk__send *op);
+/* Submits the queued sends and calls the done functions of every
+ * completion (which may queue more: until none is left). */
+void pk__loop_flush(pk__loop *loop);
+/* Before its descriptor or buffer goes away: waits until `op` (queued) is
+ * completed or cancelled; its done function runs. */
+void pk__loop_send_settle(pk__loop *loop, pk__send *op);
 char *pk__rbuf_get(pk__loop *loop);
 void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap);
 

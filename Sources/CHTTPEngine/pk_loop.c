@@ -7,12 +7,14 @@
 #include "pk_internal.h"
 
 #include <errno.h>
+#include <liburing.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #define PK_MAX_EVENTS 256
+#define PK_RING_ENTRIES 256 /* queued sends between submits (a full queue submits early) */
 
 /* Set by each loop thread (pk_engine.c) for pk__on_loop_thread. */
 _Thread_local pk_engine *pk__current_engine;
@@ -31,6 +33,8 @@ int pk__io_rearm(pk__loop *loop, int fd, pk__io *io, uint32_t events) {
 
 void pk__loop_poll(pk__loop *loop, int timeout_ms) {
   struct epoll_event events[PK_MAX_EVENTS];
+  /* The pass's queued writes go out before the loop waits for their answers. */
+  if (loop->ring) pk__loop_flush(loop);
   if (timeout_ms != 0) pthread_mutex_unlock(&loop->pass_lock);
   int n = epoll_wait(loop->epfd, events, PK_MAX_EVENTS, timeout_ms);
   if (timeout_ms != 0) pthread_mutex_lock(&loop->pass_lock);
@@ -54,14 +58,166 @@ static void wake_event(pk__loop *loop, pk__io *io, uint32_t events) {
   PK_UNUSED(r);
 }
 
-int pk__loop_open(pk__loop *loop) {
+/* ----------------------------------------------------------- the ring
+ *
+ * The io_uring backend (docs/ENGINE.md, "I/O backends"): readiness still
+ * comes from epoll, but a pass's request writes are queued here as
+ * IORING_OP_SEND and reach the kernel together, in one io_uring_enter(2)
+ * before the loop waits, instead of one send(2) each. The kernel runs a
+ * socket send at submission; its completion is read right after. One that
+ * the kernel finishes later (it had to wait for room) posts its completion
+ * then: the ring's descriptor is in the epoll set (level-triggered), so the
+ * loop wakes for it. */
+
+static void ring_submit(pk__loop *loop) {
+  if (!loop->ring_unsubmitted) return;
+  int r;
+  do r = io_uring_submit(loop->ring);
+  while (r == -EINTR);
+  /* What the kernel did not take (-EAGAIN, -EBUSY: short of memory) stays
+   * in the submission queue for the next submit. */
+  if (r > 0) loop->ring_unsubmitted = (uint32_t)r >= loop->ring_unsubmitted ? 0 : loop->ring_unsubmitted - (uint32_t)r;
+  atomic_fetch_add_explicit(&loop->st_ring_submits, 1, memory_order_relaxed);
+}
+
+/* Calls the done function of every completion there is; their number. The
+ * completions are taken off the ring first: a done function may queue,
+ * submit or settle. */
+static unsigned ring_reap(pk__loop *loop) {
+  unsigned total = 0;
+  for (;;) {
+    struct io_uring_cqe *cqes[64];
+    unsigned n = io_uring_peek_batch_cqe(loop->ring, cqes, 64);
+    if (!n) return total;
+    pk__send *ops[64];
+    int res[64];
+    for (unsigned i = 0; i < n; i++) {
+      ops[i] = io_uring_cqe_get_data(cqes[i]); /* NULL: a cancel's own completion */
+      res[i] = cqes[i]->res;
+    }
+    io_uring_cq_advance(loop->ring, n);
+    for (unsigned i = 0; i < n; i++) {
+      if (!ops[i]) continue;
+      ops[i]->queued = 0;
+      ops[i]->done(loop, ops[i], res[i]);
+    }
+    total += n;
+  }
+}
+
+void pk__loop_flush(pk__loop *loop) {
+  if (!loop->ring) return;
+  /* Bounded: a done function sends what a short send left with send(2), so
+   * a round queues nothing new in practice. */
+  for (int round = 0; round < 8; round++) {
+    ring_submit(loop);
+    if (!ring_reap(loop) && !loop->ring_unsubmitted) return;
+  }
+}
+
+bool pk__loop_send(pk__loop *loop, int fd, const void *buf, size_t len, pk__send *op) {
+  if (!loop->ring || loop->in_direct || op->direct || len > UINT32_MAX) return false;
+  struct io_uring_sqe *sqe = io_uring_get_sqe(loop->ring);
+  if (!sqe) { /* a full queue: submit what is there (their completions are read at the flush) */
+    ring_submit(loop);
+    sqe = io_uring_get_sqe(loop->ring);
+    if (!sqe) return false;
+  }
+  io_uring_prep_send(sqe, fd, buf, len, MSG_NOSIGNAL);
+  io_uring_sqe_set_data(sqe, op);
+  op->len = (uint32_t)len;
+  op->queued = 1;
+  loop->ring_unsubmitted++;
+  atomic_fetch_add_explicit(&loop->st_ring_sends, 1, memory_order_relaxed);
+  return true;
+}
+
+void pk__loop_send_settle(pk__loop *loop, pk__send *op) {
+  if (!op->queued || !loop->ring) return;
+  pk__loop_flush(loop); /* the usual case: the kernel answers at submission */
+  if (!op->queued) return;
+  /* Still in the kernel (waiting for room): cancel it, and wait for both answers. */
+  struct io_uring_sqe *sqe = io_uring_get_sqe(loop->ring);
+  if (!sqe) {
+    ring_submit(loop);
+    sqe = io_uring_get_sqe(loop->ring);
+  }
+  if (sqe) {
+    io_uring_prep_cancel(sqe, op, 0);
+    io_uring_sqe_set_data(sqe, NULL);
+    loop->ring_unsubmitted++;
+  }
+  for (int i = 0; op->queued && i < 1000; i++) {
+    ring_submit(loop);
+    if (ring_reap(loop)) continue;
+    struct io_uring_cqe *cqe;
+    struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
+    (void)io_uring_wait_cqe_timeout(loop->ring, &cqe, &ts);
+  }
+}
+
+static void ring_event(pk__loop *loop, pk__io *io, uint32_t events) {
+  PK_UNUSED(io);
+  PK_UNUSED(events);
+  pk__loop_flush(loop);
+}
+
+/* The ring of the io_uring backend: made and checked (the kernel may refuse
+ * io_uring_setup(2): kernel.io_uring_disabled, a seccomp filter such as
+ * Docker's default, an old kernel; or lack IORING_OP_SEND). 0 with or
+ * without it, or -PK_E_IO_URING when PK_IO_URING asked for it. */
+static int ring_open(pk__loop *loop, int backend) {
+  if (backend != PK_IO_AUTO && backend != PK_IO_URING) return 0;
+  int fail = backend == PK_IO_URING ? -PK_E_IO_URING : 0;
+  struct io_uring *ring = pk__calloc(1, sizeof *ring);
+  if (!ring) return fail;
+  struct io_uring_params p;
+  memset(&p, 0, sizeof p);
+  /* Completions are read by this thread after each submit: no interrupt
+   * to run them (Linux 5.19; older kernels refuse the flag). */
+  p.flags = IORING_SETUP_COOP_TASKRUN;
+  int r = io_uring_queue_init_params(PK_RING_ENTRIES, ring, &p);
+  if (r == -EINVAL) {
+    memset(&p, 0, sizeof p);
+    r = io_uring_queue_init_params(PK_RING_ENTRIES, ring, &p);
+  }
+  if (r < 0) {
+    pk__free(ring);
+    return fail;
+  }
+  struct io_uring_probe *probe = io_uring_get_probe_ring(ring);
+  bool ok = probe && io_uring_opcode_supported(probe, IORING_OP_SEND) &&
+            io_uring_opcode_supported(probe, IORING_OP_ASYNC_CANCEL);
+  if (probe) io_uring_free_probe(probe);
+  loop->ring_io.handler = ring_event;
+  if (!ok || pk__io_add(loop, ring->ring_fd, &loop->ring_io, EPOLLIN) < 0) {
+    io_uring_queue_exit(ring);
+    pk__free(ring);
+    return fail;
+  }
+  loop->ring = ring;
+  return 0;
+}
+
+int pk__loop_open(pk__loop *loop, int backend) {
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
   if (loop->epfd < 0) return -PK_E_SOCKET;
   loop->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (loop->evfd < 0) return -PK_E_SOCKET;
   loop->wake_io.handler = wake_event;
   if (pk__io_add(loop, loop->evfd, &loop->wake_io, EPOLLIN) < 0) return -PK_E_SOCKET;
-  return 0;
+  return ring_open(loop, backend);
+}
+
+void pk__loop_close(pk__loop *loop) {
+  if (loop->ring) {
+    io_uring_queue_exit(loop->ring); /* cancels what is left (nothing: every connection is closed) */
+    pk__free(loop->ring);
+    loop->ring = NULL;
+  }
+  if (loop->epfd >= 0) close(loop->epfd);
+  if (loop->evfd >= 0) close(loop->evfd);
+  loop->epfd = loop->evfd = -1;
 }
 
 void pk__loop_wake(pk__loop *loop) {

@@ -66,6 +66,7 @@ public enum PocketBenchmark {
             throw Failure(description: "--proxy: \(error)", exitCode: 2)
         }
         config.unixSocketPath = options.unixSocket
+        if let backend = options.ioBackend.flatMap(PocketIOBackend.init(rawValue:)) { config.ioBackend = backend }
         if options.pipeline {
             // The engaged path: a middleware that adds a header, a retry
             // policy (nothing to retry against a healthy server), events.
@@ -108,6 +109,7 @@ public enum PocketBenchmark {
         setup.executor = options.onLoop ? client.executor : nil
         setup.engineThreads = options.engineThreads
         setup.pipeline = options.pipeline
+        setup.ioBackend = client.ioBackend.rawValue
         // One live subscription, drained as events come.
         let events = options.pipeline ? client.events() : nil
         let listener = events.map { events in Task { for await _ in events {} } }

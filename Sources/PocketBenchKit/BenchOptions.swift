@@ -28,6 +28,9 @@ public struct BenchOptions: Sendable {
     public var engineThreads = 1
     /// Run the request tasks on Pocket's loop executor (default: the global one).
     public var onLoop = false
+    /// Pocket's I/O backend: `auto`, `epoll` or `io_uring`; nil: the
+    /// client's default (`POCKET_IO_BACKEND`, else auto).
+    public var ioBackend: String?
     /// Engage Pocket's whole request path: one middleware that adds a
     /// header, a retry policy and one live `events()` subscription.
     public var pipeline = false
@@ -65,7 +68,8 @@ public struct BenchOptions: Sendable {
     public static let usage = """
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
-                            [--engine-threads T] [--on-loop] [--pipeline] [--cacert FILE] [-k] [--close]
+                            [--engine-threads T] [--on-loop] [--pipeline] [--io-backend B]
+                            [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
                             [--unix-socket PATH]
@@ -85,6 +89,8 @@ public struct BenchOptions: Sendable {
                                (withTaskExecutorPreference) instead of the global pool
           --pipeline           a middleware adding a header, a retry policy and a live
                                events() subscription on every request (the engaged path)
+          --io-backend B       auto (default: io_uring where the kernel allows it), epoll
+                               or io_uring: how Pocket's engine writes to its sockets
           --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
           -k, --insecure       no certificate verification for https URLs (benchmarks only)
           --close              send Connection: close: every request opens a new
@@ -154,6 +160,12 @@ public struct BenchOptions: Sendable {
             case "--engine-threads": o.engineThreads = try int(arg, min: 1)
             case "--on-loop": o.onLoop = true
             case "--pipeline": o.pipeline = true
+            case "--io-backend":
+                let s = try value(arg)
+                guard ["auto", "epoll", "io_uring"].contains(s) else {
+                    throw .message("\(arg): expected auto, epoll or io_uring, got '\(s)'")
+                }
+                o.ioBackend = s
             case "--cacert": o.caFile = try value(arg)
             case "-k", "--insecure": o.insecure = true
             case "--close": o.closeEach = true

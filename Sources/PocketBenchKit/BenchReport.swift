@@ -14,6 +14,7 @@ public struct Report: Sendable {
     var engineThreads: Int
     var onLoop: Bool
     var pipeline = false
+    var ioBackend: String?
     var warmup: Int
     /// The measured requests and their outcome.
     public var tally: Tally
@@ -95,6 +96,7 @@ public struct Report: Sendable {
             ("engine_threads", "\(engineThreads)"),
             ("on_loop", onLoop ? "true" : "false"),
             ("pipeline", pipeline ? "true" : "false"),
+            ("io_backend", ioBackend.map(jsonString) ?? "null"),
             ("warmup", "\(warmup)"),
             ("latency_samples", "\(latencies.totalCount)"),
             ("embedded_server", embedded ? "true" : "false"),
@@ -121,6 +123,7 @@ public struct Report: Sendable {
         lines.append("\(scenario.map { "[\($0)] " } ?? "")\(client)  \(url)\(embedded ? "  (embedded server)" : "")")
         lines.append("  connections \(connections), engine threads \(engineThreads), "
             + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests"
+            + (ioBackend.map { ", I/O \($0)" } ?? "")
             + (pipeline ? ", request path engaged (middleware, retry policy, events)" : ""))
         lines.append("  requests    \(tally.requests) in \(fmt(elapsedSeconds, 3)) s"
             + "  (errors \(tally.errors), non-2xx/3xx \(tally.badStatus))")

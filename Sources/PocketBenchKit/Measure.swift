@@ -19,6 +19,8 @@ public struct MeasureSetup: Sendable {
     public var engineThreads = 1
     /// The client's whole request path was engaged (`--pipeline`), for the report.
     public var pipeline = false
+    /// How the client writes to sockets (Pocket's `epoll` or `io_uring`), for the report; nil for others.
+    public var ioBackend: String?
     /// Versions for the report besides Swift's (`["pocket": "0.1"]`).
     public var versions: [String: String] = [:]
 
@@ -87,6 +89,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         engineThreads: setup.engineThreads,
         onLoop: setup.executor != nil,
         pipeline: setup.pipeline,
+        ioBackend: setup.ioBackend,
         warmup: options.effectiveWarmup,
         tally: tally,
         elapsedNanos: t1 &- t0,

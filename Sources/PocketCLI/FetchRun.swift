@@ -74,6 +74,7 @@ struct FetchRun: Sendable {
             facts.filename = plan.destination?.path(percentEncoded: false)
             let (client, fresh) = try clients.client(for: plan.configuration)
             facts.firstOnClient = fresh
+            if command.verbose && fresh { Output.diagnostic(HeadFormat.verboseBackend(client.ioBackend)) }
             // As curl: not when the body itself goes to the same terminal (the two would interleave).
             let bodyToTerminal = plan.destination == nil && Output.stdout.isTerminal
             let bar = !command.silent && !buffered && Output.stderr.isTerminal && !bodyToTerminal ? ProgressBar() : nil

@@ -45,6 +45,14 @@ enum HeadFormat {
         return s + ">\n"
     }
 
+    /// The `-v` line of a new client: how its engine writes to sockets.
+    static func verboseBackend(_ backend: PocketIOBackend) -> String {
+        switch backend {
+        case .ioUring: "* I/O: io_uring (a loop pass's request writes share one system call)\n"
+        default: "* I/O: epoll (one send per write)\n"
+        }
+    }
+
     /// One `-v` line with the timings of a finished request.
     static func verboseTimings(_ t: PocketTimings) -> String {
         func ms(_ d: Duration) -> String {

@@ -4,6 +4,7 @@
 #include "CHTTPEngine.h"
 #include "pk_test_hooks.h"
 
+#include "calls.h"
 #include "check.h"
 
 #include <errno.h>
@@ -16,38 +17,10 @@
 
 int pk_test_failures;
 
-typedef struct {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int done, error, status;
-  size_t body;
-} call;
-
-static int on_head(void *ctx, const pk_response_head *h, const char *raw, size_t n, int64_t cl) {
-  (void)raw, (void)n, (void)cl;
-  ((call *)ctx)->status = h->status;
-  return PK_HEAD_CONTINUE;
-}
-
-static int on_body(void *ctx, const char *d, size_t n) {
-  (void)d;
-  ((call *)ctx)->body += n;
-  return PK_BODY_CONTINUE;
-}
-
-static void on_done(void *ctx, int error, int sys_errno, const pk_timings *t) {
-  (void)sys_errno, (void)t;
-  call *c = ctx;
-  pthread_mutex_lock(&c->lock);
-  c->done = 1;
-  c->error = error;
-  pthread_cond_signal(&c->cond);
-  pthread_mutex_unlock(&c->lock);
-}
-
 static pk_engine *engine_with(void (*done)(void *, int, int, const pk_timings *)) {
   pk_engine_config cfg;
   pk_engine_config_init(&cfg);
+  cfg.io_backend = test_io_backend();
   cfg.callbacks.on_head = on_head;
   cfg.callbacks.on_body = on_body;
   cfg.callbacks.on_done = done;
@@ -58,48 +31,13 @@ static pk_engine *engine_with(void (*done)(void *, int, int, const pk_timings *)
 
 static pk_engine *engine(void) { return engine_with(on_done); }
 
-static void init_call(call *c) {
-  memset(c, 0, sizeof *c);
-  pthread_mutex_init(&c->lock, NULL);
-  pthread_cond_init(&c->cond, NULL);
-  c->error = -1;
-}
 
 static int submit(pk_engine *e, unsigned short port, call *c, uint32_t read_ms) {
   pk_request_spec s;
-  memset(&s, 0, sizeof s);
-  s.method = "GET";
-  s.method_len = 3;
-  s.host = "127.0.0.1";
-  s.host_len = 9;
-  s.port = port;
-  s.target = "/";
-  s.target_len = 1;
+  get_spec(&s, port, c);
   s.read_timeout_ms = read_ms;
-  s.total_timeout_ms = 20000;
-  s.idempotent = -1;
-  s.ctx = c;
   pk_request_handle h;
   return pk_engine_submit(e, &s, &h);
-}
-
-/* Waits for on_done (bounded: a hang fails the test instead of blocking CI). */
-static int wait_call(call *c) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += 60;
-  pthread_mutex_lock(&c->lock);
-  while (!c->done)
-    if (pthread_cond_timedwait(&c->cond, &c->lock, &until) == ETIMEDOUT) break;
-  int done = c->done;
-  pthread_mutex_unlock(&c->lock);
-  EXPECT(done);
-  return done ? c->error : -1;
-}
-
-static void destroy_call(call *c) {
-  pthread_mutex_destroy(&c->lock);
-  pthread_cond_destroy(&c->cond);
 }
 
 static int get(pk_engine *e, unsigned short port, uint32_t read_ms, call *c) {
@@ -245,6 +183,7 @@ static int open_pair(void *ctx, const void *addr, unsigned len) {
 static void test_open_socket(void) {
   pk_engine_config cfg;
   pk_engine_config_init(&cfg);
+  cfg.io_backend = test_io_backend();
   cfg.callbacks.on_head = on_head;
   cfg.callbacks.on_body = on_body;
   cfg.callbacks.on_done = on_done;
@@ -275,6 +214,7 @@ static void test_open_socket(void) {
 static void test_tls_setup_fails_at_create(void) {
   pk_engine_config cfg;
   pk_engine_config_init(&cfg);
+  cfg.io_backend = test_io_backend();
   cfg.callbacks.on_done = on_done;
   cfg.tls.ca_file = "/nonexistent/ca.pem";
   pk_engine *e = NULL;

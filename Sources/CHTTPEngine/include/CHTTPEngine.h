@@ -188,6 +188,15 @@ const char *pk_tls_library_version(void);
 const char *pk_zlib_version(void);
 const char *pk_libdeflate_version(void);
 
+/* How the loop threads write to sockets (docs/ENGINE.md, "I/O backends").
+ * Both wait for readiness with epoll and read with recv(2); they differ in
+ * how a pass's writes reach the kernel. */
+typedef enum pk_io_backend {
+  PK_IO_EPOLL = 0, /* each write is its own send(2) */
+  PK_IO_AUTO = 1,  /* io_uring when the kernel allows it, else epoll (silently) */
+  PK_IO_URING = 2, /* io_uring; pk_engine_create fails with -PK_E_IO_URING without it */
+} pk_io_backend;
+
 typedef struct pk_engine_config {
   uint32_t loops;                /* event-loop threads, default 1 */
   uint32_t max_conns_per_origin; /* default 64 */
@@ -246,6 +255,13 @@ typedef struct pk_engine_config {
    * PK_E_SOCKET). TLS, the pool and timeouts work as usual on it. */
   int (*open_socket)(void *open_socket_ctx, const void *addr, unsigned addr_len);
   void *open_socket_ctx;
+  /* pk_io_backend; PK_IO_AUTO by default. With io_uring each loop has a
+   * ring on which a pass's request writes on plain connections (a request
+   * whose head is all there is to send) are queued and submitted together,
+   * with one io_uring_enter(2) before the loop waits, instead of one
+   * send(2) each. Everything else (TLS, bodies, reads, waiting) is the same
+   * code on both. */
+  int io_backend;
 } pk_engine_config;
 
 /* Fills the defaults (1 loop, 64 connections per origin, ...; no callbacks).
@@ -258,7 +274,8 @@ void pk_engine_config_init(pk_engine_config *cfg);
  * https request) and starts the resolver and loop threads. Any thread.
  * Returns 0 and the engine in *out (owned by the caller: pk_engine_destroy),
  * or -PK_E_INVALID_ARGUMENT (out NULL, on_done NULL), -PK_E_NOMEM,
- * -PK_E_TLS_CONFIG, -PK_E_SOCKET (epoll or eventfd), -PK_E_THREAD (a thread
+ * -PK_E_TLS_CONFIG, -PK_E_SOCKET (epoll or eventfd), -PK_E_IO_URING (io_backend
+ * PK_IO_URING and no ring could be made), -PK_E_THREAD (a thread
  * could not start; errno is left as pthread_create's answer). Nothing is
  * left running after an error. */
 int pk_engine_create(const pk_engine_config *cfg, pk_engine **out);
@@ -459,6 +476,9 @@ typedef struct pk_engine_stats {
   uint64_t wakeups;          /* eventfd writes: submits/posts that found the loop asleep */
   uint64_t requests_pending; /* submitted and not yet finished */
   uint64_t requests_answered_inline; /* answered on the submitting thread (inline_wait_us) */
+  uint32_t io_backend;       /* in use: PK_IO_EPOLL or PK_IO_URING (every loop has the same) */
+  uint64_t ring_sends;       /* writes that went through a ring */
+  uint64_t ring_submits;     /* io_uring_enter calls that submitted them */
 } pk_engine_stats;
 
 void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out);

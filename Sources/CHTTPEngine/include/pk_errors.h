@@ -108,7 +108,9 @@ extern "C" {
     "the proxy refused the CONNECT tunnel (non-2xx answer)")                              \
   X(PK_E_PROXY_CLOSED, "proxy_tunnel_closed",                                             \
     "the proxy closed the connection before the tunnel was up")                          \
-  X(PK_E_PROXY_PROTOCOL, "proxy_bad_response", "the proxy's answer to CONNECT is not valid HTTP")
+  X(PK_E_PROXY_PROTOCOL, "proxy_bad_response", "the proxy's answer to CONNECT is not valid HTTP") \
+  X(PK_E_IO_URING, "io_uring_unavailable",                                                \
+    "io_uring was asked for but the kernel refuses it (kernel.io_uring_disabled, a seccomp filter, or too old)")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,

@@ -36,6 +36,14 @@ public final class PocketClient: Sendable {
         /// Event-loop threads in the engine, 1 by default: one loop saturates a
         /// core on loopback; more help only with many origins and cores.
         public var engineThreads = 1
+        /// How the engine's loops write to sockets: `.automatic` by default
+        /// (io_uring where the kernel allows it, else epoll), unless the
+        /// `POCKET_IO_BACKEND` environment variable (`auto`, `epoll`,
+        /// `io_uring`) names another: a whole service or test suite can run on
+        /// one backend without a code change. See `PocketIOBackend`; the one
+        /// in use is `PocketClient.ioBackend`.
+        /// Set per engine: scoped clients share their parent's.
+        public var ioBackend: PocketIOBackend = .fromEnvironment
         /// How long a resolved host name is reused, 30 s by default.
         public var dnsCacheTTL: Duration = .seconds(30)
         /// Addresses to connect to instead of resolving a host and port

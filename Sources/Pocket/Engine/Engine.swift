@@ -42,6 +42,7 @@ final class Engine: @unchecked Sendable {
         cfg.limits.max_chunk_hex_digits = max(1, c.limits.maxChunkSizeDigits)
         cfg.limits.max_trailer_bytes = c.limits.maxTrailerBytes
         cfg.decode_content = c.decompression ? 1 : 0
+        cfg.io_backend = c.ioBackend.engineValue
         cfg.inflate_limits.max_ratio = UInt64(max(0, c.limits.maxDecompressionRatio))
         cfg.inflate_limits.ratio_floor = UInt64(max(0, c.limits.decompressionRatioFloor))
         cfg.inflate_limits.max_output = c.limits.maxDecodedBytes.map { UInt64(max(1, $0)) } ?? 0

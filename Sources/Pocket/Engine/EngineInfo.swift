@@ -1,4 +1,9 @@
 internal import CHTTPEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// What the engine is built with, for a `--version` line or a service's
 /// diagnostics: the libraries are linked, so these are the versions in use.
@@ -13,4 +18,41 @@ public enum PocketEngineInfo {
     public static let protocols = ["http", "https"]
     /// The engine's features, as curl's `--version` lists its own.
     public static let features = ["HTTP/1.1", "keep-alive", "TLS", "gzip", "deflate", "Range"]
+}
+
+/// How a client's engine writes to its sockets (`Configuration.ioBackend`).
+///
+/// Both backends wait for readiness with epoll and read with `recv(2)`;
+/// they differ in how a loop pass's writes reach the kernel. On epoll each
+/// request is its own `send(2)`. On io_uring the pass's request writes on
+/// plain connections (requests whose head is all there is to send: GET,
+/// HEAD, DELETE without a body, ...) are queued on a ring and submitted
+/// together with one `io_uring_enter(2)` before the loop waits: under load
+/// one system call carries dozens of requests (docs/ENGINE.md, "I/O
+/// backends"). TLS, request bodies, reads, timers and the pool are the same
+/// code on both.
+public enum PocketIOBackend: String, Sendable, Hashable, CaseIterable {
+    /// io_uring when the kernel allows it, else epoll, silently: io_uring is
+    /// refused by the `kernel.io_uring_disabled` sysctl, by seccomp filters
+    /// such as Docker's default profile, and by kernels before 5.6.
+    case automatic = "auto"
+    /// epoll alone: one `send(2)` per write.
+    case epoll
+    /// io_uring, or the client's `init` throws `.ioUringUnavailable`.
+    case ioUring = "io_uring"
+
+    /// `POCKET_IO_BACKEND` when it names a backend (`auto`, `epoll`,
+    /// `io_uring`), else `.automatic`.
+    public static var fromEnvironment: PocketIOBackend {
+        guard let value = getenv("POCKET_IO_BACKEND") else { return .automatic }
+        return PocketIOBackend(rawValue: String(cString: value)) ?? .automatic
+    }
+
+    var engineValue: Int32 {
+        switch self {
+        case .automatic: Int32(PK_IO_AUTO.rawValue)
+        case .epoll: Int32(PK_IO_EPOLL.rawValue)
+        case .ioUring: Int32(PK_IO_URING.rawValue)
+        }
+    }
 }

@@ -22,16 +22,27 @@ public struct PocketPoolStatistics: Sendable, Hashable {
     /// Of those, the ones answered on the sending task's own thread
     /// (`Configuration.sendingThreadWait`) rather than by the engine's loop.
     public var requestsAnsweredOnSendingThread: Int
+    /// The backend the loops write with: `.epoll` or `.ioUring` (never `.automatic`).
+    public var ioBackend: PocketIOBackend
+    /// Writes queued on the io_uring ring since the client started (0 on epoll).
+    public var ringWrites: Int
+    /// `io_uring_enter` calls that submitted them: `ringWrites / ringSubmits`
+    /// requests went to the kernel per system call.
+    public var ringSubmits: Int
 
     /// A snapshot with these values (for tests of code that reads one).
     public init(openConnections: Int, idleConnections: Int, pendingRequests: Int, connectionsOpened: Int = 0,
-                requestsCompleted: Int = 0, requestsAnsweredOnSendingThread: Int = 0) {
+                requestsCompleted: Int = 0, requestsAnsweredOnSendingThread: Int = 0, ioBackend: PocketIOBackend = .epoll,
+                ringWrites: Int = 0, ringSubmits: Int = 0) {
         self.openConnections = openConnections
         self.idleConnections = idleConnections
         self.pendingRequests = pendingRequests
         self.connectionsOpened = connectionsOpened
         self.requestsCompleted = requestsCompleted
         self.requestsAnsweredOnSendingThread = requestsAnsweredOnSendingThread
+        self.ioBackend = ioBackend
+        self.ringWrites = ringWrites
+        self.ringSubmits = ringSubmits
     }
 }
 
@@ -47,6 +58,13 @@ extension PocketClient {
                                     pendingRequests: max(0, Int(truncatingIfNeeded: s.requests_pending)),
                                     connectionsOpened: Int(truncatingIfNeeded: s.connections_opened),
                                     requestsCompleted: Int(truncatingIfNeeded: s.requests_completed),
-                                    requestsAnsweredOnSendingThread: Int(truncatingIfNeeded: s.requests_answered_inline))
+                                    requestsAnsweredOnSendingThread: Int(truncatingIfNeeded: s.requests_answered_inline),
+                                    ioBackend: s.io_backend == UInt32(PK_IO_URING.rawValue) ? .ioUring : .epoll,
+                                    ringWrites: Int(truncatingIfNeeded: s.ring_sends),
+                                    ringSubmits: Int(truncatingIfNeeded: s.ring_submits))
     }
+
+    /// The backend the engine's loops write with (`Configuration.ioBackend`
+    /// decided at `init`): `.epoll` or `.ioUring`.
+    public var ioBackend: PocketIOBackend { poolStatistics.ioBackend }
 }

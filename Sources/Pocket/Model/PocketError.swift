@@ -208,6 +208,11 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let proxyTunnelClosed = Code("proxy_tunnel_closed")
         /// The proxy's answer to CONNECT is not HTTP, or bytes followed it.
         public static let proxyBadResponse = Code("proxy_bad_response")
+        /// `Configuration.ioBackend` is `.ioUring` but the kernel refuses io_uring
+        /// (the `kernel.io_uring_disabled` sysctl, a seccomp filter such as
+        /// Docker's default, or a kernel older than 5.6); thrown by the client's
+        /// `init`. `.automatic` falls back to epoll instead.
+        public static let ioUringUnavailable = Code("io_uring_unavailable")
         /// A proxy setting (configuration, request or environment variable)
         /// that is not an `http://` proxy URL.
         public static let invalidProxy = Code("invalid_proxy")
