@@ -11,8 +11,10 @@
 # swift build --scratch-path; default: SwiftPM's own .build), SERVER_CPU (0),
 # CLIENT_CPU (1), ON_LOOP=1 to add pocket-bench --on-loop rows, PIPELINE=1 to
 # add pocket-bench --pipeline rows (the whole request path engaged: a
-# middleware, a retry policy, a live events() subscription), ALLOCS=0 to
-# skip the allocation-count runs.
+# middleware, a retry policy, a live events() subscription), EPOLL=1 to add
+# pocket-bench --io-backend epoll rows (the pocket rows use the default
+# backend: io_uring where the kernel allows it), ALLOCS=0 to skip the
+# allocation-count runs.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 ON_LOOP="${ON_LOOP:-0}"
 PIPELINE="${PIPELINE:-0}"
+EPOLL="${EPOLL:-0}"
 ALLOCS="${ALLOCS:-1}"
 URL="http://127.0.0.1:${PORT}/"
 # pocket-bench runs for DUR seconds: a request budget it cannot reach.
@@ -82,6 +85,7 @@ run_pocket() { # connections [extra args...]
     cat "$out" "$TMP/pocket.err" >&2
     return 1
   }
+  [ $# -eq 0 ] && jget io_backend "$out" | tr -d '"' >"$TMP/default-backend"
   echo "$(jget rps "$out") $(jget p50_us "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" \
     "$(jget requests "$out") $(($(jget errors "$out") + $(jget bad_status "$out")))"
 }
@@ -90,6 +94,8 @@ run_pocket() { # connections [extra args...]
 CONFIGS=("wrk 64" "pocket 64" "wrk 1" "pocket 1")
 [ "$ON_LOOP" = 1 ] && CONFIGS+=("pocket-loop 64" "pocket-loop 1")
 [ "$PIPELINE" = 1 ] && CONFIGS+=("pocket-pipeline 64" "pocket-pipeline 1")
+[ "$EPOLL" = 1 ] && CONFIGS+=("pocket-epoll 64" "pocket-epoll 1")
+[ "$EPOLL" = 1 ] && [ "$PIPELINE" = 1 ] && CONFIGS+=("pocket-epoll-pipeline 64")
 declare -A RPS P50 P99 CPU
 
 run_one() { # name connections
@@ -98,6 +104,8 @@ run_one() { # name connections
     pocket) run_pocket "$2" ;;
     pocket-loop) run_pocket "$2" --on-loop ;;
     pocket-pipeline) run_pocket "$2" --pipeline ;;
+    pocket-epoll) run_pocket "$2" --io-backend epoll ;;
+    pocket-epoll-pipeline) run_pocket "$2" --io-backend epoll --pipeline ;;
   esac
 }
 
@@ -150,7 +158,7 @@ echo
 echo "| c | client | req/s | p50 µs | p99 µs | CPU µs/req |"
 echo "|---|---|---:|---:|---:|---:|"
 for c in 64 1; do
-  for name in wrk pocket pocket-loop pocket-pipeline; do
+  for name in wrk pocket pocket-loop pocket-pipeline pocket-epoll pocket-epoll-pipeline; do
     key="$name/$c"
     [ -n "${RPS[$key]:-}" ] || continue
     echo "| $c | $name | $(fmt "$(m "${RPS[$key]}")" 0) | $(fmt "$(m "${P50[$key]}")" 1) |" \
@@ -161,7 +169,7 @@ echo
 echo "| c | pocket/wrk | req/s ratio | p99 ratio | CPU/req ratio |"
 echo "|---|---|---:|---:|---:|"
 for c in 64 1; do
-  for name in pocket pocket-loop pocket-pipeline; do
+  for name in pocket pocket-loop pocket-pipeline pocket-epoll pocket-epoll-pipeline; do
     key="$name/$c"
     [ -n "${RPS[$key]:-}" ] || continue
     echo "| $c | $name/wrk | $(ratio "$(m "${RPS[$key]}")" "$(m "${RPS[wrk/$c]}")") |" \
@@ -184,5 +192,6 @@ echo "  wrk:     /usr/bin/time -f '%U %S' taskset -c $CLIENT_CPU $WRK -t1 -c{64,
 echo "  pocket:  taskset -c $CLIENT_CPU $BIN --url $URL --connections {64,1} --requests $POCKET_REQUESTS --max-seconds $DUR --json"
 [ "$ON_LOOP" = 1 ] && echo "           (pocket-loop rows: the same with --on-loop)"
 [ "$PIPELINE" = 1 ] && echo "           (pocket-pipeline rows: the same with --pipeline)"
+[ "$EPOLL" = 1 ] && echo "           (pocket-epoll rows: the same with --io-backend epoll; pocket rows: the default, $(cat "$TMP/default-backend" 2>/dev/null || echo "?") here)"
 [ -n "$MALLOC_LIB" ] && echo "  allocs:  LD_PRELOAD=libmalloccount.so (scripts/malloc-count) with the pocket command above"
 echo "CPU/req: wrk = (user+sys of the whole wrk process) / requests; pocket = getrusage(RUSAGE_SELF) over the measured phase / requests"

@@ -78,6 +78,38 @@ public struct PocketClosureMiddleware: PocketMiddleware {
     }
 }
 
+/// The chain a request runs through: the middleware, the retry policy last,
+/// and which of them have an `adapt` and an `observe` to call. A
+/// `PocketClosureMiddleware` without that closure, and a retry policy, have
+/// none (their defaults do nothing), so the request path neither calls them
+/// nor builds what they would be handed. Built once per client; again for
+/// a request that brings middleware or a policy of its own.
+struct MiddlewareChain: Sendable {
+    /// Every middleware, the retry policy last: all are asked `retry`.
+    let all: [any PocketMiddleware]
+    /// Indices of those whose `adapt` does something, in order.
+    let adapters: [Int]
+    /// Indices of those whose `observe` does something, in order (called in reverse).
+    let observers: [Int]
+
+    init(_ middleware: [any PocketMiddleware], policy: PocketRetryPolicy?) {
+        all = policy.map { middleware + [$0] } ?? middleware
+        var adapters: [Int] = [], observers: [Int] = []
+        for (i, m) in middleware.enumerated() {
+            if m is PocketRetryPolicy { continue }
+            if let closures = m as? PocketClosureMiddleware {
+                if closures.adaptBody != nil { adapters.append(i) }
+                if closures.observeBody != nil { observers.append(i) }
+            } else {
+                adapters.append(i)
+                observers.append(i)
+            }
+        }
+        self.adapters = adapters
+        self.observers = observers
+    }
+}
+
 /// What a middleware knows about the request it is handling: which task,
 /// which attempt, how long the attempt took, plus a small per-request
 /// store that lives across attempts (e.g. how often a token was refreshed

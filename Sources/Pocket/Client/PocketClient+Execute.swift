@@ -220,8 +220,7 @@ extension PocketClient {
         if !options.middleware.isEmpty || options.retry != nil {
             // The request's own middleware run after the client's; its
             // policy replaces the client's as the last middleware.
-            chain = configuration.handling.middleware + options.middleware
-            if let policy { chain.append(policy) }
+            chain = MiddlewareChain(configuration.handling.middleware + options.middleware, policy: policy)
         }
         // The first attempt's start is also the request's on a system clock.
         let now = ContinuousClock.now
@@ -250,7 +249,7 @@ extension PocketClient {
     /// whoever asks for it.
     @inline(__always)
     nonisolated(nonsending) private func attempts<R: ExchangedResponse>(
-        _ request: PocketRequest, chain: [any PocketMiddleware], policy: PocketRetryPolicy?,
+        _ request: PocketRequest, chain: MiddlewareChain, policy: PocketRetryPolicy?,
         context: PocketMiddlewareContext, started firstStart: ContinuousClock.Instant,
         progress: PocketProgressHandler?, sink: EventSink?,
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
@@ -261,9 +260,10 @@ extension PocketClient {
         let deadline = policy?.deadline
         let validated = configuration.validation != nil
         var generator = SystemRandomNumberGenerator()
-        // The policy is the chain's last middleware and answers only
-        // `retry`: its `adapt` and `observe` (no-ops) are not called.
-        let hooks = policy == nil ? chain.count : chain.count - 1
+        // Only the hooks that do something are called (`MiddlewareChain`):
+        // not the retry policy's `adapt` and `observe`, nor a closure
+        // middleware's missing ones.
+        let observing = !chain.observers.isEmpty
         while true {
             let attempt = context.attempt + 1
             if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
@@ -273,7 +273,7 @@ extension PocketClient {
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var outcome: Result<R, any Error>
             do {
-                for i in 0..<hooks { sent = try await chain[i].adapt(sent, context: context) }
+                for i in chain.adapters { sent = try await chain.all[i].adapt(sent, context: context) }
                 if let deadline {
                     let remaining = deadline - (clock.uptime() - started)
                     guard remaining > .zero else {
@@ -302,7 +302,7 @@ extension PocketClient {
                 retryable = !((error as? PocketError)?.bodyDelivered ?? false)
             }
             // The attempt's duration, for the hooks (none will run: the clock is not read).
-            if hooks > 0 || retryable || failure != nil {
+            if observing || retryable || failure != nil {
                 context.end(elapsed: ContinuousClock.now - attemptStart, validationFailure: failure)
             }
             // What the hooks see, made only when a hook will see it.
@@ -312,9 +312,9 @@ extension PocketClient {
                 case .failure(let error): return .failure(error)
                 }
             }
-            if hooks > 0 {
+            if observing {
                 let view = view
-                for i in stride(from: hooks - 1, through: 0, by: -1) { await chain[i].observe(view, for: sent, context: context) }
+                for i in chain.observers.reversed() { await chain.all[i].observe(view, for: sent, context: context) }
             }
             if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
 
@@ -322,7 +322,7 @@ extension PocketClient {
             if retryable {
                 let view = view
                 do {
-                    for middleware in chain {
+                    for middleware in chain.all {
                         decision = try await middleware.retry(view, for: sent, context: context)
                         if decision != nil { break }
                     }

@@ -218,7 +218,7 @@ public final class PocketClient: Sendable {
     /// `configuration.handling.cache`, read once per `send`.
     let responseCache: PocketResponseCache?
     /// The client's middleware with its retry policy last (built once).
-    let chain: [any PocketMiddleware]
+    let chain: MiddlewareChain
     /// Finished engine requests kept for reuse by `send`.
     let spares = InFlightSpares()
     /// Its proxies (configuration, else environment at init); nil when none applies.
@@ -248,7 +248,7 @@ public final class PocketClient: Sendable {
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
             && configuration.handling.authentication == nil
         self.responseCache = configuration.handling.cache
-        self.chain = Self.chain(configuration.handling)
+        self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
@@ -265,7 +265,7 @@ public final class PocketClient: Sendable {
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
             && configuration.handling.authentication == nil
         self.responseCache = configuration.handling.cache
-        self.chain = Self.chain(configuration.handling)
+        self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
@@ -303,10 +303,4 @@ public final class PocketClient: Sendable {
     /// wrapper's count): the benchmark reports it per request.
     public static var engineAllocationCount: UInt64 { Engine.allocationCount }
 
-    /// The middleware of `handling`, its retry policy last.
-    static func chain(_ handling: PocketRequestHandling) -> [any PocketMiddleware] {
-        var chain = handling.middleware
-        if let policy = handling.retry { chain.append(policy) }
-        return chain
-    }
 }
