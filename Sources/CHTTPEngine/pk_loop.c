@@ -64,10 +64,10 @@ static void wake_event(pk__loop *loop, pk__io *io, uint32_t events) {
  * comes from epoll, but a pass's request writes are queued here as
  * IORING_OP_SEND and reach the kernel together, in one io_uring_enter(2)
  * before the loop waits, instead of one send(2) each. The kernel runs a
- * socket send at submission; its completion is read right after. One that
- * the kernel finishes later (it had to wait for room) posts its completion
- * then: the ring's descriptor is in the epoll set (level-triggered), so the
- * loop wakes for it. */
+ * socket send at submission (MSG_DONTWAIT: a full socket answers -EAGAIN
+ * there and then, it is never parked); its completion is read right after.
+ * Should a completion still come later, the ring's descriptor is in the
+ * epoll set (level-triggered), so the loop wakes for it. */
 
 static void ring_submit(pk__loop *loop) {
   if (!loop->ring_unsubmitted) return;
@@ -123,7 +123,11 @@ bool pk__loop_send(pk__loop *loop, int fd, const void *buf, size_t len, pk__send
     sqe = io_uring_get_sqe(loop->ring);
     if (!sqe) return false;
   }
-  io_uring_prep_send(sqe, fd, buf, len, MSG_NOSIGNAL);
+  /* MSG_DONTWAIT: a full socket answers -EAGAIN at once (send_done then
+   * waits for EPOLLOUT), as send(2) does; without it the kernel would
+   * park the send on the socket and complete it later, on this thread's
+   * next entry, holding the buffer meanwhile. */
+  io_uring_prep_send(sqe, fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
   io_uring_sqe_set_data(sqe, op);
   op->len = (uint32_t)len;
   op->queued = 1;
