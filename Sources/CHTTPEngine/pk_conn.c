@@ -107,6 +107,12 @@ static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n)
       return PK_W_FAILED;
     }
     w = (ssize_t)n_out;
+  } else if (n == 1 && req->body_kind == PK_BODY_MEMORY && !req->body_len &&
+             pk__loop_send(loop, conn->fd, iov[0].iov_base, iov[0].iov_len, &conn->send)) {
+    /* The whole request is this head: queued on the ring (io_uring
+     * backend), written with the pass's others. Nothing else is written
+     * on this connection before its completion (send_done). */
+    w = (ssize_t)iov[0].iov_len;
   } else {
     /* One piece (a request without a body, or its last piece) needs no
      * msghdr: send(2) skips the kernel's iovec import. */
@@ -328,17 +334,7 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
       int n = 1;
       if (req->body_kind == PK_BODY_MEMORY && req->body_len && !req->expect_ms && !conn->tls)
         iov[n++] = (struct iovec){(void *)req->body, req->body_len};
-      if (n == 1 && !conn->tls && req->body_kind == PK_BODY_MEMORY && !req->body_len &&
-          pk__loop_send(loop, conn->fd, iov[0].iov_base, iov[0].iov_len, &conn->send)) {
-        /* The whole request is this head: queued on the ring (io_uring
-         * backend), written with the pass's others. Nothing else is
-         * written on this connection before its completion (send_done). */
-        w = (ssize_t)iov[0].iov_len;
-        req->timings.bytes_sent += (uint64_t)w;
-        req->t_last_activity = loop->now;
-      } else {
-        w = put_out(loop, conn, iov, n);
-      }
+      w = put_out(loop, conn, iov, n);
       if (w > 0) {
         size_t head = req->head_len - conn->woff;
         conn->woff += (size_t)w < head ? (size_t)w : head;

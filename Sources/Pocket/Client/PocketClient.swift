@@ -240,23 +240,13 @@ public final class PocketClient: Sendable {
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
-    public init(configuration: Configuration = Configuration()) throws {
-        self.configuration = configuration
-        self.engine = try Engine(configuration: configuration)
-        self.templates = TemplateRegistry()
-        self.hub = EventHub()
-        self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
-            && configuration.handling.authentication == nil
-        self.responseCache = configuration.handling.cache
-        self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
-        self.proxies = ProxyRules.make(configuration)
-        self.engineTimeouts = EngineTimeouts(configuration.timeouts)
-        self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
-        self.systemClock = configuration.handling.clock is PocketSystemRetryClock
-        self.answersChallenges = configuration.handling.authentication != nil
+    public convenience init(configuration: Configuration = Configuration()) throws {
+        self.init(sharing: try Engine(configuration: configuration), templates: TemplateRegistry(), hub: EventHub(),
+                  configuration: configuration)
     }
 
-    /// A client on `engine`'s pool and threads (a scoped client).
+    /// A client on `engine`'s pool and threads (a scoped client, or a new
+    /// client's own, from the public `init`).
     init(sharing engine: Engine, templates: TemplateRegistry, hub: EventHub, configuration: Configuration) {
         self.configuration = configuration
         self.engine = engine
