@@ -305,6 +305,55 @@ final class RequestPathTests: XCTestCase {
         XCTAssertEqual((finished?.error as? PocketError)?.code, .unacceptableStatus)
     }
 
+    /// A task's events share its fields (made once per task), yet each
+    /// event is a value: changing one leaves the others. The endpoint key is
+    /// the path unless named, in the events and in the middleware's context.
+    func testATasksEventsShareItsFieldsAndEachIsAValue() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/orders/7") { _ in .text("ok") }
+        let contexts = Recorder<String>()
+        let client = try makeClient {
+            $0.handling.middleware = [PocketClosureMiddleware(adapt: { request, context in
+                contexts.append(context.endpoint)
+                return request
+            })]
+        }
+        let events = client.events()
+        var request = PocketRequest(url: url(server, "/orders/7?page=2"))
+        request.metadata = "checkout"
+        _ = try await client.send(request)
+        _ = try await client.send(request, options: PocketSendOptions(endpoint: "orders.show"))
+        var seen: [PocketTaskEvent] = []
+        for await event in events {
+            seen.append(event)
+            if seen.count == 4 { break }
+        }
+        XCTAssertEqual(seen.map(\.state), [.running, .finished, .running, .finished])
+        XCTAssertEqual(seen.map(\.endpoint), ["/orders/7", "/orders/7", "orders.show", "orders.show"])
+        XCTAssertEqual(contexts.values, ["/orders/7", "orders.show"])
+        XCTAssertEqual(seen[0].taskID, seen[1].taskID)
+        XCTAssertNotEqual(seen[1].taskID, seen[2].taskID)
+        XCTAssertEqual(seen.map { $0.metadata as? String }, Array(repeating: "checkout", count: 4))
+        XCTAssertEqual(seen[1].status, 200)
+
+        var changed = seen[0]
+        changed.url = URL(string: "http://127.0.0.1/elsewhere")!
+        changed.endpoint = "renamed"
+        changed.taskID = 99
+        changed.method = .post
+        changed.metadata = nil
+        XCTAssertEqual([changed.url.path, changed.endpoint, "\(changed.taskID)", changed.method.rawValue], ["/elsewhere", "renamed", "99", "POST"])
+        XCTAssertNil(changed.metadata)
+        for event in seen[0...1] {
+            XCTAssertEqual(event.url.path, "/orders/7", "a copy's change is its own")
+            XCTAssertEqual(event.endpoint, "/orders/7")
+            XCTAssertEqual(event.method, .get)
+            XCTAssertEqual(event.metadata as? String, "checkout")
+        }
+        try await client.shutdown()
+    }
+
     /// The engine's error codes are the Swift codes of the same names: each
     /// name the engine reports has its constant.
     func testEveryEngineErrorNameHasItsCode() {

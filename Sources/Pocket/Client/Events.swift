@@ -21,16 +21,33 @@ public enum PocketTaskState: Sendable, Hashable, CaseIterable {
 
 /// One change of a task's state, as observers and `PocketClient.events()` see it.
 public struct PocketTaskEvent: Sendable {
+    // What every event of a task shares is made once per task and
+    // referenced (an event is copied into each subscriber's buffer and out
+    // again: one retain, not one per field).
+    private var task: TaskIdentity
+
     /// Identifies the task; unique per client.
-    public var taskID: UInt64
+    public var taskID: UInt64 {
+        get { task.taskID }
+        set { task = task.with { $0.taskID = newValue } }
+    }
     /// The new state.
     public var state: PocketTaskState
     /// The request's method.
-    public var method: PocketMethod
+    public var method: PocketMethod {
+        get { task.method }
+        set { task = task.with { $0.method = newValue } }
+    }
     /// The request's URL (before middleware adapted it).
-    public var url: URL
+    public var url: URL {
+        get { task.url }
+        set { task = task.with { $0.url = newValue } }
+    }
     /// The endpoint key (see `PocketSendOptions.endpoint`).
-    public var endpoint: String
+    public var endpoint: String {
+        get { task.endpoint }
+        set { task = task.with { $0.endpoint = .named(newValue) } }
+    }
     /// The attempt this event belongs to (0 while pending).
     public var attempt: Int
     /// The status of the response that finished an attempt, if one arrived.
@@ -41,7 +58,61 @@ public struct PocketTaskEvent: Sendable {
     public var retryDelay: Duration?
     /// The request's `metadata` (the caller's value: which operation this
     /// task belongs to), or nil.
-    public var metadata: (any Sendable)?
+    public var metadata: (any Sendable)? {
+        get { task.metadata }
+        set { task = task.with { $0.metadata = newValue } }
+    }
+
+    init(task: TaskIdentity, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?) {
+        self.task = task
+        self.state = state
+        self.attempt = attempt
+        self.status = status
+        self.error = error
+        self.retryDelay = retryDelay
+    }
+}
+
+/// A task's endpoint key (`PocketTaskEvent.endpoint`): named by the
+/// caller, or its request's path, made only when read (most requests'
+/// keys are never read: no observer listens by endpoint).
+enum EndpointKey: Sendable {
+    case named(String)
+    case path(of: PocketRequest)
+
+    var value: String {
+        switch self {
+        case .named(let name): name
+        case .path(let request): request.endpointPath
+        }
+    }
+}
+
+/// The fields of a task's events that do not change from one to the next.
+final class TaskIdentity: Sendable {
+    struct Fields {
+        var taskID: UInt64
+        var method: PocketMethod
+        var url: URL
+        var endpoint: EndpointKey
+        var metadata: (any Sendable)?
+    }
+    let fields: Fields
+
+    init(_ fields: Fields) { self.fields = fields }
+
+    var taskID: UInt64 { fields.taskID }
+    var method: PocketMethod { fields.method }
+    var url: URL { fields.url }
+    var endpoint: String { fields.endpoint.value }
+    var metadata: (any Sendable)? { fields.metadata }
+
+    /// A copy with `change` made (an event's setter: events share the original).
+    func with(_ change: (inout Fields) -> Void) -> TaskIdentity {
+        var fields = self.fields
+        change(&fields)
+        return TaskIdentity(fields)
+    }
 }
 
 /// A handler for a task's events, limited to some states.
@@ -92,7 +163,7 @@ final class EventHub: Sendable {
     func sink(for request: PocketRequest, options: PocketSendOptions) -> EventSink? {
         guard listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty else { return nil }
         return EventSink(hub: self, taskID: newTaskID(), method: request.method, url: request.url,
-                         endpoint: options.endpoint ?? request.endpointPath, observers: options.observers,
+                         endpoint: options.endpoint.map(EndpointKey.named) ?? .path(of: request), observers: options.observers,
                          metadata: request.metadata)
     }
 
@@ -157,30 +228,24 @@ final class EventHub: Sendable {
 }
 
 /// Where one task's events go: its own observers and the client's hub.
-// A class, not a struct: the request path hands it from stage to stage and
-// keeps it in the middleware context, and a copy of nine fields (six of them
-// reference-counted) at each step cost more than the one allocation.
-final class EventSink: Sendable {
+// A struct of four references (the per-task fields live in `identity`,
+// made once): handed from stage to stage, it is borrowed, not copied.
+struct EventSink: Sendable {
     let hub: EventHub
-    let taskID: UInt64
-    let method: PocketMethod
-    let url: URL
-    let endpoint: String
+    /// Shared by all of the task's events (it references no listener, so
+    /// an event kept in a buffer holds no cycle).
+    let identity: TaskIdentity
     let observers: [PocketTaskObserver]
     /// A queued task, whose observers may change while it runs.
     let task: PocketQueuedTask?
-    let metadata: (any Sendable)?
 
-    init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: String, observers: [PocketTaskObserver],
+    var taskID: UInt64 { identity.taskID }
+    init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: EndpointKey, observers: [PocketTaskObserver],
          task: PocketQueuedTask? = nil, metadata: (any Sendable)? = nil) {
         self.hub = hub
-        self.taskID = taskID
-        self.method = method
-        self.url = url
-        self.endpoint = endpoint
+        self.identity = TaskIdentity(.init(taskID: taskID, method: method, url: url, endpoint: endpoint, metadata: metadata))
         self.observers = observers
         self.task = task
-        self.metadata = metadata
     }
 
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
@@ -188,8 +253,8 @@ final class EventSink: Sendable {
         let hubListens = hub.listenerCount.load(ordering: .relaxed) > 0
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
-        let event = PocketTaskEvent(taskID: taskID, state: state, method: method, url: url, endpoint: endpoint,
-                              attempt: attempt, status: status, error: error, retryDelay: retryDelay, metadata: metadata)
+        let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,
+                                    retryDelay: retryDelay)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
         if hubListens { hub.publish(event) }
     }

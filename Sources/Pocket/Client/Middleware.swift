@@ -84,24 +84,36 @@ public struct PocketClosureMiddleware: PocketMiddleware {
 /// none (their defaults do nothing), so the request path neither calls them
 /// nor builds what they would be handed. Built once per client; again for
 /// a request that brings middleware or a policy of its own.
-struct MiddlewareChain: Sendable {
+// A class: a request takes it with one retain, not a copy of its arrays
+// and of the policy's sets and closures.
+final class MiddlewareChain: Sendable {
     /// Every middleware, the retry policy last: all are asked `retry`.
     let all: [any PocketMiddleware]
-    /// Indices of those whose `adapt` does something, in order.
-    let adapters: [Int]
+    /// The retry policy, also `all`'s last (nil without one).
+    let policy: PocketRetryPolicy?
+    /// Those whose `adapt` does something, in order: a closure
+    /// middleware's closure is called directly (not through its `adapt`,
+    /// one async call less), others by index.
+    let adapters: [Adapter]
+
+    enum Adapter: Sendable {
+        case closure(@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)
+        case middleware(Int)
+    }
     /// Indices of those whose `observe` does something, in order (called in reverse).
     let observers: [Int]
 
     init(_ middleware: [any PocketMiddleware], policy: PocketRetryPolicy?) {
         all = policy.map { middleware + [$0] } ?? middleware
-        var adapters: [Int] = [], observers: [Int] = []
+        self.policy = policy
+        var adapters: [Adapter] = [], observers: [Int] = []
         for (i, m) in middleware.enumerated() {
             if m is PocketRetryPolicy { continue }
             if let closures = m as? PocketClosureMiddleware {
-                if closures.adaptBody != nil { adapters.append(i) }
+                if let adapt = closures.adaptBody { adapters.append(.closure(adapt)) }
                 if closures.observeBody != nil { observers.append(i) }
             } else {
-                adapters.append(i)
+                adapters.append(.middleware(i))
                 observers.append(i)
             }
         }
@@ -119,9 +131,12 @@ public final class PocketMiddlewareContext: Sendable {
     public let taskID: UInt64
     /// The endpoint key observers subscribe to (the URL path unless the
     /// caller or a `PocketEndpoint` named one).
-    public let endpoint: String
+    public var endpoint: String { endpointKey.value }
+    private let endpointKey: EndpointKey
     /// The client's clock (`PocketRequestHandling.clock`).
-    let clock: any PocketRetryClock
+    var clock: any PocketRetryClock { customClock ?? PocketSystemRetryClock() }
+    /// The client's clock unless it is the system clock.
+    private let customClock: (any PocketRetryClock)?
     /// When the first attempt started, on `clock`.
     let started: Duration
     // One allocation per request: the attempt's number and duration are
@@ -139,10 +154,10 @@ public final class PocketMiddlewareContext: Sendable {
         }
     }
 
-    init(taskID: UInt64, endpoint: String, clock: any PocketRetryClock, started: Duration) {
+    init(taskID: UInt64, endpoint: EndpointKey, clock: (any PocketRetryClock)?, started: Duration) {
         self.taskID = taskID
-        self.endpoint = endpoint
-        self.clock = clock
+        self.endpointKey = endpoint
+        self.customClock = clock
         self.started = started
     }
 
@@ -175,7 +190,9 @@ public final class PocketMiddlewareContext: Sendable {
     func begin(attempt: Int) {
         attemptNumber.store(attempt, ordering: .releasing)
         elapsedNanos.store(0, ordering: .releasing)
-        extras.load()?.state.withLock { $0.validationFailure = nil }
+        // Only a previous attempt can have left a failure (and the extras'
+        // generic `load` is not free: skip it on the first).
+        if attempt > 1 { extras.load()?.state.withLock { $0.validationFailure = nil } }
     }
 
     func end(elapsed: Duration, validationFailure: PocketError?) {

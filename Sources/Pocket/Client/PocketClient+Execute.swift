@@ -214,23 +214,27 @@ extension PocketClient {
     ) async throws -> R {
         // The client's handling is read field by field: a copy of the whole
         // struct would retain and release each of its fields per request.
-        let policy = options.retry ?? configuration.handling.retry
         let sink = given ?? hub.sink(for: request, options: options)
-        var chain = self.chain
-        if !options.middleware.isEmpty || options.retry != nil {
-            // The request's own middleware run after the client's; its
-            // policy replaces the client's as the last middleware.
-            chain = MiddlewareChain(configuration.handling.middleware + options.middleware, policy: policy)
-        }
-        // The first attempt's start is also the request's on a system clock.
+        // The request's own middleware run after the client's; its
+        // policy replaces the client's as the last middleware.
+        let chain = options.middleware.isEmpty && options.retry == nil ? self.chain
+            : MiddlewareChain(configuration.handling.middleware + options.middleware,
+                              policy: options.retry ?? configuration.handling.retry)
+        // The first attempt's start is also the request's on a system clock
+        // (which the context then does not keep: a copy of the existential
+        // per request).
         let now = ContinuousClock.now
-        let clock = configuration.handling.clock
-        let context = PocketMiddlewareContext(taskID: sink?.taskID ?? hub.newTaskID(),
-                                              endpoint: sink?.endpoint ?? options.endpoint ?? request.endpointPath,
-                                              clock: clock,
-                                              started: systemClock ? now - PocketSystemRetryClock.origin : clock.uptime())
+        let context: PocketMiddlewareContext
+        let taskID = sink?.taskID ?? hub.newTaskID()
+        let endpoint = sink?.identity.fields.endpoint ?? options.endpoint.map(EndpointKey.named) ?? .path(of: request)
+        if let origin = systemClockOrigin {
+            context = PocketMiddlewareContext(taskID: taskID, endpoint: endpoint, clock: nil, started: now - origin)
+        } else {
+            let clock = configuration.handling.clock
+            context = PocketMiddlewareContext(taskID: taskID, endpoint: endpoint, clock: clock, started: clock.uptime())
+        }
         do {
-            return try await attempts(request, chain: chain, policy: policy, context: context, started: now,
+            return try await attempts(request, chain: chain, context: context, started: now,
                                       progress: progress, sink: sink, hop)
         } catch let error as PocketError where error.code == .cancelled {
             sink?.emit(.cancelled, attempt: context.attempt, error: error)
@@ -249,15 +253,13 @@ extension PocketClient {
     /// whoever asks for it.
     @inline(__always)
     nonisolated(nonsending) private func attempts<R: ExchangedResponse>(
-        _ request: PocketRequest, chain: MiddlewareChain, policy: PocketRetryPolicy?,
+        _ request: PocketRequest, chain: MiddlewareChain,
         context: PocketMiddlewareContext, started firstStart: ContinuousClock.Instant,
         progress: PocketProgressHandler?, sink: EventSink?,
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
-        let clock = context.clock
-        let started = context.started
-        let maxAttempts = policy?.maxAttempts ?? PocketRetryPolicy.defaultMaxAttempts
-        let deadline = policy?.deadline
+        let maxAttempts = chain.policy?.maxAttempts ?? PocketRetryPolicy.defaultMaxAttempts
+        let deadline = chain.policy?.deadline
         let validated = configuration.validation != nil
         var generator = SystemRandomNumberGenerator()
         // Only the hooks that do something are called (`MiddlewareChain`):
@@ -272,10 +274,16 @@ extension PocketClient {
             var sent = request
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var outcome: Result<R, any Error>
+            var failure: PocketError?
             do {
-                for i in chain.adapters { sent = try await chain.all[i].adapt(sent, context: context) }
+                for adapter in chain.adapters {
+                    switch adapter {
+                    case .closure(let adapt): sent = try await adapt(sent, context)
+                    case .middleware(let i): sent = try await chain.all[i].adapt(sent, context: context)
+                    }
+                }
                 if let deadline {
-                    let remaining = deadline - (clock.uptime() - started)
+                    let remaining = deadline - context.elapsed
                     guard remaining > .zero else {
                         throw PocketError(.deadlineExceeded, "the retry deadline of \(deadline) passed before attempt \(attempt)")
                     }
@@ -283,16 +291,22 @@ extension PocketClient {
                     timeouts.total = min(timeouts.total ?? remaining, remaining)
                     sent.timeouts = timeouts
                 }
-                if sent.authentication == nil && !answersChallenges {
-                    outcome = .success(try await hop(sent, progress))
-                } else {
-                    outcome = .success(try await authenticating(&sent, progress: progress, hop))   // Sources/Pocket/Auth
+                var response = sent.authentication == nil && !answersChallenges
+                    ? try await hop(sent, progress)
+                    : try await authenticating(&sent, progress: progress, hop)   // Sources/Pocket/Auth
+                failure = validationFailure(of: response, for: sent)
+                // A success no hook observes is the caller's at once (not
+                // moved through an outcome and `finish`, a copy each).
+                if !observing, failure == nil,
+                   validated || sent.validation != nil || (200..<400).contains(response.redirectStatus) {
+                    sink?.emit(.finished, attempt: attempt, status: response.attemptView.status)
+                    response.keep(request: sent)
+                    return response
                 }
+                outcome = .success(response)
             } catch {
                 outcome = .failure(error)
             }
-            var failure: PocketError?
-            if case .success(let response) = outcome { failure = validationFailure(of: response, for: sent) }
             // A success is never retried; nor is a failure whose body already reached the caller.
             let retryable: Bool
             switch outcome {
@@ -339,7 +353,7 @@ extension PocketClient {
             switch decision {
             case .retryAfter(let d): delay = max(.zero, d)
             default: // `.retry` from a middleware: the policy's backoff, or at once
-                delay = policy?.backoff.delay(forRetry: attempt, using: &generator) ?? .zero
+                delay = chain.policy?.backoff.delay(forRetry: attempt, using: &generator) ?? .zero
             }
             let head = Self.head(of: outcome)
             guard attempt < maxAttempts else {
@@ -360,7 +374,7 @@ extension PocketClient {
             sink?.emit(.retrying, attempt: attempt, status: head?.status, error: failure ?? outcome.failure, retryDelay: delay)
             if delay > .zero {
                 do {
-                    try await clock.sleep(for: delay)
+                    try await context.clock.sleep(for: delay)
                 } catch {
                     throw PocketError(.cancelled, "the request was cancelled while waiting to retry", underlying: error)
                 }

@@ -229,9 +229,11 @@ public final class PocketClient: Sendable {
     /// collected request then goes to the engine in the fewest steps
     /// (`exchange`).
     let direct: Bool
-    /// The handling's clock is the system clock (its uptime is read from
-    /// `ContinuousClock`, as attempts time themselves).
-    let systemClock: Bool
+    /// The system clock's origin when the handling's clock is the system
+    /// clock (its uptime is then read from `ContinuousClock`, as attempts
+    /// time themselves), else nil. Kept here: the static is read through a
+    /// `swift_once` check each time.
+    let systemClockOrigin: ContinuousClock.Instant?
     /// Requests without an `authentication` of their own answer 401
     /// challenges (`configuration.handling.authentication` is set).
     let answersChallenges: Bool
@@ -259,7 +261,7 @@ public final class PocketClient: Sendable {
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
-        self.systemClock = configuration.handling.clock is PocketSystemRetryClock
+        self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
         self.answersChallenges = configuration.handling.authentication != nil
     }
 

@@ -156,6 +156,8 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
     /// ASCII case-insensitive comparison without allocating.
     static func equalNames(_ a: String, _ b: String) -> Bool {
+        // Most names differ in length, which native strings know at once.
+        guard a.utf8.count == b.utf8.count else { return false }
         var a = a.utf8.makeIterator(), b = b.utf8.makeIterator()
         while true {
             switch (a.next(), b.next()) {

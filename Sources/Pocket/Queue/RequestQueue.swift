@@ -144,7 +144,7 @@ public final class PocketRequestQueue: Sendable {
 
     private func sink(for task: PocketQueuedTask) -> EventSink {
         EventSink(hub: client.hub, taskID: task.id, method: task.method, url: task.url,
-                  endpoint: task.endpoint, observers: [], task: task, metadata: task.metadata)
+                  endpoint: .named(task.endpoint), observers: [], task: task, metadata: task.metadata)
     }
 
     /// A pending task was cancelled: it no longer counts (its record is
