@@ -354,6 +354,28 @@ final class RequestPathTests: XCTestCase {
         try await client.shutdown()
     }
 
+    /// A subscription that is not read keeps only the newest
+    /// `bufferingNewest` events, in order, however many were published.
+    func testASlowReaderGetsTheNewestEvents() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("ok") }
+        let client = try makeClient()
+        let events = client.events(bufferingNewest: 3)
+        var taskIDs: [UInt64] = []
+        let all = client.events()
+        for _ in 0..<7 { _ = try await client.send(PocketRequest(url: url(server, "/x"))) }
+        for await event in all where event.state == .finished {
+            taskIDs.append(event.taskID)
+            if taskIDs.count == 7 { break }
+        }
+        try await client.shutdown()
+        var seen: [(UInt64, PocketTaskState)] = []
+        for await event in events { seen.append((event.taskID, event.state)) }
+        XCTAssertEqual(seen.map(\.0), [taskIDs[5], taskIDs[6], taskIDs[6]], "the newest three, then the end: \(seen)")
+        XCTAssertEqual(seen.map(\.1), [.finished, .running, .finished])
+    }
+
     /// The engine's error codes are the Swift codes of the same names: each
     /// name the engine reports has its constant.
     func testEveryEngineErrorNameHasItsCode() {

@@ -53,13 +53,14 @@ public final class PocketTaskEvents: AsyncSequence, Sendable {
 final class TaskEventBuffer: Sendable {
     private struct State {
         var events: [PocketTaskEvent] = []
-        var dropped = 0
         var finished = false
         var waiter: UnsafeContinuation<[PocketTaskEvent], Never>?
 
-        /// The buffered events, handed to the reader whole; the next batch
-        /// starts with room for as many (not grown from one by doubling).
-        mutating func takeEvents() -> [PocketTaskEvent] {
+        /// The newest `limit` buffered events, handed to the reader whole;
+        /// the next batch starts with room for as many (not grown from one
+        /// by doubling).
+        mutating func takeEvents(limit: Int) -> [PocketTaskEvent] {
+            if events.count > limit { events.removeFirst(events.count - limit) }
             let batch = events
             events = []
             events.reserveCapacity(batch.count)
@@ -80,8 +81,11 @@ final class TaskEventBuffer: Sendable {
                 s.waiter = nil
                 return (waiter, [event])
             }
-            if s.events.count >= limit { s.events.removeFirst() }
             s.events.append(event)
+            // A reader that fell behind loses the oldest: dropped `limit` at
+            // a time (one move of the array each `limit` events, not one per
+            // event), so at most twice the limit is held.
+            if s.events.count >= 2 * limit { s.events.removeFirst(s.events.count - limit) }
             return nil
         }
         if let (waiter, events) = woken { waiter.resume(returning: events) }
@@ -103,7 +107,7 @@ final class TaskEventBuffer: Sendable {
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (c: UnsafeContinuation<[PocketTaskEvent], Never>) in
                 let ready = state.withLock { s -> [PocketTaskEvent]? in
-                    if !s.events.isEmpty || s.finished || Task.isCancelled { return s.takeEvents() }
+                    if !s.events.isEmpty || s.finished || Task.isCancelled { return s.takeEvents(limit: limit) }
                     s.waiter = c
                     return nil
                 }
@@ -117,7 +121,7 @@ final class TaskEventBuffer: Sendable {
     private func takeBuffered() -> [PocketTaskEvent]? {
         state.withLock { s in
             guard !s.events.isEmpty || s.finished else { return nil }
-            return s.takeEvents()
+            return s.takeEvents(limit: limit)
         }
     }
 }
