@@ -47,19 +47,7 @@ mkdir -p "$WWW"
 chmod 755 "$TMP" "$WWW"
 head -c $((64 * 1024)) /dev/urandom >"$WWW/64k.bin"
 head -c $((100 * 1024 * 1024)) /dev/urandom >"$WWW/100m.bin"
-{
-  nginx_conf_prelude "$NGINX" "$TMP" "$SERVER_CPU"
-  cat <<EOF
-    sendfile on;
-    tcp_nopush on;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $WWW;
-    }
-}
-EOF
-} >"$TMP/nginx.conf"
+bench_files_conf "$NGINX" "$PORT" "$SERVER_CPU" "$WWW"
 bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" "$SERVER_CPU"
 
 # One run: prints "MB/s cpu_ns_per_byte requests errors" (or "fail").

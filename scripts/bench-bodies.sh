@@ -22,7 +22,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . scripts/lib/nginx-conf.sh
-. scripts/lib/processes.sh
+. scripts/lib/bench-common.sh
 ROOT="$PWD"
 
 QUICK=0
@@ -196,25 +196,12 @@ wait_port() { # pid port name
   return 1
 }
 
-{
-  nginx_conf_prelude "$NGINX" "$TMP" "$SERVER_CPU"
-  cat <<EOF
-    sendfile on;
-    tcp_nopush on;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $WWW;
-        location = /big.bin {
+bench_files_conf "$NGINX" "$PORT" "$SERVER_CPU" "$WWW" '        location = /big.bin {
         }
         location = /text.txt {
             default_type text/plain;
             gzip_static on;
-        }
-    }
-}
-EOF
-} >"$TMP/nginx.conf"
+        }'
 NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log")
 log "starting nginx on 127.0.0.1:$PORT (core $SERVER_CPU)"
 spawn_bg "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1

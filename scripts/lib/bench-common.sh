@@ -8,6 +8,7 @@
 #   bench_install PKG...          apt-get install PKG... (nothing when none given),
 #                                 then NGINX and WRK name the installed binaries
 #   bench_start_nginx NGINX CONF PORT CPU   start nginx (pid in NGINX_PID), wait for PORT
+#   bench_files_conf NGINX PORT CPU ROOT [EXTRA]   $TMP/nginx.conf serving ROOT
 #   bench_stop_nginx              TERM to NGINX_PID, then KILL after 5 s (for the EXIT trap)
 #   to_us VALUE                   wrk's "123.45us", "1.23ms", "2.00s" -> microseconds
 #   wrk_stats OUT TIMEFILE        "rps p50_us p99_us cpu_us_per_req requests errors" of one wrk run
@@ -135,6 +136,27 @@ bench_build_pocket_bench() {
   bin="$(swift build -c release "${args[@]}" --show-bin-path)/pocket-bench"
   [ -x "$bin" ] || { log "no binary at $bin"; return 1; }
   echo "$bin"
+}
+
+# Writes $TMP/nginx.conf: one worker on core CPU, 127.0.0.1:PORT serving
+# the files under ROOT with sendfile; EXTRA (optional) is added inside the
+# server block (locations).
+bench_files_conf() {
+  local nginx="$1" port="$2" cpu="$3" root="$4" extra="${5:-}"
+  {
+    nginx_conf_prelude "$nginx" "$TMP" "$cpu"
+    cat <<EOF2
+    sendfile on;
+    tcp_nopush on;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port;
+        root $root;
+$extra
+    }
+}
+EOF2
+  } >"$TMP/nginx.conf"
 }
 
 # Writes $TMP/nginx.conf: one worker on core CPU, 127.0.0.1:PORT answering
