@@ -74,16 +74,17 @@ public struct PocketTaskEvent: Sendable {
 }
 
 /// A task's endpoint key (`PocketTaskEvent.endpoint`): named by the
-/// caller, or its request's path, made only when read (most requests'
-/// keys are never read: no observer listens by endpoint).
+/// caller, or its URL's path, made only when read (most requests' keys are
+/// never read: no observer listens by endpoint). Holds the URL, not the
+/// request: an event kept by its reader keeps no request body alive.
 enum EndpointKey: Sendable {
     case named(String)
-    case path(of: PocketRequest)
+    case path(of: URL)
 
     var value: String {
         switch self {
         case .named(let name): name
-        case .path(let request): request.endpointPath
+        case .path(let url): url.path(percentEncoded: false)
         }
     }
 }
@@ -163,7 +164,7 @@ final class EventHub: Sendable {
     func sink(for request: PocketRequest, options: PocketSendOptions) -> EventSink? {
         guard listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty else { return nil }
         return EventSink(hub: self, taskID: newTaskID(), method: request.method, url: request.url,
-                         endpoint: options.endpoint.map(EndpointKey.named) ?? .path(of: request), observers: options.observers,
+                         endpoint: options.endpoint.map(EndpointKey.named) ?? .path(of: request.url), observers: options.observers,
                          metadata: request.metadata)
     }
 

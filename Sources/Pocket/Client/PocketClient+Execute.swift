@@ -226,7 +226,7 @@ extension PocketClient {
         let now = ContinuousClock.now
         let context: PocketMiddlewareContext
         let taskID = sink?.taskID ?? hub.newTaskID()
-        let endpoint = sink?.identity.fields.endpoint ?? options.endpoint.map(EndpointKey.named) ?? .path(of: request)
+        let endpoint = sink?.identity.fields.endpoint ?? options.endpoint.map(EndpointKey.named) ?? .path(of: request.url)
         if let origin = systemClockOrigin {
             context = PocketMiddlewareContext(taskID: taskID, endpoint: endpoint, clock: nil, started: now - origin)
         } else {
