@@ -241,6 +241,7 @@ struct EventSink: Sendable {
     let task: PocketQueuedTask?
 
     var taskID: UInt64 { identity.taskID }
+
     init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: EndpointKey, observers: [PocketTaskObserver],
          task: PocketQueuedTask? = nil, metadata: (any Sendable)? = nil) {
         self.hub = hub
