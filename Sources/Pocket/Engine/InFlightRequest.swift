@@ -16,7 +16,9 @@ import Musl
 /// Passed to C as a retained, unmanaged context: retained on submit, released
 /// in `on_done`, which the engine calls exactly once. The response fields are
 /// written only by the loop thread between submit and `on_done`, and read by
-/// the caller only after the continuation resumes, so they need no lock.
+/// the caller only after the continuation resumes (an acquiring load in
+/// `takeResponse` pairs with a releasing store before the resume), so they
+/// need no lock.
 /// Cancellation races with submit and completion through one atomic state
 /// (lock-free, and visible to ThreadSanitizer, which does not see through the
 /// futex-based `Mutex`).
@@ -90,6 +92,9 @@ final class InFlightRequest: @unchecked Sendable {
     /// the head), built on the loop thread: the loop still reads the
     /// fields above while the body flows.
     private var headResponse: PocketResponse?
+    /// Set (releasing) by the loop when it hands a head over early, read
+    /// (acquiring) by `takeResponse`: see there.
+    private let headHandedOver = Atomic<Bool>(false)
     private var failure: PocketError?
     private var timings = PocketTimings()
     /// Link in the loop's list of requests finished in the current pass.
@@ -568,6 +573,7 @@ final class InFlightRequest: @unchecked Sendable {
             // The body is still on its way: the request stays running (and cancellable).
             ready = .none
             headResponse = PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers)
+            headHandedOver.store(true, ordering: .releasing)
             return .resumed(c)
         case .response:
             resumption = .resumed(c)
@@ -582,8 +588,19 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// The waiting task, once resumed: the head handed over early, else the
     /// complete response (the loop is done with the fields by then).
+    ///
+    /// The acquiring loads pair with `takeResumption`'s releasing stores,
+    /// made after the loop's last write of the fields and before the
+    /// resume: the continuation's hand-off itself goes through the
+    /// concurrency runtime's atomics, which ThreadSanitizer does not see,
+    /// so without them it reports the loop's writes (`didReceiveBody`) as
+    /// racing these reads.
     func takeResponse() -> PocketResponse {
-        if let head = headResponse.take() { return head }
+        if headHandedOver.load(ordering: .acquiring) {
+            headHandedOver.store(false, ordering: .relaxed)
+            if let head = headResponse.take() { return head }
+        }
+        _ = state.load(ordering: .acquiring)
         let bytes = body
         body = Data()
         return PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers,
