@@ -53,6 +53,10 @@ public struct PocketMetricsMiddleware: PocketMiddleware {
     /// was made).
     public var isRecording: Bool { cache != nil }
 
+    /// `observe` while recording; none with the no-op factory (the chain
+    /// then skips the middleware: a request pays nothing for it).
+    public var hooks: PocketMiddlewareHooks { isRecording ? .observe : [] }
+
     /// Records the attempt: the request counter, the duration and first-byte
     /// timers, and the error counter for a failure.
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,

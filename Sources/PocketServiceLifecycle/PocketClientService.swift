@@ -89,6 +89,8 @@ final class PocketAdmissionGate: PocketMiddleware {
 
     func close() { state.withLock { $0.closed = true } }
 
+    var hooks: PocketMiddlewareHooks { [.adapt, .observe] }
+
     func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
         let admitted = state.withLock { s -> Bool in
             guard !s.closed || context.attempt > 1 else { return false }

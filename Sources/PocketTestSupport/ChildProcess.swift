@@ -82,6 +82,11 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_adddup2(&actions, source, fd)
             }
         }
+        // Nothing else of this process is inherited: a descriptor left open
+        // without FD_CLOEXEC (a pipe of the test runner's, a socket) would
+        // stay open in the child, and a child that outlives this process
+        // (it crashed) would keep `swift test`'s output pipe from ending.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
 
         var env = ProcessInfo.processInfo.environment
         env[Self.spawnedByVariable] = String(getpid())
@@ -104,6 +109,14 @@ public final class ChildProcess: @unchecked Sendable {
     deinit {
         _ = terminate()
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later;
+    /// not visible to Swift through Glibc without `_GNU_SOURCE`), found at
+    /// run time; nil where the C library has none.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// The exit status once the child has ended: its exit code, or 128 + the
     /// signal that ended it (as a shell reports it); nil while it runs.

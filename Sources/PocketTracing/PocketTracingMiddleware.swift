@@ -36,7 +36,7 @@ import Tracing
 /// that records nothing (a sampled-out trace) costs its start and the
 /// context injection only: no attributes are computed and the request is
 /// copied only if the tracer wrote a field.
-public struct PocketTracingMiddleware: PocketMiddleware {
+public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver {
     /// Whether `url.full` keeps the query (true by default). Queries can
     /// carry tokens or personal data; set false to strip it.
     public var recordsQuery: Bool
@@ -49,7 +49,18 @@ public struct PocketTracingMiddleware: PocketMiddleware {
         self.recordsQuery = recordsQuery
     }
 
+    /// `adapt` and `observe`; none with a `NoOpTracer` of its own (the chain
+    /// then skips the middleware). Without a tracer of its own both stay:
+    /// a `withTracer` scope can supply one per task.
+    public var hooks: PocketMiddlewareHooks { tracer is NoOpTracer ? [] : [.adapt, .observe] }
+
     private static let spanKey = "pocket.tracing.span"
+
+    /// Only an attempt whose `adapt` started a span has one to end: without
+    /// a tracer the request path returns the response as with no middleware.
+    package func observes(_ context: PocketMiddlewareContext) -> Bool {
+        context.hasStoredValues && context[Self.spanKey] != nil
+    }
 
     /// What `adapt` leaves for `observe` in the request's context store.
     struct Started: Sendable {

@@ -120,7 +120,9 @@ final class MetricsTests: XCTestCase {
         server.route("/ok") { _ in .text("fine") }
         let silent = PocketMetricsMiddleware(factory: NOOPMetricsHandler.instance)
         XCTAssertFalse(silent.isRecording)
+        XCTAssertEqual(silent.hooks, [], "with no backend the chain skips it")
         XCTAssertTrue(PocketMetricsMiddleware(factory: TestMetrics()).isRecording)
+        XCTAssertEqual(PocketMetricsMiddleware(factory: TestMetrics()).hooks, .observe)
         let client = try makeIntegrationClient { config in
             config.handling.middleware = [silent]
             config.handling.retry = PocketRetryPolicy.fixed(maxAttempts: 2, interval: .zero)

@@ -102,6 +102,8 @@ final class TracingTests: XCTestCase {
         let without = try await plain.send(request)
         XCTAssertEqual(withTracing.text, without.text, "the same fields reach the server")
         XCTAssertFalse(withTracing.text.contains("traceparent"))
+        XCTAssertEqual(PocketTracingMiddleware(tracer: NoOpTracer()).hooks, [], "the chain skips it")
+        XCTAssertEqual(PocketTracingMiddleware().hooks, [.adapt, .observe], "a task-local tracer may come")
     }
 
     func testWithoutATracerOfItsOwnTheMiddlewareFollowsTheTaskLocalTracer() async throws {

@@ -10,6 +10,9 @@ final class MiddlewareTests: XCTestCase {
         let name: String
         let log: Recorder<String>
         var retryAnswer: PocketRetryDecision?
+        var declared: PocketMiddlewareHooks = .all
+
+        var hooks: PocketMiddlewareHooks { declared }
 
         func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
             log.append("adapt \(name) #\(context.attempt)")
@@ -54,6 +57,37 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertEqual(log.values, ["adapt A #1", "adapt B #1", "observe B 503", "observe A 503", "retry A", "retry B",
                                     "adapt A #2", "adapt B #2", "observe B 503", "observe A 503", "retry A", "retry B"])
         XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["A", "B"], "each attempt adapts the original request")
+    }
+
+    func testOnlyTheDeclaredHooksAreCalled() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("busy", status: 503) }
+        let log = Recorder<String>()
+        let client = try clientWith {
+            $0.middleware = [Tracer(name: "A", log: log, declared: .observe),
+                             Tracer(name: "B", log: log, retryAnswer: .retryAfter(.zero), declared: [.adapt, .retry]),
+                             Tracer(name: "C", log: log, retryAnswer: .retry, declared: [])]
+        }
+        _ = try await client.send(PocketRequest(url: url(server, "/x")))
+        XCTAssertEqual(server.requestCount, 2, "B's retry was asked and answered")
+        XCTAssertEqual(log.values, ["adapt B #1", "observe A 503", "retry B", "adapt B #2", "observe A 503", "retry B"])
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), ["B"], "only B adapted the request")
+
+        // A middleware with no hooks is not in the chain at all: a success
+        // with nothing observing it is returned as it came.
+        server.route("/ok") { _ in .text("ok") }
+        let none = try clientWith { $0.middleware = [Tracer(name: "N", log: log, declared: [])] }
+        let before = log.values.count
+        let response = try await none.send(PocketRequest(url: url(server, "/ok")))
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertEqual(log.values.count, before, "no hook of N ran")
+        XCTAssertEqual(server.receivedRequests.last?.headerValues("X-Chain"), [])
+
+        XCTAssertEqual(PocketRetryPolicy().hooks, .retry)
+        XCTAssertEqual(PocketClosureMiddleware(observe: { _, _, _ in }).hooks, .observe)
+        XCTAssertEqual(PocketClosureMiddleware(adapt: { r, _ in r }, retry: { _, _, _ in nil }).hooks, [.adapt, .retry])
+        XCTAssertEqual(PocketLoggingMiddleware(logger: Logger(label: "x")).hooks, .observe)
     }
 
     func testContextReportsEachAttemptAndKeepsValuesAcrossAttempts() async throws {

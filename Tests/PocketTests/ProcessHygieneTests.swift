@@ -54,6 +54,23 @@ final class ProcessHygieneTests: XCTestCase {
         XCTAssertEqual(ChildProcess.leftovers().map(\.command), [])
     }
 
+    func testAChildInheritsNoDescriptorBeyondItsStandardStreams() throws {
+        // A pipe without FD_CLOEXEC, as a test runner's may be: a child that
+        // outlived a crashed test process would keep it open (and `swift
+        // test`, reading its other end, waiting).
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        XCTAssertEqual(fcntl(fds[1], F_GETFD) & FD_CLOEXEC, 0, "the pipe is inheritable")
+        let (output, timedOut) = try ChildProcess.run("/bin/sh", ["-c", "ls /proc/$$/fd"], timeout: 20)
+        XCTAssertFalse(timedOut)
+        XCTAssertEqual(output.status, 0, output.stderrText)
+        let open = Set(output.stdoutText.split(whereSeparator: \.isNewline).compactMap { Int32($0) })
+        XCTAssertTrue(open.isSuperset(of: [0, 1, 2]), "\(open)")
+        XCTAssertFalse(open.contains(fds[0]), "the child holds the pipe's read end: \(open)")
+        XCTAssertFalse(open.contains(fds[1]), "the child holds the pipe's write end: \(open)")
+    }
+
     func testSetupScriptStopsNoProcessByName() throws {
         // scripts/setup.sh and the scripts it shares with the benchmarks stop
         // only the PIDs they recorded: no pkill, killall or systemctl stop.

@@ -154,6 +154,10 @@ final class EventHub: Sendable {
     private let state = Lock(State())
     /// Subscribers plus endpoint observers; read on every `send`.
     let listenerCount = Atomic<Int>(0)
+    /// Subscribers (`events()`) alone.
+    private let subscriberCount = Atomic<Int>(0)
+    /// Endpoint observers alone: an event looks them up only when there are some.
+    private let endpointObserverCount = Atomic<Int>(0)
     private let nextTask = Atomic<UInt64>(1)
 
     /// Whether anyone listens to every request's events.
@@ -168,6 +172,13 @@ final class EventHub: Sendable {
                          metadata: request.metadata)
     }
 
+    /// The subscriptions a task starting now reports to (a request reports
+    /// to those that exist when it starts: one lock per task, not one per event).
+    var subscribers: [TaskEventBuffer] {
+        guard subscriberCount.load(ordering: .relaxed) > 0 else { return [] }
+        return state.withLock { $0.streamList }
+    }
+
     func newTaskID() -> UInt64 { nextTask.add(1, ordering: .relaxed).oldValue }
 
     func subscribe(bufferingNewest limit: Int) -> PocketTaskEvents {
@@ -179,12 +190,16 @@ final class EventHub: Sendable {
             return id
         }
         listenerCount.add(1, ordering: .relaxed)
+        subscriberCount.add(1, ordering: .relaxed)
         // A strong reference: the hub holds nothing of the subscription
         // but its buffer (no cycle), and a weakly referenced hub would move
         // every request's retain of it to the runtime's slow path.
         return PocketTaskEvents(buffer: buffer) {
             let removed = self.state.withLock { $0.streams.removeValue(forKey: id) != nil }
-            if removed { self.listenerCount.subtract(1, ordering: .relaxed) }
+            if removed {
+                self.listenerCount.subtract(1, ordering: .relaxed)
+                self.subscriberCount.subtract(1, ordering: .relaxed)
+            }
         }
     }
 
@@ -196,6 +211,7 @@ final class EventHub: Sendable {
             return id
         }
         listenerCount.add(1, ordering: .relaxed)
+        endpointObserverCount.add(1, ordering: .relaxed)
         return PocketObserverToken(id: id)
     }
 
@@ -209,17 +225,20 @@ final class EventHub: Sendable {
             }
             return false
         }
-        if removed { listenerCount.subtract(1, ordering: .relaxed) }
+        if removed {
+            listenerCount.subtract(1, ordering: .relaxed)
+            endpointObserverCount.subtract(1, ordering: .relaxed)
+        }
     }
 
-    /// Delivers `event` to the endpoint's observers and every subscriber
-    /// (outside the lock).
-    func publish(_ event: PocketTaskEvent) {
-        let (streams, observers) = state.withLock { s in
-            (s.streamList, s.endpointObservers.isEmpty ? [] : s.endpointObservers[event.endpoint] ?? [])
-        }
+    /// Whether an event must look for observers of its endpoint.
+    var hasEndpointObservers: Bool { endpointObserverCount.load(ordering: .relaxed) > 0 }
+
+    /// Delivers `event` to its endpoint's observers (called outside the
+    /// lock; an observer removed before this runs is not called).
+    func publishToEndpointObservers(_ event: PocketTaskEvent) {
+        let observers = state.withLock { s in s.endpointObservers.isEmpty ? [] : s.endpointObservers[event.endpoint] ?? [] }
         for entry in observers where entry.observer.states.contains(event.state) { entry.observer.handler(event) }
-        for buffer in streams { buffer.yield(event) }
     }
 
     func finishAll() {
@@ -228,9 +247,10 @@ final class EventHub: Sendable {
     }
 }
 
-/// Where one task's events go: its own observers and the client's hub.
-// A struct of four references (the per-task fields live in `identity`,
-// made once): handed from stage to stage, it is borrowed, not copied.
+/// Where one task's events go: its own observers, the client's
+/// subscriptions that existed when it started, and the hub's endpoint observers.
+// A struct of references (the per-task fields live in `identity`, made
+// once): handed from stage to stage, it is borrowed, not copied.
 struct EventSink: Sendable {
     let hub: EventHub
     /// Shared by all of the task's events (it references no listener, so
@@ -239,6 +259,9 @@ struct EventSink: Sendable {
     let observers: [PocketTaskObserver]
     /// A queued task, whose observers may change while it runs.
     let task: PocketQueuedTask?
+    /// The `events()` subscriptions when the task started (a dropped one
+    /// takes no more events: its buffer is finished).
+    let subscribers: [TaskEventBuffer]
 
     var taskID: UInt64 { identity.taskID }
 
@@ -248,16 +271,27 @@ struct EventSink: Sendable {
         self.identity = TaskIdentity(.init(taskID: taskID, method: method, url: url, endpoint: endpoint, metadata: metadata))
         self.observers = observers
         self.task = task
+        self.subscribers = hub.subscribers
     }
 
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
               retryDelay: Duration? = nil) {
-        let hubListens = hub.listenerCount.load(ordering: .relaxed) > 0
+        let byEndpoint = hub.hasEndpointObservers
+        if task == nil, observers.isEmpty {
+            // A plain request with subscribers: the common case.
+            guard !subscribers.isEmpty || byEndpoint else { return }
+            let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,
+                                        retryDelay: retryDelay)
+            if byEndpoint { hub.publishToEndpointObservers(event) }
+            for buffer in subscribers { buffer.yield(event) }
+            return
+        }
         let observers = task.map { self.observers + $0.observers } ?? self.observers
-        guard hubListens || observers.contains(where: { $0.states.contains(state) }) else { return }
+        guard !subscribers.isEmpty || byEndpoint || observers.contains(where: { $0.states.contains(state) }) else { return }
         let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,
                                     retryDelay: retryDelay)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
-        if hubListens { hub.publish(event) }
+        if byEndpoint { hub.publishToEndpointObservers(event) }
+        for buffer in subscribers { buffer.yield(event) }
     }
 }

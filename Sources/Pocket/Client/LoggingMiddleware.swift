@@ -43,6 +43,9 @@ public struct PocketLoggingMiddleware: PocketMiddleware {
         self.redacted = Self.defaultRedactedHeaders.union(redactedHeaders.map { $0.lowercased() })
     }
 
+    /// `observe` only.
+    public var hooks: PocketMiddlewareHooks { .observe }
+
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {
         let failed = if case .failure = outcome { true } else { false }
         guard logger.logLevel <= (failed ? failureLevel : level) else { return }

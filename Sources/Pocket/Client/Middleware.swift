@@ -34,9 +34,45 @@ public protocol PocketMiddleware: Sendable {
     /// ends the request with that error.
     func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                context: PocketMiddlewareContext) async throws -> PocketRetryDecision?
+
+    /// The hooks this middleware implements: the chain calls only these.
+    /// Read once, when the chain is built (when the client is made, or
+    /// for a request that brings middleware of its own). Default: all
+    /// three. A middleware that has nothing to do in a configuration (a
+    /// metrics reporter with no backend) declares none and costs nothing:
+    /// a request whose hooks observe nothing returns its response without
+    /// making an outcome for them.
+    var hooks: PocketMiddlewareHooks { get }
+}
+
+/// A middleware whose `observe` has work only for some attempts (the
+/// tracing middleware's: only when its `adapt` started a span). Asked after
+/// each attempt, before any `observe`: an attempt none of whose observers
+/// has work returns its response at once, as with no observer.
+package protocol PocketAttemptObserver: PocketMiddleware {
+    /// Whether `observe` has work for the attempt `context` describes.
+    func observes(_ context: PocketMiddlewareContext) -> Bool
+}
+
+/// Which of a middleware's hooks the chain calls (`PocketMiddleware.hooks`).
+public struct PocketMiddlewareHooks: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    /// Makes a hook set from its raw bits.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// `adapt` is called before each attempt.
+    public static let adapt = PocketMiddlewareHooks(rawValue: 1)
+    /// `observe` is called with each attempt's outcome.
+    public static let observe = PocketMiddlewareHooks(rawValue: 2)
+    /// `retry` is asked about each failed attempt.
+    public static let retry = PocketMiddlewareHooks(rawValue: 4)
+    /// Every hook: the default.
+    public static let all: PocketMiddlewareHooks = [.adapt, .observe, .retry]
 }
 
 extension PocketMiddleware {
+    /// Every hook (override to declare fewer).
+    public var hooks: PocketMiddlewareHooks { .all }
+
     public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest { request }
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async {}
     public func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
@@ -76,18 +112,28 @@ public struct PocketClosureMiddleware: PocketMiddleware {
                       context: PocketMiddlewareContext) async throws -> PocketRetryDecision? {
         try await retryBody?(outcome, request, context)
     }
+
+    /// The hooks given as closures.
+    public var hooks: PocketMiddlewareHooks {
+        var hooks: PocketMiddlewareHooks = []
+        if adaptBody != nil { hooks.insert(.adapt) }
+        if observeBody != nil { hooks.insert(.observe) }
+        if retryBody != nil { hooks.insert(.retry) }
+        return hooks
+    }
 }
 
 /// The chain a request runs through: the middleware, the retry policy last,
-/// and which of them have an `adapt` and an `observe` to call. A
-/// `PocketClosureMiddleware` without that closure, and a retry policy, have
-/// none (their defaults do nothing), so the request path neither calls them
-/// nor builds what they would be handed. Built once per client; again for
-/// a request that brings middleware or a policy of its own.
+/// and which of them have an `adapt`, an `observe` and a `retry` to call
+/// (`PocketMiddleware.hooks`: a `PocketClosureMiddleware` without that
+/// closure, the retry policy's `adapt` and `observe`, a middleware that
+/// declares it has nothing to do). The request path neither calls the
+/// others nor builds what they would be handed. Built once per client;
+/// again for a request that brings middleware or a policy of its own.
 // A class: a request takes it with one retain, not a copy of its arrays
 // and of the policy's sets and closures.
 final class MiddlewareChain: Sendable {
-    /// Every middleware, the retry policy last: all are asked `retry`.
+    /// Every middleware, the retry policy last.
     let all: [any PocketMiddleware]
     /// The retry policy, also `all`'s last (nil without one).
     let policy: PocketRetryPolicy?
@@ -102,23 +148,43 @@ final class MiddlewareChain: Sendable {
     }
     /// Indices of those whose `observe` does something, in order (called in reverse).
     let observers: [Int]
+    /// For each of `observers`, the one that says per attempt whether it
+    /// has work (`PocketAttemptObserver`), nil for one that always has.
+    let observerGates: [(any PocketAttemptObserver)?]
+    /// Whether some observer has work after every attempt.
+    let alwaysObserves: Bool
+    /// Those asked `retry`, in order (the policy last).
+    let retriers: [any PocketMiddleware]
 
     init(_ middleware: [any PocketMiddleware], policy: PocketRetryPolicy?) {
         all = policy.map { middleware + [$0] } ?? middleware
         self.policy = policy
-        var adapters: [Adapter] = [], observers: [Int] = []
-        for (i, m) in middleware.enumerated() {
+        var adapters: [Adapter] = [], observers: [Int] = [], retriers: [any PocketMiddleware] = []
+        var gates: [(any PocketAttemptObserver)?] = []
+        for (i, m) in all.enumerated() {
+            let hooks = m.hooks
+            if hooks.contains(.retry) { retriers.append(m) }
             if m is PocketRetryPolicy { continue }
-            if let closures = m as? PocketClosureMiddleware {
-                if let adapt = closures.adaptBody { adapters.append(.closure(adapt)) }
-                if closures.observeBody != nil { observers.append(i) }
-            } else {
+            if let closures = m as? PocketClosureMiddleware, let adapt = closures.adaptBody {
+                adapters.append(.closure(adapt))
+            } else if hooks.contains(.adapt) {
                 adapters.append(.middleware(i))
+            }
+            if hooks.contains(.observe) {
                 observers.append(i)
+                gates.append(m as? any PocketAttemptObserver)
             }
         }
         self.adapters = adapters
         self.observers = observers
+        observerGates = gates
+        alwaysObserves = gates.contains { $0 == nil }
+        self.retriers = retriers
+    }
+
+    /// Whether any observer has work for the attempt `context` describes.
+    func observes(_ context: PocketMiddlewareContext) -> Bool {
+        alwaysObserves || observerGates.contains { $0?.observes(context) ?? true }
     }
 }
 
@@ -180,6 +246,9 @@ public final class PocketMiddlewareContext: Sendable {
     /// is none (valid in `observe` and `retry`). Such a response reaches the
     /// hooks as `.success`; the caller gets this error.
     public var validationFailure: PocketError? { extras.load()?.state.withLock { $0.validationFailure } }
+
+    /// Whether anything was ever stored with the subscript (one atomic load).
+    package var hasStoredValues: Bool { extras.load() != nil }
 
     /// A value stored for this request under `key`, or nil.
     public subscript(key: String) -> (any Sendable)? {

@@ -169,6 +169,9 @@ public struct PocketRetryPolicy: Sendable {
 }
 
 extension PocketRetryPolicy: PocketMiddleware {
+    /// `retry` only.
+    public var hooks: PocketMiddlewareHooks { .retry }
+
     /// The policy's opinion on a failed attempt: `decide` with the attempt
     /// as the context records it (a response that failed validation comes
     /// with `context.validationFailure` as its error).

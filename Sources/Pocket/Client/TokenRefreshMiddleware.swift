@@ -57,6 +57,9 @@ public final class PocketTokenRefreshMiddleware: PocketMiddleware {
     /// How many refreshes have run (each shared by all its waiters).
     public var refreshCount: Int { state.withLock { $0.refreshes } }
 
+    /// `adapt` and `retry`.
+    public var hooks: PocketMiddlewareHooks { [.adapt, .retry] }
+
     public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
         if Self.isRefreshing { return request }
         let current = state.withLock { $0.inFlight == nil ? $0.token : nil }
