@@ -87,12 +87,15 @@ extension PocketMiddleware {
 /// }))
 /// ```
 public struct PocketClosureMiddleware: PocketMiddleware {
-    let adaptBody: (@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)?
+    // nonisolated(nonsending): the closure runs on the caller's executor,
+    // entered without the two executor switches of a concurrent one.
+    typealias Adapt = nonisolated(nonsending) @Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest
+    let adaptBody: Adapt?
     let observeBody: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async -> Void)?
     let retryBody: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async throws -> PocketRetryDecision?)?
 
     /// Any hook left nil does nothing.
-    public init(adapt: (@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)? = nil,
+    public init(adapt: (nonisolated(nonsending) @Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)? = nil,
                 observe: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async -> Void)? = nil,
                 retry: (@Sendable (Result<PocketResponse, any Error>, PocketRequest, PocketMiddlewareContext) async throws -> PocketRetryDecision?)? = nil) {
         adaptBody = adapt
@@ -143,7 +146,7 @@ final class MiddlewareChain: Sendable {
     let adapters: [Adapter]
 
     enum Adapter: Sendable {
-        case closure(@Sendable (PocketRequest, PocketMiddlewareContext) async throws -> PocketRequest)
+        case closure(PocketClosureMiddleware.Adapt)
         case middleware(Int)
     }
     /// Indices of those whose `observe` does something, in order (called in reverse).
