@@ -23,29 +23,30 @@ public enum PocketTaskState: Sendable, Hashable, CaseIterable {
 public struct PocketTaskEvent: Sendable {
     // What every event of a task shares is made once per task and
     // referenced (an event is copied into each subscriber's buffer and out
-    // again: one retain, not one per field).
+    // again: one retain, not one per field): the task's middleware context,
+    // which the request path makes anyway.
     private var task: TaskIdentity
 
     /// Identifies the task; unique per client.
     public var taskID: UInt64 {
-        get { task.taskID }
+        get { task.fields.taskID }
         set { task = task.with { $0.taskID = newValue } }
     }
     /// The new state.
     public var state: PocketTaskState
     /// The request's method.
     public var method: PocketMethod {
-        get { task.method }
+        get { task.fields.method }
         set { task = task.with { $0.method = newValue } }
     }
     /// The request's URL (before middleware adapted it).
     public var url: URL {
-        get { task.url }
+        get { task.fields.url }
         set { task = task.with { $0.url = newValue } }
     }
     /// The endpoint key (see `PocketSendOptions.endpoint`).
     public var endpoint: String {
-        get { task.endpoint }
+        get { task.fields.endpoint.value }
         set { task = task.with { $0.endpoint = .named(newValue) } }
     }
     /// The attempt this event belongs to (0 while pending).
@@ -59,7 +60,7 @@ public struct PocketTaskEvent: Sendable {
     /// The request's `metadata` (the caller's value: which operation this
     /// task belongs to), or nil.
     public var metadata: (any Sendable)? {
-        get { task.metadata }
+        get { task.fields.metadata }
         set { task = task.with { $0.metadata = newValue } }
     }
 
@@ -90,29 +91,31 @@ enum EndpointKey: Sendable {
 }
 
 /// The fields of a task's events that do not change from one to the next.
-final class TaskIdentity: Sendable {
-    struct Fields {
-        var taskID: UInt64
-        var method: PocketMethod
-        var url: URL
-        var endpoint: EndpointKey
-        var metadata: (any Sendable)?
+/// They live in the task's `PocketMiddlewareContext`, which its events
+/// reference (one object per request for both).
+struct TaskFields {
+    var taskID: UInt64
+    var method: PocketMethod
+    var url: URL
+    var endpoint: EndpointKey
+    var metadata: (any Sendable)?
+}
+
+/// What a task's events share: its middleware context.
+typealias TaskIdentity = PocketMiddlewareContext
+
+extension PocketMiddlewareContext {
+    /// A task's identity for events made outside the request path (a
+    /// queue's pending and cancelled tasks).
+    convenience init(identity fields: TaskFields) {
+        self.init(fields: fields, clock: nil, started: .zero)
     }
-    let fields: Fields
-
-    init(_ fields: Fields) { self.fields = fields }
-
-    var taskID: UInt64 { fields.taskID }
-    var method: PocketMethod { fields.method }
-    var url: URL { fields.url }
-    var endpoint: String { fields.endpoint.value }
-    var metadata: (any Sendable)? { fields.metadata }
 
     /// A copy with `change` made (an event's setter: events share the original).
-    func with(_ change: (inout Fields) -> Void) -> TaskIdentity {
+    func with(_ change: (inout TaskFields) -> Void) -> TaskIdentity {
         var fields = self.fields
         change(&fields)
-        return TaskIdentity(fields)
+        return TaskIdentity(identity: fields)
     }
 }
 
@@ -163,13 +166,10 @@ final class EventHub: Sendable {
     /// Whether anyone listens to every request's events.
     var isListening: Bool { listenerCount.load(ordering: .relaxed) > 0 }
 
-    /// The sink of a request's events, or nil when nobody listens to them
-    /// (no subscriber, no endpoint observer, no observer in `options`).
-    func sink(for request: PocketRequest, options: PocketSendOptions) -> EventSink? {
-        guard listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty else { return nil }
-        return EventSink(hub: self, taskID: newTaskID(), method: request.method, url: request.url,
-                         endpoint: options.endpoint.map(EndpointKey.named) ?? .path(of: request.url), observers: options.observers,
-                         metadata: request.metadata)
+    /// Whether a request sent with `options` reports events (a
+    /// subscriber, an endpoint observer, or an observer in `options`).
+    func listens(options: PocketSendOptions) -> Bool {
+        listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty
     }
 
     /// The subscriptions a task starting now reports to (a request reports
@@ -263,12 +263,19 @@ struct EventSink: Sendable {
     /// takes no more events: its buffer is finished).
     let subscribers: [TaskEventBuffer]
 
-    var taskID: UInt64 { identity.taskID }
+    var taskID: UInt64 { identity.fields.taskID }
 
     init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: EndpointKey, observers: [PocketTaskObserver],
          task: PocketQueuedTask? = nil, metadata: (any Sendable)? = nil) {
+        self.init(hub: hub, identity: TaskIdentity(identity: TaskFields(taskID: taskID, method: method, url: url, endpoint: endpoint,
+                                                                        metadata: metadata)),
+                  observers: observers, task: task)
+    }
+
+    /// The sink of the task whose context is `identity`.
+    init(hub: EventHub, identity: TaskIdentity, observers: [PocketTaskObserver], task: PocketQueuedTask? = nil) {
         self.hub = hub
-        self.identity = TaskIdentity(.init(taskID: taskID, method: method, url: url, endpoint: endpoint, metadata: metadata))
+        self.identity = identity
         self.observers = observers
         self.task = task
         self.subscribers = hub.subscribers

@@ -197,11 +197,12 @@ final class MiddlewareChain: Sendable {
 /// for this request).
 public final class PocketMiddlewareContext: Sendable {
     /// The task's id, as in its `PocketTaskEvent`s.
-    public let taskID: UInt64
+    public var taskID: UInt64 { fields.taskID }
     /// The endpoint key observers subscribe to (the URL path unless the
     /// caller or a `PocketEndpoint` named one).
-    public var endpoint: String { endpointKey.value }
-    private let endpointKey: EndpointKey
+    public var endpoint: String { fields.endpoint.value }
+    /// The task's fixed fields; its events reference this context for them.
+    let fields: TaskFields
     /// The client's clock (`PocketRequestHandling.clock`).
     var clock: any PocketRetryClock { customClock ?? PocketSystemRetryClock() }
     /// The client's clock unless it is the system clock.
@@ -223,9 +224,8 @@ public final class PocketMiddlewareContext: Sendable {
         }
     }
 
-    init(taskID: UInt64, endpoint: EndpointKey, clock: (any PocketRetryClock)?, started: Duration) {
-        self.taskID = taskID
-        self.endpointKey = endpoint
+    init(fields: TaskFields, clock: (any PocketRetryClock)?, started: Duration) {
+        self.fields = fields
         self.customClock = clock
         self.started = started
     }

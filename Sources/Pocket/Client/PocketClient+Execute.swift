@@ -230,26 +230,29 @@ extension PocketClient {
     @inline(never)
     private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions,
                               sink given: EventSink?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
-        // The client's handling is read field by field: a copy of the whole
-        // struct would retain and release each of its fields per request.
-        let sink = given ?? hub.sink(for: request, options: options)
         // The request's own middleware run after the client's; its
-        // policy replaces the client's as the last middleware.
+        // policy replaces the client's as the last middleware. (The
+        // client's handling is read field by field: a copy of the whole
+        // struct would retain and release each of its fields per request.)
         let chain = options.middleware.isEmpty && options.retry == nil ? self.chain
             : MiddlewareChain(configuration.handling.middleware + options.middleware,
                               policy: options.retry ?? configuration.handling.retry)
-        let taskID = sink?.taskID ?? hub.newTaskID()
-        let endpoint = sink?.identity.fields.endpoint ?? options.endpoint.map(EndpointKey.named) ?? .path(of: request.url)
+        let fields = given?.identity.fields
+            ?? TaskFields(taskID: hub.newTaskID(), method: request.method, url: request.url,
+                          endpoint: options.endpoint.map(EndpointKey.named) ?? .path(of: request.url), metadata: request.metadata)
         // On the system clock the context keeps no copy of it (an
         // existential copied per request): its origin is the client's.
         let now = ContinuousClock.now
         let context: PocketMiddlewareContext
         if let origin = systemClockOrigin {
-            context = PocketMiddlewareContext(taskID: taskID, endpoint: endpoint, clock: nil, started: now - origin)
+            context = PocketMiddlewareContext(fields: fields, clock: nil, started: now - origin)
         } else {
             let clock = configuration.handling.clock
-            context = PocketMiddlewareContext(taskID: taskID, endpoint: endpoint, clock: clock, started: clock.uptime())
+            context = PocketMiddlewareContext(fields: fields, clock: clock, started: clock.uptime())
         }
+        // The context is also the task's identity in its events (one
+        // object per request for both); a queue's task brings its own sink.
+        let sink = given ?? (hub.listens(options: options) ? EventSink(hub: hub, identity: context, observers: options.observers) : nil)
         return (chain, context, sink, now)
     }
 
