@@ -307,6 +307,43 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertFalse(client.hub.isListening, "a dropped subscription no longer listens")
     }
 
+    func testASubscriptionHearsTheRequestsThatStartAfterIt() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/a") { _ in .text("a") }
+        server.route("/b") { _ in .text("b") }
+        // The middleware subscribes while the first request is in flight
+        // (after its `.running`, before its `.finished`).
+        let late = Lock<PocketTaskEvents?>(nil)
+        let clientBox = Lock<PocketClient?>(nil)
+        let client = try clientWith {
+            $0.middleware = [PocketClosureMiddleware(adapt: { request, _ in
+                if request.url.path == "/a", let client = clientBox.withLock({ $0 }) {
+                    late.withLock { $0 = client.events() }
+                }
+                return request
+            })]
+        }
+        clientBox.withLock { $0 = client }
+        let early = client.events()
+        _ = try await client.send(PocketRequest(url: url(server, "/a")))
+        _ = try await client.send(PocketRequest(url: url(server, "/b")))
+        clientBox.withLock { $0 = nil }
+        var earlySeen: [String] = []
+        for await event in early {
+            earlySeen.append("\(event.endpoint) \(event.state)")
+            if earlySeen.count == 4 { break }
+        }
+        XCTAssertEqual(earlySeen, ["/a running", "/a finished", "/b running", "/b finished"])
+        let lateEvents = try XCTUnwrap(late.withLock { $0 })
+        var lateSeen: [String] = []
+        for await event in lateEvents {
+            lateSeen.append("\(event.endpoint) \(event.state)")
+            if lateSeen.count == 2 { break }
+        }
+        XCTAssertEqual(lateSeen, ["/b running", "/b finished"], "the request in flight when it subscribed is not reported to it")
+    }
+
     func testClientEventsAndEndpointObservers() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -56,6 +56,7 @@ package protocol PocketAttemptObserver: PocketMiddleware {
 
 /// Which of a middleware's hooks the chain calls (`PocketMiddleware.hooks`).
 public struct PocketMiddlewareHooks: OptionSet, Sendable, Hashable {
+    /// The set's bits (`adapt` 1, `observe` 2, `retry` 4).
     public let rawValue: UInt8
     /// Makes a hook set from its raw bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
