@@ -59,7 +59,7 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver {
     /// Only an attempt whose `adapt` started a span has one to end: without
     /// a tracer the request path returns the response as with no middleware.
     package func observes(_ context: PocketMiddlewareContext) -> Bool {
-        context.hasStoredValues && context[Self.spanKey] != nil
+        context[Self.spanKey] != nil
     }
 
     /// What `adapt` leaves for `observe` in the request's context store.

@@ -25,7 +25,7 @@ public struct PocketTaskEvent: Sendable {
     // referenced (an event is copied into each subscriber's buffer and out
     // again: one retain, not one per field): the task's middleware context,
     // which the request path makes anyway.
-    private var task: TaskIdentity
+    private var task: PocketMiddlewareContext
 
     /// Identifies the task; unique per client.
     public var taskID: UInt64 {
@@ -64,7 +64,7 @@ public struct PocketTaskEvent: Sendable {
         set { task = task.with { $0.metadata = newValue } }
     }
 
-    init(task: TaskIdentity, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?) {
+    init(task: PocketMiddlewareContext, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?) {
         self.task = task
         self.state = state
         self.attempt = attempt
@@ -101,9 +101,6 @@ struct TaskFields {
     var metadata: (any Sendable)?
 }
 
-/// What a task's events share: its middleware context.
-typealias TaskIdentity = PocketMiddlewareContext
-
 extension PocketMiddlewareContext {
     /// A task's identity for events made outside the request path (a
     /// queue's pending and cancelled tasks).
@@ -112,10 +109,10 @@ extension PocketMiddlewareContext {
     }
 
     /// A copy with `change` made (an event's setter: events share the original).
-    func with(_ change: (inout TaskFields) -> Void) -> TaskIdentity {
+    func with(_ change: (inout TaskFields) -> Void) -> PocketMiddlewareContext {
         var fields = self.fields
         change(&fields)
-        return TaskIdentity(identity: fields)
+        return PocketMiddlewareContext(identity: fields)
     }
 }
 
@@ -141,7 +138,7 @@ public struct PocketObserverToken: Sendable, Hashable {
 
 /// A client's listeners: `events()` subscribers and observers by endpoint.
 /// One per client (shared with its scoped clients), made at init.
-/// `listenerCount` lets a request skip making events when nobody listens.
+/// Its counts let a request skip making events when nobody listens.
 final class EventHub: Sendable {
     private struct State {
         var nextID: UInt64 = 1
@@ -155,21 +152,19 @@ final class EventHub: Sendable {
     }
 
     private let state = Lock(State())
-    /// Subscribers plus endpoint observers; read on every `send`.
-    let listenerCount = Atomic<Int>(0)
-    /// Subscribers (`events()`) alone.
+    /// Subscribers (`events()`); with the next, read on every `send`.
     private let subscriberCount = Atomic<Int>(0)
-    /// Endpoint observers alone: an event looks them up only when there are some.
+    /// Endpoint observers: an event looks them up only when there are some.
     private let endpointObserverCount = Atomic<Int>(0)
     private let nextTask = Atomic<UInt64>(1)
 
     /// Whether anyone listens to every request's events.
-    var isListening: Bool { listenerCount.load(ordering: .relaxed) > 0 }
+    var isListening: Bool { subscriberCount.load(ordering: .relaxed) > 0 || hasEndpointObservers }
 
     /// Whether a request sent with `options` reports events (a
     /// subscriber, an endpoint observer, or an observer in `options`).
     func listens(options: PocketSendOptions) -> Bool {
-        listenerCount.load(ordering: .relaxed) > 0 || !options.observers.isEmpty
+        isListening || !options.observers.isEmpty
     }
 
     /// The subscriptions a task starting now reports to (a request reports
@@ -189,17 +184,13 @@ final class EventHub: Sendable {
             s.streams[id] = buffer
             return id
         }
-        listenerCount.add(1, ordering: .relaxed)
         subscriberCount.add(1, ordering: .relaxed)
         // A strong reference: the hub holds nothing of the subscription
         // but its buffer (no cycle), and a weakly referenced hub would move
         // every request's retain of it to the runtime's slow path.
         return PocketTaskEvents(buffer: buffer) {
             let removed = self.state.withLock { $0.streams.removeValue(forKey: id) != nil }
-            if removed {
-                self.listenerCount.subtract(1, ordering: .relaxed)
-                self.subscriberCount.subtract(1, ordering: .relaxed)
-            }
+            if removed { self.subscriberCount.subtract(1, ordering: .relaxed) }
         }
     }
 
@@ -210,7 +201,6 @@ final class EventHub: Sendable {
             s.endpointObservers[endpoint, default: []].append((id, observer))
             return id
         }
-        listenerCount.add(1, ordering: .relaxed)
         endpointObserverCount.add(1, ordering: .relaxed)
         return PocketObserverToken(id: id)
     }
@@ -225,10 +215,7 @@ final class EventHub: Sendable {
             }
             return false
         }
-        if removed {
-            listenerCount.subtract(1, ordering: .relaxed)
-            endpointObserverCount.subtract(1, ordering: .relaxed)
-        }
+        if removed { endpointObserverCount.subtract(1, ordering: .relaxed) }
     }
 
     /// Whether an event must look for observers of its endpoint.
@@ -255,7 +242,7 @@ struct EventSink: Sendable {
     let hub: EventHub
     /// Shared by all of the task's events (it references no listener, so
     /// an event kept in a buffer holds no cycle).
-    let identity: TaskIdentity
+    let identity: PocketMiddlewareContext
     let observers: [PocketTaskObserver]
     /// A queued task, whose observers may change while it runs.
     let task: PocketQueuedTask?
@@ -267,13 +254,13 @@ struct EventSink: Sendable {
 
     init(hub: EventHub, taskID: UInt64, method: PocketMethod, url: URL, endpoint: EndpointKey, observers: [PocketTaskObserver],
          task: PocketQueuedTask? = nil, metadata: (any Sendable)? = nil) {
-        self.init(hub: hub, identity: TaskIdentity(identity: TaskFields(taskID: taskID, method: method, url: url, endpoint: endpoint,
+        self.init(hub: hub, identity: PocketMiddlewareContext(identity: TaskFields(taskID: taskID, method: method, url: url, endpoint: endpoint,
                                                                         metadata: metadata)),
                   observers: observers, task: task)
     }
 
     /// The sink of the task whose context is `identity`.
-    init(hub: EventHub, identity: TaskIdentity, observers: [PocketTaskObserver], task: PocketQueuedTask? = nil) {
+    init(hub: EventHub, identity: PocketMiddlewareContext, observers: [PocketTaskObserver], task: PocketQueuedTask? = nil) {
         self.hub = hub
         self.identity = identity
         self.observers = observers
@@ -284,15 +271,6 @@ struct EventSink: Sendable {
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
               retryDelay: Duration? = nil) {
         let byEndpoint = hub.hasEndpointObservers
-        if task == nil, observers.isEmpty {
-            // A plain request with subscribers: the common case.
-            guard !subscribers.isEmpty || byEndpoint else { return }
-            let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,
-                                        retryDelay: retryDelay)
-            if byEndpoint { hub.publishToEndpointObservers(event) }
-            for buffer in subscribers { buffer.yield(event) }
-            return
-        }
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard !subscribers.isEmpty || byEndpoint || observers.contains(where: { $0.states.contains(state) }) else { return }
         let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,

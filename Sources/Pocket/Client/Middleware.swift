@@ -168,7 +168,6 @@ final class MiddlewareChain: Sendable {
         for (i, m) in all.enumerated() {
             let hooks = m.hooks
             if hooks.contains(.retry) { retriers.append(m) }
-            if m is PocketRetryPolicy { continue }
             if let closures = m as? PocketClosureMiddleware, let adapt = closures.adaptBody {
                 adapters.append(.closure(adapt))
             } else if hooks.contains(.adapt) {
@@ -250,9 +249,6 @@ public final class PocketMiddlewareContext: Sendable {
     /// is none (valid in `observe` and `retry`). Such a response reaches the
     /// hooks as `.success`; the caller gets this error.
     public var validationFailure: PocketError? { extras.load()?.state.withLock { $0.validationFailure } }
-
-    /// Whether anything was ever stored with the subscript (one atomic load).
-    package var hasStoredValues: Bool { extras.load() != nil }
 
     /// A value stored for this request under `key`, or nil.
     public subscript(key: String) -> (any Sendable)? {

@@ -301,13 +301,15 @@ extension PocketClient {
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
-                                                   attempt: attempt, started: attemptStart, chain: chain, context: context, sink: sink) {
+                                                   attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
+                                                   chain: chain, context: context, sink: sink) {
                     return response
                 }
                 continue
             }
             var outcome: Result<R, any Error>
             var failure: PocketError?
+            var observing = false
             do {
                 var response = sent.authentication == nil && !answersChallenges
                     ? try await hop(sent, progress)
@@ -315,14 +317,15 @@ extension PocketClient {
                 failure = validationFailure(of: response, for: sent)
                 // A success no hook observes is the caller's at once (not
                 // moved through an outcome and `finish`, a copy each).
-                if failure == nil, !(observed && chain.observes(context)),
-                   delivered(&response, sent: sent, attempt: attempt, sink: sink) { return response }
+                observing = observed && chain.observes(context)
+                if failure == nil, !observing, delivered(&response, sent: sent, attempt: attempt, sink: sink) { return response }
                 outcome = .success(response)
             } catch {
                 outcome = .failure(error)
+                observing = observed && chain.observes(context)
             }
             if let response = try await settle(outcome, failure: failure, request: request, sent: sent, attempt: attempt,
-                                               started: attemptStart, chain: chain, context: context, sink: sink) {
+                                               started: attemptStart, observing: observing, chain: chain, context: context, sink: sink) {
                 return response
             }
         }
@@ -335,17 +338,17 @@ extension PocketClient {
     @inline(never)
     nonisolated(nonsending) private func settle<R: ExchangedResponse>(
         _ outcome: Result<R, any Error>, failure: PocketError?, request: PocketRequest, sent: PocketRequest,
-        attempt: Int, started: ContinuousClock.Instant, chain: MiddlewareChain, context: PocketMiddlewareContext,
-        sink: EventSink?
+        attempt: Int, started: ContinuousClock.Instant, observing: Bool, chain: MiddlewareChain,
+        context: PocketMiddlewareContext, sink: EventSink?
     ) async throws -> R? {
         let retryable = isRetryable(outcome, failure: failure, sent: sent)
-        let observing = !chain.observers.isEmpty && chain.observes(context)
         // The attempt's duration, for the hooks (none will run: the clock is not read).
         if observing || retryable || failure != nil {
             context.end(elapsed: ContinuousClock.now - started, validationFailure: failure)
         }
-        if observing {
-            let view = Self.view(of: outcome)
+        // What the hooks see, made once, only when a hook will see it.
+        let view = observing || retryable ? Self.view(of: outcome) : nil
+        if observing, let view {
             for (k, i) in chain.observers.enumerated().reversed() where chain.observerGates[k]?.observes(context) ?? true {
                 await chain.all[i].observe(view, for: sent, context: context)
             }
@@ -353,8 +356,7 @@ extension PocketClient {
         if case .failure(let error) = outcome, Self.isCancellation(error) { throw error }
 
         var decision: PocketRetryDecision?
-        if retryable {
-            let view = Self.view(of: outcome)
+        if retryable, let view {
             do {
                 for middleware in chain.retriers {
                     decision = try await middleware.retry(view, for: sent, context: context)
