@@ -100,7 +100,19 @@ static ssize_t put_out(pk__loop *loop, pk__conn *conn, struct iovec *iov, int n)
   if (conn->tls) {
     int detail = 0;
     size_t n_out;
-    int st = pk__tls_write(conn->tls, iov[0].iov_base, iov[0].iov_len, &n_out, &detail);
+    int st;
+    if (n == 1 && req->body_kind == PK_BODY_MEMORY && !req->body_len && pk__loop_can_send(loop, &conn->send)) {
+      /* The whole request is this head: its records are sealed and queued
+       * on the ring like a plain head (send_done hands back what the
+       * kernel did not take; conn_write_loop flushes it first). */
+      const void *records;
+      size_t records_len;
+      st = pk__tls_seal(conn->tls, iov[0].iov_base, iov[0].iov_len, &records, &records_len, &n_out, &detail);
+      if (st == PK__TLS_OK && !pk__loop_send(loop, conn->fd, records, records_len, &conn->send))
+        pk__tls_sealed_sent(conn->tls, 0);
+    } else {
+      st = pk__tls_write(conn->tls, iov[0].iov_base, iov[0].iov_len, &n_out, &detail);
+    }
     if (st == PK__TLS_WANT_WRITE || st == PK__TLS_WANT_READ) return PK_W_AGAIN;
     if (st < 0) {
       write_failed(loop, conn, (pk_error)-st, detail);
@@ -301,17 +313,21 @@ static bool rearm(pk__loop *loop, pk__conn *conn) {
  * an error fails the write as a send(2) would have. */
 static void send_done(pk__loop *loop, pk__send *op, int res) {
   pk__conn *conn = PK_CONTAINER_OF(op, pk__conn, send);
+  /* TLS: the records are the pk__tls's; what did not go is pending there. */
+  if (conn->tls) pk__tls_sealed_sent(conn->tls, res > 0 ? (size_t)res : 0);
   if (res >= 0 && (uint32_t)res == op->len) return;
   pk__req *req = conn->req;
   if (conn->state == PK_CONN_CLOSED || conn->fd < 0 || !req) return; /* closing: settled */
   if (res < 0 && res != -EAGAIN && res != -EWOULDBLOCK) {
-    req->timings.bytes_sent -= op->len;
+    if (!conn->tls) req->timings.bytes_sent -= op->len;
     write_failed(loop, conn, res == -ECONNRESET ? PK_E_CONN_RESET : PK_E_WRITE, -res);
     return;
   }
-  size_t unsent = op->len - (res > 0 ? (size_t)res : 0);
-  conn->woff -= unsent;
-  req->timings.bytes_sent -= unsent;
+  if (!conn->tls) { /* the head's plain bytes are sent again from where the kernel stopped */
+    size_t unsent = op->len - (res > 0 ? (size_t)res : 0);
+    conn->woff -= unsent;
+    req->timings.bytes_sent -= unsent;
+  }
   op->direct = 1;
   pk__conn_write(loop, conn);
 }
@@ -328,6 +344,19 @@ static void conn_write_loop(pk__loop *loop, pk__conn *conn) {
   size_t put = 0;
   for (;;) {
     ssize_t w;
+    if (conn->tls && pk__tls_pending(conn->tls)) {
+      /* Sealed records the ring's send left (send_done) go before anything else. */
+      int detail = 0;
+      int st = pk__tls_flush(conn->tls, &detail);
+      if (st == PK__TLS_WANT_WRITE) {
+        conn->want_write = 1;
+        return;
+      }
+      if (st < 0) {
+        write_failed(loop, conn, (pk_error)-st, detail);
+        return;
+      }
+    }
     if (conn->woff < req->head_len) {
       /* The head, and with it as much of an in-memory body as the socket takes. */
       struct iovec iov[2] = {{req->buf + conn->woff, req->head_len - conn->woff}};

@@ -412,6 +412,11 @@ void pk__loop_wake(pk__loop *loop);
  * (epoll backend) or a direct pass runs (the caller's thread holds the
  * pass): then the caller sends now. Loop pass only. */
 bool pk__loop_send(pk__loop *loop, int fd, const void *buf, size_t len, pk__send *op);
+/* Whether pk__loop_send would queue now (for a caller that must prepare
+ * the bytes differently for the ring: sealed TLS records). */
+static inline bool pk__loop_can_send(const pk__loop *loop, const pk__send *op) {
+  return loop->ring && !loop->in_direct && !op->direct;
+}
 /* Submits the queued sends and calls the done functions of every
  * completion (which may queue more: until none is left). */
 void pk__loop_flush(pk__loop *loop);

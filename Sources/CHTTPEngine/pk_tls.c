@@ -5,7 +5,9 @@
  * connection gets an SSL on a custom BIO that calls send(MSG_NOSIGNAL)/recv,
  * so the library never raises SIGPIPE, never touches signal handlers, and
  * counts the bytes on the wire. Everything is nonblocking: callers get "want
- * read" or "want write" and return to their loop.
+ * read" or "want write" and return to their loop. A caller that sends
+ * records itself (the io_uring backend) seals a head instead: the BIO
+ * captures its records, and is told later how many of them went.
  *
  * libssl and libcrypto are linked like any library (ldd, dpkg-shlibdeps and
  * SBOM scanners see them); a missing one stops the program at load. */
@@ -45,14 +47,65 @@ struct pk__tls {
   uint8_t shut;
   uint8_t first_len;       /* bytes of `first` received */
   char first[5];           /* the connection's first bytes: "HTTP/" is a plain HTTP answer */
+  uint8_t sealing;         /* inside pk__tls_seal: the BIO appends to `out` */
+  uint8_t out_held;        /* `out` is the caller's to send, until pk__tls_sealed_sent */
   uint64_t wire_in, wire_out;
+  /* Records sealed and not yet on the wire: out[out_off..out_len). Freed
+   * once sent, so an idle connection holds none. */
+  char *out;
+  size_t out_off, out_len, out_cap;
 };
 
 /* ------------------------------------------------------------------ BIO */
 
+static void out_reset(pk__tls *t) {
+  pk__free(t->out);
+  t->out = NULL;
+  t->out_off = t->out_len = t->out_cap = 0;
+}
+
+/* The sealed records left in `out`, with send(2): 0 when all went (or none
+ * waited), 1 when the socket is full, -1 with errno on a failure. */
+static int out_flush(pk__tls *t) {
+  while (t->out_off < t->out_len) {
+    ssize_t n = send(t->fd, t->out + t->out_off, t->out_len - t->out_off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -1;
+    }
+    t->out_off += (size_t)n;
+    t->wire_out += (uint64_t)n;
+  }
+  out_reset(t);
+  return 0;
+}
+
 static int bio_write(BIO *b, const char *data, int len) {
   pk__tls *t = BIO_get_data(b);
   BIO_clear_retry_flags(b);
+  if (t->sealing) {
+    if (t->out_len + (size_t)len > t->out_cap) {
+      size_t cap = t->out_cap ? t->out_cap : 512;
+      while (cap < t->out_len + (size_t)len) cap *= 2;
+      char *out = pk__realloc(t->out, cap);
+      if (!out) {
+        errno = ENOMEM;
+        return -1;
+      }
+      t->out = out;
+      t->out_cap = cap;
+    }
+    memcpy(t->out + t->out_len, data, (size_t)len);
+    t->out_len += (size_t)len;
+    return len;
+  }
+  /* Nothing overtakes sealed records: held ones wait for their send's
+   * answer, left ones go first. */
+  int left = t->out_held ? 1 : t->out_len ? out_flush(t) : 0;
+  if (left) {
+    if (left > 0) BIO_set_retry_write(b);
+    return -1;
+  }
   ssize_t n = send(t->fd, data, (size_t)len, MSG_NOSIGNAL);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(b);
@@ -344,6 +397,44 @@ int pk__tls_write(pk__tls *t, const char *buf, size_t len, size_t *n, int *detai
   return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_WRITE;
 }
 
+int pk__tls_seal(pk__tls *t, const char *buf, size_t len, const void **records, size_t *records_len,
+                 size_t *n, int *detail) {
+  /* All of it: a write takes one record at a time (partial writes are on),
+   * and nothing is sealed again while these are held. */
+  *n = 0;
+  if (t->out_held) return PK__TLS_WANT_WRITE; /* the kernel may be reading them: no realloc */
+  int st = PK__TLS_OK;
+  size_t done = 0, part = 0;
+  t->sealing = 1;
+  while (done < len && (st = pk__tls_write(t, buf + done, len - done, &part, detail)) == PK__TLS_OK) done += part;
+  t->sealing = 0;
+  *n = done;
+  if (done) st = PK__TLS_OK; /* a failure after some records: the next write meets it */
+  if (st != PK__TLS_OK || t->out_len == t->out_off) return st; /* anything sealed waits for pk__tls_flush */
+  t->out_held = 1;
+  *records = t->out + t->out_off;
+  *records_len = t->out_len - t->out_off;
+  return PK__TLS_OK;
+}
+
+void pk__tls_sealed_sent(pk__tls *t, size_t sent) {
+  t->out_held = 0;
+  if (sent > t->out_len - t->out_off) sent = t->out_len - t->out_off;
+  t->out_off += sent;
+  t->wire_out += (uint64_t)sent;
+  if (t->out_off == t->out_len) out_reset(t);
+}
+
+bool pk__tls_pending(pk__tls *t) { return t->out_off < t->out_len && !t->out_held; }
+
+int pk__tls_flush(pk__tls *t, int *detail) {
+  if (t->out_held) return PK__TLS_WANT_WRITE;
+  int r = out_flush(t);
+  if (r >= 0) return r ? PK__TLS_WANT_WRITE : PK__TLS_OK;
+  *detail = errno;
+  return errno == ECONNRESET ? -PK_E_CONN_RESET : -PK_E_WRITE;
+}
+
 bool pk__tls_drained(pk__tls *t) { return t->last_read_short && !SSL_has_pending(t->ssl); }
 
 int pk__tls_resumed(pk__tls *t) { return SSL_session_reused(t->ssl); }
@@ -372,6 +463,7 @@ void pk__tls_free(pk__tls *t, bool clean) {
   }
   ERR_clear_error();
   SSL_free(t->ssl); /* frees the BIO */
+  pk__free(t->out);
   pk__free(t);
 }
 

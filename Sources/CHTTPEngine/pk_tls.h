@@ -48,6 +48,24 @@ int pk__tls_handshake(pk__tls *t, int *detail);
 int pk__tls_read(pk__tls *t, char *buf, size_t len, size_t *n, int *detail);
 /* OK with *n > 0 bytes, WANT_*, or -PK_E_CONN_RESET / -PK_E_WRITE (*detail: errno). */
 int pk__tls_write(pk__tls *t, const char *buf, size_t len, size_t *n, int *detail);
+/* Sealing, for a caller that sends the records itself (the io_uring
+ * backend queues them on its ring): pk__tls_write, but the records stay in
+ * the pk__tls, *records..*records_len, held for the caller until
+ * pk__tls_sealed_sent says how many of their bytes went. While they are
+ * held nothing else is written (a write inside pk__tls_read reports
+ * WANT_WRITE, and so does a second seal); bytes that did not go are
+ * pending, and pk__tls_flush (or the next write) sends them with send(2)
+ * before anything else (a seal holds them with its own records). All of
+ * `buf` is sealed (fewer bytes only when a write fails partway, and the
+ * next write meets the failure): OK with *n > 0 and records held, else as
+ * pk__tls_write (whatever was sealed is then pending, not held). */
+int pk__tls_seal(pk__tls *t, const char *buf, size_t len, const void **records, size_t *records_len,
+                 size_t *n, int *detail);
+void pk__tls_sealed_sent(pk__tls *t, size_t sent);
+bool pk__tls_pending(pk__tls *t); /* sealed bytes wait for pk__tls_flush */
+/* Sends the pending bytes: OK (none left), WANT_WRITE (the socket is full,
+ * or records are still held), or -PK_E_CONN_RESET / -PK_E_WRITE (*detail: errno). */
+int pk__tls_flush(pk__tls *t, int *detail);
 bool pk__tls_drained(pk__tls *t); /* nothing decrypted waits and the socket was read dry */
 int pk__tls_resumed(pk__tls *t);
 void pk__tls_session_free(void *session); /* NULL is fine */

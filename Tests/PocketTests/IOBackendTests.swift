@@ -17,11 +17,13 @@ final class IOBackendTests: XCTestCase {
     }
 
     /// 64 requests at once, each body checked.
-    private func sendConcurrently(_ client: PocketClient, _ server: TestServer) async throws {
+    private func sendConcurrently(_ client: PocketClient, _ server: TestServer, tls: Bool = false) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<64 {
                 group.addTask {
-                    let response = try await client.send(PocketRequest(url: url(server, "/echo/\(i)")))
+                    let target = tls ? try PocketRequest("https://localhost:\(server.port)/echo/\(i)")
+                                     : PocketRequest(url: url(server, "/echo/\(i)"))
+                    let response = try await client.send(target)
                     XCTAssertEqual(response.status, 200)
                     XCTAssertEqual(response.text, "/echo/\(i)")
                 }
@@ -65,6 +67,32 @@ final class IOBackendTests: XCTestCase {
         let stats = client.poolStatistics
         XCTAssertEqual(client.ioBackend, .ioUring)
         XCTAssertGreaterThan(stats.ringWrites, 0, "requests written by the loop went through the ring")
+        XCTAssertLessThanOrEqual(stats.ringSubmits, stats.ringWrites)
+        XCTAssertEqual(server.requestCount, 128)
+    }
+
+    /// TLS heads go through the ring too: their records are sealed into the
+    /// connection and queued with the pass's other writes.
+    func testIOUringWritesTLSRecords() async throws {
+        let server = try TestServer(tls: try .localhost())
+        server.defaultHandler = { request in .text(request.target) }
+        defer { server.shutdown() }
+        let client: PocketClient
+        do {
+            client = try makeClient {
+                $0.ioBackend = .ioUring
+                $0.tls.caFile = try! TestCertificates.shared.caCert
+            }
+        } catch let error as PocketError where error.code == .ioUringUnavailable {
+            XCTAssertFalse(kernelAllowsIOUring, "the kernel allows io_uring, yet the client could not have it: \(error)")
+            return
+        }
+        defer { Task { try? await client.shutdown() } }
+        try await sendConcurrently(client, server, tls: true)
+        let before = client.poolStatistics.ringWrites
+        try await sendConcurrently(client, server, tls: true)
+        let stats = client.poolStatistics
+        XCTAssertGreaterThan(stats.ringWrites, before, "TLS requests written by the loop went through the ring")
         XCTAssertLessThanOrEqual(stats.ringSubmits, stats.ringWrites)
         XCTAssertEqual(server.requestCount, 128)
     }
