@@ -1192,7 +1192,15 @@ static void complete(pk__loop *loop, pk__conn *conn) {
   pk__req *req = conn->req;
   bool keep = conn->reusable && req->body_info.keep_alive && conn->state == PK_CONN_ACTIVE &&
               !conn->want_write && req->body_done;
-  if (keep && conn->read_full) {
+  bool unsure = conn->read_full;
+  if (keep && conn->tls) {
+    /* Over TLS the bytes after the answer may be in a record of their own:
+     * held by OpenSSL (it reads ahead), or still in the socket when its last
+     * read was not short. Either way the connection cannot be reused. */
+    if (pk__tls_buffered(conn->tls)) keep = false;
+    else unsure |= !pk__tls_read_short(conn->tls);
+  }
+  if (keep && unsure) {
     /* The response ended exactly where a full read did: bytes (or an EOF)
      * may still wait in the socket, and edge-triggered epoll will not report
      * them again. Rare, so a peek is cheap insurance against pooling them. */

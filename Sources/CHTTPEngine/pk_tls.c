@@ -174,6 +174,10 @@ int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
   if (!SSL_CTX_set_min_proto_version(c->ctx, minv == PK_TLS_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION)) goto fail;
   SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                SSL_MODE_RELEASE_BUFFERS);
+  /* One recv(2) takes what the socket has (not a record's 5-byte header,
+   * then its body): one read per answer, and a short read says the socket
+   * is dry (pk__tls_drained). */
+  SSL_CTX_set_read_ahead(c->ctx, 1);
   if (cfg && cfg->ciphers && !SSL_CTX_set_cipher_list(c->ctx, cfg->ciphers)) goto fail;
   c->insecure = cfg && cfg->insecure;
   if (!c->insecure) {
@@ -436,6 +440,10 @@ int pk__tls_flush(pk__tls *t, int *detail) {
 }
 
 bool pk__tls_drained(pk__tls *t) { return t->last_read_short && !SSL_has_pending(t->ssl); }
+
+bool pk__tls_buffered(pk__tls *t) { return SSL_has_pending(t->ssl); }
+
+bool pk__tls_read_short(pk__tls *t) { return t->last_read_short; }
 
 int pk__tls_resumed(pk__tls *t) { return SSL_session_reused(t->ssl); }
 

@@ -67,6 +67,8 @@ bool pk__tls_pending(pk__tls *t); /* sealed bytes wait for pk__tls_flush */
  * or records are still held), or -PK_E_CONN_RESET / -PK_E_WRITE (*detail: errno). */
 int pk__tls_flush(pk__tls *t, int *detail);
 bool pk__tls_drained(pk__tls *t); /* nothing decrypted waits and the socket was read dry */
+bool pk__tls_buffered(pk__tls *t);  /* OpenSSL holds bytes read from the socket (a record, or part of one) */
+bool pk__tls_read_short(pk__tls *t); /* the BIO's last recv got less than asked */
 int pk__tls_resumed(pk__tls *t);
 void pk__tls_session_free(void *session); /* NULL is fine */
 bool pk__tls_session_resumable(void *session);

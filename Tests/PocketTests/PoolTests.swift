@@ -126,6 +126,23 @@ final class PoolTests: XCTestCase {
         XCTAssertEqual(server.acceptedConnections, 3, "a connection with stray bytes is never reused")
     }
 
+    /// Over TLS the stray bytes come in a record of their own, right behind
+    /// the response's: OpenSSL may hold them (read ahead) where the socket
+    /// shows nothing, and the connection still must not be pooled.
+    func testExtraTLSRecordsAfterResponseDropTheConnection() async throws {
+        let server = try TestServer(tls: try .localhost())
+        defer { server.shutdown() }
+        server.route("/") { _ in
+            .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")])
+        }
+        let client = try makeClient { $0.tls.caFile = try! TestCertificates.shared.caCert }
+        for _ in 0..<3 {
+            let r = try await client.send(try PocketRequest("https://localhost:\(server.port)/"))
+            XCTAssertEqual(r.text, "ok")
+        }
+        XCTAssertEqual(server.acceptedConnections, 3, "a connection with stray records is never reused")
+    }
+
     func testIdleConnectionsExpire() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
