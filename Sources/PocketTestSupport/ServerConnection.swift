@@ -115,6 +115,12 @@ final class ServerConnection: @unchecked Sendable {
                 guard sendAll(bytes) else { return false }
             case let .sendString(text):
                 guard sendAll(Array(text.utf8)) else { return false }
+            case let .sendTogether(texts):
+                transport.cork(true)
+                defer { transport.cork(false) }
+                for text in texts {
+                    guard sendAll(Array(text.utf8)) else { return false }
+                }
             case let .sleep(milliseconds), let .stall(milliseconds):
                 guard pause(milliseconds: milliseconds) else { return false }
             case let .trickle(bytes, chunkSize, delay):

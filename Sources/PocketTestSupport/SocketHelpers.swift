@@ -157,6 +157,14 @@ enum Sockets {
         Glibc.close(fd)
     }
 
+    /// `TCP_CORK` on or off (off sends what it held back). A closed
+    /// descriptor (-1) is left alone.
+    static func setCork(_ fd: Int32, _ on: Bool) {
+        guard fd >= 0 else { return }
+        var value: Int32 = on ? 1 : 0
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

@@ -272,6 +272,8 @@ final class TLSTransport: Transport, @unchecked Sendable {
         return ioctl(fd, UInt(FIONREAD), &count) == 0 && count > 0
     }
 
+    func cork(_ on: Bool) { Sockets.setCork(fd, on) }
+
     func shutdownWrite() {
         let fd = self.fd
         guard fd >= 0 else { return }

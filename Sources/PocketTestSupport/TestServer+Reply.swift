@@ -5,6 +5,10 @@ extension TestServer {
         case send([UInt8])
         /// Writes the UTF-8 bytes of this string (write `\r\n` yourself).
         case sendString(String)
+        /// Writes each string with a write of its own (over TLS, a record of
+        /// its own) while the socket is corked (`TCP_CORK`), so that they
+        /// leave in one segment and reach the client together.
+        case sendTogether([String])
         /// Waits, sending nothing.
         case sleep(milliseconds: Int)
         /// Sends `bytes` in pieces of `chunkSize` with `delayMilliseconds`

@@ -37,6 +37,9 @@ protocol Transport: AnyObject, Sendable {
     func send(_ bytes: ArraySlice<UInt8>, timeoutMilliseconds: Int) -> Int?
     /// True if bytes have arrived that were not received yet.
     var hasPendingInput: Bool { get }
+    /// Holds back partial segments (`TCP_CORK`) until uncorked, when what
+    /// was written meanwhile leaves together.
+    func cork(_ on: Bool)
     /// Half-closes: sends FIN, keeps reading possible.
     func shutdownWrite()
     /// Closes the connection (idempotent).
@@ -124,6 +127,8 @@ final class PlainTransport: Transport, @unchecked Sendable {
         let fd = self.fd
         if fd >= 0 { Glibc.shutdown(fd, Int32(SHUT_WR)) }
     }
+
+    func cork(_ on: Bool) { Sockets.setCork(fd, on) }
 
     func closeWithoutNotify() { close() }
 
