@@ -7,35 +7,8 @@ A="$1"; B="$2"
 TMP="$(mktemp -d /tmp/tlsab.XXXXXX)"
 cleanup() { if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid")"; fi; sleep 0.3; rm -rf "$TMP"; }
 trap cleanup EXIT
-cd "$TMP"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 \
-  -subj "/CN=Pocket bench CA" -addext "basicConstraints=critical,CA:true" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr -subj "/CN=localhost" 2>/dev/null
-printf "subjectAltName=DNS:localhost,IP:127.0.0.1\n" > ext.txt
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext.txt 2>/dev/null
-cat > nginx.conf <<CONF
-worker_processes 1;
-worker_cpu_affinity 1;
-daemon on;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/body; proxy_temp_path $TMP/proxy; fastcgi_temp_path $TMP/fcgi;
-  uwsgi_temp_path $TMP/uwsgi; scgi_temp_path $TMP/scgi;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$PORT ssl;
-    ssl_certificate $TMP/srv.pem; ssl_certificate_key $TMP/srv.key;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_cache shared:SSL:10m; ssl_session_tickets on;
-    default_type text/plain;
-    location / { return 200 "Hello, World!"; }
-  }
-}
-CONF
-taskset -c 0 /usr/sbin/nginx -c "$TMP/nginx.conf" -p "$TMP"
+. "$(dirname "$0")/../../../../scripts/lib/tls-nginx.sh"
+tls_nginx_start "$TMP" "$PORT"
 sleep 0.3
 URL="https://localhost:$PORT/"
 for rep in $(seq 1 "$REPS"); do
