@@ -316,7 +316,7 @@ final class AuthenticationTests: XCTestCase {
         let observed = Lock<[Int]>([])
         let client = try makeClient { config in
             config.handling.authentication = PocketAuthentication(username: "ada", password: "s3cret")
-            config.handling.retry = .none
+            config.handling.retry = nil
             config.handling.middleware = [PocketClosureMiddleware(observe: { outcome, _, _ in
                 if case .success(let r) = outcome { observed.withLock { $0.append(r.status) } }
             })]
