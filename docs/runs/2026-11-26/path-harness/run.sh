@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two harnesses of the tenth session's request-path notes
 # (docs/BENCHMARKS.md, "Tenth session"): builds them in a temporary package
-# beside this repository's Pocket (release) and runs them on core 1.
+# beside this repository's Pocket (release) and runs them on core 1; each
+# line is the second-lowest of four measured rounds.
 #   docs/runs/2026-11-26/path-harness/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
