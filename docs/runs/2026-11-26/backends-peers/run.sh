@@ -24,22 +24,35 @@ bench_hello_conf "$NGINX" "$PORT" 0
 bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" 0 || exit 1
 URL="http://127.0.0.1:$PORT/"
 
+# CLIENT's command line at C connections, in CMD.
+client_cmd() {
+  local client=$1 c=$2
+  case "$client" in
+    wrk) CMD=(wrk -t1 -c"$c" -d"${DUR}s" --latency "$URL") ;;
+    libcurl) CMD=("$TMP/curl-bench" --url "$URL" --connections "$c" --requests 1000000000 --warmup $((c * 16)) --max-seconds "$DUR") ;;
+    *) CMD=("$BIN" --url "$URL" --connections "$c" --requests 1000000000 --max-seconds "$DUR" --io-backend "${client#pocket-}" --json) ;;
+  esac
+}
+
+# The requests CLIENT made at C connections (its warmup included), from its output OUT.
+requests_made() {
+  local client=$1 c=$2 out=$3
+  case "$client" in
+    wrk) awk '/ requests in / { print $1 }' "$out" ;;
+    libcurl) echo $(( $(jget requests "$out") + c * 16 )) ;;
+    *) echo $(( $(jget requests "$out") + $(jget warmup "$out") )) ;;
+  esac
+}
+
 # One run of CLIENT at C connections: "rps p99_us cpu_us_per_request".
 run() {
   local client=$1 c=$2 out="$TMP/out" tf="$TMP/time"
+  client_cmd "$client" "$c"
+  /usr/bin/time -o "$tf" -f '%U %S' taskset -c 1 "${CMD[@]}" >"$out" 2>"$TMP/err"
   case "$client" in
-    wrk)
-      /usr/bin/time -o "$tf" -f '%U %S' taskset -c 1 wrk -t1 -c"$c" -d"${DUR}s" --latency "$URL" >"$out" 2>&1
-      wrk_stats "$out" "$tf" | awk '{ print $1, $3, $4 }' ;;
-    libcurl)
-      /usr/bin/time -o "$tf" -f '%U %S' taskset -c 1 "$TMP/curl-bench" --url "$URL" --connections "$c" \
-        --requests 1000000000 --warmup $((c * 16)) --max-seconds "$DUR" >"$out" 2>/dev/null
-      local n; n=$(( $(jget requests "$out") + c * 16 ))
-      echo "$(jget rps "$out") $(jget p99_us "$out") $(awk -v n="$n" '{ printf "%.2f", ($1 + $2) * 1e6 / n }' "$tf")" ;;
-    pocket-io_uring|pocket-epoll)
-      taskset -c 1 "$BIN" --url "$URL" --connections "$c" --requests 1000000000 --max-seconds "$DUR" \
-        --io-backend "${client#pocket-}" --json >"$out" 2>/dev/null
-      echo "$(jget rps "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" ;;
+    wrk) wrk_stats "$out" "$tf" | awk '{ print $1, $3, $4 }' ;;
+    pocket-*) echo "$(jget rps "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" ;;   # its measured phase
+    libcurl) echo "$(jget rps "$out") $(jget p99_us "$out") $(awk -v n="$(requests_made "$client" "$c" "$out")" '{ printf "%.2f", ($1 + $2) * 1e6 / n }' "$tf")" ;;
   esac
 }
 
@@ -77,17 +90,9 @@ echo
 echo "system calls per request (perf stat -e 'syscalls:sys_enter_*', one run each, the counts over all requests made):"
 for c in 64 1; do
   for client in "${CLIENTS[@]}"; do
-    case "$client" in
-      wrk) cmd=(wrk -t1 -c"$c" -d"${DUR}s" "$URL") ;;
-      libcurl) cmd=("$TMP/curl-bench" --url "$URL" --connections "$c" --requests 1000000000 --warmup $((c * 16)) --max-seconds "$DUR") ;;
-      *) cmd=("$BIN" --url "$URL" --connections "$c" --requests 1000000000 --max-seconds "$DUR" --io-backend "${client#pocket-}" --json) ;;
-    esac
-    taskset -c 1 perf stat -x, -e 'syscalls:sys_enter_*' -o "$TMP/stat" -- "${cmd[@]}" >"$TMP/out" 2>/dev/null
-    case "$client" in
-      wrk) n=$(awk '/requests in/ { print $1 }' "$TMP/out") ;;
-      libcurl) n=$(( $(jget requests "$TMP/out") + c * 16 )) ;;
-      *) n=$(( $(jget requests "$TMP/out") + $(jget warmup "$TMP/out") )) ;;
-    esac
+    client_cmd "$client" "$c"
+    taskset -c 1 perf stat -x, -e 'syscalls:sys_enter_*' -o "$TMP/stat" -- "${CMD[@]}" >"$TMP/out" 2>/dev/null
+    n=$(requests_made "$client" "$c" "$TMP/out")
     printf '  c=%-3s %-16s' "$c" "$client"
     awk -F, -v n="$n" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub("syscalls:sys_enter_", "", $3); if ($1 / n >= 0.005) { printf " %s %.3f", $3, $1 / n; t += $1 / n } }
                        END { printf "  (all %.2f)\n", t }' "$TMP/stat"
