@@ -376,6 +376,36 @@ final class RequestPathTests: XCTestCase {
         XCTAssertEqual(seen.map(\.1), [.finished, .running, .finished])
     }
 
+    /// Events read by hand with `next()` and by `for await` in an actor
+    /// (which calls `next(isolation:)`) arrive in order, batch after batch,
+    /// then nil once the client shut down.
+    func testEventsReadByHandAndFromAnActor() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("ok") }
+        let client = try makeClient()
+        let byHand = client.events()
+        let onActor = client.events()
+        for _ in 0..<3 { _ = try await client.send(PocketRequest(url: url(server, "/x"))) }
+        var iterator = byHand.makeAsyncIterator()
+        var states: [PocketTaskState] = []
+        for _ in 0..<6 {
+            let event = await iterator.next()
+            states.append(try XCTUnwrap(event).state)
+        }
+        XCTAssertEqual(states, [.running, .finished, .running, .finished, .running, .finished])
+        _ = try await client.send(PocketRequest(url: url(server, "/x")))   // the next batch
+        let running = await iterator.next()
+        XCTAssertEqual(running?.state, .running)
+        try await client.shutdown()
+        let finished = await iterator.next()
+        XCTAssertEqual(finished?.state, .finished)
+        let end = await iterator.next()
+        XCTAssertNil(end, "the subscription ends with the client")
+        let counted = await EventCounter().count(onActor)
+        XCTAssertEqual(counted, 8, "four requests, two events each, then the end")
+    }
+
     /// The engine's error codes are the Swift codes of the same names: each
     /// name the engine reports has its constant.
     func testEveryEngineErrorNameHasItsCode() {
@@ -400,5 +430,14 @@ final class RequestPathTests: XCTestCase {
         for code in engine { XCTAssertTrue(declared.contains(code), "no constant for the engine's \(code.name)") }
         XCTAssertEqual(PocketError.Code.engine(-16), .connectTimeout, "either sign")
         XCTAssertEqual(PocketError.Code.engine(9999), .unknown)
+    }
+}
+
+/// Reads a subscription to its end inside an actor.
+private actor EventCounter {
+    func count(_ events: PocketTaskEvents) async -> Int {
+        var n = 0
+        for await _ in events { n += 1 }
+        return n
     }
 }

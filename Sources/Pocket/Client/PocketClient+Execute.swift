@@ -57,13 +57,32 @@ extension PocketClient {
     @inline(__always)
     nonisolated(nonsending) func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
               sink: EventSink?) async throws -> PocketResponse {
-        let response = try await execute(request, options: options, progress: progress, sink: sink) { request, progress in
-            if self.responseCache != nil || request.cachePolicy != nil {
-                return try await self.caching(request, progress: progress)   // Sources/Pocket/Cache
-            }
-            return try await self.exchange(request, progress: progress)
+        guard takesShortcut(request, options: options, sink: sink) else {
+            return try applySchema(await sendAdapted(request, options: options, progress: progress, sink: sink))
         }
-        return try applySchema(response)
+        return try applySchema(await executeShortcut(request, progress: progress) { request, progress in
+            try await self.sendHop(request, progress: progress)
+        })
+    }
+
+    /// `send` through the chain: `executeAdapted` with `send`'s hop, made
+    /// one function (one task frame, the hop inlined in it, not a closure
+    /// with a frame of its own).
+    @inline(never)
+    nonisolated(nonsending) private func sendAdapted(_ request: PocketRequest, options: PocketSendOptions,
+                                                     progress: PocketProgressHandler?, sink: EventSink?) async throws -> PocketResponse {
+        try await executeAdapted(request, options: options, progress: progress, sink: sink) { request, progress in
+            try await self.sendHop(request, progress: progress)
+        }
+    }
+
+    /// `send`'s hop: the cache, or redirects and the engine.
+    @inline(__always)
+    nonisolated(nonsending) private func sendHop(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        if responseCache != nil || request.cachePolicy != nil {
+            return try await caching(request, progress: progress)   // Sources/Pocket/Cache
+        }
+        return try await exchange(request, progress: progress)
     }
 
     /// Sends `request` and returns as soon as the response head arrives; the
@@ -193,10 +212,27 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
-        guard unadapted, given == nil, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
-              !hub.isListening, request.authentication == nil else {
+        guard takesShortcut(request, options: options, sink: given) else {
             return try await executeAdapted(request, options: options, progress: progress, sink: given, hop)
         }
+        return try await executeShortcut(request, progress: progress, hop)
+    }
+
+    /// Whether `request` has nothing to adapt, retry or report: no
+    /// middleware or retry policy (the client's or `options`'), no
+    /// observer or subscriber, no task sink, no authentication.
+    @inline(__always)
+    func takesShortcut(_ request: PocketRequest, options: PocketSendOptions, sink: EventSink?) -> Bool {
+        unadapted && sink == nil && options.retry == nil && options.middleware.isEmpty && options.observers.isEmpty
+            && !hub.isListening && request.authentication == nil
+    }
+
+    /// The one attempt of a request that `takesShortcut`: `hop`, then validation.
+    @inline(__always)
+    nonisolated(nonsending) func executeShortcut<R: ExchangedResponse>(
+        _ request: PocketRequest, progress: PocketProgressHandler?,
+        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
+    ) async throws -> R {
         var response = try await hop(request, progress)
         if let failure = validationFailure(of: response, for: request) {
             await response.discardBody()
@@ -213,7 +249,7 @@ extension PocketClient {
     // its temporaries live on the thread's stack, not in the task's frame
     // (a frame holds a slot for every value an inlined step makes: this
     // one measured 14.9 KB, touched across 64 tasks' frames per round).
-    @_specialize(where R == PocketResponse)
+    @inline(__always)
     nonisolated(nonsending) func executeAdapted<R: ExchangedResponse>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R

@@ -27,16 +27,35 @@ public final class PocketTaskEvents: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let events: PocketTaskEvents
         /// Taken from the buffer in one go; handed out in order.
-        var batch: [PocketTaskEvent] = []
-        var next = 0
+        @usableFromInline var batch: [PocketTaskEvent] = []
+        @usableFromInline var next = 0
+
+        init(events: PocketTaskEvents) { self.events = events }
+
+        // An event already taken is handed out in the reader's own code
+        // (inlinable: no call, no task frame per event); only an empty
+        // batch calls into Pocket to wait for the next one.
 
         /// The next event, waiting for one; nil once the client shut down (or the
         /// subscription ended) and everything buffered was read.
+        @inlinable
         public mutating func next() async -> PocketTaskEvent? {
+            await next(isolation: nil)
+        }
+
+        /// `next()`, as `for await` calls it.
+        @inlinable
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> PocketTaskEvent? {
             if next < batch.count {
                 defer { next += 1 }
                 return batch[next]
             }
+            return await refill()
+        }
+
+        /// The next batch, waited for; its first event.
+        @usableFromInline
+        nonisolated(nonsending) mutating func refill() async -> PocketTaskEvent? {
             batch = await events.buffer.take()
             next = 0
             guard !batch.isEmpty else { return nil }
