@@ -30,8 +30,6 @@ public final class PocketTaskEvents: AsyncSequence, Sendable {
         @usableFromInline var batch: [PocketTaskEvent] = []
         @usableFromInline var next = 0
 
-        init(events: PocketTaskEvents) { self.events = events }
-
         // An event already taken is handed out in the reader's own code
         // (inlinable: no call, no task frame per event); only an empty
         // batch calls into Pocket to wait for the next one.
