@@ -1592,7 +1592,8 @@ void pk__conn_rearm_disarmed(pk__loop *loop) {
 
 /* A request written by a direct pass (pk_engine.c) on a pooled connection
  * of a loop with nothing else in flight: the submitting thread waits for
- * the answer on the socket itself (ppoll, up to wait_ns) and runs the
+ * the answer on the socket itself (ppoll, up to wait_ns, the first
+ * inline_spin_us of it busy-polled) and runs the
  * connection's event function there, so the response is parsed, the
  * request finished and its continuation resumed on the thread that will
  * run the caller next: no wake-up of the loop thread, one thread switch
@@ -1615,14 +1616,34 @@ int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wai
     loop->disarmed = conn;
   }
   int outcome = PK__WAIT_ANSWERED;
-  uint64_t end = pk__now_ns() + wait_ns;
+  uint64_t start = pk__now_ns(), end = start + wait_ns;
+  /* Busy-poll the first inline_spin_us of the wait, unless a recent spin
+   * found nothing (the header says why and how long it backs off). */
+  uint64_t spin_end = start;
+  if (loop->eng->cfg.inline_spin_us) {
+    if (loop->spin_skip) loop->spin_skip--;
+    else spin_end = start + (uint64_t)loop->eng->cfg.inline_spin_us * 1000u;
+    if (spin_end > end) spin_end = end;
+  }
+  bool spun = false, missed = false;
   for (;;) {
     uint32_t events = 0;
     if (!conn->read_again) { /* bytes OpenSSL already holds need no poll */
       uint64_t now = pk__now_ns();
       struct pollfd p[2] = {{.fd = conn->fd, .events = POLLIN | POLLRDHUP}, {.fd = loop->evfd, .events = POLLIN}};
-      struct timespec ts = {.tv_sec = (time_t)((end - now) / 1000000000u), .tv_nsec = (long)((end - now) % 1000000000u)};
-      int n = now >= end ? 0 : ppoll(p, 2, &ts, NULL);
+      int n = 0;
+      if (now < spin_end) {
+        spun = true;
+        do {
+          struct timespec zero = {0, 0};
+          n = ppoll(p, 2, &zero, NULL);
+        } while (n == 0 && (now = pk__now_ns()) < spin_end);
+        if (n == 0) missed = true;
+      }
+      if (n == 0) {
+        struct timespec ts = {.tv_sec = (time_t)((end - now) / 1000000000u), .tv_nsec = (long)((end - now) % 1000000000u)};
+        n = now >= end ? 0 : ppoll(p, 2, &ts, NULL);
+      }
       if (n == 0) outcome = PK__WAIT_TIMED_OUT;
       if (n <= 0 || p[1].revents) break; /* time is up, or the loop has work */
       if (p[0].revents & POLLIN) events |= EPOLLIN;
@@ -1645,7 +1666,17 @@ int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wai
   /* Pooled again: it stays out until the loop's next pass. Anything else
    * is the loop's to watch now. */
   if (conn->state != PK_CONN_IDLE) conn_arm(loop, conn);
-  if (atomic_load_explicit(&req->id, memory_order_relaxed) != id)
-    atomic_fetch_add_explicit(&loop->st_inline, 1, memory_order_relaxed);
+  bool answered = atomic_load_explicit(&req->id, memory_order_relaxed) != id;
+  if (answered) atomic_fetch_add_explicit(&loop->st_inline, 1, memory_order_relaxed);
+  if (missed) {
+    /* The server is slower than the spin: the next waits sleep at once. */
+    atomic_fetch_add_explicit(&loop->st_spin_misses, 1, memory_order_relaxed);
+    if (loop->spin_backoff < 16) loop->spin_backoff = 16;
+    loop->spin_skip = loop->spin_backoff;
+    if (loop->spin_backoff < 1024) loop->spin_backoff *= 2;
+  } else if (spun && answered) {
+    atomic_fetch_add_explicit(&loop->st_spin_hits, 1, memory_order_relaxed);
+    loop->spin_backoff = 16;
+  }
   return outcome;
 }

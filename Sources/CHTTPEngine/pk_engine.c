@@ -598,6 +598,8 @@ void pk_engine_get_stats(pk_engine *eng, pk_engine_stats *out) {
     out->wakeups += atomic_load(&l->st_wakeups);
     out->requests_pending += atomic_load(&l->st_pending);
     out->requests_answered_inline += atomic_load(&l->st_inline);
+    out->inline_spins_answered += atomic_load(&l->st_spin_hits);
+    out->inline_spins_missed += atomic_load(&l->st_spin_misses);
     out->ring_sends += atomic_load(&l->st_ring_sends);
     out->ring_submits += atomic_load(&l->st_ring_submits);
   }

@@ -343,12 +343,15 @@ typedef struct pk__loop {
   bool finished_in_pass;      /* on_head or on_done ran since the last on_pass_end */
   struct pk__conn *disarmed;  /* the connection a submitter's wait left out of epoll (at most one) */
   uint32_t inline_skip;       /* direct passes left that do not wait (after a wait timed out) */
+  uint32_t spin_skip;         /* waits left that do not spin (after a spin found nothing) */
+  uint32_t spin_backoff;      /* spin_skip after the next miss: 16, doubling per miss in a row, to 1024 */
   uint64_t crowded_at;        /* loop->now when a submission last found another request in flight */
   uint64_t last_done_at;      /* loop->now when a request last finished */
   bool in_direct;             /* a direct pass (a submitter's thread) holds the pass */
   struct pk__req *deferred_opens; /* new connections a direct pass left to the loop (via qnext) */
 
-  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending, st_inline;
+  _Atomic uint64_t st_opened, st_closed, st_completed, st_retried, st_idle, st_wakeups, st_pending, st_inline,
+      st_spin_hits, st_spin_misses;
   _Atomic uint64_t st_ring_sends, st_ring_submits;
 } pk__loop;
 

@@ -67,6 +67,7 @@ public enum PocketBenchmark {
         }
         config.unixSocketPath = options.unixSocket
         if let backend = options.ioBackend.flatMap(PocketIOBackend.init(rawValue:)) { config.ioBackend = backend }
+        if let spin = options.spinMicroseconds { config.sendingThreadSpin = .microseconds(spin) }
         if options.pipeline {
             // The engaged path: a middleware that adds a header, a retry
             // policy (nothing to retry against a healthy server), events.

@@ -31,6 +31,8 @@ public struct BenchOptions: Sendable {
     /// Pocket's I/O backend: `auto`, `epoll` or `io_uring`; nil: the
     /// client's default (`POCKET_IO_BACKEND`, else auto).
     public var ioBackend: String?
+    /// Pocket's `sendingThreadSpin` in microseconds; nil: the client's default.
+    public var spinMicroseconds: Int?
     /// Engage Pocket's whole request path: one middleware that adds a
     /// header, a retry policy and one live `events()` subscription.
     public var pipeline = false
@@ -69,6 +71,7 @@ public struct BenchOptions: Sendable {
         usage: pocket-bench [--url URL] [--requests N] [--connections C] [--warmup W]
                             [--max-seconds T] [--json] [--server-cpu K] [--server-threads S]
                             [--engine-threads T] [--on-loop] [--pipeline] [--io-backend B]
+                            [--spin-us U]
                             [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
@@ -91,6 +94,9 @@ public struct BenchOptions: Sendable {
                                events() subscription on every request (the engaged path)
           --io-backend B       auto (default: io_uring where the kernel allows it), epoll
                                or io_uring: how Pocket's engine writes to its sockets
+          --spin-us U          how long a one-at-a-time sender busy-polls for its answer
+                               before it sleeps (Configuration.sendingThreadSpin;
+                               default 50; 0: never)
           --cacert FILE        trust this CA (PEM) for https URLs instead of the system store
           -k, --insecure       no certificate verification for https URLs (benchmarks only)
           --close              send Connection: close: every request opens a new
@@ -160,6 +166,7 @@ public struct BenchOptions: Sendable {
             case "--engine-threads": o.engineThreads = try int(arg, min: 1)
             case "--on-loop": o.onLoop = true
             case "--pipeline": o.pipeline = true
+            case "--spin-us": o.spinMicroseconds = try int(arg, min: 0)
             case "--io-backend":
                 let s = try value(arg)
                 guard ["auto", "epoll", "io_uring"].contains(s) else {

@@ -231,4 +231,75 @@ final class SendingThreadWaitTests: XCTestCase {
         let r = try await client.send(PocketRequest(url: url(server, "/hello")))
         XCTAssertEqual(r.text, "hello")
     }
+
+    // MARK: the spin (`sendingThreadSpin`)
+
+    /// A tight loop against a server that answers at once: the answers
+    /// come while the sending thread still spins (it never sleeps for
+    /// them); with `.zero` it never spins.
+    func testAnswersComeWhileTheSenderSpins() async throws {
+        XCTAssertEqual(PocketClient.Configuration().sendingThreadSpin, .microseconds(50))
+        // 50 ms: long enough for the in-process server under a sanitizer.
+        for spin in [Duration.milliseconds(50), .zero] {
+            let client = try spinningClient(spin, wait: .milliseconds(100))
+            try await sendInALoop(client, "/hello", 50)
+            let stats = client.poolStatistics
+            XCTAssertGreaterThanOrEqual(stats.requestsAnsweredOnSendingThread, 45, "\(stats)")
+            if spin > .zero {
+                XCTAssertGreaterThanOrEqual(stats.sendingThreadSpinsAnswered, 45, "\(stats)")
+                XCTAssertEqual(stats.sendingThreadSpinsMissed, 0, "\(stats)")
+            } else {
+                XCTAssertEqual(stats.sendingThreadSpinsAnswered, 0, "\(stats)")
+                XCTAssertEqual(stats.sendingThreadSpinsMissed, 0, "\(stats)")
+            }
+            try await client.shutdown()
+        }
+    }
+
+    /// A server slower than the spin: the first wait spins in vain, the
+    /// next 16 sleep at once, the one after spins in vain again and the
+    /// next 32 sleep: 2 spins in 20 requests, each still answered on the
+    /// sending thread (the wait is longer than the answer). Once answers
+    /// are fast again, spinning resumes after the skipped waits. (The spin
+    /// is long, 20 ms, so that a loaded machine's slow fast answer is
+    /// not taken for a slow server.)
+    func testASlowServerBacksTheSpinOff() async throws {
+        server.route("/late") { _ in .raw([.sleep(milliseconds: 50), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")]) }
+        let client = try spinningClient(.milliseconds(20), wait: .milliseconds(500))
+        try await sendInALoop(client, "/late", 20)
+        var stats = client.poolStatistics
+        XCTAssertGreaterThanOrEqual(stats.requestsAnsweredOnSendingThread, 15, "\(stats)")
+        XCTAssertEqual(stats.sendingThreadSpinsAnswered, 0, "\(stats)")
+        // Two when every request waited; one if the loop carried an early one.
+        XCTAssertTrue((1...2).contains(stats.sendingThreadSpinsMissed), "\(stats)")
+        // Fast answers again: after the skipped waits (32 from the 18th
+        // slow request on) the sender spins, and finds its answers.
+        try await sendInALoop(client, "/hello", 100, first: false)
+        stats = client.poolStatistics
+        XCTAssertGreaterThanOrEqual(stats.sendingThreadSpinsAnswered, 1, "\(stats)")
+        XCTAssertEqual(server.acceptedConnections, 1)
+    }
+
+    private func spinningClient(_ spin: Duration, wait: Duration) throws -> PocketClient {
+        try makeClient {
+            $0.sendingThreadWait = wait
+            $0.sendingThreadWaitGap = .seconds(10)
+            $0.sendingThreadSpin = spin
+        }
+    }
+
+    /// `count` requests for `path` one after another, each answered with
+    /// the path's name; `first`: after one that pools a connection and a
+    /// pause that lets the loop fall asleep (so that the requests after it
+    /// are written, and waited for, by their senders).
+    private func sendInALoop(_ client: PocketClient, _ path: String, _ count: Int, first: Bool = true) async throws {
+        if first {
+            _ = try await client.send(PocketRequest(url: url(server, "/hello")))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        for i in 0..<count {
+            let r = try await client.send(PocketRequest(url: url(server, path)))
+            XCTAssertEqual(r.text, String(path.dropFirst()), "request \(i)")
+        }
+    }
 }

@@ -35,6 +35,7 @@ final class Engine: @unchecked Sendable {
         cfg.inline_wait_us = c.sendingThreadWait <= .zero ? 0 : Int32(clamping: max(1, Self.microseconds(c.sendingThreadWait)))
         cfg.inline_wait_quiet_ms = PocketTimeouts.milliseconds(c.sendingThreadWaitQuiet)
         cfg.inline_wait_gap_us = UInt32(clamping: max(0, Self.microseconds(c.sendingThreadWaitGap)))
+        cfg.inline_spin_us = UInt32(clamping: max(0, Self.microseconds(c.sendingThreadSpin)))
         cfg.max_interim = UInt32(clamping: c.limits.maxInterimResponses)
         cfg.max_body_bytes = c.limits.maxBodyBytes.map { UInt64(clamping: $0) } ?? 0
         cfg.limits.max_head_bytes = max(64, c.limits.maxHeadBytes)

@@ -22,6 +22,12 @@ public struct PocketPoolStatistics: Sendable, Hashable {
     /// Of those, the ones answered on the sending task's own thread
     /// (`Configuration.sendingThreadWait`) rather than by the engine's loop.
     public var requestsAnsweredOnSendingThread: Int
+    /// Of those, the ones whose answer came while the thread was still
+    /// spinning (`Configuration.sendingThreadSpin`): no sleep, no wake-up.
+    public var sendingThreadSpinsAnswered: Int
+    /// Spins that ended with no answer (the thread then slept for the rest
+    /// of its wait, and the next waits do not spin for a while).
+    public var sendingThreadSpinsMissed: Int
     /// The backend the loops write with: `.epoll` or `.ioUring` (never `.automatic`).
     public var ioBackend: PocketIOBackend
     /// Writes queued on the io_uring ring since the client started (0 on epoll).
@@ -32,14 +38,16 @@ public struct PocketPoolStatistics: Sendable, Hashable {
 
     /// A snapshot with these values (for tests of code that reads one).
     public init(openConnections: Int, idleConnections: Int, pendingRequests: Int, connectionsOpened: Int = 0,
-                requestsCompleted: Int = 0, requestsAnsweredOnSendingThread: Int = 0, ioBackend: PocketIOBackend = .epoll,
-                ringWrites: Int = 0, ringSubmits: Int = 0) {
+                requestsCompleted: Int = 0, requestsAnsweredOnSendingThread: Int = 0, sendingThreadSpinsAnswered: Int = 0,
+                sendingThreadSpinsMissed: Int = 0, ioBackend: PocketIOBackend = .epoll, ringWrites: Int = 0, ringSubmits: Int = 0) {
         self.openConnections = openConnections
         self.idleConnections = idleConnections
         self.pendingRequests = pendingRequests
         self.connectionsOpened = connectionsOpened
         self.requestsCompleted = requestsCompleted
         self.requestsAnsweredOnSendingThread = requestsAnsweredOnSendingThread
+        self.sendingThreadSpinsAnswered = sendingThreadSpinsAnswered
+        self.sendingThreadSpinsMissed = sendingThreadSpinsMissed
         self.ioBackend = ioBackend
         self.ringWrites = ringWrites
         self.ringSubmits = ringSubmits
@@ -59,6 +67,8 @@ extension PocketClient {
                                     connectionsOpened: Int(truncatingIfNeeded: s.connections_opened),
                                     requestsCompleted: Int(truncatingIfNeeded: s.requests_completed),
                                     requestsAnsweredOnSendingThread: Int(truncatingIfNeeded: s.requests_answered_inline),
+                                    sendingThreadSpinsAnswered: Int(truncatingIfNeeded: s.inline_spins_answered),
+                                    sendingThreadSpinsMissed: Int(truncatingIfNeeded: s.inline_spins_missed),
                                     ioBackend: s.io_backend == UInt32(PK_IO_URING.rawValue) ? .ioUring : .epoll,
                                     ringWrites: Int(truncatingIfNeeded: s.ring_sends),
                                     ringSubmits: Int(truncatingIfNeeded: s.ring_submits))

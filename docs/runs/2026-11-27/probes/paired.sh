@@ -22,7 +22,8 @@ for r in $(seq "${ROUNDS:-5}"); do
       out=$(/usr/bin/time -f '%U %S' taskset -c 1 wrk -t1 -c"$C" -d"${DUR:-3}"s --latency "http://127.0.0.1:$PORT/" 2>&1)
       rps=$(echo "$out" | awk '/Requests\/sec/{print $2}'); t=$(echo "$out" | tail -1)
       reqs=$(echo "$out" | awk '/requests in/{print $1}')
-      echo "$r $name rps=$rps cpu=$(echo "$t $reqs" | awk '{printf "%.2f", ($1+$2)*1e6/$3}')"
+      p99=$(echo "$out" | awk '$1 == "99%" { v = $2; u = 1; if (v ~ /ms$/) u = 1000; else if (v ~ /us$/) u = 1; else if (v ~ /s$/) u = 1e6; sub(/[a-z]+$/, "", v); printf "%.1f", v * u }')
+      echo "$r $name rps=$rps cpu=$(echo "$t $reqs" | awk '{printf "%.2f", ($1+$2)*1e6/$3}') p99=$p99"
     else
       j=$(env $envs taskset -c 1 "$bin" --url "http://127.0.0.1:$PORT/" --connections "$C" --requests 1000000000 \
             --max-seconds "${DUR:-3}" --json $args 2>/dev/null)
