@@ -5,6 +5,9 @@
 #                  build ctests/c/test_*.c and run them (test_engine on both
 #                  I/O backends: io_uring where the kernel allows it, and epoll)
 #   make dag       only the layering check
+#   make bench-tools  Benchmarks/engine-bench/ (engine-bench, kernel_floor),
+#                  built with the checks' flags so they cannot rot (part of
+#                  check; measure with -O2 builds, docs/BENCHMARKS.md)
 #   make clean
 #
 # CLANG defaults to the Swift toolchain's clang. Binaries go to .build-c/.
@@ -27,9 +30,13 @@ CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -DPK_STATE_CHECKS -Wall -Wextra -Werror 
 LDFLAGS := -fuse-ld=lld
 LDLIBS := -lpthread -lz -ldeflate -lssl -lcrypto -luring
 
-.PHONY: check clean dag
+BENCH_TOOLS := $(OUT)/engine-bench $(OUT)/kernel_floor
 
-check: dag $(TESTS)
+.PHONY: check clean dag bench-tools
+
+bench-tools: $(BENCH_TOOLS)
+
+check: dag $(TESTS) $(BENCH_TOOLS)
 	@set -e; for t in $(TESTS); do \
 	  echo "== $$t"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $$t; \
@@ -47,6 +54,14 @@ $(OUT)/test_leaves: ctests/c/test_leaves.c ctests/c/check.h $(LEAF_SRC) $(ENGINE
 $(OUT)/%: ctests/c/%.c ctests/c/server.c ctests/c/check.h ctests/c/calls.h $(ENGINE_SRC) $(ENGINE_HDR)
 	@mkdir -p $(OUT)
 	$(CLANG) $(CFLAGS) $< ctests/c/server.c $(ENGINE_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(OUT)/engine-bench: Benchmarks/engine-bench/engine_bench.c Benchmarks/engine-bench/bench_clock.h $(ENGINE_SRC) $(ENGINE_HDR)
+	@mkdir -p $(OUT)
+	$(CLANG) $(CFLAGS) $< $(ENGINE_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(OUT)/kernel_floor: Benchmarks/engine-bench/kernel_floor.c Benchmarks/engine-bench/bench_clock.h
+	@mkdir -p $(OUT)
+	$(CLANG) $(CFLAGS) $< -o $@ $(LDFLAGS) -luring
 
 clean:
 	rm -rf $(OUT)

@@ -4,6 +4,10 @@
 # (one worker) on core 0, every client on core 1; 64 and 1 connections; REPS
 # repetitions interleaved (every other one in reverse order); medians; then
 # system calls per request of each client from one `perf stat` run each.
+# Two more rows since the thirteenth session (Benchmarks/engine-bench/): the C
+# engine alone on io_uring (engine-bench, no Swift layer) and the kernel's
+# floor (kernel_floor: a client doing nothing but the I/O, on a full ring and
+# on epoll), so the table shows what the kernel leaves to win.
 #   REPS=5 DUR=3 docs/runs/2026-11-26/backends-peers/run.sh [POCKET_BENCH]
 # (POCKET_BENCH: a release pocket-bench; default .build-bench/release/pocket-bench)
 set -euo pipefail
@@ -20,6 +24,9 @@ cleanup() { bench_stop_nginx; rm -rf "$TMP"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cc -O2 Benchmarks/curl-bench/curl_bench.c -o "$TMP/curl-bench" -lcurl
+cc -O2 -D_GNU_SOURCE -I Sources/CHTTPEngine/include -I Sources/CHTTPEngine Benchmarks/engine-bench/engine_bench.c \
+  Sources/CHTTPEngine/*.c -lpthread -lz -ldeflate -lssl -lcrypto -luring -o "$TMP/engine-bench"
+cc -O2 Benchmarks/engine-bench/kernel_floor.c -luring -o "$TMP/kernel_floor"
 bench_hello_conf "$NGINX" "$PORT" 0
 bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" 0 || exit 1
 URL="http://127.0.0.1:$PORT/"
@@ -30,6 +37,8 @@ client_cmd() {
   case "$client" in
     wrk) CMD=(wrk -t1 -c"$c" -d"${DUR}s" --latency "$URL") ;;
     libcurl) CMD=("$TMP/curl-bench" --url "$URL" --connections "$c" --requests 1000000000 --warmup $((c * 16)) --max-seconds "$DUR") ;;
+    engine-*) CMD=("$TMP/engine-bench" --url "$URL" --connections "$c" --seconds "$DUR" --io-backend "${client#engine-}") ;;
+    floor-*) CMD=("$TMP/kernel_floor" --port "$PORT" --connections "$c" --seconds "$DUR" --mode "${client#floor-}") ;;
     *) CMD=("$BIN" --url "$URL" --connections "$c" --requests 1000000000 --max-seconds "$DUR" --io-backend "${client#pocket-}" --json) ;;
   esac
 }
@@ -40,6 +49,7 @@ requests_made() {
   case "$client" in
     wrk) awk '/ requests in / { print $1 }' "$out" ;;
     libcurl) echo $(( $(jget requests "$out") + c * 16 )) ;;
+    engine-*|floor-*) jget requests_total "$out" ;;
     *) echo $(( $(jget requests "$out") + $(jget warmup "$out") )) ;;
   esac
 }
@@ -51,16 +61,16 @@ run() {
   /usr/bin/time -o "$tf" -f '%U %S' taskset -c 1 "${CMD[@]}" >"$out" 2>"$TMP/err"
   case "$client" in
     wrk) wrk_stats "$out" "$tf" | awk '{ print $1, $3, $4 }' ;;
-    pocket-*) echo "$(jget rps "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" ;;   # its measured phase
+    pocket-*|engine-*|floor-*) echo "$(jget rps "$out") $(jget p99_us "$out") $(jget cpu_us_per_req "$out")" ;;   # its measured phase
     libcurl) echo "$(jget rps "$out") $(jget p99_us "$out") $(awk -v n="$(requests_made "$client" "$c" "$out")" '{ printf "%.2f", ($1 + $2) * 1e6 / n }' "$tf")" ;;
   esac
 }
 
-CLIENTS=(wrk libcurl pocket-io_uring pocket-epoll)
+CLIENTS=(wrk libcurl pocket-io_uring pocket-epoll engine-io_uring floor-uring floor-epoll)
 echo "rep c client rps p99_us cpu_us_per_request"
 for rep in $(seq "$REPS"); do
   order=("${CLIENTS[@]}")
-  if [ $((rep % 2)) = 0 ]; then order=(pocket-epoll pocket-io_uring libcurl wrk); fi
+  if [ $((rep % 2)) = 0 ]; then order=(); for ((i = ${#CLIENTS[@]} - 1; i >= 0; i--)); do order+=("${CLIENTS[i]}"); done; fi
   for c in 64 1; do
     for client in "${order[@]}"; do
       echo "$rep $c $client $(run "$client" "$c")" | tee -a "$TMP/all"

@@ -3,6 +3,9 @@
 # core 0, port 18190) started here and stopped by its PID; each round runs
 # every client once, 3 s, on core 1; one line per client and round.
 #   ROUNDS=8 DUR=3 C=64 paired.sh "wrk|wrk||" "name|/path/to/pocket-bench|ENV=..|--pipeline" ...
+# engine-bench and kernel_floor (Benchmarks/engine-bench/) take the same
+# command line: "engine|/path/to/engine-bench||--io-backend io_uring",
+# "floor|/path/to/kernel_floor||--mode uring" (no p99 for the floor).
 #   python3 summarize.py LOG     # medians of the per-round ratios to wrk
 set -uo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -27,7 +30,7 @@ for r in $(seq "${ROUNDS:-5}"); do
     else
       j=$(env $envs taskset -c 1 "$bin" --url "http://127.0.0.1:$PORT/" --connections "$C" --requests 1000000000 \
             --max-seconds "${DUR:-3}" --json $args 2>/dev/null)
-      echo "$r $name $(echo "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("rps=%.0f cpu=%.2f p99=%s" % (d["rps"], d["cpu_us_per_req"], d["p99_us"]))')"
+      echo "$r $name $(echo "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("rps=%.0f cpu=%.2f p99=%s" % (d["rps"], d["cpu_us_per_req"], d.get("p99_us") or ""))')"
     fi
   done
 done

@@ -1,4 +1,5 @@
-"""Medians of paired.sh's per-round ratios to wrk: python3 summarize.py LOG"""
+"""Medians of paired.sh's per-round ratios to wrk (req/s, CPU per request,
+p99): python3 summarize.py LOG"""
 import collections, statistics, sys
 
 wrk, rows, wrk_rows = {}, collections.defaultdict(list), []
@@ -14,12 +15,13 @@ for line in open(sys.argv[1]):
         wrk[rnd] = (rps, cpu, p99)
         wrk_rows.append((rps, cpu, p99))
     elif rnd in wrk:
-        rows[name].append((rps / wrk[rnd][0], cpu, p99, wrk[rnd][2]))
+        rows[name].append((rps / wrk[rnd][0], cpu, p99, wrk[rnd][2], cpu / wrk[rnd][1]))
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print(f"{'wrk':12} req/s median {med([r for r, _, _ in wrk_rows]):.0f}  CPU µs/req median "
       f"{med([c for _, c, _ in wrk_rows]):.2f}  p99 µs median {med([p for _, _, p in wrk_rows if p is not None]):.1f}")
 for name, v in rows.items():
-    p99s = [p / w for _, _, p, w in v if p is not None and w]
+    p99s = [p / w for _, _, p, w, _ in v if p is not None and w]
     print(f"{name:12} ratio median {med([r for r, *_ in v]):.3f}  CPU µs/req median {med([c for _, c, *_ in v]):.2f}"
+          + f"  CPU ÷ wrk's median {med([x[4] for x in v]):.2f}"
           + (f"  p99 ÷ wrk's median {med(p99s):.2f}" if p99s else "")
           + "  rounds: " + " ".join(f"{r:.3f}" for r, *_ in v))
