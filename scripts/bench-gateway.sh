@@ -147,4 +147,27 @@ for c in "${CONNS[@]}"; do
   done
 done
 echo
+# Per-repetition ratios: each variant against the ahc and static runs of the
+# same repetition (minutes apart at most, so the host's slow and fast spells
+# mostly cancel), then their median.
+echo "(paired: the median of each repetition's own ratios)"
+echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc |"
+echo "|---|---|---:|---:|---:|---|"
+paired() { # a-list b-list -> "median r1 r2 ..."
+  awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
+    for (i = 1; i <= n; i++) if (y[i] + 0 > 0) r[++k] = x[i] / y[i]
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+    if (k == 0) { print "-"; exit } m = (k % 2) ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
+    printf "%.2f", m }'
+}
+rounds() { awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+  for (i = 1; i <= n; i++) printf "%s%.2f", (i > 1 ? " " : ""), (y[i] + 0 > 0 ? x[i] / y[i] : 0) }'; }
+for c in "${CONNS[@]}"; do
+  for v in "${VARIANTS[@]}"; do
+    case "$v" in ahc|static) continue ;; esac
+    echo "| $c | $v | $(paired "${RPS[$v/$c]}" "${RPS[static/$c]}") | $(paired "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |" \
+      "$(paired "${P99[$v/$c]}" "${P99[ahc/$c]}") | $(rounds "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |"
+  done
+done
+echo
 echo "versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $("$WRK" -v 2>&1 | head -1 | awk '{ print $1, $2 }'); $(swift --version 2>/dev/null | head -1)"

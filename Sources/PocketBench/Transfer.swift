@@ -14,11 +14,15 @@ enum Transfer: Sendable {
     case discard
     /// `client.download(to:)`: the engine writes the body to this file.
     case file(String)
+    /// `client.send(_:writingBodyInto:)`: the body copied once into the
+    /// caller's storage (an array here; PocketNIO's `ByteBuffer` path).
+    case sink
 
-    /// `memory`, `discard` or `file:PATH` (validated by `BenchOptions`).
+    /// `memory`, `discard`, `sink` or `file:PATH` (validated by `BenchOptions`).
     init(_ s: String) {
         switch s {
         case "discard": self = .discard
+        case "sink": self = .sink
         case _ where s.hasPrefix("file:"): self = .file(String(s.dropFirst(5)))
         default: self = .memory
         }
@@ -47,10 +51,27 @@ struct PocketBenchClient: BenchClient {
             let timings = r.body.timings // known once the body has ended
             return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : n,
                            reused: timings?.reusedConnection, tlsResumed: timings?.tlsResumed ?? false)
+        case .sink:
+            let (r, sink) = try await client.send(request) { start in BytesSink(capacity: start.contentLength ?? 0) }
+            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : sink.bytes.count,
+                           reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         case .file(let path):
             let r = try await client.download(request, to: URL(filePath: path))
             return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.fileSize + r.body.count,
                            reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         }
+    }
+}
+
+/// The body in an array, written once by the loop thread and read by the
+/// sending task after `send` returns (the send's continuation orders them).
+final class BytesSink: PocketResponseBodySink, @unchecked Sendable {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(min(capacity, 64 << 20)) }
+
+    func write(_ chunk: UnsafeRawBufferPointer) -> PocketBodyWriteAnswer {
+        bytes.append(contentsOf: chunk)
+        return .proceed
     }
 }

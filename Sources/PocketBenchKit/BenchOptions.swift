@@ -42,7 +42,7 @@ public struct BenchOptions: Sendable {
     public var insecure = false
     /// `Connection: close` on every request (default false: keep-alive).
     public var closeEach = false
-    /// `memory`, `discard` or `file:PATH` (pocket-bench's `--body-sink`).
+    /// `memory`, `discard`, `sink` or `file:PATH` (pocket-bench's `--body-sink`).
     public var bodySink = "memory"
     /// PUT this file as the body (default: GET).
     public var uploadFile: String?
@@ -73,7 +73,7 @@ public struct BenchOptions: Sendable {
                             [--engine-threads T] [--on-loop] [--pipeline] [--io-backend B]
                             [--spin-us U]
                             [--cacert FILE] [-k] [--close]
-                            [--body-sink memory|discard|file:PATH] [--upload-file PATH]
+                            [--body-sink memory|discard|sink|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
                             [--unix-socket PATH]
 
@@ -102,8 +102,10 @@ public struct BenchOptions: Sendable {
           --close              send Connection: close: every request opens a new
                                connection (measures connect + TLS handshake cost)
           --body-sink S        memory (default: client.send collects the body), discard
-                               (client.stream, chunks dropped: like > /dev/null), or
-                               file:PATH (client.download: the engine writes the file)
+                               (client.stream, chunks dropped: like > /dev/null), sink
+                               (client.send(_:writingBodyInto:), copied once into an
+                               array: PocketNIO's ByteBuffer path), or file:PATH
+                               (client.download: the engine writes the file)
           --upload-file PATH   PUT the file as the body (sendfile on plain connections)
           --upload-form PATH   POST the file as a multipart/form-data form of one file
                                part named "file" (like curl -F file=@PATH)
@@ -178,8 +180,8 @@ public struct BenchOptions: Sendable {
             case "--close": o.closeEach = true
             case "--body-sink":
                 let s = try value(arg)
-                guard s == "memory" || s == "discard" || (s.hasPrefix("file:") && s.count > 5) else {
-                    throw .message("\(arg): expected memory, discard or file:PATH, got '\(s)'")
+                guard s == "memory" || s == "discard" || s == "sink" || (s.hasPrefix("file:") && s.count > 5) else {
+                    throw .message("\(arg): expected memory, discard, sink or file:PATH, got '\(s)'")
                 }
                 o.bodySink = s
             case "--upload-file": o.uploadFile = try value(arg)

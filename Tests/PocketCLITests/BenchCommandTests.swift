@@ -118,6 +118,14 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(report["requests"] as? Int, 200)
         XCTAssertEqual(report["bytes"] as? Int, 200 * 13)
         XCTAssertEqual(report["embedded_server"] as? Bool, true)
+        // The sink path (client.send(_:writingBodyInto:)) counts the bytes its sink was written.
+        let sunk = try PocketBinary.run(["--requests", "100", "--connections", "2", "--warmup=10", "--json",
+                                         "--body-sink", "sink"], binary: "pocket-bench")
+        XCTAssertEqual(sunk.status, 0, sunk.stderrText)
+        XCTAssertEqual(try objects(sunk).first?["bytes"] as? Int, 100 * 13)
+        let wrongSink = try PocketBinary.run(["--body-sink", "sunk"], binary: "pocket-bench")
+        XCTAssertEqual(wrongSink.status, 2)
+        XCTAssertTrue(wrongSink.stderrText.contains("memory, discard, sink or file:PATH"), wrongSink.stderrText)
         let bad = try PocketBinary.run(["--no-such-flag"], binary: "pocket-bench")
         XCTAssertEqual(bad.status, 2)
     }

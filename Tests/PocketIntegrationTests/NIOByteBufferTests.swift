@@ -182,6 +182,31 @@ final class NIOByteBufferTests: XCTestCase {
         XCTAssertEqual(sinks.first?.bytes, 5)
     }
 
+    /// The sink path's two routes: one engine request with the redirect
+    /// machinery only after a 3xx it follows (no transport, cookie store or
+    /// proxy), and the general one (here: a cookie store).
+    func testRedirectsOffAndThroughACookieStoreKeepTheRightSink() async throws {
+        server.route("/old") { _ in
+            .response(status: 302, headers: [("Location", "/new"), ("Set-Cookie", "hop=1")], body: Array("moved".utf8))
+        }
+        server.route("/new") { request in .text(request.headerValues("Cookie").joined(separator: ";")) }
+        let direct = try makeIntegrationClient()
+        var unfollowed = request("/old")
+        unfollowed.redirects = .disabled
+        let (stopped, stoppedBody) = try await direct.send(unfollowed, into: ByteBufferAllocator())
+        XCTAssertEqual(stopped.status, 302, "a 3xx not followed is the answer")
+        XCTAssertEqual(String(buffer: stoppedBody), "moved")
+        XCTAssertEqual(stopped.url?.path, "/old")
+        XCTAssertEqual(stopped.redirects.count, 0)
+
+        let withCookies = try makeIntegrationClient { $0.cookies = PocketCookieStore(treatsLoopbackAsSecure: true) }
+        let (followed, followedBody) = try await withCookies.send(request("/old"), into: ByteBufferAllocator())
+        XCTAssertEqual(followed.status, 200)
+        XCTAssertEqual(followed.url?.path, "/new")
+        XCTAssertEqual(followed.redirects.map(\.status), [302])
+        XCTAssertEqual(String(buffer: followedBody), "hop=1", "the hop went through the cookie store")
+    }
+
     func testARetriedAttemptGetsAFreshBuffer() async throws {
         let calls = Lock(0)
         server.route("/flaky") { _ in

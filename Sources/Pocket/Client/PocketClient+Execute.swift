@@ -148,7 +148,7 @@ extension PocketClient {
     }
 
     /// Whether `request` follows a response of `status` (a 3xx, redirects on).
-    private func follows(_ request: PocketRequest, _ status: Int) -> Bool {
+    func follows(_ request: PocketRequest, _ status: Int) -> Bool {
         RedirectFollower.isRedirect(status) && request.redirects?.follows ?? configuration.redirects.follows
     }
 

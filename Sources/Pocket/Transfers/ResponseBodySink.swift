@@ -117,7 +117,7 @@ extension PocketClient {
     /// - Returns: the response (its `body` empty) and the final response's sink.
     /// - Throws: `PocketError`, as `send(_:options:progress:)`; the sink of
     ///   the failed attempt has its `finish` called with it first.
-    public func send<Sink: PocketResponseBodySink>(
+    nonisolated(nonsending) public func send<Sink: PocketResponseBodySink>(
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
@@ -161,7 +161,10 @@ extension PocketClient {
     }
 
     /// Redirects, then the engine for each hop, the body written into sinks.
-    func sinkExchange<Sink: PocketResponseBodySink>(
+    /// The common case (no transport, cookie store or proxy configured, no
+    /// progress `finish`) is one engine request, with the redirect machinery
+    /// started only after a 3xx it follows, as `exchange` does.
+    nonisolated(nonsending) func sinkExchange<Sink: PocketResponseBodySink>(
         _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
         _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> SunkResponse<Sink> {
@@ -170,26 +173,44 @@ extension PocketClient {
                 ? try await caching(request, progress: progress) : try await exchange(request, progress: progress)
             return SunkResponse(replaying: response, into: makeSink)
         }
-        return try await followingRedirects(request, progress: progress) { request, progress in
-            let delivery = TypedSinkDelivery(returnsAtHead: returnsAtHead, make: makeSink)
-            let inflight = InFlightRequest(engine: self.engine, delivery: .sink(delivery), progress: progress)
-            let response: PocketResponse
-            do {
-                response = try await self.run(request, inflight)
-            } catch {
-                if !returnsAtHead {
-                    delivery.sink?.finish(error as? PocketError ?? PocketError(.cancelled, "the request was cancelled"), timings: nil)
-                }
-                throw error
+        guard direct, progress?.finish == nil else {
+            return try await followingRedirects(request, progress: progress) { request, progress in
+                try await self.sinkHop(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
             }
-            // Every response has a head, and the head made the sink.
-            let sink = delivery.typedSink!
-            if !returnsAtHead { sink.finish(nil, timings: response.timings) }
-            // A body still being written (returned at the head) is not counted:
-            // the loop thread goes on writing `written`.
-            return SunkResponse(response: response, sink: sink, written: returnsAtHead ? 0 : delivery.written,
-                                running: returnsAtHead ? inflight : nil)
         }
+        var response = try await sinkHop(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
+        if follows(request, response.redirectStatus) {
+            return try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
+                try await self.sinkHop(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
+            }
+        }
+        response.record(url: request.url, redirects: [])
+        return response
+    }
+
+    /// One hop on the engine, its body written into a sink made at its head.
+    nonisolated(nonsending) private func sinkHop<Sink: PocketResponseBodySink>(
+        _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
+        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
+    ) async throws -> SunkResponse<Sink> {
+        let delivery = TypedSinkDelivery(returnsAtHead: returnsAtHead, make: makeSink)
+        let inflight = InFlightRequest(engine: engine, delivery: .sink(delivery), progress: progress)
+        let response: PocketResponse
+        do {
+            response = try await run(request, inflight)
+        } catch {
+            if !returnsAtHead {
+                delivery.sink?.finish(error as? PocketError ?? PocketError(.cancelled, "the request was cancelled"), timings: nil)
+            }
+            throw error
+        }
+        // Every response has a head, and the head made the sink.
+        let sink = delivery.typedSink!
+        if !returnsAtHead { sink.finish(nil, timings: response.timings) }
+        // A body still being written (returned at the head) is not counted:
+        // the loop thread goes on writing `written`.
+        return SunkResponse(response: response, sink: sink, written: returnsAtHead ? 0 : delivery.written,
+                            running: returnsAtHead ? inflight : nil)
     }
 }
 
