@@ -153,15 +153,15 @@ echo
 echo "(paired: the median of each repetition's own ratios)"
 echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc |"
 echo "|---|---|---:|---:|---:|---|"
-paired() { # a-list b-list -> "median r1 r2 ..."
-  awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
-    for (i = 1; i <= n; i++) if (y[i] + 0 > 0) r[++k] = x[i] / y[i]
-    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-    if (k == 0) { print "-"; exit } m = (k % 2) ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
-    printf "%.2f", m }'
+rounds() { # a-list b-list -> each repetition's a/b (repetitions without b left out)
+  awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); s = ""
+    for (i = 1; i <= n; i++) if (y[i] + 0 > 0) { printf "%s%.2f", s, x[i] / y[i]; s = " " } }'
 }
-rounds() { awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
-  for (i = 1; i <= n; i++) printf "%s%.2f", (i > 1 ? " " : ""), (y[i] + 0 > 0 ? x[i] / y[i] : 0) }'; }
+paired() { # a-list b-list -> the median of rounds
+  local m
+  m="$(median $(rounds "$1" "$2"))"
+  if [ "$m" = - ]; then echo -; else printf '%.2f' "$m"; fi
+}
 for c in "${CONNS[@]}"; do
   for v in "${VARIANTS[@]}"; do
     case "$v" in ahc|static) continue ;; esac
