@@ -15,12 +15,20 @@
 # Environment: REPS (5), DUR seconds per run (5), PORT of nginx (18390),
 # GATEWAY_PORT (18391), GATEWAY_CPU (0), SERVER_CPU for nginx and wrk (1),
 # BARE=1 to add `pocket-bare` (Pocket with no middleware and no retry
-# policy: what the integrations cost is the difference); for the Pocket
+# policy: what the integrations cost is the difference), FLOOR=1 to add
+# `floor` (a probe in C with the thread structure of Pocket's engine and no
+# client code: what any client with its own I/O thread costs the handler,
+# Examples/Gateway/Sources/CFloorClient); for the Pocket
 # variants, POCKET_EXECUTOR (pool, the example's default, or loop: where the
 # service's tasks run) and POCKET_LOOP_SCHEDULING (batch, the default, or
 # standard: the client's loop thread's policy).
+# Each repetition also times the downstream round trip alone at one
+# connection from the gateway's core (Benchmarks/engine-bench/kernel_floor,
+# epoll mode, built here with cc and liburing): `min_us` is the least a
+# request took, so static's p99 plus it bounds any gateway's p99 at one
+# connection from below; printed as `RESULT client=rtt c=1 min_us=…`.
 # Prints a table per run, then one line per variant and concurrency:
-#   RESULT client=pocket|ahc|static c=N rps=… p50_us=… p99_us=… cpu_s=…
+#   RESULT client=pocket|pocket-bare|ahc|static|floor c=N rps=… p50_us=… p99_us=… cpu_s=…
 # (cpu_s: the gateway's CPU seconds, user + system, during the DUR-second run).
 set -euo pipefail
 
@@ -36,12 +44,15 @@ SERVER_CPU="${SERVER_CPU:-1}"
 CLIENT_CPU="$SERVER_CPU"
 VARIANTS=(pocket ahc static)
 [ "${BARE:-0}" = 1 ] && VARIANTS=(pocket pocket-bare ahc static)
+if [ "${FLOOR:-0}" = 1 ]; then VARIANTS+=(floor); fi
 CONNS=(64 1)
 
 log() { echo "bench-gateway: $*" >&2; }
 
 need=()
 bench_need_base
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+[ -f /usr/include/liburing.h ] || need+=(liburing-dev)
 bench_install "${need[@]}"
 bench_check_cpus
 [ "$NCPU" -ge 2 ] || GATEWAY_CPU=0
@@ -59,6 +70,9 @@ trap 'exit 130' INT TERM
 log "building Examples/Gateway (release; the first build takes minutes)"
 swift build -c release --package-path Examples/Gateway >"$TMP/build.log" 2>&1 || { cat "$TMP/build.log" >&2; exit 1; }
 GATEWAY="$(swift build -c release --package-path Examples/Gateway --show-bin-path)/gateway"
+
+FLOOR_PROBE="$TMP/kernel_floor"
+cc -O2 Benchmarks/engine-bench/kernel_floor.c -luring -o "$FLOOR_PROBE" 2>"$TMP/cc.log" || { cat "$TMP/cc.log" >&2; exit 1; }
 
 bench_hello_conf "$NGINX" "$PORT" "$SERVER_CPU"
 bench_start_nginx "$NGINX" "$TMP/nginx.conf" "$PORT" "$SERVER_CPU" || exit 1
@@ -104,7 +118,7 @@ run_wrk() { # connections seconds -> "rps p50 p99 cpu_s"
 command -v curl >/dev/null 2>&1 || { log "curl is needed to check the gateway"; exit 1; }
 # The gateway's CPU per request of one run, in µs.
 usreq() { awk -v cpu="$1" -v rps="$2" -v d="$DUR" 'BEGIN { if (rps + 0 == 0) print "-"; else printf "%.1f", cpu * 1e6 / (rps * d) }'; }
-declare -A RPS P50 P99 CPU USREQ
+declare -A RPS P50 P99 CPU USREQ RTT
 log "machine: $NCPU CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r)"
 log "$REPS repetitions x ${#VARIANTS[@]} variants x ${#CONNS[@]} concurrencies x ${DUR}s; gateway on core $GATEWAY_CPU, nginx and wrk on core $SERVER_CPU"
 printf '%-4s %-11s %4s %12s %10s %10s %8s %10s\n' rep client c rps p50_us p99_us cpu_s cpu_us/req
@@ -125,6 +139,14 @@ for rep in $(seq "$REPS"); do
     done
     stop_gateway
   done
+  # The downstream round trip alone, from the gateway's core.
+  json="$(taskset -c "$GATEWAY_CPU" "$FLOOR_PROBE" --mode epoll --connections 1 --seconds "$DUR" --port "$PORT")"
+  for k in min_us p50_us p99_us; do
+    RTT[$k]+="$(echo "$json" | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p") "
+  done
+  printf '%-4s %-11s %4s %12s %10s %10s  (min %s µs)\n' "$rep" rtt 1 \
+    "$(echo "$json" | sed -n 's/.*"rps":\([0-9.]*\).*/\1/p')" "$(echo "${RTT[p50_us]}" | awk '{ print $NF }')" \
+    "$(echo "${RTT[p99_us]}" | awk '{ print $NF }')" "$(echo "${RTT[min_us]}" | awk '{ print $NF }')"
 done
 
 echo
@@ -134,6 +156,7 @@ for c in "${CONNS[@]}"; do
     echo "RESULT client=$v c=$c rps=$(m "${RPS[$v/$c]}") p50_us=$(m "${P50[$v/$c]}") p99_us=$(m "${P99[$v/$c]}") cpu_s=$(m "${CPU[$v/$c]}")"
   done
 done
+echo "RESULT client=rtt c=1 min_us=$(m "${RTT[min_us]}") p50_us=$(m "${RTT[p50_us]}") p99_us=$(m "${RTT[p99_us]}")"
 echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 echo "(gateway CPU µs/req: the median of the runs' own; the ratios compare medians)"
@@ -151,8 +174,15 @@ echo
 # same repetition (minutes apart at most, so the host's slow and fast spells
 # mostly cancel), then their median.
 echo "(paired: the median of each repetition's own ratios)"
-echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc |"
-echo "|---|---|---:|---:|---:|---|"
+HAVE_FLOOR=0
+if [ "${FLOOR:-0}" = 1 ]; then HAVE_FLOOR=1; fi
+if ((HAVE_FLOOR)); then
+  echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc | req/s vs floor |"
+  echo "|---|---|---:|---:|---:|---|---:|"
+else
+  echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc |"
+  echo "|---|---|---:|---:|---:|---|"
+fi
 rounds() { # a-list b-list -> each repetition's a/b (repetitions without b left out)
   awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); s = ""
     for (i = 1; i <= n; i++) if (y[i] + 0 > 0) { printf "%s%.2f", s, x[i] / y[i]; s = " " } }'
@@ -165,9 +195,21 @@ paired() { # a-list b-list -> the median of rounds
 for c in "${CONNS[@]}"; do
   for v in "${VARIANTS[@]}"; do
     case "$v" in ahc|static) continue ;; esac
-    echo "| $c | $v | $(paired "${RPS[$v/$c]}" "${RPS[static/$c]}") | $(paired "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |" \
-      "$(paired "${P99[$v/$c]}" "${P99[ahc/$c]}") | $(rounds "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |"
+    row="| $c | $v | $(paired "${RPS[$v/$c]}" "${RPS[static/$c]}") | $(paired "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |"
+    row+=" $(paired "${P99[$v/$c]}" "${P99[ahc/$c]}") | $(rounds "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |"
+    if ((HAVE_FLOOR)); then row+=" $(paired "${RPS[$v/$c]}" "${RPS[floor/$c]}") |"; fi
+    echo "$row"
   done
 done
+# The one-connection p99 bound: static's p99 plus the downstream round
+# trip's minimum, of the same repetition, against AsyncHTTPClient's p99.
+bound="$(awk -v s="${P99[static/1]:-}" -v r="${RTT[min_us]}" -v a="${P99[ahc/1]:-}" 'BEGIN {
+  n = split(s, x, " "); split(r, y, " "); split(a, z, " "); o = ""
+  for (i = 1; i <= n; i++) if (z[i] + 0 > 0) { printf "%s%.2f", o, (x[i] + y[i]) / z[i]; o = " " } }')"
+if [ -n "$bound" ]; then
+  echo
+  echo "one connection, the least any gateway's p99 can be: (static's p99 + the downstream round trip's minimum) ÷ ahc's p99:" \
+    "median $(median $bound) (rounds: $bound)"
+fi
 echo
 echo "versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'); $("$WRK" -v 2>&1 | head -1 | awk '{ print $1, $2 }'); $(swift --version 2>/dev/null | head -1)"

@@ -3,7 +3,7 @@
 # (release, the build scripts/bench-gateway.sh uses too: Hummingbird and
 # AsyncHTTPClient take 12 to 16 minutes the first time), then
 # sends one request through each variant on loopback: the `static` gateway
-# is the downstream of the `pocket`, `pocket-bare` and `ahc` ones. Every gateway is started
+# is the downstream of the `pocket`, `pocket-bare`, `ahc` and `floor` ones. Every gateway is started
 # here and stopped by its PID.
 #
 #   scripts/gateway-smoke.sh
@@ -40,7 +40,9 @@ start static "$BASE_PORT"
 start pocket "$((BASE_PORT + 1))"
 start ahc "$((BASE_PORT + 2))"
 start pocket-bare "$((BASE_PORT + 3))"
-for entry in "static $BASE_PORT" "pocket $((BASE_PORT + 1))" "ahc $((BASE_PORT + 2))" "pocket-bare $((BASE_PORT + 3))"; do
+start floor "$((BASE_PORT + 4))"
+for entry in "static $BASE_PORT" "pocket $((BASE_PORT + 1))" "ahc $((BASE_PORT + 2))" "pocket-bare $((BASE_PORT + 3))" \
+  "floor $((BASE_PORT + 4))"; do
   read -r variant port <<<"$entry"
   body="$(answer "$port")" || { echo "gateway-smoke: the $variant gateway did not answer"; cat "$TMP/$variant.log"; exit 1; }
   [ "$body" = "Hello, World!" ] || { echo "gateway-smoke: the $variant gateway answered '$body'"; exit 1; }

@@ -22,8 +22,12 @@
  *   epoll_wait, then recv(2) and send(2) per answer: wrk's loop without its
  *   two epoll_ctl calls per request.
  *
- * Prints: {"mode":…,"requests":N,"rps":R,"cpu_us_per_req":U,"answer_bytes":B,
- *          "requests_total":M}
+ * Prints: {"mode":…,"requests":N,"rps":R,"cpu_us_per_req":U,"min_us":…,"p50_us":…,
+ *          "p99_us":…,"answer_bytes":B,"requests_total":M}
+ * Round trips (send to the answer's last byte, whole microseconds) are
+ * timed in epoll mode at one connection only (else 0: the floor's CPU per
+ * request stays free of clock reads): `min_us` is the least a request's
+ * round trip took, a lower bound for any client's (scripts/bench-gateway.sh).
  * over T seconds after 0.5 s of warmup (getrusage, the whole process);
  * requests_total counts the warmup's too (for system calls per request).
  *
@@ -55,6 +59,26 @@
 static char req[128];
 static size_t req_len, answer_len;
 static long got[MAXC];
+static double sent_at[MAXC];
+#define HIST_US 100000
+static unsigned hist[HIST_US + 1]; /* round trips in µs, the last bucket for longer ones */
+static long timed;
+
+static void time_answer(int i, double t) {
+  double us = (t - sent_at[i]) * 1e6;
+  hist[us >= HIST_US ? HIST_US : (int)us]++;
+  timed++;
+}
+
+/* The round trip at quantile q (0: the least), in µs. */
+static int quantile_us(double q) {
+  long want = (long)(q * (double)(timed - 1)), seen = 0;
+  for (int b = 0; b <= HIST_US; b++) {
+    seen += hist[b];
+    if (hist[b] && seen > want) return b;
+  }
+  return 0;
+}
 static int fds[MAXC];
 
 static void die(const char *what) { perror(what); exit(1); }
@@ -125,7 +149,7 @@ int main(int argc, char **argv) {
 
   long done = 0, d0 = -1;
   double start = now_s(), t0 = 0, c0 = 0, t1 = 0, c1 = 0;
-  int uring = !strcmp(mode, "uring");
+  int uring = !strcmp(mode, "uring"), timing = conns == 1;
   if (uring) {
     struct io_uring ring;
     struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
@@ -200,6 +224,7 @@ int main(int argc, char **argv) {
       struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
       if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) != 0) die("epoll_ctl");
       if (send(fds[i], req, req_len, 0) != (ssize_t)req_len) die("send");
+      sent_at[i] = now_s();
     }
     char buf[BUFSZ];
     struct epoll_event evs[MAXC];
@@ -211,8 +236,12 @@ int main(int argc, char **argv) {
         if (r <= 0) die("recv");
         int k = answers(i, r);
         done += k;
+        if (k == 0) continue;
+        double t = timing ? now_s() : 0;
+        if (timing && d0 >= 0) time_answer(i, t);
         for (int j = 0; j < k; j++)
           if (send(fds[i], req, req_len, 0) != (ssize_t)req_len) die("send");
+        sent_at[i] = t;
       }
       double t = now_s();
       if (d0 < 0 && t - start >= 0.5) { d0 = done; t0 = t; c0 = cpu_s(); }
@@ -222,8 +251,9 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < conns; i++) close(fds[i]);
   long n = done - d0;
-  printf("{\"mode\":\"%s\",\"requests\":%ld,\"rps\":%.1f,\"cpu_us_per_req\":%.3f,\"p99_us\":0,\"answer_bytes\":%zu,"
-         "\"requests_total\":%ld}\n",
-         mode, n, n / (t1 - t0), (c1 - c0) * 1e6 / n, answer_len, done);
+  int lo = timed ? quantile_us(0) : 0, p50 = timed ? quantile_us(0.5) : 0, p99 = timed ? quantile_us(0.99) : 0;
+  printf("{\"mode\":\"%s\",\"requests\":%ld,\"rps\":%.1f,\"cpu_us_per_req\":%.3f,\"min_us\":%d,\"p50_us\":%d,"
+         "\"p99_us\":%d,\"answer_bytes\":%zu,\"requests_total\":%ld}\n",
+         mode, n, n / (t1 - t0), (c1 - c0) * 1e6 / n, lo, p50, p99, answer_len, done);
   return 0;
 }

@@ -30,6 +30,9 @@ let package = Package(
             .product(name: "PocketNIO", package: rootIdentity),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            "CFloorClient",
         ]),
+        // A probe, not a client: the `floor` variant (FloorGateway.swift).
+        .target(name: "CFloorClient"),
     ]
 )

@@ -9,59 +9,42 @@ internal import CHTTPEngine
 /// task reads `sink` and `written` after its continuation resumed (at the
 /// end, or at the head when `returnsAtHead`, after which the loop never
 /// writes them again).
-class SinkDelivery: @unchecked Sendable {
+final class SinkDelivery: @unchecked Sendable {
     /// The send returns at the head and the body follows into the sink
     /// (`stream`), instead of returning once the body is complete (`send`).
     let returnsAtHead: Bool
     /// The current body's sink, made at its head; nil before.
-    final var sink: (any PocketResponseBodySink)?
+    var sink: (any PocketResponseBodySink)?
     /// Body bytes handed to it.
-    final var written = 0
+    var written = 0
+    /// Makes the caller's sink for the body that starts (a constant).
+    private let make: @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
 
-    init(returnsAtHead: Bool) { self.returnsAtHead = returnsAtHead }
-
-    /// The caller's sink for the body that starts (`TypedSinkDelivery`).
-    func makeSink(_ start: PocketResponseBodyStart) -> any PocketResponseBodySink {
-        fatalError("SinkDelivery.makeSink is overridden")
+    init(returnsAtHead: Bool, make: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink) {
+        self.returnsAtHead = returnsAtHead
+        self.make = make
     }
 
     /// Loop thread: the final head arrived; its body goes to a new sink.
     /// Only a returning-at-head sink gets a working control: pausing a body
     /// the send waits for would only stall it.
-    final func start(_ request: InFlightRequest, head: PocketResponseHead, contentLength: Int64) {
+    func start(_ request: InFlightRequest, head: PocketResponseHead, contentLength: Int64) {
         let control = PocketResponseBodyControl(returnsAtHead ? request : nil)
-        sink = makeSink(PocketResponseBodyStart(head: head, contentLength: contentLength >= 0 ? Int(contentLength) : nil,
+        sink = make(PocketResponseBodyStart(head: head, contentLength: contentLength >= 0 ? Int(contentLength) : nil,
                                                 control: control))
     }
 
     /// Loop thread: decoded body bytes, borrowed until return. Returns the
     /// engine's answer (a pause only when the sink is read as a stream).
     @inline(__always)
-    final func write(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         written &+= bytes.count
         guard let sink, sink.write(bytes) == .pause, returnsAtHead else { return Int32(PK_BODY_CONTINUE) }
         return Int32(PK_BODY_PAUSE)
     }
 
     /// Loop thread: the body of a returning-at-head send ended.
-    final func end(_ failure: PocketError?, timings: PocketTimings) {
+    func end(_ failure: PocketError?, timings: PocketTimings) {
         sink?.finish(failure, timings: failure == nil ? timings : nil)
     }
-}
-
-/// A `SinkDelivery` making sinks of one type, so the sending task gets its
-/// sink back typed without a dynamic cast. Unchecked as its base: `make` is
-/// a constant.
-final class TypedSinkDelivery<Sink: PocketResponseBodySink>: SinkDelivery, @unchecked Sendable {
-    private let make: @Sendable (PocketResponseBodyStart) -> Sink
-
-    init(returnsAtHead: Bool, make: @escaping @Sendable (PocketResponseBodyStart) -> Sink) {
-        self.make = make
-        super.init(returnsAtHead: returnsAtHead)
-    }
-
-    override func makeSink(_ start: PocketResponseBodyStart) -> any PocketResponseBodySink { make(start) }
-
-    /// The sink made at the head (read after the continuation resumed).
-    var typedSink: Sink? { sink.map { unsafeDowncast($0 as AnyObject, to: Sink.self) } }
 }

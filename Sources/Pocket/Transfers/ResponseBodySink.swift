@@ -121,10 +121,23 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let sunk = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
+        let sunk = try await sendSinking(request, options: options, progress: progress) { makeSink($0) }
+        // The sinks were made by `makeSink`: of type `Sink`.
+        return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
+    }
+
+    /// `send(_:options:progress:writingBodyInto:)` with the sink's type
+    /// erased: the path below is not generic, so it is compiled once,
+    /// specialised, whatever sink type a caller in another module uses
+    /// (unspecialised generic code paid for metadata lookups and value
+    /// witness copies of every intermediate value, per request).
+    nonisolated(nonsending) func sendSinking(
+        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
+        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
+    ) async throws -> SunkResponse {
+        try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
             try await self.sinkExchange(request, returnsAtHead: false, progress: progress, makeSink)
         }
-        return (sunk.response, sunk.sink)
     }
 
     /// Sends `request` and returns at the head, while the body goes on
@@ -155,19 +168,19 @@ extension PocketClient {
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
         let sunk = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            try await self.sinkExchange(request, returnsAtHead: true, progress: progress, makeSink)
+            try await self.sinkExchange(request, returnsAtHead: true, progress: progress) { makeSink($0) }
         }
-        return (sunk.response, sunk.sink)
+        return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
     }
 
     /// Redirects, then the engine for each hop, the body written into sinks.
     /// The common case (no transport, cookie store or proxy configured, no
     /// progress `finish`) is one engine request, with the redirect machinery
     /// started only after a 3xx it follows, as `exchange` does.
-    nonisolated(nonsending) func sinkExchange<Sink: PocketResponseBodySink>(
+    nonisolated(nonsending) func sinkExchange(
         _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
-    ) async throws -> SunkResponse<Sink> {
+        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
+    ) async throws -> SunkResponse {
         if responseCache != nil || request.cachePolicy != nil || configuration.handling.transport != nil {
             let response = responseCache != nil || request.cachePolicy != nil
                 ? try await caching(request, progress: progress) : try await exchange(request, progress: progress)
@@ -189,11 +202,11 @@ extension PocketClient {
     }
 
     /// One hop on the engine, its body written into a sink made at its head.
-    nonisolated(nonsending) private func sinkHop<Sink: PocketResponseBodySink>(
+    nonisolated(nonsending) private func sinkHop(
         _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
-    ) async throws -> SunkResponse<Sink> {
-        let delivery = TypedSinkDelivery(returnsAtHead: returnsAtHead, make: makeSink)
+        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
+    ) async throws -> SunkResponse {
+        let delivery = SinkDelivery(returnsAtHead: returnsAtHead, make: makeSink)
         let inflight = InFlightRequest(engine: engine, delivery: .sink(delivery), progress: progress)
         let response: PocketResponse
         do {
@@ -205,7 +218,7 @@ extension PocketClient {
             throw error
         }
         // Every response has a head, and the head made the sink.
-        let sink = delivery.typedSink!
+        let sink = delivery.sink!
         if !returnsAtHead { sink.finish(nil, timings: response.timings) }
         // A body still being written (returned at the head) is not counted:
         // the loop thread goes on writing `written`.
@@ -216,16 +229,16 @@ extension PocketClient {
 
 /// One attempt's outcome of the sink sends: the response without its body,
 /// and the sink that has it (or is still being written, `running`).
-struct SunkResponse<Sink: PocketResponseBodySink>: ExchangedResponse {
+struct SunkResponse: ExchangedResponse {
     var response: PocketResponse
-    let sink: Sink
+    let sink: any PocketResponseBodySink
     /// Bytes written before the send returned.
     let written: Int
     /// The request still writing the body (returned at the head), cancelled
     /// when this response is dropped for a retry or a redirect.
     let running: InFlightRequest?
 
-    init(response: PocketResponse, sink: Sink, written: Int, running: InFlightRequest?) {
+    init(response: PocketResponse, sink: any PocketResponseBodySink, written: Int, running: InFlightRequest?) {
         self.response = response
         self.sink = sink
         self.written = written
@@ -233,7 +246,7 @@ struct SunkResponse<Sink: PocketResponseBodySink>: ExchangedResponse {
     }
 
     /// A complete response (cached, or from a transport) written into one sink.
-    init(replaying complete: PocketResponse, into makeSink: (PocketResponseBodyStart) -> Sink) {
+    init(replaying complete: PocketResponse, into makeSink: (PocketResponseBodyStart) -> any PocketResponseBodySink) {
         var response = complete
         let body = response.body
         response.body = Data()
