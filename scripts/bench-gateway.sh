@@ -18,8 +18,9 @@
 # policy: what the integrations cost is the difference), FLOOR=1 to add
 # `floor` (a probe in C with the thread structure of Pocket's engine and no
 # client code: what any client with its own I/O thread costs the handler,
-# Examples/Gateway/Sources/CFloorClient); for the Pocket
-# variants, POCKET_EXECUTOR (pool, the example's default, or loop: where the
+# Examples/Gateway/Sources/CFloorClient) and `nio-floor` (the same probe
+# on NIO's event loops, the framework's own: what a client hosted there
+# costs); for the Pocket variants, POCKET_EXECUTOR (pool, the example's default, or loop: where the
 # service's tasks run) and POCKET_LOOP_SCHEDULING (batch, the default, or
 # standard: the client's loop thread's policy).
 # Each repetition also times the downstream round trip alone at one
@@ -28,7 +29,7 @@
 # request took, so static's p99 plus it bounds any gateway's p99 at one
 # connection from below; printed as `RESULT client=rtt c=1 min_us=…`.
 # Prints a table per run, then one line per variant and concurrency:
-#   RESULT client=pocket|pocket-bare|ahc|static|floor c=N rps=… p50_us=… p99_us=… cpu_s=…
+#   RESULT client=pocket|pocket-bare|ahc|static|floor|nio-floor c=N rps=… p50_us=… p99_us=… cpu_s=…
 # (cpu_s: the gateway's CPU seconds, user + system, during the DUR-second run).
 set -euo pipefail
 
@@ -44,7 +45,7 @@ SERVER_CPU="${SERVER_CPU:-1}"
 CLIENT_CPU="$SERVER_CPU"
 VARIANTS=(pocket ahc static)
 [ "${BARE:-0}" = 1 ] && VARIANTS=(pocket pocket-bare ahc static)
-if [ "${FLOOR:-0}" = 1 ]; then VARIANTS+=(floor); fi
+if [ "${FLOOR:-0}" = 1 ]; then VARIANTS+=(floor nio-floor); fi
 CONNS=(64 1)
 
 log() { echo "bench-gateway: $*" >&2; }

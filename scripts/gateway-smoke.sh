@@ -3,7 +3,8 @@
 # (release, the build scripts/bench-gateway.sh uses too: Hummingbird and
 # AsyncHTTPClient take 12 to 16 minutes the first time), then
 # sends one request through each variant on loopback: the `static` gateway
-# is the downstream of the `pocket`, `pocket-bare`, `ahc` and `floor` ones. Every gateway is started
+# is the downstream of the `pocket`, `pocket-bare`, `ahc`, `floor` and
+# `nio-floor` ones. Every gateway is started
 # here and stopped by its PID.
 #
 #   scripts/gateway-smoke.sh
@@ -41,8 +42,9 @@ start pocket "$((BASE_PORT + 1))"
 start ahc "$((BASE_PORT + 2))"
 start pocket-bare "$((BASE_PORT + 3))"
 start floor "$((BASE_PORT + 4))"
+start nio-floor "$((BASE_PORT + 5))"
 for entry in "static $BASE_PORT" "pocket $((BASE_PORT + 1))" "ahc $((BASE_PORT + 2))" "pocket-bare $((BASE_PORT + 3))" \
-  "floor $((BASE_PORT + 4))"; do
+  "floor $((BASE_PORT + 4))" "nio-floor $((BASE_PORT + 5))"; do
   read -r variant port <<<"$entry"
   body="$(answer "$port")" || { echo "gateway-smoke: the $variant gateway did not answer"; cat "$TMP/$variant.log"; exit 1; }
   [ "$body" = "Hello, World!" ] || { echo "gateway-smoke: the $variant gateway answered '$body'"; exit 1; }

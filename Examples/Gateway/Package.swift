@@ -21,6 +21,7 @@ let package = Package(
         .package(path: root.path),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .executableTarget(name: "gateway", dependencies: [
@@ -30,9 +31,13 @@ let package = Package(
             .product(name: "PocketNIO", package: rootIdentity),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             "CFloorClient",
         ]),
-        // A probe, not a client: the `floor` variant (FloorGateway.swift).
+        // A probe, not a client: the `floor` variant (FloorGateway.swift;
+        // `nio-floor`, NIOFloorGateway.swift, is the same on NIO's loops).
         .target(name: "CFloorClient"),
     ]
 )

@@ -207,6 +207,39 @@ final class NIOByteBufferTests: XCTestCase {
         XCTAssertEqual(String(buffer: followedBody), "hop=1", "the hop went through the cookie store")
     }
 
+    /// The sink path's own shortcut (no middleware, retry policy or
+    /// listener): validation still applies, and the response records where
+    /// it came from and the request sent.
+    func testTheShortcutValidatesAndRecordsTheResponse() async throws {
+        server.route("/missing") { _ in .text("no such thing", status: 404) }
+        server.route("/here") { _ in .text("here") }
+        let client = try makeIntegrationClient()
+        var strict = request("/missing")
+        strict.validation = .status([200..<300])
+        let made = Lock<CountingSink?>(nil)
+        await expectPocketError(.unacceptableStatus) {
+            try await client.send(strict) { start in
+                let sink = CountingSink(start)
+                made.withLock { $0 = sink }
+                return sink
+            }
+        }
+        let failed = try XCTUnwrap(made.withLock { $0 })
+        XCTAssertEqual(failed.head.status, 404)
+        XCTAssertEqual(failed.bytes, 13, "the error's body reached its sink")
+        XCTAssertEqual(failed.finished.count, 1)
+        var lenient = request("/missing")
+        lenient.validation = .status([200..<500])
+        let (notFound, body) = try await client.send(lenient, into: ByteBufferAllocator())
+        XCTAssertEqual(notFound.status, 404)
+        XCTAssertEqual(String(buffer: body), "no such thing")
+        let (response, sink) = try await client.send(request("/here")) { CountingSink($0) }
+        XCTAssertEqual(response.url?.path, "/here")
+        XCTAssertEqual(response.redirects.count, 0)
+        XCTAssertEqual(response.request?.url.path, "/here", "the request as sent is kept")
+        XCTAssertEqual(sink.bytes, 4)
+    }
+
     func testARetriedAttemptGetsAFreshBuffer() async throws {
         let calls = Lock(0)
         server.route("/flaky") { _ in

@@ -131,13 +131,36 @@ extension PocketClient {
     /// specialised, whatever sink type a caller in another module uses
     /// (unspecialised generic code paid for metadata lookups and value
     /// witness copies of every intermediate value, per request).
+    ///
+    /// With nothing to adapt, retry or report, and one engine request to make
+    /// (`sinkExchange`'s common case), the attempt is made here, in this
+    /// function's task frame: the chain's closure and `sinkExchange` add two
+    /// frames per request, each holding a response, which a handler's task
+    /// (a framework's connection task) pays for in task-allocator slabs.
     nonisolated(nonsending) func sendSinking(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
         _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
     ) async throws -> SunkResponse {
-        try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            try await self.sinkExchange(request, returnsAtHead: false, progress: progress, makeSink)
+        guard takesShortcut(request, options: options, sink: nil), direct, progress?.finish == nil, responseCache == nil,
+              request.cachePolicy == nil, configuration.handling.transport == nil else {
+            return try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
+                try await self.sinkExchange(request, returnsAtHead: false, progress: progress, makeSink)
+            }
         }
+        var response = try await sinkHop(request, returnsAtHead: false, progress: progress, makeSink)
+        if follows(request, response.redirectStatus) {
+            response = try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
+                try await self.sinkHop(request, returnsAtHead: false, progress: progress, makeSink)
+            }
+        } else {
+            response.record(url: request.url, redirects: [])
+        }
+        if let failure = validationFailure(of: response, for: request) {
+            await response.discardBody()
+            throw failure
+        }
+        response.keep(request: request)
+        return response
     }
 
     /// Sends `request` and returns at the head, while the body goes on

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 
-// gateway --client pocket|pocket-bare|ahc|floor|static [--port 8081] [--downstream http://127.0.0.1:18080/]
+// gateway --client pocket|pocket-bare|ahc|floor|nio-floor|static [--port 8081] [--downstream http://127.0.0.1:18080/]
 //         [--executor pool|loop]   (the Pocket variants: where the service's tasks run, Swift's global pool by default)
 //         [--loop-scheduling batch|standard]   (the Pocket variants: the client's loop thread, batch by default)
 let arguments = CommandLine.arguments.dropFirst()
@@ -56,9 +56,11 @@ case "ahc":
     try await Application(router: ahcRouter(downstream: downstream), configuration: configuration).runService()
 case "floor":
     try await Application(router: floorRouter(downstream: downstreamURL), configuration: configuration).runService()
+case "nio-floor":
+    try await Application(router: nioFloorRouter(downstream: downstreamURL), configuration: configuration).runService()
 case "static":
     try await Application(router: staticRouter(), configuration: configuration).runService()
 default:
-    FileHandle.standardError.write(Data("gateway: --client is pocket, pocket-bare, ahc, floor or static, not \(variant)\n".utf8))
+    FileHandle.standardError.write(Data("gateway: --client is pocket, pocket-bare, ahc, floor, nio-floor or static, not \(variant)\n".utf8))
     exit(2)
 }

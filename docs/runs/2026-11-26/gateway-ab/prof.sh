@@ -28,7 +28,7 @@ taskset -c 1 wrk -t1 -c64 -d1s http://127.0.0.1:$GP/ >/dev/null
 for t in /proc/$GW/task/*; do echo "$(basename $t) $(cat $t/comm | tr " " _) $(awk "{ sub(/^.*\\) /, \"\"); print \$12 + \$13 }" $t/stat)"; done > $TMP/t0
 case $MODE in
  stat) perf stat -e context-switches,cpu-migrations,task-clock${PEV:-} -p $GW -- sleep $D 2>$TMP/perf.txt & PP=$! ;;
- record) perf record -F 2000 -g -p $GW -o ${OUT:-/tmp}/perf-$V.data -- sleep $D 2>$TMP/perf.txt & PP=$! ;;
+ record) perf record -F ${FREQ:-2000} ${PGRAPH--g} -p $GW -o ${OUT:-/tmp}/perf-$V.data -- sleep $D 2>$TMP/perf.txt & PP=$! ;;
  sched) perf record -e sched:sched_switch -e sched:sched_wakeup -g -p $GW -o ${OUT:-/tmp}/sched-$V${TAG:-}.data -- sleep $D 2>$TMP/perf.txt & PP=$! ;;
  strace) timeout $D strace -c -f -p $GW -o $TMP/perf.txt & PP=$! ;;
  trecord) TID=$(grep -l "${TCOMM:-default-qos}" /proc/$GW/task/*/comm | head -1 | cut -d/ -f5); perf record -F ${FREQ:-1999} -g -t $TID -o ${OUT:-/tmp}/perf-$V-t.data -- sleep $D 2>$TMP/perf.txt & PP=$! ;;
