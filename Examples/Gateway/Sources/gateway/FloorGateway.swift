@@ -14,9 +14,15 @@ func floorRouter(downstream: URL) throws -> Router<BasicRequestContext> {
         throw FloorError(message: "the floor client needs an IPv4 address and a port (\(downstream)), and could not start")
     }
     let handle = FloorHandle(client)
+    return probeRouter { try await handle.get() }
+}
+
+/// The probes' routes: each request answers with what `call` got downstream
+/// (status and body, as `text/plain`).
+func probeRouter(_ call: @escaping @Sendable () async throws -> (Int, ByteBuffer)) -> Router<BasicRequestContext> {
     let router = Router()
     router.get("/") { _, _ -> Response in
-        let (status, body) = try await handle.get()
+        let (status, body) = try await call()
         var headers = HTTPFields()
         headers[.contentType] = "text/plain"
         return Response(status: .init(code: status), headers: headers, body: ResponseBody(byteBuffer: body))

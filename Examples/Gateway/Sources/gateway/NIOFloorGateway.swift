@@ -11,19 +11,12 @@ import NIOPosix
 /// timeouts, no errors beyond "failed". Compared with `floor`, it tells
 /// whether hosting the client's I/O on the framework's loops would cost the
 /// handler less than a loop thread of the client's own.
-func nioFloorRouter(downstream: URL) async throws -> Router<BasicRequestContext> {
+func nioFloorRouter(downstream: URL) throws -> Router<BasicRequestContext> {
     guard let host = downstream.host, let port = downstream.port else {
         throw FloorError(message: "the nio-floor client needs a host and a port (\(downstream))")
     }
     let pool = NIOFloorPool(host: host, port: port, maxConnections: 128)
-    let router = Router()
-    router.get("/") { _, _ -> Response in
-        let (status, body) = try await pool.get()
-        var headers = HTTPFields()
-        headers[.contentType] = "text/plain"
-        return Response(status: .init(code: status), headers: headers, body: ResponseBody(byteBuffer: body))
-    }
-    return router
+    return probeRouter { try await pool.get() }
 }
 
 /// Idle connections, and callers waiting for one; a lock around both.
