@@ -142,12 +142,11 @@ for rep in $(seq "$REPS"); do
   done
   # The downstream round trip alone, from the gateway's core.
   json="$(taskset -c "$GATEWAY_CPU" "$FLOOR_PROBE" --mode epoll --connections 1 --seconds "$DUR" --port "$PORT")"
-  for k in min_us p50_us p99_us; do
-    RTT[$k]+="$(echo "$json" | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p") "
-  done
-  printf '%-4s %-11s %4s %12s %10s %10s  (min %s µs)\n' "$rep" rtt 1 \
-    "$(echo "$json" | sed -n 's/.*"rps":\([0-9.]*\).*/\1/p')" "$(echo "${RTT[p50_us]}" | awk '{ print $NF }')" \
-    "$(echo "${RTT[p99_us]}" | awk '{ print $NF }')" "$(echo "${RTT[min_us]}" | awk '{ print $NF }')"
+  declare -A trip=()
+  for k in rps min_us p50_us p99_us; do trip[$k]="$(echo "$json" | sed -n "s/.*\"$k\":\([0-9.]*\).*/\1/p")"; done
+  for k in min_us p50_us p99_us; do RTT[$k]+="${trip[$k]} "; done
+  printf '%-4s %-11s %4s %12s %10s %10s  (min %s µs)\n' "$rep" rtt 1 "${trip[rps]}" "${trip[p50_us]}" "${trip[p99_us]}" \
+    "${trip[min_us]}"
 done
 
 echo
@@ -175,15 +174,10 @@ echo
 # same repetition (minutes apart at most, so the host's slow and fast spells
 # mostly cancel), then their median.
 echo "(paired: the median of each repetition's own ratios)"
-HAVE_FLOOR=0
-if [ "${FLOOR:-0}" = 1 ]; then HAVE_FLOOR=1; fi
-if ((HAVE_FLOOR)); then
-  echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc | req/s vs floor |"
-  echo "|---|---|---:|---:|---:|---|---:|"
-else
-  echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc |"
-  echo "|---|---|---:|---:|---:|---|"
-fi
+floor_head="" floor_rule=""
+if [ "${FLOOR:-0}" = 1 ]; then floor_head=" req/s vs floor |" floor_rule="---:|"; fi
+echo "| c | client | req/s vs static | req/s vs ahc | p99 vs ahc | rounds vs ahc |$floor_head"
+echo "|---|---|---:|---:|---:|---|$floor_rule"
 rounds() { # a-list b-list -> each repetition's a/b (repetitions without b left out)
   awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); s = ""
     for (i = 1; i <= n; i++) if (y[i] + 0 > 0) { printf "%s%.2f", s, x[i] / y[i]; s = " " } }'
@@ -198,7 +192,7 @@ for c in "${CONNS[@]}"; do
     case "$v" in ahc|static) continue ;; esac
     row="| $c | $v | $(paired "${RPS[$v/$c]}" "${RPS[static/$c]}") | $(paired "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |"
     row+=" $(paired "${P99[$v/$c]}" "${P99[ahc/$c]}") | $(rounds "${RPS[$v/$c]}" "${RPS[ahc/$c]}") |"
-    if ((HAVE_FLOOR)); then row+=" $(paired "${RPS[$v/$c]}" "${RPS[floor/$c]}") |"; fi
+    if [ -n "$floor_head" ]; then row+=" $(paired "${RPS[$v/$c]}" "${RPS[floor/$c]}") |"; fi
     echo "$row"
   done
 done
