@@ -234,12 +234,19 @@ extension PocketClient {
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
         var response = try await hop(request, progress)
+        try await finishShortcut(&response, for: request)
+        return response
+    }
+
+    /// The shortcut's last step (`executeShortcut`, and `sendSinking`'s own
+    /// shortcut): validation, then the request kept on the response.
+    @inline(__always)
+    nonisolated(nonsending) func finishShortcut<R: ExchangedResponse>(_ response: inout R, for request: PocketRequest) async throws {
         if let failure = validationFailure(of: response, for: request) {
             await response.discardBody()
             throw failure
         }
         response.keep(request: request)
-        return response
     }
 
     /// `execute` through the middleware chain, the retry policy and the events.
