@@ -233,20 +233,23 @@ extension PocketClient {
         _ request: PocketRequest, progress: PocketProgressHandler?,
         _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
     ) async throws -> R {
-        var response = try await hop(request, progress)
-        try await finishShortcut(&response, for: request)
-        return response
+        try await finishShortcut(hop(request, progress), for: request)
     }
 
     /// The shortcut's last step (`executeShortcut`, and `sendSinking`'s own
-    /// shortcut): validation, then the request kept on the response.
+    /// shortcut): validation, then the request kept on the response. It
+    /// takes the response and hands it back (`consuming`): held in a
+    /// caller's `var` across the validation, the response was copied out
+    /// at the return, a retain and a release of each of its references.
     @inline(__always)
-    nonisolated(nonsending) func finishShortcut<R: ExchangedResponse>(_ response: inout R, for request: PocketRequest) async throws {
+    nonisolated(nonsending) func finishShortcut<R: ExchangedResponse>(_ response: consuming R,
+                                                                     for request: PocketRequest) async throws -> R {
         if let failure = validationFailure(of: response, for: request) {
             await response.discardBody()
             throw failure
         }
         response.keep(request: request)
+        return response
     }
 
     /// `execute` through the middleware chain, the retry policy and the events.

@@ -64,37 +64,41 @@ struct PreparedRequest {
          timeouts clientTimeouts: PocketTimeouts, engineTimeouts clientMillis: EngineTimeouts? = nil,
          unixSocketPath clientSocket: String? = nil,
          addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil) throws(PocketError) {
-        let target = request.target
-        if let problem = target.problem {
+        // Every stored property is assigned once, at the end, after the
+        // last call that can throw: with a property assigned before a
+        // throwing call the compiler built the value in a temporary and
+        // copied it out (a retain and a release of each of its references
+        // per request). The target is read in place (`request.target` is
+        // borrowed), not copied.
+        if let problem = request.target.problem {
             let scheme = request.url.scheme?.lowercased()
             let known: Set<String?> = [nil, "http", "https", "http+unix", "https+unix"]
             throw PocketError(known.contains(scheme) ? .invalidURL : .unsupportedScheme, problem)
         }
-        self.request = request
         var extra = PocketHeaders()
-        if let userInfo = target.userInfo, !request.headers.contains("Authorization") {
+        if let userInfo = request.target.userInfo, !request.headers.contains("Authorization") {
             let token = Data("\(userInfo.user):\(userInfo.password)".utf8).base64EncodedString()
             extra.add(name: "Authorization", value: "Basic \(token)")
         }
         // Proxies: the request's, else the client's (its own or the
         // environment's), unless the host is in the no-proxy list; decided
         // again for each redirect hop.
-        let unix = target.unixPath ?? request.unixSocketPath ?? clientSocket
+        let unix = request.target.unixPath ?? request.unixSocketPath ?? clientSocket
+        var route: ProxyRoute?
         if unix == nil, request.proxy != nil || proxies != nil,
-           let chosen = try ProxyRules.proxy(for: target, own: request.proxy, rules: proxies) {
-            let route = ProxyRoute(chosen, target: target, answer: request.proxyAnswer)
-            if !route.tunnel, let auth = route.authorization, !request.headers.contains("Proxy-Authorization") {
+           let chosen = try ProxyRules.proxy(for: request.target, own: request.proxy, rules: proxies) {
+            let chosenRoute = ProxyRoute(chosen, target: request.target, answer: request.proxyAnswer)
+            if !chosenRoute.tunnel, let auth = chosenRoute.authorization, !request.headers.contains("Proxy-Authorization") {
                 extra.add(name: "Proxy-Authorization", value: auth)
             }
-            proxy = route
-        } else {
-            proxy = nil
+            route = chosenRoute
         }
         if let form = request.body?.multipartForm, !request.headers.contains("Content-Type") {
             extra.add(name: "Content-Type", value: form.contentType)
         }
         let acceptEncoding = decompression && !request.headers.contains("Accept-Encoding")
             && !defaultHeaders.contains("Accept-Encoding")
+        self.request = request
         fields = HeaderSources(defaults: defaultHeaders, extra: extra, own: request.headers, acceptEncoding: acceptEncoding)
         if let own = request.timeouts {
             engineTimeouts = EngineTimeouts(own)
@@ -102,7 +106,8 @@ struct PreparedRequest {
             engineTimeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
         }
         unixSocketPath = unix
-        addresses = proxy == nil ? PocketAddressOverride.list(for: target, in: addressOverrides) : nil
+        proxy = route
+        addresses = route == nil && !addressOverrides.isEmpty ? PocketAddressOverride.list(for: request.target, in: addressOverrides) : nil
         idempotent = request.isIdempotent
     }
 }
@@ -158,9 +163,14 @@ struct HeaderSources {
 
     func forEach(_ body: (PocketHeaders.Field) -> Void) {
         if acceptEncoding { body(Self.acceptEncodingField) }
-        for f in defaults.fields where !own.contains(f.name) && !extra.contains(f.name) { body(f) }
-        for f in extra.fields { body(f) }
-        for f in own.fields { body(f) }
+        // By index, with no closure: a closure here captured the three
+        // lists (a retain and a release of each, per pass).
+        for i in 0..<defaults.count {
+            let f = defaults.field(at: i)
+            if !own.contains(f.name) && !extra.contains(f.name) { body(f) }
+        }
+        for i in 0..<extra.count { body(extra.field(at: i)) }
+        for i in 0..<own.count { body(own.field(at: i)) }
     }
 
     /// The fields as a list (tests, debugging).

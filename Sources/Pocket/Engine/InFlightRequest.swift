@@ -601,9 +601,13 @@ final class InFlightRequest: @unchecked Sendable {
             if let head = headResponse.take() { return head }
         }
         _ = state.load(ordering: .acquiring)
-        let bytes = body
-        body = Data()
-        return PocketResponse(status: status, reason: reason, httpMinorVersion: minorVersion, headers: headers,
+        // Moved out, not copied: the object is done with them (a spare is
+        // reset before its next use).
+        var bytes = Data(), fields = PocketHeaders(), phrase = ""
+        swap(&bytes, &body)
+        swap(&fields, &headers)
+        swap(&phrase, &reason)
+        return PocketResponse(status: status, reason: phrase, httpMinorVersion: minorVersion, headers: fields,
                               body: bytes, timings: timings)
     }
 

@@ -104,8 +104,23 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
     /// True when a field is named `name` (ignoring ASCII case).
     public func contains(_ name: String) -> Bool {
         switch storage {
-        case .list(let list): return list.contains { Self.equalNames($0.name, name) }
+        case .list(let list):
+            // By index: the list is read where it is (an iterator would
+            // hold a reference of its own, a retain and a release per call).
+            for i in list.indices where Self.equalNames(list[i].name, name) { return true }
+            return false
         case .packed(let p): return p.buffer.firstIndex(of: name) != nil
+        }
+    }
+
+    /// The field at `i` (`0..<count`), read where it is (`fields` hands out
+    /// a list of its own: for a packed block a new array, for a list a
+    /// reference to it).
+    @inline(__always)
+    func field(at i: Int) -> Field {
+        switch storage {
+        case .list(let list): return list[i]
+        case .packed(let p): return Field(name: p.buffer.name(at: i), value: p.buffer.value(at: i))
         }
     }
 

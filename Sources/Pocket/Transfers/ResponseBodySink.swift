@@ -121,9 +121,9 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let sunk = try await sendSinking(request, options: options, progress: progress) { makeSink($0) }
+        let (response, sink) = try await sendSinking(request, options: options, progress: progress) { makeSink($0) }.parts()
         // The sinks were made by `makeSink`: of type `Sink`.
-        return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
+        return (response, unsafeDowncast(sink, to: Sink.self))
     }
 
     /// `send(_:options:progress:writingBodyInto:)` with the sink's type
@@ -145,9 +145,7 @@ extension PocketClient {
               request.cachePolicy == nil, configuration.handling.transport == nil else {
             return try await sendSinkingAdapted(request, options: options, progress: progress, makeSink)
         }
-        var response = try await sinkDirect(request, returnsAtHead: false, progress: progress, makeSink)
-        try await finishShortcut(&response, for: request)
-        return response
+        return try await finishShortcut(sinkDirect(request, returnsAtHead: false, progress: progress, makeSink), for: request)
     }
 
     /// `sendSinking` through the chain, redirects, a cache or a transport:
@@ -191,10 +189,10 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let sunk = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
+        let (response, sink) = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
             try await self.sinkExchange(request, returnsAtHead: true, progress: progress) { makeSink($0) }
-        }
-        return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
+        }.parts()
+        return (response, unsafeDowncast(sink, to: Sink.self))
     }
 
     /// Redirects, then the engine for each hop, the body written into sinks.
@@ -297,6 +295,10 @@ struct SunkResponse: ExchangedResponse {
     }
 
     var attemptView: PocketResponse { response }
+
+    /// The response and its sink, taken apart without a copy of either
+    /// (read as fields of a `let`, the response was copied out).
+    consuming func parts() -> (PocketResponse, any PocketResponseBodySink) { (response, sink) }
 
     func validationFailure(_ validation: PocketValidation, format: PocketContentFormat) -> PocketError? {
         let hasBody: Bool
