@@ -46,7 +46,7 @@ public struct PocketTaskEvent: Sendable {
     }
     /// The endpoint key (see `PocketSendOptions.endpoint`).
     public var endpoint: String {
-        get { task.fields.endpoint.value }
+        get { task.fields.endpointValue }
         set { task = task.with { $0.endpoint = .named(newValue) } }
     }
     /// The attempt this event belongs to (0 while pending).
@@ -80,14 +80,10 @@ public struct PocketTaskEvent: Sendable {
 /// request: an event kept by its reader keeps no request body alive.
 enum EndpointKey: Sendable {
     case named(String)
-    case path(of: URL)
-
-    var value: String {
-        switch self {
-        case .named(let name): name
-        case .path(let url): url.path(percentEncoded: false)
-        }
-    }
+    /// The path of the task's URL (`TaskFields.url`), worked out when read:
+    /// most tasks never read it, and a second reference to the URL here
+    /// cost a retain and a release per request.
+    case path
 }
 
 /// The fields of a task's events that do not change from one to the next.
@@ -99,6 +95,14 @@ struct TaskFields {
     var url: URL
     var endpoint: EndpointKey
     var metadata: (any Sendable)?
+
+    /// The endpoint key as events and middleware read it.
+    var endpointValue: String {
+        switch endpoint {
+        case .named(let name): name
+        case .path: url.path(percentEncoded: false)
+        }
+    }
 }
 
 extension PocketMiddlewareContext {

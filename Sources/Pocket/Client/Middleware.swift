@@ -200,7 +200,7 @@ public final class PocketMiddlewareContext: Sendable {
     public var taskID: UInt64 { fields.taskID }
     /// The endpoint key observers subscribe to (the URL path unless the
     /// caller or a `PocketEndpoint` named one).
-    public var endpoint: String { fields.endpoint.value }
+    public var endpoint: String { fields.endpointValue }
     /// The task's fixed fields; its events reference this context for them.
     let fields: TaskFields
     /// The client's clock (`PocketRequestHandling.clock`).

@@ -283,18 +283,25 @@ extension PocketClient {
         let chain = options.middleware.isEmpty && options.retry == nil ? self.chain
             : MiddlewareChain(configuration.handling.middleware + options.middleware,
                               policy: options.retry ?? configuration.handling.retry)
-        let fields = given?.identity.fields
-            ?? TaskFields(taskID: hub.newTaskID(), method: request.method, url: request.url,
-                          endpoint: options.endpoint.map(EndpointKey.named) ?? .path(of: request.url), metadata: request.metadata)
         // On the system clock the context keeps no copy of it (an
         // existential copied per request): its origin is the client's.
         let now = ContinuousClock.now
-        let context: PocketMiddlewareContext
+        let clock: (any PocketRetryClock)?, started: Duration
         if let origin = systemClockOrigin {
-            context = PocketMiddlewareContext(fields: fields, clock: nil, started: now - origin)
+            (clock, started) = (nil, now - origin)
         } else {
-            let clock = configuration.handling.clock
-            context = PocketMiddlewareContext(fields: fields, clock: clock, started: clock.uptime())
+            let own = configuration.handling.clock
+            (clock, started) = (own, own.uptime())
+        }
+        // The fields are made in the context (a binding of them was copied
+        // into it: a retain and a release of each reference per request).
+        let context = if let given {
+            PocketMiddlewareContext(fields: given.identity.fields, clock: clock, started: started)
+        } else {
+            PocketMiddlewareContext(fields: TaskFields(taskID: hub.newTaskID(), method: request.method, url: request.url,
+                                                       endpoint: options.endpoint.map(EndpointKey.named) ?? .path,
+                                                       metadata: request.metadata),
+                                    clock: clock, started: started)
         }
         // The context is also the task's identity in its events (one
         // object per request for both); a queue's task brings its own sink.
