@@ -73,8 +73,12 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
     public subscript(name: String) -> String? {
         get {
             switch storage {
-            case .list(let list): return list.first { Self.equalNames($0.name, name) }?.value
-            case .packed(let p): return p.buffer.firstIndex(of: name).map { p.buffer.value(at: $0) }
+            case .list(let list):
+                for i in list.indices where Self.equalNames(list[i].name, name) { return list[i].value }
+                return nil
+            case .packed(let p):
+                guard let i = p.buffer.firstIndex(of: name) else { return nil }
+                return p.buffer.value(at: i)
             }
         }
         set {
@@ -289,7 +293,10 @@ final class PackedFields: ManagedBuffer<PackedFields.Counts, UInt32> {
     }
 
     func firstIndex(of name: String) -> Int? {
-        (0..<count).first { nameEquals(name, at: $0) }
+        // A loop, not `first(where:)`: its closure held a reference to this
+        // buffer (a retain and a release per lookup).
+        for i in 0..<count where nameEquals(name, at: i) { return i }
+        return nil
     }
 
     func decoded() -> [PocketHeaders.Field] {
