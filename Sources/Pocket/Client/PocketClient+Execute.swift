@@ -237,10 +237,8 @@ extension PocketClient {
     }
 
     /// The shortcut's last step (`executeShortcut`, and `sendSinking`'s own
-    /// shortcut): validation, then the request kept on the response. It
-    /// takes the response and hands it back (`consuming`): held in a
-    /// caller's `var` across the validation, the response was copied out
-    /// at the return, a retain and a release of each of its references.
+    /// shortcut): validation, then the request kept on the response, which
+    /// it takes and hands back.
     @inline(__always)
     nonisolated(nonsending) func finishShortcut<R: ExchangedResponse>(_ response: consuming R,
                                                                      for request: PocketRequest) async throws -> R {

@@ -121,9 +121,9 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let (response, sink) = try await sendSinking(request, options: options, progress: progress) { makeSink($0) }.parts()
+        let sunk = try await sendSinking(request, options: options, progress: progress) { makeSink($0) }
         // The sinks were made by `makeSink`: of type `Sink`.
-        return (response, unsafeDowncast(sink, to: Sink.self))
+        return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
     }
 
     /// `send(_:options:progress:writingBodyInto:)` with the sink's type
@@ -189,10 +189,10 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let (response, sink) = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
+        let sunk = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
             try await self.sinkExchange(request, returnsAtHead: true, progress: progress) { makeSink($0) }
-        }.parts()
-        return (response, unsafeDowncast(sink, to: Sink.self))
+        }
+        return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
     }
 
     /// Redirects, then the engine for each hop, the body written into sinks.
@@ -295,10 +295,6 @@ struct SunkResponse: ExchangedResponse {
     }
 
     var attemptView: PocketResponse { response }
-
-    /// The response and its sink, taken apart without a copy of either
-    /// (read as fields of a `let`, the response was copied out).
-    consuming func parts() -> (PocketResponse, any PocketResponseBodySink) { (response, sink) }
 
     func validationFailure(_ validation: PocketValidation, format: PocketContentFormat) -> PocketError? {
         let hasBody: Bool
