@@ -20,9 +20,10 @@
 # client code: what any client with its own I/O thread costs the handler,
 # Examples/Gateway/Sources/CFloorClient) and `nio-floor` (the same probe
 # on NIO's event loops, the framework's own: what a client hosted there
-# costs); for the Pocket variants, POCKET_EXECUTOR (pool, the example's default, or loop: where the
-# service's tasks run) and POCKET_LOOP_SCHEDULING (batch, the default, or
-# standard: the client's loop thread's policy).
+# costs); for the Pocket variants, POCKET_EXECUTOR (pool, the example's
+# default, or loop: where the service's tasks run) and
+# POCKET_LOOP_SCHEDULING (batch, the default, or standard: the client's
+# loop thread's policy).
 # Each repetition also times the downstream round trip alone at one
 # connection from the gateway's core (Benchmarks/engine-bench/kernel_floor,
 # epoll mode, built here with cc and liburing): `min_us` is the least a

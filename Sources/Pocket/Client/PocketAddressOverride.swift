@@ -63,10 +63,10 @@ public struct PocketAddressOverride: Sendable, Hashable {
         return inet_pton(AF_INET, address, &v4) == 1 || inet_pton(AF_INET6, address, &v6) == 1
     }
 
-    /// The list for `target` among `overrides`, or nil.
-    static func list(for target: Target, in overrides: [PocketAddressOverride]) -> String? {
-        guard !overrides.isEmpty else { return nil }
-        let host = target.host.lowercased()
-        return overrides.first { $0.port == target.port && $0.host == host }?.list
+    /// The list for `host` and `port` among `overrides`, or nil. Callers
+    /// skip it when there are no overrides (the common case).
+    static func list(host: String, port: UInt16, in overrides: [PocketAddressOverride]) -> String? {
+        let host = host.lowercased()
+        return overrides.first { $0.port == port && $0.host == host }?.list
     }
 }

@@ -107,7 +107,8 @@ struct PreparedRequest {
         }
         unixSocketPath = unix
         proxy = route
-        addresses = route == nil && !addressOverrides.isEmpty ? PocketAddressOverride.list(for: request.target, in: addressOverrides) : nil
+        addresses = route == nil && !addressOverrides.isEmpty
+            ? PocketAddressOverride.list(host: request.target.host, port: request.target.port, in: addressOverrides) : nil
         idempotent = request.isIdempotent
     }
 }
