@@ -67,7 +67,7 @@ struct ExitStatus: Sendable, Equatable {
         .fileReadFailed: localRead,
         .rangeNotSatisfiable: range, .resumeValidatorMismatch: range, .badContentRange: range,
         .tooManyRedirects: redirects, .redirectLoop: redirects, .insecureRedirect: redirects,
-        .badRedirectLocation: redirects, .bodyNotReplayable: invalidRequest, .invalidMultipartForm: invalidRequest,
+        .badRedirectLocation: redirects, .forbiddenRedirect: redirects, .bodyNotReplayable: invalidRequest, .invalidMultipartForm: invalidRequest,
         // Network reach: as curl exits for --unix-socket, -x and CONNECT.
         .unixSocketNotFound: connect, .unixSocketRefused: connect, .unixSocketPermissionDenied: connect,
         .unixSocketPathTooLong: connect, .proxyUnreachable: connect, .invalidProxy: proxyResolve,

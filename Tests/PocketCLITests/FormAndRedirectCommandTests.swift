@@ -95,4 +95,28 @@ final class FormAndRedirectCommandTests: XCTestCase {
         XCTAssertEqual(loop.status, 47, loop.stderrText)
         XCTAssertTrue(loop.stderrText.contains("redirect_loop"), loop.stderrText)
     }
+
+    /// `-L` never follows a server into a local socket: exit 47, nothing
+    /// printed, the socket's service receives nothing (GET and a 307 POST).
+    func testLocationIntoAUnixSocketIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pocket-cli-unix-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("api.sock").path
+        let unix = try TestServer(unixSocketPath: path)
+        defer { unix.shutdown() }
+        unix.defaultHandler = { _ in .text("local service") }
+        let web = try TestServer()
+        defer { web.shutdown() }
+        let socket = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        web.route("/get") { _ in .response(status: 302, headers: [("Location", "http+unix://\(socket)/v1.43/containers/json")]) }
+        web.route("/post") { _ in .response(status: 307, headers: [("Location", "http+unix://\(socket)/v1.43/containers/create")]) }
+        for args in [["-L", web.url("/get")], ["-L", "--data-binary", "{\"Image\":\"alpine\"}", web.url("/post")]] {
+            let run = try PocketBinary.run(args)
+            XCTAssertEqual(run.status, 47, run.stderrText)
+            XCTAssertTrue(run.stderrText.contains("forbidden_redirect"), run.stderrText)
+            XCTAssertEqual(run.stdoutText, "")
+        }
+        XCTAssertEqual(unix.requestCount, 0, "nothing reached the Unix socket")
+    }
 }

@@ -40,6 +40,50 @@ final class UnixSocketTests: XCTestCase {
         XCTAssertEqual(server.unixBaseURL, "http+unix://\(Self.encoded(path))")
     }
 
+    /// A server on TCP must not steer a request into a local socket (a
+    /// Docker-style API listening there): every status, GET and a POST with a
+    /// body, sent through `send`, `stream` and a download; and a socket's own
+    /// redirect may not move to another socket either.
+    func testARedirectNeverLeadsIntoAUnixSocket() async throws {
+        let (unix, path) = try unixServer("docker")
+        unix.route("/v1.43/containers/json") { _ in .text("containers") }
+        let web = try TestServer()
+        defer { web.shutdown() }
+        let location = "http+unix://\(Self.encoded(path))/v1.43/containers/json"
+        for status in [301, 302, 303, 307, 308] { web.routeRedirect("/\(status)", status, to: location) }
+        web.routeRedirect("/https-unix", 302, to: "https+unix://\(Self.encoded(path))/v1.43/containers/json")
+        let client = try makeClient()
+        for status in [301, 302, 303, 307, 308] {
+            var post = PocketRequest(method: .post, url: url(web, "/\(status)"))
+            post.body = .text("{\"Image\":\"alpine\"}")
+            for request in [PocketRequest(url: url(web, "/\(status)")), post] {
+                let error = await assertPocketError(.forbiddenRedirect) { try await client.send(request) }
+                XCTAssertEqual(error?.response?.status, status)
+            }
+        }
+        _ = await assertPocketError(.forbiddenRedirect) { try await client.send(PocketRequest(url: url(web, "/https-unix"))) }
+        _ = await assertPocketError(.forbiddenRedirect) {
+            let streamed = try await client.stream(PocketRequest(url: url(web, "/302")))
+            _ = try await streamed.body.collect(upTo: 1 << 20)
+        }
+        let file = try temporaryDirectory("pocket-unix-dl").appendingPathComponent("out")
+        _ = await assertPocketError(.forbiddenRedirect) {
+            _ = try await client.download(PocketRequest(url: url(web, "/302")), to: file)
+        }
+        XCTAssertEqual(unix.requestCount, 0, "nothing reached the Unix socket")
+
+        // From one socket to another: refused; to the same socket: followed.
+        let (other, otherPath) = try unixServer("other")
+        unix.routeRedirect("/to-other", 302, to: "http+unix://\(Self.encoded(otherPath))/host")
+        unix.routeRedirect("/to-self", 302, to: "/host")
+        _ = await assertPocketError(.forbiddenRedirect) {
+            try await client.send(try PocketRequest("http+unix://\(Self.encoded(path))/to-other"))
+        }
+        XCTAssertEqual(other.requestCount, 0)
+        let same = try await client.send(try PocketRequest("http+unix://\(Self.encoded(path))/to-self"))
+        XCTAssertEqual(same.text, "docker localhost")
+    }
+
     func testSocketPathOptionKeepsTheURLsHostAndRequestBeatsClient() async throws {
         let (a, pathA) = try unixServer("a")
         let (b, pathB) = try unixServer("b")

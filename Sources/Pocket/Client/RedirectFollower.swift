@@ -217,7 +217,8 @@ struct RedirectFollower {
         guard !trimmed.isEmpty, let resolved = URL(string: trimmed, relativeTo: request.url)?.absoluteURL else {
             throw PocketError(.badRedirectLocation, "the \(head.status) redirect's Location is not a URL: \(location)", response: head)
         }
-        if let problem = Target(resolved).problem {
+        let target = Target(resolved)
+        if let problem = target.problem {
             throw PocketError(.badRedirectLocation, "the \(head.status) redirect leads nowhere Pocket can go: \(problem)", response: head)
         }
         var next = request
@@ -236,6 +237,7 @@ struct RedirectFollower {
 
     /// The policy's limits, applied to the request that will really go.
     private func check(_ next: PocketRequest, head: PocketResponseHead) throws {
+        try Self.checkScheme(from: request.url, to: next.url, status: head.status, head: head)
         if hops.count >= policy.maxHops {
             throw PocketError(.tooManyRedirects, "more than \(policy.maxHops) redirects: \(chain(then: next.url))", response: head)
         }
@@ -268,9 +270,23 @@ struct RedirectFollower {
         }
     }
 
-    /// Scheme, host and port equal (RFC 6454), default ports filled in.
+    /// Scheme, host and port equal (RFC 6454), default ports filled in; for
+    /// `http+unix`/`https+unix`, the same socket path too (every socket's
+    /// origin host is "localhost", so the host alone would join them).
     static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
         let x = Target(a), y = Target(b)
         return x.https == y.https && x.host.lowercased() == y.host.lowercased() && x.port == y.port
+            && x.unixPath == y.unixPath
+    }
+
+    /// A server's redirect never moves a request onto another transport: from
+    /// `http`/`https` only to `http`/`https` (never to a local Unix socket,
+    /// where a service such as Docker's API may listen); from a Unix socket
+    /// only to the same socket or to `http`/`https`.
+    static func checkScheme(from: URL, to: URL, status: Int, head: PocketResponseHead) throws {
+        let next = Target(to)
+        guard next.problem == nil, let path = next.unixPath else { return }
+        if let current = Target(from).unixPath, current == path { return }
+        throw PocketError(.forbiddenRedirect, "refusing the \(status) redirect from \(from.scheme ?? "?") to \(to.scheme ?? "?") (\(to.absoluteString)): a redirect never leads into a local Unix socket", response: head)
     }
 }

@@ -337,6 +337,10 @@ extension PocketError.Code {
     public static let insecureRedirect = PocketError.Code("insecure_redirect")
     /// A `Location` that is not a URL, or not an `http`/`https` one.
     public static let badRedirectLocation = PocketError.Code("bad_redirect_location")
+    /// A redirect that would move the request onto another transport: from
+    /// `http`/`https` into a Unix socket (`http+unix`), or into a different
+    /// socket. Never followed, whatever the policy.
+    public static let forbiddenRedirect = PocketError.Code("forbidden_redirect")
 }
 
 extension PocketError.Code {
