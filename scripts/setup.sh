@@ -23,7 +23,7 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # fixtures with curl.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v curl >/dev/null 2>&1 || need+=(curl)
-# `make check` (scripts/ci-extra.sh) builds the engine's C tests with make.
+# `make check` (scripts/ci.sh) builds the engine's C tests with make.
 command -v make >/dev/null 2>&1 || need+=(make)
 # Multipart tests parse uploaded forms with Python's email package (an
 # independent parser).

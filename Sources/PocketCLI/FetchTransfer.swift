@@ -363,7 +363,10 @@ final class HeadLog: Sendable {
 final class TransferSink: Sendable {
     private let buffered: Bool
     private let buffer = Lock<[UInt8]>([])
-    private static let stdout = Lock(())
+    /// Serialises flushes to standard output; the value counts them. (A
+    /// `Lock<Void>` has a zero-size value whose address is the mutex's own,
+    /// so ThreadSanitizer read the value's access as racing the mutex.)
+    private static let stdout = Lock(0)
 
     init(buffered: Bool) { self.buffered = buffered }
 
@@ -379,6 +382,9 @@ final class TransferSink: Sendable {
     func flush() throws(CLIFailure) {
         guard buffered else { return }
         let bytes = buffer.withLock { b in defer { b = [] }; return b }
-        try Self.stdout.withLock { (_: inout Void) throws(CLIFailure) in try Output.stdout.write(bytes) }
+        try Self.stdout.withLock { (flushes: inout Int) throws(CLIFailure) in
+            flushes += 1
+            try Output.stdout.write(bytes)
+        }
     }
 }

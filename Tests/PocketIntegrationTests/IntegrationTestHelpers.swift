@@ -39,7 +39,7 @@ func residentBytes() -> Int {
 }
 
 /// The sanitizer this test binary was built with, if any (`swift test
-/// --sanitize=...` in scripts/ci-extra.sh), found as PocketTests'
+/// --sanitize=...` in scripts/ci-sanitized.sh), found as PocketTests'
 /// Sanitizers.swift finds it: its runtime's entry point in the process.
 /// The memory multiplier covers shadow memory, redzones and ASan's 16 MB
 /// quarantine (4 under TSan, 3 under ASan, else 1).

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// How much slower code runs under the sanitizer this test binary was built
-/// with (`swift test --sanitize=...`, scripts/ci-extra.sh): 1 without one,
+/// with (`swift test --sanitize=...`, scripts/ci-sanitized.sh): 1 without one,
 /// 3 under AddressSanitizer, 10 under ThreadSanitizer (every memory access
 /// and every synchronisation is recorded). Found by the runtime's entry
 /// point in the process, so the same source serves every build. Only for
@@ -17,6 +17,6 @@ let sanitizerSlowdown: Int = {
 
 /// How much more memory the process holds under the sanitizer it was built
 /// with: 4 under ThreadSanitizer (shadow memory), 3 under AddressSanitizer
-/// (redzones around every block, a 16 MB quarantine in scripts/ci-extra.sh),
+/// (redzones around every block, a 16 MB quarantine in scripts/ci-sanitized.sh),
 /// else 1. For memory bounds that measure RSS of many small allocations.
 let sanitizerMemoryFactor: Int = sanitizerSlowdown == 10 ? 4 : sanitizerSlowdown

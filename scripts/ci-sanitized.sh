@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The Swift suite under a sanitizer, in a scratch path of its own:
+#
+#   scripts/ci-sanitized.sh address|thread [extra swift test args]
+#
+# It builds the library, the `pocket` tool and their tests
+# (POCKET_SANITIZER_CORE=1, see the end of Package.swift); the integration
+# products run in the plain suite. Under AddressSanitizer the suite runs on
+# the epoll backend (the plain run takes the default, io_uring where the
+# kernel allows it), so both backends run every test.
+# A sanitizer report ends the test process at once (halt_on_error,
+# abort_on_error) and fails this script; the caller's time limit
+# (scripts/lib/steps.sh) ends anything that would hang.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizer=$1
+shift
+case "$sanitizer" in
+  address) scratch=.build-asan; backend=epoll ;;
+  thread) scratch=.build-tsan; backend= ;;
+  *) echo "usage: $0 address|thread" >&2; exit 2 ;;
+esac
+export POCKET_SANITIZER_CORE=1
+mkdir -p .build
+swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"
+# Suppressions: scripts/lsan-swift.supp and scripts/tsan.supp say what and why.
+# A small ASan quarantine: the suite's memory-bound assertions measure RSS,
+# and the default 256 MB quarantine of freed blocks would count against them.
+POCKET_IO_BACKEND=$backend \
+TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 abort_on_error=1" \
+ASAN_OPTIONS="detect_leaks=1 quarantine_size_mb=16 abort_on_error=1" \
+LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-swift.supp" \
+  swift test --skip-build --disable-swift-testing --sanitize="$sanitizer" --scratch-path "$scratch" "$@" \
+  2>&1 | tee ".build/test-$sanitizer.txt"
+grep -qE "Executed [0-9]+ tests?, with 0 failures" ".build/test-$sanitizer.txt"

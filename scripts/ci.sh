@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Everything CI checks, step by step, each under its own time limit
+# (scripts/lib/steps.sh), in an order that builds each configuration once:
+#   1. the README's test command (scripts/test.sh): system packages, the debug
+#      build, the whole XCTest suite on the default I/O backend, and a replay
+#      of every fuzz corpus (its release fuzzing builds are reused by 3);
+#   2. make check: the wording check, the engine's layering, the C tests
+#      under ASan+UBSan;
+#   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 15);
+#   4. the Swift suite under AddressSanitizer, on the epoll backend, then
+#      under ThreadSanitizer (scripts/ci-sanitized.sh);
+#   5. the counting gate (scripts/perf-gate.sh): instructions and heap
+#      allocations per request against Benchmarks/baseline.json;
+#   6. the gateway example (Examples/Gateway): built, one request through
+#      each variant (GATEWAY=0 skips it);
+#   7. the DocC catalog (warnings are errors), doc comment coverage, and
+#      every Swift block of the README and the articles compiled.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/steps.sh
+# As in test.sh: a process this run starts and leaves behind fails it.
+. scripts/lib/processes.sh
+leftovers_guard ci.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+export FUZZ_SECONDS
+
+step "README test command (scripts/test.sh)" 1800 scripts/test.sh
+step "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
+step "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
+step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
+step "swift test --sanitize=thread" 1800 scripts/ci-sanitized.sh thread
+if [ -x scripts/perf-gate.sh ]; then
+  step "counting gate (scripts/perf-gate.sh)" 900 scripts/perf-gate.sh
+fi
+if [ "${GATEWAY:-1}" = 1 ]; then
+  step "gateway example: build, one request per variant" 1800 scripts/gateway-smoke.sh
+fi
+step "documentation (DocC, warnings are errors)" 900 \
+  swift package --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
+step "documentation coverage (every public declaration has ///)" 300 scripts/check-doc-coverage.sh
+if [ -x scripts/check-doc-snippets.sh ]; then
+  step "documentation examples compile" 900 scripts/check-doc-snippets.sh
+fi
+steps_summary
