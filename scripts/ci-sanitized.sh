@@ -8,9 +8,12 @@
 # products run in the plain suite. Under AddressSanitizer the suite runs on
 # the epoll backend (the plain run takes the default, io_uring where the
 # kernel allows it), so both backends run every test.
-# A sanitizer report ends the test process at once (halt_on_error,
-# abort_on_error) and fails this script; the caller's time limit
-# (scripts/lib/steps.sh) ends anything that would hang.
+# A sanitizer report ends the test process at once with an exit status
+# (halt_on_error; no abort, so no crash handler runs) and fails this script.
+# The Swift runtime's backtracer is off: on a sanitizer's abort it tried to
+# suspend the test process's threads forever ("failed to suspend thread ...
+# while processing a crash"). The caller's time limit (scripts/lib/steps.sh)
+# ends anything else that would hang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizer=$1
@@ -26,9 +29,9 @@ swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"
 # Suppressions: scripts/lsan-swift.supp and scripts/tsan.supp say what and why.
 # A small ASan quarantine: the suite's memory-bound assertions measure RSS,
 # and the default 256 MB quarantine of freed blocks would count against them.
-POCKET_IO_BACKEND=$backend \
-TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 abort_on_error=1" \
-ASAN_OPTIONS="detect_leaks=1 quarantine_size_mb=16 abort_on_error=1" \
+SWIFT_BACKTRACE=enable=no POCKET_IO_BACKEND=$backend \
+TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1" \
+ASAN_OPTIONS="detect_leaks=1 quarantine_size_mb=16 halt_on_error=1" \
 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-swift.supp" \
   swift test --skip-build --disable-swift-testing --sanitize="$sanitizer" --scratch-path "$scratch" "$@" \
   2>&1 | tee ".build/test-$sanitizer.txt"
