@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's check of the gateway example (Examples/Gateway, issue #19): builds it
+# CI's check of the gateway example (Examples/Gateway): builds it
 # (release, the build scripts/bench-gateway.sh uses too: Hummingbird and
 # AsyncHTTPClient take 12 to 16 minutes the first time), then
 # sends one request through each variant on loopback: the `static` gateway

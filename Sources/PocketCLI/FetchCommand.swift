@@ -102,8 +102,7 @@ struct FetchCommand: Sendable {
     ///
     /// Adding a flag: a field above, one line in its section below (help,
     /// `--help CATEGORY`, completion and the man page follow from it), and
-    /// its use in `makePlan` (FetchCommand+Plan.swift). The proxy, DNS and
-    /// auth sections wait for issues 18 and 17.
+    /// its use in `makePlan` (FetchCommand+Plan.swift).
     static var options: [Option] {
         [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, dnsOptions, proxyOptions, authOptions,
          tlsOptions, retryOptions, verboseOptions, toolOptions].flatMap { $0 }
