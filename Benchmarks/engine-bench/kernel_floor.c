@@ -12,7 +12,7 @@
  *
  * 127.0.0.1 only. --url http://127.0.0.1:P/ gives the port, --max-seconds
  * is --seconds, and --requests N and --json are ignored, so the command
- * lines written for pocket-bench (docs/runs/2026-11-27/probes/paired.sh) run
+ * lines written for pocket-bench (a paired-rounds script, say) run
  * it too. The path is always /.
  * uring: one io_uring (single issuer, deferred task work), the sockets
  *   registered (fixed files), one multishot recv per connection into a
