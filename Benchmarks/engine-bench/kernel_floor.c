@@ -1,7 +1,7 @@
 /*
  * kernel_floor: what any HTTP/1.1 client must spend per request in this
  * kernel, measured with a client that does nothing but the I/O (see
- * docs/BENCHMARKS.md, "The kernel's floor"). Not Pocket: a probe. C
+ * docs/BENCHMARKS.md, "The kernel's floor under a client"). Not Pocket: a probe. C
  * keep-alive connections to HOST:PORT, each sending a fixed GET and
  * counting the answer's bytes: it learns the answer's length from the first
  * one (nginx's hello answer has a fixed length: its Date field is fixed
