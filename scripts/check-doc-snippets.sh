@@ -9,21 +9,21 @@
 #   scripts/check-doc-snippets.sh --list    print the blocks it would compile
 #
 # How a block is compiled:
-# - Its `import` lines are the file's imports, exactly as written (with
-#   MemberImportVisibility on, so a block that uses `URL` or
-#   `ServiceGroup` must import what declares it). A block with no import
-#   line is a fragment of its article and gets `import Pocket`,
-#   `import FoundationEssentials` and `import Logging`.
+# - Its `import` lines are the file's imports, exactly as written, so a
+#   block that uses `URL` or `ServiceGroup` must import what declares it. A block with no import
+#   line is a fragment of its article and gets `import Foundation`,
+#   `import Logging` and `import Pocket`.
 # - The rest of the block is the body of an `async throws` function, so
 #   statements, `try await` and local types all compile, and two blocks
 #   never see each other's names.
-# - A fragment may use the article's running names, declared once for
+# - A fragment may use the names a reader supplies, declared once for
 #   every block (Context.swift below): `client`, `request`, `config`,
-#   `logger`. A block that declares its own shadows them.
-# - A Package.swift manifest excerpt (a block whose first line is a comment
-#   naming `Package.swift`, or that starts with `.package(`) is not Swift
-#   of a module and is skipped, as is a block preceded by the line
-#   `<!-- doc-snippet: skip -->` (keep those few: say why beside it).
+#   `logger`, and placeholders such as `secret`, `orderURL` or `Employee`.
+#   A block that declares its own shadows them.
+# - A Package.swift manifest excerpt (a block whose first line is
+#   `// Package.swift`, or that starts with `.package(`) is not Swift of a
+#   module and is skipped, as is a block right after a line
+#   `<!-- doc-snippet: skip (why) -->` (keep those few; say why in it).
 #
 # The package lives in .build-snippets/ (ignored by git); its build is kept
 # there, so only the first run builds Pocket and its dependencies.
@@ -62,8 +62,8 @@ for doc in docs:
         start = i + 1  # the fence's line, 1-based
         prev = lines[i - 1].strip() if i > 0 else ""
         first = next((l.strip() for l in body if l.strip()), "")
-        manifest = (first.startswith("//") and "Package.swift" in first) or first.startswith(".package(")
-        if prev == "<!-- doc-snippet: skip -->" or manifest:
+        manifest = first.startswith("// Package.swift") or first.startswith(".package(")
+        if prev.startswith("<!-- doc-snippet: skip") or manifest:
             skipped += 1
             if listing: print(f"skip  {doc}:{start}")
             i = j + 1
@@ -71,7 +71,7 @@ for doc in docs:
         imports = [l for l in body if re.match(r'^import \w+', l.strip())]
         rest = [l for l in body if l not in imports]
         if not imports:
-            imports = ["import Pocket", "import FoundationEssentials", "import Logging"]
+            imports = ["import Foundation", "import Logging", "import Pocket"]
         name = re.sub(r'\W', '_', os.path.splitext(doc)[0].split("/")[-1]) + f"_{start}"
         with open(os.path.join(out, f"{name}.swift"), "w", encoding="utf-8") as f:
             f.write(f"// {doc}:{start}\n")
@@ -88,16 +88,49 @@ PY
 [ "$LIST" = 1 ] && exit 0
 
 cat >"$PKG/Sources/Snippets/Context.swift" <<'EOF'
-// The running names an article's fragments use. Never run: the blocks are
-// compiled, not executed.
-import Pocket
-import FoundationEssentials
+// The names the articles' fragments take from their reader: the client, the
+// request and the configuration being built, and the values and helpers an
+// example only names (a token, a URL, a model type, a progress bar). Never
+// run: the blocks are compiled, not executed.
+import Foundation
 import Logging
+import Pocket
 
 nonisolated(unsafe) var config = PocketClient.Configuration()
 let client = try! PocketClient()
 nonisolated(unsafe) var request = try! PocketRequest("http://127.0.0.1:8080/")
 let logger = Logger(label: "doc-snippets")
+let task = client.downloadTask(request, to: URL(filePath: "/tmp/big.iso"))
+let queue = PocketRequestQueue(client: client)
+let requests: [PocketRequest] = []
+let jwksRequest = request
+let url = URL(string: "http://127.0.0.1:8080/")!, loginURL = url, orderURL = url, reportURL = url, issuesURL = url
+let UN = "user", PW = "password", secret = "secret", saved = "token"
+let projectId: Int? = 7
+let json = Array(#"{"a":1}"#.utf8)
+let lines = AsyncStream<Data> { $0.finish() }
+func login() async throws -> String { "token" }
+
+struct Writer { func write(contentsOf data: some DataProtocol) throws {} }
+let output = Writer(), file = Writer()
+struct Employee: Codable, Sendable { var id: Int }
+struct IssuePage: Codable, Sendable { var total_count: Int }
+struct Issue: Codable, Sendable { var id: Int; var subject: String }
+struct Post: Codable, Sendable { var id: Int; var title: String }
+struct Item: Codable, Sendable { var name = "pocket" }
+let item = Item()
+struct PagedProject: Codable, Sendable { var id: Int?; var title: String }
+let projects = PocketPipeline(baseURL: url, client: client).pipe(PagedProject.self, name: "projects")
+struct Metrics: Sendable { func record(_ name: String, _ state: Any) {} }
+let metrics = Metrics()
+struct Vault: Sendable { func credential(realm: String?) async throws -> PocketCredential? { nil } }
+let vault = Vault()
+struct Cache: Sendable { func store(_ data: Data) {} }
+let cache = Cache()
+final class ProgressBar: @unchecked Sendable { var value = 0.0 }
+let bar = ProgressBar()
+func show(_ text: String) {}
+func report(_ error: any Error, _ status: Int?) {}
 EOF
 
 identity="$(basename "$ROOT" | tr '[:upper:]' '[:lower:]')"
@@ -139,8 +172,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
-            ],
-            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
+            ]
         ),
     ]
 )
@@ -159,6 +191,7 @@ import re, sys, os
 log, src = sys.argv[1], sys.argv[2]
 seen = False
 failed = set()
+printed = set()
 for line in open(log, encoding="utf-8", errors="replace"):
     m = re.match(r'^(/\S+?/Sources/Snippets/(\w+)\.swift):(\d+):(\d+): (error|warning): (.*)$', line.rstrip())
     if not m or m.group(5) != "error":
@@ -176,7 +209,11 @@ for line in open(log, encoding="utf-8", errors="replace"):
     for k in range(int(start), min(len(doclines), int(start) + 400)):
         if doclines[k].strip() == code and code:
             where = k + 1; break
-    print(f"{doc}:{where}: error: {msg}\n    {code}")
+    key = f"{doc}:{where}: error: {msg}"
+    if key in printed:
+        continue
+    printed.add(key)
+    print(f"{key}\n    {code}")
     failed.add(f"{doc}:{start}")
     seen = True
 if failed:
