@@ -5,7 +5,7 @@
 # package is built. Prints each failing block (file:line) with the
 # compiler's errors, and exits 1; exits 0 when every block compiles.
 #
-#   scripts/check-doc-snippets.sh           build (a warm run takes about a minute)
+#   scripts/check-doc-snippets.sh           build (warm: only the snippets and what changed in Pocket)
 #   scripts/check-doc-snippets.sh --list    print the blocks it would compile
 #
 # How a block is compiled:
