@@ -1,9 +1,12 @@
 # The engine's C tests under AddressSanitizer + UndefinedBehaviorSanitizer
 # (LeakSanitizer runs at exit), built with clang outside SwiftPM.
 #
-#   make check     check the engine's layering (scripts/engine-dag.sh), then
+#   make check     check the tree's wording (scripts/check-wording.sh: no
+#                  narration of how it was made), the engine's layering
+#                  (scripts/engine-dag.sh), then
 #                  build ctests/c/test_*.c and run them (test_engine on both
 #                  I/O backends: io_uring where the kernel allows it, and epoll)
+#   make wording   only the wording check
 #   make dag       only the layering check
 #   make bench-tools  Benchmarks/engine-bench/ (engine-bench, kernel_floor),
 #                  built with the checks' flags so they cannot rot (part of
@@ -32,17 +35,20 @@ LDLIBS := -lpthread -lz -ldeflate -lssl -lcrypto -luring
 
 BENCH_TOOLS := $(OUT)/engine-bench $(OUT)/kernel_floor
 
-.PHONY: check clean dag bench-tools
+.PHONY: check clean dag wording bench-tools
 
 bench-tools: $(BENCH_TOOLS)
 
-check: dag $(TESTS) $(BENCH_TOOLS)
+check: wording dag $(TESTS) $(BENCH_TOOLS)
 	@set -e; for t in $(TESTS); do \
 	  echo "== $$t"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $$t; \
 	done; \
 	echo "== $(OUT)/test_engine on epoll (POCKET_IO_BACKEND=epoll)"; \
 	POCKET_IO_BACKEND=epoll ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $(OUT)/test_engine
+
+wording:
+	@scripts/check-wording.sh
 
 dag:
 	@CLANG=$(CLANG) scripts/engine-dag.sh

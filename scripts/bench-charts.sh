@@ -12,7 +12,7 @@
 # A results file is what the scripts write with --json (bench-peers.sh,
 # bench-scaling.sh), `pocket bench --json` output, or a transcription with
 # notes and sources ({"title", "notes", "runs"}); see docs/BENCHMARKS.md,
-# "Charts". Environment: POCKET (a built `pocket` binary: no build),
+# "Reproducing everything". Environment: POCKET (a built `pocket` binary: no build),
 # SCRATCH (a swift build --scratch-path).
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gateway benchmark (issue #19): wrk -> a Hummingbird 2 gateway -> nginx,
+# The gateway benchmark: wrk -> a Hummingbird 2 gateway -> nginx,
 # the gateway alone on one core, nginx and wrk on the other. Three variants
 # of the same gateway (Examples/Gateway): `pocket` (each request calls
 # nginx through Pocket, with tracing, metrics and a retry policy

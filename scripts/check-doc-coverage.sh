@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every public declaration of the shipped libraries has a doc comment
-# (issue 19: "every public declaration documented"). Dumps the package's
+# (a public symbol without one fails CI). Dumps the package's
 # symbol graphs (`swift package dump-symbol-graph`: the debug build, then
 # one JSON per module and per module it extends), keeps the public symbols
 # declared in the shipped library targets' sources, and lists those without

@@ -1,6 +1,6 @@
 /*
  * engine-bench: the C engine driven by itself, with no Swift layer, for
- * issue 21's figures (docs/BENCHMARKS.md, "The engine alone"). C requests
+ * the figures in docs/BENCHMARKS.md, "The kernel's floor under a client". C requests
  * in flight on one loop thread: each request's on_done submits the next one
  * on its connection from the loop thread (a queue push, no system call), so
  * what it measures is the I/O backend, the request writer, the parser and

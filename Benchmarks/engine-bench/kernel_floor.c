@@ -1,7 +1,7 @@
 /*
  * kernel_floor: what any HTTP/1.1 client must spend per request in this
- * kernel, measured with a client that does nothing but the I/O (issue 21,
- * docs/BENCHMARKS.md, "The kernel's floor"). Not Pocket: a probe. C
+ * kernel, measured with a client that does nothing but the I/O (see
+ * docs/BENCHMARKS.md, "The kernel's floor under a client"). Not Pocket: a probe. C
  * keep-alive connections to HOST:PORT, each sending a fixed GET and
  * counting the answer's bytes: it learns the answer's length from the first
  * one (nginx's hello answer has a fixed length: its Date field is fixed
@@ -12,7 +12,7 @@
  *
  * 127.0.0.1 only. --url http://127.0.0.1:P/ gives the port, --max-seconds
  * is --seconds, and --requests N and --json are ignored, so the command
- * lines written for pocket-bench (docs/runs/2026-11-27/probes/paired.sh) run
+ * lines written for pocket-bench (a paired-rounds script, say) run
  * it too. The path is always /.
  * uring: one io_uring (single issuer, deferred task work), the sockets
  *   registered (fixed files), one multishot recv per connection into a

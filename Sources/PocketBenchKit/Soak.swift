@@ -6,8 +6,8 @@ import Musl
 
 /// `--soak K`: the measured requests in K equal rounds, with the process's
 /// resident memory and open file descriptors printed (to stderr, so `--json`
-/// stays one object) before the first round and after every one, so a leak
-/// shows as a trend from start to end. Issue #10's soak: 1,000,000 keep-alive
+/// stays one object) before round 1 and after every round, so a leak
+/// shows as a trend from start to end. The hardening soak: 1,000,000 keep-alive
 /// requests, 100,000 with `--close`. Returns the rounds' summed tally; the
 /// report then has no latencies.
 func soak<C: BenchClient>(_ client: C, rounds: Int, options: BenchOptions, setup: MeasureSetup) async -> Tally {

@@ -6,7 +6,7 @@ import Foundation
 /// Shell completion scripts and the man page, made from the option table
 /// (`FetchCommand.options`), so a new flag appears in both with no second
 /// list to keep: `pocket --generate-completion-script bash|zsh|fish` and
-/// `pocket --generate-manpage` (README: "Installing completion and the man page").
+/// `pocket --generate-manpage` (README, "The `pocket` command": completion and the man page).
 enum Completion {
     static func script<Command>(_ shell: String, options: [CommandLineOption<Command>]) throws(CLIFailure) -> String {
         switch shell {

@@ -102,8 +102,7 @@ struct FetchCommand: Sendable {
     ///
     /// Adding a flag: a field above, one line in its section below (help,
     /// `--help CATEGORY`, completion and the man page follow from it), and
-    /// its use in `makePlan` (FetchCommand+Plan.swift). The proxy, DNS and
-    /// auth sections wait for issues 18 and 17.
+    /// its use in `makePlan` (FetchCommand+Plan.swift).
     static var options: [Option] {
         [httpOptions, postOptions, uploadOptions, outputOptions, connectionOptions, dnsOptions, proxyOptions, authOptions,
          tlsOptions, retryOptions, verboseOptions, toolOptions].flatMap { $0 }
@@ -226,7 +225,7 @@ struct FetchCommand: Sendable {
             .flag("Z", "parallel", \.parallel, "Run the transfers at once; each body is written whole, in the order they end."),
             .optionalNumber(nil, "parallel-max", \.parallelMax, "N", "With -Z, at most N transfers at once (default 50, 1 to 300).") { Int($0) },
             .flag("V", "version", \.version, "Print the version, the engine's features and protocols."),
-            .string(nil, "generate-completion-script", \.completionShell, "bash|zsh|fish", "Print a completion script for the shell (README: Installing completion and the man page)."),
+            .string(nil, "generate-completion-script", \.completionShell, "bash|zsh|fish", "Print a completion script for the shell (README: The pocket command)."),
             .flag(nil, "generate-manpage", \.manpage, "Print pocket(1) in man(7) format."),
         ])
     }

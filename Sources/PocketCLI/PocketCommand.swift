@@ -48,7 +48,7 @@ enum PocketCommand {
             status = await fetch(arguments.dropFirst(), help: CommandLineOptions.help(FetchCommand.helpHeader,
                                                                                       options: FetchCommand.options))
         case "help":
-            status = await fetch(["--help"], help: rootHelp)
+            status = await fetch(ArraySlice(["--help"] + arguments.dropFirst()), help: rootHelp)
         default:
             status = await fetch(arguments, help: rootHelp)
         }
@@ -63,11 +63,16 @@ enum PocketCommand {
     /// `pocket [fetch] ARGS`: the transfers' exit status; `help` on
     /// `--help`, one section for `--help CATEGORY`.
     private static func fetch(_ arguments: ArraySlice<String>, help: String) async -> Int32 {
-        if let h = arguments.firstIndex(where: { $0 == "--help" || $0 == "-h" }), h + 1 < arguments.endIndex,
-           let category = OptionCategory(rawValue: arguments[h + 1]) {
-            try? Output.stdout.write(CommandLineOptions.help("pocket --help \(category.rawValue): \(category.title)",
-                                                             options: FetchCommand.options, category: category))
-            return 0
+        if let h = arguments.firstIndex(where: { $0 == "--help" || $0 == "-h" }), h + 1 < arguments.endIndex {
+            let name = arguments[h + 1]
+            if let category = OptionCategory(rawValue: name) {
+                try? Output.stdout.write(CommandLineOptions.help("pocket --help \(category.rawValue): \(category.title)",
+                                                                 options: FetchCommand.options, category: category))
+                return 0
+            }
+            if !name.hasPrefix("-") {
+                return usage(CLIFailure(.usage, "unknown help category '\(name)'; the categories: \(categories)"))
+            }
         }
         do {
             guard let sets = try FetchCommand.parse(arguments) else {

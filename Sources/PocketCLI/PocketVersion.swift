@@ -11,7 +11,7 @@ enum PocketVersion {
         pocket \(number) (\(archOS)) Pocket/\(number) \(PocketEngineInfo.tlsLibrary) zlib/\(PocketEngineInfo.zlibVersion) \
         libdeflate/\(PocketEngineInfo.libdeflateVersion) \(psl)
         Protocols: \(PocketEngineInfo.protocols.joined(separator: " "))
-        Features: \((PocketEngineInfo.features + ["PSL"]).joined(separator: " "))
+        Features: \(PocketEngineInfo.features.joined(separator: " "))
 
         """
     }

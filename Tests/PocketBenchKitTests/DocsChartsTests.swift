@@ -43,7 +43,7 @@ final class DocsChartsTests: XCTestCase {
     }
 
     func testPeersChartsShowThePublishedMedians() throws {
-        // docs/BENCHMARKS.md, Peers, run 4: the medians of docs/runs/2026-11-25/bench-peers-run-4.txt.
+        // docs/BENCHMARKS.md, "Peers": the medians of the run of 2026-11-25 (docs/results/peers.json).
         let file = root.appendingPathComponent("docs/results/peers.json")
         let results = try BenchResults.parse(try String(contentsOf: file, encoding: .utf8))
         let rps = try XCTUnwrap(ResultCharts(results).charts.first { $0.fileName == "plain-http-rps.svg" })

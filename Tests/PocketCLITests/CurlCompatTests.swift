@@ -451,6 +451,54 @@ final class CurlCompatTests: XCTestCase {
         XCTAssertEqual(stride(from: 0, to: 12, by: 2).map { seen[$0] }, stride(from: 1, to: 12, by: 2).map { seen[$0] })
     }
 
+    /// Cookies read from a file are sent in curl's order: among equal paths
+    /// the longer domain first, then the longer name, then the file's later
+    /// line first; so `-c jar` then `-b jar` sends what curl sends.
+    func testCookieFileOrderFollowsCurl() throws {
+        let curl = "/usr/bin/curl"
+        guard FileManager.default.isExecutableFile(atPath: curl) else {
+            throw XCTSkip("curl is not installed (scripts/setup.sh installs it)")
+        }
+        let pocket = try PocketBinary.path().path
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/set") { _ in
+            .response(status: 200, headers: ["a=1", "bbb=2", "cc=3", "d=4"].map { ("Set-Cookie", $0) }, body: Array("set\n".utf8))
+        }
+        server.defaultHandler = { r in .text("\(r.header("Cookie") ?? "-")\n") }
+        let dir = try PocketBinary.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func run(_ tool: String, _ args: [String]) throws -> String {
+            let (result, timedOut) = try ChildProcess.run(tool, ["-s"] + args, input: Data(), directory: dir.path, timeout: 60)
+            XCTAssertFalse(timedOut)
+            XCTAssertEqual(result.status, 0, "\(tool) \(args)")
+            return String(decoding: result.stdout, as: UTF8.self)
+        }
+        // -c jar, then -b jar: each tool with its own jar.
+        var sent: [String] = []
+        for (tool, jar) in [(curl, "curl.jar"), (pocket, "pocket.jar")] {
+            _ = try run(tool, ["-c", jar, server.url("/set")])
+            sent.append(try run(tool, ["-b", jar, server.url("/echo")]))
+        }
+        XCTAssertEqual(sent[1], sent[0], "pocket -c then -b sends what curl -c then -b sends")
+        XCTAssertEqual(sent[1], "bbb=2; cc=3; a=1; d=4\n", "longer names first, then the file's later line")
+        // Hand-written files: names of every length, and a Domain cookie beside a host-only one.
+        let host = "www.example.com", resolve = ["--resolve", "www.example.com:\(server.port):127.0.0.1"]
+        let files = [
+            "names": ["127.0.0.1\tFALSE\t/\tFALSE\t0\taa\t1", "127.0.0.1\tFALSE\t/\tFALSE\t0\tb\t2",
+                      "127.0.0.1\tFALSE\t/\tFALSE\t0\tccc\t3", "127.0.0.1\tFALSE\t/\tFALSE\t0\tdd\t4"],
+            "domains": ["\(host)\tFALSE\t/\tFALSE\t0\tb\t2", ".example.com\tTRUE\t/\tFALSE\t0\ta\t1"],
+            "domains-reversed": [".example.com\tTRUE\t/\tFALSE\t0\ta\t1", "\(host)\tFALSE\t/\tFALSE\t0\tb\t2"],
+        ]
+        for (name, lines) in files.sorted(by: { $0.key < $1.key }) {
+            let path = dir.appendingPathComponent("\(name).txt").path
+            try ("# Netscape HTTP Cookie File\n\n" + lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let url = name == "names" ? server.url("/echo") : "http://\(host):\(server.port)/echo"
+            let args = (name == "names" ? [] : resolve) + ["-b", path, url]
+            XCTAssertEqual(try run(pocket, args), try run(curl, args), "\(name): the same Cookie field as curl")
+        }
+    }
+
     /// The command line as a shell would take it (for the report's table).
     static func shell(_ args: [String]) -> String {
         args.map { arg in

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// What the shipped executables link: no test module (issue 16), and for
+/// What the shipped executables link: no test module, and for
 /// `pocket`, no full Foundation (it imports FoundationEssentials only, so it
 /// never loads FoundationInternationalization and ICU at start).
 final class LinkMapTests: XCTestCase {

@@ -57,7 +57,26 @@ final class ToolCommandTests: XCTestCase {
             XCTAssertTrue(run.stdoutText.contains(part), "\(part) in \(run.stdoutText)")
         }
         XCTAssertTrue(lines.contains("Protocols: http https"), run.stdoutText)
-        XCTAssertTrue(lines.contains { $0.hasPrefix("Features: ") }, run.stdoutText)
+        let features = lines.first { $0.hasPrefix("Features: ") }.map { Set($0.dropFirst(10).split(separator: " ").map(String.init)) }
+        // Every capability of the build, by curl's name where curl has one.
+        for feature in ["AsynchDNS", "HTTP-proxy", "UnixSockets", "io_uring", "PSL", "TLS", "gzip", "deflate", "libz",
+                        "IPv6", "Largefile", "cookies", "Range", "threadsafe"] {
+            XCTAssertTrue(features?.contains(feature) == true, "\(feature) in \(run.stdoutText)")
+        }
+    }
+
+    func testAnUnknownHelpCategoryIsAnError() throws {
+        let run = try PocketBinary.run(["--help", "nosuchthing"])
+        XCTAssertEqual(run.status, 64, "a usage error, not the full help")
+        XCTAssertEqual(run.stdoutText, "", "nothing on stdout")
+        XCTAssertTrue(run.stderrText.hasPrefix("pocket: unknown help category 'nosuchthing'; the categories: "), run.stderrText)
+        XCTAssertTrue(run.stderrText.contains("tls"), "names the categories: \(run.stderrText)")
+        let viaHelp = try PocketBinary.run(["help", "tls"])
+        XCTAssertEqual(viaHelp.status, 0)
+        XCTAssertTrue(viaHelp.stdoutText.contains("--cacert"), "pocket help CATEGORY is --help CATEGORY")
+        XCTAssertFalse(viaHelp.stdoutText.contains("--data-raw"))
+        let help = try PocketBinary.run(["--help"]).stdoutText
+        XCTAssertFalse(help.contains("Installing completion"), "points to the README's real section")
     }
 
     func testHelpIsGroupedAndDescribesWriteOut() throws {

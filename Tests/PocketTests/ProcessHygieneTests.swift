@@ -7,8 +7,8 @@ import Foundation
 import PocketTestSupport
 import XCTest
 
-/// The tests leave no process behind and stop only what they started
-/// (issue 16): nginx is spawned with a clean signal mask and default
+/// The tests leave no process behind and stop only what they started:
+/// nginx is spawned with a clean signal mask and default
 /// dispositions even from a thread that blocks signals, and ends on SIGTERM
 /// sent to its recorded PID. `scripts/test.sh` checks the same at the end of
 /// a whole run (no process carrying its POCKET_TEST_RUN marker may remain).

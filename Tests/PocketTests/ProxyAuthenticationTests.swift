@@ -59,7 +59,7 @@ final class ProxyDigestRealm: Sendable {
     }
 }
 
-/// A proxy's 407 answered on the one request path (#17 item 4): Basic
+/// A proxy's 407 answered on the one request path: Basic
 /// against Debian's tinyproxy (forwarding and CONNECT), Digest against the
 /// in-process server acting as the proxy (tinyproxy has no Digest).
 final class ProxyAuthenticationTests: XCTestCase {

@@ -53,8 +53,8 @@ struct IssueMapper: PocketObjectMapper {
     }
 }
 
-/// A Redmine `issues.json` answer: issue 0 has every key, issue 1 has no
-/// `category` and no `custom_fields`, issue 2 no `author`.
+/// A Redmine `issues.json` answer: the first issue has every key, the second has no
+/// `category` and no `custom_fields`, the third no `author`.
 enum Redmine {
     static func issue(_ id: Int, author: Bool = true, category: Bool = true, customFields: Bool = true,
                       subject: String? = nil) -> String {

@@ -13,8 +13,10 @@ final class TimeoutTests: XCTestCase {
         server.route("/") { _ in .stall(milliseconds: 5000) }
         let client = try makeClient { $0.timeouts = PocketTimeouts(connect: .seconds(5), read: .milliseconds(200), total: .seconds(10)) }
         let start = ContinuousClock.now
-        await assertPocketError(.readTimeout) { try await client.send(PocketRequest(url: url(server, "/"))) }
+        let error = await assertPocketError(.readTimeout) { try await client.send(PocketRequest(url: url(server, "/"))) }
         let took = ContinuousClock.now - start
+        XCTAssertEqual(error?.message, "no data received within the idle-read timeout",
+                       "says what timed out; the connection is up, so no \"(Connection timed out)\"")
         XCTAssertGreaterThanOrEqual(took, .milliseconds(190))
         XCTAssertLessThan(took, .seconds(3))
     }
@@ -45,6 +47,7 @@ final class TimeoutTests: XCTestCase {
         let start = ContinuousClock.now
         let error = await assertPocketError(.deadlineExceeded) { try await client.send(PocketRequest(url: url(server, "/"))) }
         XCTAssertEqual(error?.response?.status, 200, "the head that did arrive is kept")
+        XCTAssertEqual(error?.message, "request did not finish before its deadline")
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(2))
     }
 

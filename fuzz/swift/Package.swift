@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// libFuzzer targets for Pocket's Swift parsers and encoders (issue #10).
+// libFuzzer targets for Pocket's Swift parsers and encoders.
 // Built and run by fuzz/run.sh (targets `multipart` and `schema`; see
 // docs/FUZZING.md) in release with -enable-testing and
 // -sanitize=fuzzer,address. Each executable defines <Target>_main, the

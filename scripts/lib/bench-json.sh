@@ -1,6 +1,6 @@
 # Sourced by the benchmark scripts that write results for the charts
 # (bench-scaling.sh, bench-peers.sh --json): one JSON object a line, each a
-# run as `pocket bench report` reads it (docs/BENCHMARKS.md, "Charts").
+# run as `pocket bench report` reads it (docs/BENCHMARKS.md, "Reproducing everything").
 #
 #   json_machine                  {"cpus":…,"cpu_model":…,"kernel":…} of this machine
 #   json_str TEXT                 TEXT as a JSON string literal

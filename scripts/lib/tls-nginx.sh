@@ -1,6 +1,5 @@
-# The TLS nginx of the TLS benchmarks (scripts/bench-tls.sh, and the
-# alternation script in docs/runs/2026-11-26/tls-ab/): a CA (ca.pem) and a
-# certificate for localhost and 127.0.0.1 made in DIR, and nginx with one
+# The TLS nginx of the TLS benchmarks (scripts/bench-tls.sh): a CA (ca.pem)
+# and a certificate for localhost and 127.0.0.1 made in DIR, and nginx with one
 # worker pinned to core 0 on 127.0.0.1:PORT answering "Hello, World!" over
 # TLS 1.2/1.3 with session resumption. nginx daemonizes: its master's PID
 # is in DIR/nginx.pid, and the caller stops it by that PID.

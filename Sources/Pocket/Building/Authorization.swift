@@ -10,7 +10,7 @@ import Foundation
 ///
 /// ```swift
 /// request.headers.authorize(try .basic(username: "ada", password: "s3cret"))
-/// var template = RequestTemplate(); template.headers.authorize(try .bearer(token))
+/// var template = PocketRequestTemplate(); template.headers.authorize(try .bearer(token))
 /// ```
 ///
 /// `user:password@` in a URL also becomes Basic authorization (done when the

@@ -101,7 +101,7 @@ enum PercentEncoding {
 /// same URL (and the same hash). `.null` values are left out.
 ///
 /// ```swift
-/// var encoding = QueryEncoding()
+/// var encoding = PocketQueryEncoding()
 /// encoding.arrayStyle = .commaSeparated         // ids=1,2
 /// ```
 public struct PocketQueryEncoding: Sendable, Hashable, Codable {

@@ -10,15 +10,15 @@ import Foundation
 /// retry policy and timeout. Everything but `path` has a default.
 ///
 /// ```swift
-/// struct GetIssue: Endpoint {
+/// struct GetIssue: PocketEndpoint {
 ///     typealias Output = Issue                     // Decodable: validated (2xx) and decoded
 ///     let id: Int
 ///     var path: String { "issues/{id}.json" }
-///     var pathParameters: [String: ParameterValue] { ["id": .integer(id)] }
-///     var retryPolicy: RetryPolicy? { RetryPolicy(maxAttempts: 3) }
+///     var pathParameters: [String: PocketParameterValue] { ["id": .integer(id)] }
+///     var retryPolicy: PocketRetryPolicy? { PocketRetryPolicy(maxAttempts: 3) }
 /// }
 ///
-/// struct CreatePost: Endpoint {
+/// struct CreatePost: PocketEndpoint {
 ///     typealias Output = Post
 ///     struct Parameters: Encodable, Sendable { var title: String; var userId: Int; @Unpacked var draft = "" }
 ///     var method: HTTPMethod { .post }

@@ -16,7 +16,7 @@ import Foundation
 ///     var createdAfter: Date          // created_after=1700000000
 ///     @Unpacked var cacheKey = "x"    // never sent
 /// }
-/// let fields = try ParameterPacking().pack(Search(createdAfter: date))
+/// let fields = try PocketParameterPacking().pack(Search(createdAfter: date))
 /// ```
 public struct PocketParameterPacking: Sendable {
     /// How property names become keys.

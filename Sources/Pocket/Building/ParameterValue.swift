@@ -6,9 +6,9 @@
 /// Objective-C libraries took:
 ///
 /// ```swift
-/// let query: [String: ParameterValue] = ["page": 2, "tags": ["a", "b"], "filter": ["state": "open"], "project_id": nil]
+/// let query: [String: PocketParameterValue] = ["page": 2, "tags": ["a", "b"], "filter": ["state": "open"], "project_id": nil]
 /// let optional: Int? = nil
-/// let more: [String: ParameterValue] = ["project_id": ParameterValue(optional)]   // null: skipped
+/// let more: [String: PocketParameterValue] = ["project_id": PocketParameterValue(optional)]   // null: skipped
 /// ```
 ///
 /// `Codable` and `Hashable`, so templates and archived requests that hold

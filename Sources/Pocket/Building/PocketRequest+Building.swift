@@ -10,10 +10,10 @@ extension PocketRequest {
     ///
     /// ```swift
     /// // MTPocket: ":placeholders" from identifiers, in order
-    /// let r = try Request(path: "companies/:company_id/employee/:id", baseURL: base, identifiers: [3, [2, 4]])
+    /// let r = try PocketRequest(path: "companies/:company_id/employee/:id", baseURL: base, identifiers: [3, [2, 4]])
     /// // → http://host/companies/3/employee/2,4
     /// // TyphoonRestClient: "{placeholders}" from parameters; the rest become the query
-    /// let i = try Request(path: "issues/{issue_id}.json", baseURL: base, parameters: ["issue_id": 42, "include": "journals"])
+    /// let i = try PocketRequest(path: "issues/{issue_id}.json", baseURL: base, parameters: ["issue_id": 42, "include": "journals"])
     /// // → http://host/issues/42.json?include=journals
     /// ```
     ///

@@ -9,8 +9,8 @@ import Foundation
 /// a template copies it and merges, the request's own values winning.
 ///
 /// ```swift
-/// var api = RequestTemplate(baseURL: URL(string: "http://button.example/")!)
-/// api.timeouts = Timeouts(read: .seconds(2))
+/// var api = PocketRequestTemplate(baseURL: URL(string: "http://button.example/")!)
+/// api.timeouts = PocketTimeouts(read: .seconds(2))
 /// api.headers.authorize(try .basic(username: user, password: password))
 /// api.query["sessionId"] = "fewoijalkfsdjlfsdhlaes"
 /// client.register(api, as: "api")

@@ -14,7 +14,7 @@ import Logging
 /// are replaced by `<redacted>`, and a URL's password is dropped.
 ///
 /// ```swift
-/// config.handling.middleware = [LoggingMiddleware(logger: Logger(label: "api"))]
+/// config.handling.middleware = [PocketLoggingMiddleware(logger: Logger(label: "api"))]
 /// // info: GET http://api/users/7 -> 200 (12.4 ms)
 /// ```
 public struct PocketLoggingMiddleware: PocketMiddleware {

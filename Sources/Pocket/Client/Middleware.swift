@@ -10,8 +10,8 @@ import Synchronization
 /// without one, the retry policy decides). Hooks run once per attempt.
 ///
 /// ```swift
-/// struct APIKey: Middleware {
-///     func adapt(_ request: Request, context: MiddlewareContext) async throws -> Request {
+/// struct APIKey: PocketMiddleware {
+///     func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
 ///         var request = request
 ///         request.headers["X-API-Key"] = "secret"
 ///         return request
@@ -83,7 +83,7 @@ extension PocketMiddleware {
 /// A middleware made of closures, for one-off hooks.
 ///
 /// ```swift
-/// config.handling.middleware.append(ClosureMiddleware(adapt: { request, _ in
+/// config.handling.middleware.append(PocketClosureMiddleware(adapt: { request, _ in
 ///     var request = request; request.headers["X-Trace"] = UUID().uuidString; return request
 /// }))
 /// ```
@@ -277,8 +277,8 @@ public final class PocketMiddlewareContext: Sendable {
 ///
 /// ```swift
 /// var config = PocketClient.Configuration()
-/// config.handling.middleware = [LoggingMiddleware(logger: logger)]
-/// config.handling.retry = RetryPolicy()
+/// config.handling.middleware = [PocketLoggingMiddleware(logger: logger)]
+/// config.handling.retry = PocketRetryPolicy()
 /// let client = try PocketClient(configuration: config)
 /// ```
 ///

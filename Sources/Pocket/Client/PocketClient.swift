@@ -12,7 +12,7 @@ import Foundation
 ///
 /// ```swift
 /// let client = PocketClient()
-/// let response = try await client.send(Request(url: URL(string: "http://127.0.0.1:8080/")!))
+/// let response = try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:8080/")!))
 /// print(response.status, response.text)
 /// try await client.shutdown()
 /// ```

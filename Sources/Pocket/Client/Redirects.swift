@@ -26,8 +26,8 @@ import Foundation
 ///   is `.redirectLoop`; more than `maxHops` is `.tooManyRedirects`.
 ///
 /// ```swift
-/// var request = try Request("http://127.0.0.1:8080/old")
-/// request.redirects = RedirectPolicy { redirect in
+/// var request = try PocketRequest("http://127.0.0.1:8080/old")
+/// request.redirects = PocketRedirectPolicy { redirect in
 ///     redirect.request.url.host() == "127.0.0.1" ? .follow : .stop
 /// }
 /// let response = try await client.send(request)

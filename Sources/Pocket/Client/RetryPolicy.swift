@@ -18,7 +18,7 @@ import Foundation
 ///
 /// ```swift
 /// var config = PocketClient.Configuration()
-/// config.handling.retry = RetryPolicy(maxAttempts: 4, backoff: .exponential(cap: .seconds(5)))
+/// config.handling.retry = PocketRetryPolicy(maxAttempts: 4, backoff: .exponential(cap: .seconds(5)))
 /// ```
 ///
 /// Defaults follow RFC 9110 §9.2.2: only idempotent methods (GET, HEAD,

@@ -3,7 +3,7 @@
 /// flight) and retries the rejected requests with the new token.
 ///
 /// ```swift
-/// let auth = TokenRefreshMiddleware(token: cachedToken) { rejected in
+/// let auth = PocketTokenRefreshMiddleware(token: cachedToken) { rejected in
 ///     try await fetchNewToken()          // called once however many requests got 401
 /// }
 /// config.handling.middleware = [auth]

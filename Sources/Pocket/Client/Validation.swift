@@ -11,8 +11,8 @@
 ///
 /// ```swift
 /// var config = PocketClient.Configuration()
-/// config.validation = Validation()                       // 2xx and the format's content types
-/// request.validation = Validation(statusCodes: [200..<300, 404..<405])
+/// config.validation = PocketValidation()                       // 2xx and the format's content types
+/// request.validation = PocketValidation(statusCodes: [200..<300, 404..<405])
 /// ```
 public struct PocketValidation: Sendable, Hashable, Codable {
     /// Acceptable statuses; 2xx by default (what MTPocket calls success).

@@ -49,6 +49,9 @@ public struct PocketCookie: Sendable, Hashable, Codable {
     public var lastAccessed: Date
     /// Creation order within the store, for cookies created in the same instant.
     var sequence: UInt64 = 0
+    /// Read from a cookie file: such cookies, created in one instant, are
+    /// ordered among themselves as curl orders a file's cookies.
+    var fromFile = false
 
     /// A cookie for `domain` (lower-cased, a leading dot dropped); a path
     /// that does not start with "/" becomes "/". `lastAccessed` is `created`.

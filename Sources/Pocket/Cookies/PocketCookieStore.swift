@@ -34,7 +34,9 @@ import Musl
 /// over `Expires`; dates are parsed by §5.1.1's algorithm; a cookie set with
 /// a past expiry deletes the stored one of the same name, domain and path.
 /// The `Cookie` field lists longer paths first, then earlier-created
-/// cookies first (§5.4). A `Domain` that is a public suffix (`com`,
+/// cookies first (§5.4); the cookies read from a file, created in one
+/// instant, are ordered among themselves as curl orders them: the longer
+/// domain, then the longer name, then the file's later line first. A `Domain` that is a public suffix (`com`,
 /// `co.uk`, `github.io`, checked with libpsl and the distribution's list)
 /// is refused, unless it is the request host itself: the cookie is then
 /// host-only (§5.3 step 5).
@@ -415,10 +417,20 @@ public final class PocketCookieStore: Sendable {
                 own = false
                 if key.isEmpty { break }
             }
-            // §5.4: longer paths first, then earlier creation first.
+            // §5.4: longer paths first, then earlier creation first. A cookie
+            // file's cookies (created in one instant) follow curl's tie-break
+            // among themselves: the longer domain, then the longer name, then
+            // the store's sequence (the file's later line first).
             return chosen.sorted { a, b in
                 let la = a.path.utf8.count, lb = b.path.utf8.count
-                return la != lb ? la > lb : Self.creationOrder(a, b)
+                if la != lb { return la > lb }
+                if a.fromFile && b.fromFile && a.created == b.created {
+                    let da = a.domain.utf8.count, db = b.domain.utf8.count
+                    if da != db { return da > db }
+                    let na = a.name.utf8.count, nb = b.name.utf8.count
+                    if na != nb { return na > nb }
+                }
+                return Self.creationOrder(a, b)
             }
         }
     }
@@ -640,10 +652,11 @@ public final class PocketCookieStore: Sendable {
                 summary.expired += 1
                 continue
             }
-            let cookie = PocketCookie(name: String(fields[5]), value: fields.count == 7 ? String(fields[6]) : "",
+            var cookie = PocketCookie(name: String(fields[5]), value: fields.count == 7 ? String(fields[6]) : "",
                                       domain: String(fields[0]), hostOnly: fields[1].uppercased() != "TRUE",
                                       path: String(fields[2]), secure: fields[3].uppercased() == "TRUE",
                                       httpOnly: httpOnly, expires: expires, created: now)
+            cookie.fromFile = true
             parsed.append((number, cookie))
         }
         state.withLock { s in

@@ -198,7 +198,13 @@ extension PocketError {
                 // OpenSSL reason codes, not errno: the code alone is kept.
             } else if let posix = POSIXErrorCode(rawValue: errno) {
                 underlying = POSIXError(posix)
-                message += " (\(String(cString: strerror(errno))))"
+                // A timeout's message already says what timed out (the
+                // engine's timer reports ETIMEDOUT): strerror's "Connection
+                // timed out" would misname a read or a deadline.
+                let timeouts = [PK_E_CONNECT_TIMEOUT, PK_E_READ_TIMEOUT, PK_E_TOTAL_TIMEOUT].map { Int32($0.rawValue) }
+                if !(errno == ETIMEDOUT && timeouts.contains(c)) {
+                    message += " (\(String(cString: strerror(errno))))"
+                }
             }
         }
         var head = response

@@ -16,8 +16,17 @@ public enum PocketEngineInfo {
     public static var libdeflateVersion: String { String(cString: pk_libdeflate_version()) }
     /// The protocols the engine speaks.
     public static let protocols = ["http", "https"]
-    /// The engine's features, as curl's `--version` lists its own.
-    public static let features = ["HTTP/1.1", "keep-alive", "TLS", "gzip", "deflate", "Range"]
+    /// What the build can do, as curl's `--version` lists its own (curl's
+    /// names where curl has one): DNS off the loop thread (`AsynchDNS`),
+    /// `gzip` and `deflate` bodies (zlib: `libz`; libdeflate), `HTTP-proxy`
+    /// (forwarding and CONNECT tunnels), `IPv6` (happy eyeballs), the
+    /// `io_uring` backend (used where the kernel allows it), `Largefile`,
+    /// an RFC 6265 store (`cookies`) with public suffixes (`PSL`), resumed
+    /// downloads (`Range`), `TLS` (OpenSSL), `threadsafe` clients and
+    /// `UnixSockets`.
+    public static let features = ["AsynchDNS", "cookies", "deflate", "gzip", "HTTP/1.1", "HTTP-proxy", "IPv6",
+                                  "io_uring", "keep-alive", "Largefile", "libdeflate", "libz", "PSL", "Range",
+                                  "threadsafe", "TLS", "UnixSockets"]
 }
 
 /// How a client's engine writes to its sockets (`Configuration.ioBackend`).

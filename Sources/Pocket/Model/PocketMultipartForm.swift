@@ -13,12 +13,12 @@ import Musl
 /// A `multipart/form-data` request body (RFC 7578), streamed as it is sent.
 ///
 /// ```swift
-/// var form = MultipartForm()
+/// var form = PocketMultipartForm()
 /// form.addField("title", "Holiday")
 /// form.addFile("photo", at: URL(filePath: "/data/beach.jpg"))            // image/jpeg, sendfile(2)
 /// form.addData("notes", Data("...".utf8), fileName: "notes.txt")        // text/plain
 /// form.addStream("log", chunks, length: nil, fileName: "app.log")       // chunked, one-shot
-/// var request = Request(method: .post, url: URL(string: "http://127.0.0.1:8080/upload")!)
+/// var request = PocketRequest(method: .post, url: URL(string: "http://127.0.0.1:8080/upload")!)
 /// request.body = .multipart(form)   // Content-Type: multipart/form-data; boundary=...
 /// ```
 ///

@@ -7,7 +7,7 @@ import Foundation
 /// An HTTP request as a value: build it, copy it, keep it, send it later.
 ///
 /// ```swift
-/// var request = Request(method: .post, url: URL(string: "http://127.0.0.1:8080/items")!)
+/// var request = PocketRequest(method: .post, url: URL(string: "http://127.0.0.1:8080/items")!)
 /// request.headers["Content-Type"] = "application/json"
 /// request.body = .bytes(Data(#"{"name":"pocket"}"#.utf8))
 /// let response = try await client.send(request)

@@ -8,11 +8,11 @@ import Foundation
 /// (AGPipe's `AGFilePart`, `AGFileDataPart` and `AGStreamPart`).
 ///
 /// ```swift
-/// struct Project: Codable, MultipartRecord {
+/// struct Project: Codable, PocketMultipartRecord {
 ///     var id: Int?
 ///     var title: String
 ///     var logo: URL?                       // a local file
-///     var fileParts: [String: FilePart] { logo.map { ["logo": .file($0)] } ?? [:] }
+///     var fileParts: [String: PocketFilePart] { logo.map { ["logo": .file($0)] } ?? [:] }
 /// }
 /// let saved = try await projects.save(project)   // multipart: title, logo
 /// ```

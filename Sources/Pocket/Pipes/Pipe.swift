@@ -9,7 +9,7 @@ import Foundation
 /// them; page through long lists; cancel whatever is in flight.
 ///
 /// ```swift
-/// let pipeline = Pipeline(baseURL: URL(string: "https://todo.example.com/api")!, client: client)
+/// let pipeline = PocketPipeline(baseURL: URL(string: "https://todo.example.com/api")!, client: client)
 /// let projects = pipeline.pipe(Project.self, name: "projects")
 /// var project = try await projects.save(Project(title: "Hello World"))   // POST /projects
 /// project.title = "Hello Update World!"

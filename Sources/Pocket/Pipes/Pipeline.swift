@@ -7,7 +7,7 @@ import Foundation
 /// A base URL and the named pipes under it (AeroGear's `AGPipeline`).
 ///
 /// ```swift
-/// let todo = Pipeline(baseURL: URL(string: "https://todo.example.com/api")!, client: client)
+/// let todo = PocketPipeline(baseURL: URL(string: "https://todo.example.com/api")!, client: client)
 /// let projects = todo.pipe(Project.self, name: "projects") { $0.timeout = .seconds(20) }
 /// let tasks = todo.pipe(Task.self, name: "tasks") { $0.endpoint = "v2/tasks" }
 /// todo.pipe(named: "projects", as: Project.self)   // the same pipe, found by name

@@ -4,7 +4,7 @@
 /// completed; an empty group completes at once.
 ///
 /// ```swift
-/// let group = RequestGroup(mode: .concurrent(onError: .cancelRest), requests: requests, client: client)
+/// let group = PocketRequestGroup(mode: .concurrent(onError: .cancelRest), requests: requests, client: client)
 /// let outcome = await group.run { progress in print("\(progress.finished)/\(progress.total)") }
 /// if let error = outcome.firstError { ... }
 /// ```

@@ -3,7 +3,7 @@
 /// in arrival order (STNetTaskQueue's `maxConcurrentTasksCount`).
 ///
 /// ```swift
-/// let queue = RequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: 2)
+/// let queue = PocketRequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: 2)
 /// let task = try queue.enqueue(request, priority: .high)
 /// let response = try await task.response()
 /// // or: let response = try await queue.send(request)

@@ -3,9 +3,9 @@
 /// included, so an API that answers `200 {"success": false}` can be told apart.
 ///
 /// ```swift
-/// struct RedmineErrors: ErrorParser {
-///     var schema: Schema? { try? Schema(json: #"{"errors": [""]}"#) }
-///     func error(from response: Response, json: JSONValue?) -> (any Error & Sendable)? {
+/// struct RedmineErrors: PocketErrorParser {
+///     var schema: PocketSchema? { try? PocketSchema(json: #"{"errors": [""]}"#) }
+///     func error(from response: PocketResponse, json: PocketJSONValue?) -> (any Error & Sendable)? {
 ///         guard let messages = json?["errors"].array else { return nil }
 ///         return RedmineError(messages: messages.compactMap(\.string))
 ///     }
@@ -30,7 +30,7 @@ extension PocketErrorParser {
 /// An error parser from a closure.
 ///
 /// ```swift
-/// let parser = ClosureErrorParser { response, json in
+/// let parser = PocketClosureErrorParser { response, json in
 ///     json?["success"].bool == false ? APIError(message: json?["message"].string ?? "") : nil
 /// }
 /// ```

@@ -5,7 +5,7 @@
 /// `.mapped`, so one tree carries both raw JSON and typed values.
 ///
 /// ```swift
-/// let value = try JSONValue(parsing: response.body)
+/// let value = try PocketJSONValue(parsing: response.body)
 /// let name = value["issues"][0]["project"]["name"].string    // String?
 /// ```
 public enum PocketJSONValue: Sendable {

@@ -8,9 +8,9 @@
 /// are there and every value has its schema's type.
 ///
 /// ```swift
-/// struct IssueMapper: ObjectMapper {
+/// struct IssueMapper: PocketObjectMapper {
 ///     // schema: IssueMapper.response.json in the registry's resources, by default
-///     func model(from json: JSONValue) throws -> Issue? {
+///     func model(from json: PocketJSONValue) throws -> Issue? {
 ///         Issue(id: json["id"].int!, subject: json["subject"].string!,
 ///               authorName: json["author"]["name"].string,          // optional key
 ///               created: json["created_on"].mapped(as: Date.self)!)

@@ -35,7 +35,7 @@ extension PocketClient {
     /// root mapper made, or, for a `Decodable` `T`, the result decoded as `T`.
     ///
     /// ```swift
-    /// let issue = try await client.send(get, schema: Schema(tag: "{issue}"), as: Issue.self)
+    /// let issue = try await client.send(get, schema: PocketSchema(tag: "{issue}"), as: Issue.self)
     /// ```
     public func send<T: Sendable>(_ request: PocketRequest, schema: PocketSchema, as type: T.Type,
                                   options: PocketSchemaOptions? = nil,

@@ -20,8 +20,8 @@ import Foundation
 ///   dictionary: `{"{root}": ["{issue}"]}` is an array of issues.
 ///
 /// ```swift
-/// let schema = try Schema(json: #"{"issues": ["{issue}"], "total_count": 0, "note{?}": ""}"#)
-/// let schema = Schema.response(for: RequestToGetIssues.self)   // RequestToGetIssues.response.json
+/// let schema = try PocketSchema(json: #"{"issues": ["{issue}"], "total_count": 0, "note{?}": ""}"#)
+/// let schema = PocketSchema.response(for: RequestToGetIssues.self)   // RequestToGetIssues.response.json
 /// ```
 public struct PocketSchema: Sendable {
     indirect enum Node: Sendable {

@@ -10,7 +10,7 @@ import Foundation
 /// Set it on a client (`PocketClient.Configuration.schemas`) or use it on its own.
 ///
 /// ```swift
-/// var schemas = SchemaRegistry()                                 // built-in transformers registered
+/// var schemas = PocketSchemaRegistry()                                 // built-in transformers registered
 /// schemas.resources = Bundle.module.resourceURL                  // *.response.json files
 /// schemas.register(IssueMapper(), for: "{issue}")
 /// schemas.register(Project.self, for: "{project}")               // a Decodable type as a mapper
@@ -246,7 +246,7 @@ extension PocketSchemaRegistry {
     /// // RequestToGetIssue.path.json: {"issue_id": 1, "include{?}": [""], "since{?}": "{date_iso8601}"}
     /// let parameters = try schemas.pathParameters(["issue_id": 42, "since": .mapped(date)],
     ///                                             schema: .pathParameters(for: RequestToGetIssue.self))
-    /// let request = try Request(path: "issues/{issue_id}.json", baseURL: base, parameters: parameters)
+    /// let request = try PocketRequest(path: "issues/{issue_id}.json", baseURL: base, parameters: parameters)
     /// ```
     ///
     /// Throws the schema codes (`.schemaValidationFailed`, …) with

@@ -2,10 +2,10 @@
 /// under a tag (`"{date_iso8601}"`) and used wherever a schema has that tag.
 ///
 /// ```swift
-/// struct CentsTransformer: ValueTransformer {
-///     var acceptedTypes: JSONTypes { .number }
-///     func value(from json: JSONValue) throws -> Decimal { Decimal(json.int!) / 100 }
-///     func json(from value: Decimal) throws -> JSONValue { .int(NSDecimalNumber(decimal: value * 100).intValue) }
+/// struct CentsTransformer: PocketValueTransformer {
+///     var acceptedTypes: PocketJSONTypes { .number }
+///     func value(from json: PocketJSONValue) throws -> Decimal { Decimal(json.int!) / 100 }
+///     func json(from value: Decimal) throws -> PocketJSONValue { .int(NSDecimalNumber(decimal: value * 100).intValue) }
 /// }
 /// registry.register(CentsTransformer(), for: "{cents}")
 /// ```

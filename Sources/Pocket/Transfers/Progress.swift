@@ -73,7 +73,7 @@ public struct PocketTransferProgress: Sendable, Hashable, CustomStringConvertibl
 ///     print(p.percent.map { "\($0)%" } ?? "\(p.bytes) bytes")
 /// })
 ///
-/// let (updates, handler) = ProgressHandler.stream()
+/// let (updates, handler) = PocketProgressHandler.stream()
 /// async let response = client.send(request, progress: handler)
 /// for await p in updates { print(p) }   // ends when the request does
 /// ```
