@@ -49,6 +49,7 @@ check: wording dag $(TESTS) $(BENCH_TOOLS)
 
 wording:
 	@scripts/check-wording.sh
+	@scripts/check-doc-symbols.sh
 
 dag:
 	@CLANG=$(CLANG) scripts/engine-dag.sh

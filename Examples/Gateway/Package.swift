@@ -3,7 +3,7 @@
 // service through Pocket (tracing, metrics and a retry policy on) or
 // through AsyncHTTPClient, or answers by itself (the floor: what
 // Hummingbird alone costs). Measured by scripts/bench-gateway.sh, built and
-// smoke-tested by scripts/ci-extra.sh. A package of its own, so Hummingbird
+// smoke-tested by scripts/ci.sh. A package of its own, so Hummingbird
 // and AsyncHTTPClient never enter Pocket's package graph.
 import Foundation
 import PackageDescription

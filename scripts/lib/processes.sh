@@ -19,7 +19,7 @@
 #   leftovers_guard NAME  exports a fresh POCKET_TEST_RUN and, at exit
 #                         (whatever the outcome), reports the processes that
 #                         still carry it, stops them by PID and fails (test.sh,
-#                         ci-extra.sh)
+#                         ci.sh)
 
 spawn_bg() {
   ( trap - INT QUIT TERM HUP; exec "$@" ) &
