@@ -4,7 +4,7 @@
  * DNS results), run timers, poll. The top of the engine's DAG: it calls the
  * request, the connection, the pool, DNS, TLS and the loop; none of them
  * calls back here (docs/ENGINE.md, "Layers"). */
-#include "pk_internal.h"
+#include "pk_conn.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -5,7 +5,7 @@
  * its caller and takes it back). It opens, closes and writes nothing.
  * Idle sockets stay registered with epoll, so a connection the server closed
  * is dropped when its EOF arrives, not discovered by a failed reuse. */
-#include "pk_internal.h"
+#include "pk_conn.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * (on_done). It calls the loop (timers, buffers), the inflater and the
  * request writer; never a connection or the pool: those act on what it
  * decides (docs/ENGINE.md, "Layers"). */
-#include "pk_internal.h"
+#include "pk_request.h"
 
 #include <errno.h>
 #include <string.h>
