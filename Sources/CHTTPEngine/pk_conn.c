@@ -93,13 +93,23 @@ void pk__conn_deadline(pk__loop *loop, pk__timer *t) {
 static void conn_event(pk__loop *loop, pk__io *io, uint32_t events);
 static const pk__conn_up up;
 
-/* An idle connection past its lifetime closes (the pool armed the timer). */
+static void act(pk__loop *loop, pk__pool_decision d);
+
+/* Tells the origin's pool an event and acts on its decision. */
+static void pool_event(pk__loop *loop, pk__origin *o, pk__pool_event ev) {
+  pk__pool_limits lim = {
+      .cap = loop->eng->cfg.max_conns_per_origin,
+      .idle_timeout_ns = (uint64_t)loop->eng->cfg.idle_timeout_ms * 1000000u,
+      .stopping = loop->stopping_local,
+  };
+  ev.now = loop->now;
+  act(loop, pk__pool_decide(&o->pool, &lim, &ev));
+}
+
+/* An idle connection's timer: the pool says whether it expired. */
 static void idle_timer_fire(pk__loop *loop, pk__timer *t) {
   pk__conn *conn = PK_CONTAINER_OF(t, pk__conn, idle_timer);
-  if (conn->state != PK_CONN_IDLE) return;
-  uint64_t expiry = conn->idle_since + (uint64_t)loop->eng->cfg.idle_timeout_ms * 1000000u;
-  if (expiry > loop->now) pk__timer_arm(loop, t, expiry);
-  else pk__conn_close(loop, conn);
+  pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_TIMEOUT, .entry = &conn->pool});
 }
 
 static pk__conn *conn_alloc(pk__loop *loop, pk__origin *origin) {
@@ -151,8 +161,8 @@ static void open_for(pk__loop *loop, pk__req *req) {
   }
   pk__conn *conn = conn_alloc(loop, req->origin);
   if (!conn) {
-    pk__pool_unreserve(loop, req->origin);
     pk__req_finish(loop, req, PK_E_NOMEM, 0);
+    pool_event(loop, req->origin, (pk__pool_event){.kind = PK_POOL_CLOSE}); /* the slot back */
     return;
   }
   attach(req, conn);
@@ -171,37 +181,73 @@ static bool conn_gone(const pk__conn *conn) {
 }
 
 void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh) {
-  pk__pool_action action;
-  pk__conn *conn = NULL;
-  if (pk__pool_acquire(loop, req, fresh, &action, &conn) != 0) {
+  pk__origin *o = req->origin ? req->origin : pk__origin_get(loop, req);
+  if (!o) {
     pk__req_finish(loop, req, PK_E_NOMEM, 0);
     return;
   }
-  switch (action) {
-  case PK_POOL_REUSE:
-    /* Out of epoll since a submitter's wait (pk__conn_wait_inline), it was
-     * not watched for the server's close: a request the engine may not
-     * send twice looks first. */
-    if (conn->disarmed && !req->idempotent && conn_gone(conn)) {
-      pk__conn_close(loop, conn);
-      pk__conn_dispatch(loop, req, false);
-      return;
-    }
-    run_on(loop, req, conn);
+  req->origin = o;
+  pool_event(loop, o, (pk__pool_event){.kind = PK_POOL_ACQUIRE, .waiter = &req->link, .fresh = fresh});
+}
+
+/* A pooled connection leaves the idle list for a request. */
+static void unpark(pk__loop *loop, pk__conn *conn) {
+  conn->state = PK_CONN_ACTIVE;
+  atomic_fetch_sub_explicit(&loop->st_idle, 1, memory_order_relaxed);
+}
+
+/* The pool put the connection in its idle list: it holds no buffer there,
+ * and its timer closes it after the idle timeout. */
+static void park(pk__loop *loop, pk__conn *conn, uint64_t expiry) {
+  if (conn->rbuf) {
+    pk__rbuf_put(loop, conn->rbuf, conn->rcap);
+    conn->rbuf = NULL;
+    conn->rcap = conn->rlen = 0;
+  }
+  conn->state = PK_CONN_IDLE;
+  atomic_fetch_add_explicit(&loop->st_idle, 1, memory_order_relaxed);
+  if (!pk__timer_armed(&conn->idle_timer)) pk__timer_arm(loop, &conn->idle_timer, expiry);
+}
+
+/* An idle connection taken for `req`. Out of epoll since a submitter's
+ * wait (pk__conn_wait_inline), it was not watched for the server's close:
+ * a request the engine may not send twice looks first. */
+static void reuse(pk__loop *loop, pk__conn *conn, pk__req *req) {
+  unpark(loop, conn);
+  if (conn->disarmed && !req->idempotent && conn_gone(conn)) {
+    pk__conn_close(loop, conn);
+    pk__conn_dispatch(loop, req, false);
     return;
+  }
+  run_on(loop, req, conn);
+}
+
+/* The pool decided; the connection acts. */
+static void act(pk__loop *loop, pk__pool_decision d) {
+  pk__conn *conn = d.entry ? PK_CONTAINER_OF(d.entry, pk__conn, pool) : NULL;
+  pk__req *req = d.waiter ? PK_CONTAINER_OF(d.waiter, pk__req, link) : NULL;
+  switch (d.action) {
+  case PK_POOL_NOTHING: return;
+  case PK_POOL_REUSE: reuse(loop, conn, req); return;
   case PK_POOL_OPEN: open_for(loop, req); return;
-  case PK_POOL_WAIT: return;
+  case PK_POOL_WAIT: pk__req_set_state(req, PK_REQ_WAITING); return;
+  case PK_POOL_PARK: park(loop, conn, d.at); return;
+  case PK_POOL_HAND_OVER: run_on(loop, req, conn); return;
+  case PK_POOL_CLOSE_IT:
+    if (req) pk__req_set_state(req, PK_REQ_WAITING); /* queued; the close gives it the slot */
+    pk__conn_close(loop, conn);
+    return;
+  case PK_POOL_REARM: pk__timer_arm(loop, &conn->idle_timer, d.at); return;
   }
 }
 
-/* After a clean response: the next waiter of the origin runs on it now,
- * else the pool parks it. */
+/* After a clean response: the pool hands the connection to its next
+ * waiter, or parks it. */
 static void release(pk__loop *loop, pk__conn *conn) {
   conn->req = NULL;
   conn->woff = 0;
   conn->want_write = 0;
-  pk__req *next = pk__pool_release(loop, conn);
-  if (next) run_on(loop, next, conn);
+  pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_RELEASE, .entry = &conn->pool});
 }
 
 void pk__conn_close(pk__loop *loop, pk__conn *conn) {
@@ -236,7 +282,8 @@ void pk__conn_close(pk__loop *loop, pk__conn *conn) {
     pk__tls_free(conn->tls, conn->state == PK_CONN_IDLE || (conn->clean && !conn->req));
     conn->tls = NULL;
   }
-  if (conn->fd >= 0) {
+  bool had_fd = conn->fd >= 0;
+  if (had_fd) {
     /* close() also removes it from the epoll set (we never dup it). */
     close(conn->fd);
     conn->fd = -1;
@@ -245,15 +292,15 @@ void pk__conn_close(pk__loop *loop, pk__conn *conn) {
     pk__rbuf_put(loop, conn->rbuf, conn->rcap);
     conn->rbuf = NULL;
   }
-  /* Out of the pool (idle list, slot); a waiter may get the slot. */
-  pk__req *next = pk__pool_forget(loop, conn);
+  if (conn->state == PK_CONN_IDLE) atomic_fetch_sub_explicit(&loop->st_idle, 1, memory_order_relaxed);
   conn->state = PK_CONN_CLOSED;
   conn->req = NULL;
   loop->open_conns--;
   atomic_fetch_add_explicit(&loop->st_closed, 1, memory_order_relaxed);
   conn->next_free = loop->dead_conns;
   loop->dead_conns = conn;
-  if (next) open_for(loop, next);
+  /* Out of the pool (idle list, slot): a waiter may get the slot. */
+  pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_CLOSE, .entry = &conn->pool, .descriptor = had_fd});
 }
 
 /* Closed structs wait for the end of the batch (an event later in the same
@@ -310,14 +357,20 @@ static void complete(pk__loop *loop, pk__conn *conn) {
   else pk__conn_close(loop, conn);
 }
 
-/* An idle TLS connection became readable: TLS 1.3 session tickets arrive
- * like this and leave it fit for reuse; application data or a close do not. */
-static void idle_tls_event(pk__loop *loop, pk__conn *conn) {
+/* Whether the server closed an idle connection (or sent bytes nobody asked
+ * for: it cannot be reused either). TLS 1.3 session tickets arrive like
+ * this on an idle TLS connection and leave it fit for reuse. A readable
+ * event may be stale: one the loop took from epoll_wait for an answer that
+ * a submitter's wait then read (pk__conn_wait_inline); only a socket that
+ * is readable now counts. */
+static bool idle_closed(pk__conn *conn, uint32_t events) {
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) return true;
+  if (!(events & EPOLLIN)) return false;
+  if (!conn->tls) return conn_gone(conn);
   char c;
   int detail = 0;
   size_t n;
-  if (pk__tls_read(conn->tls, &c, 1, &n, &detail) == PK__TLS_WANT_READ) return; /* a ticket or other handshake message: still fit */
-  pk__conn_close(loop, conn);
+  return pk__tls_read(conn->tls, &c, 1, &n, &detail) != PK__TLS_WANT_READ;
 }
 
 /* The connection's handler: the loop calls it through conn->io. */
@@ -336,15 +389,8 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events) {
   case PK_CONN_IDLE:
     /* An idle connection that becomes readable was closed by the server or
      * sent bytes nobody asked for; either way it cannot be reused. */
-    if (conn->tls && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && (events & EPOLLIN)) {
-      idle_tls_event(loop, conn);
-      return;
-    }
-    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) pk__conn_close(loop, conn);
-    /* A readable event may be stale: one the loop took from epoll_wait for
-     * an answer that a submitter's wait then read (pk__conn_wait_inline).
-     * Only a socket that is readable now is a reason to close. */
-    else if ((events & EPOLLIN) && conn_gone(conn)) pk__conn_close(loop, conn);
+    if (idle_closed(conn, events))
+      pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_SERVER_CLOSED, .entry = &conn->pool});
     return;
   case PK_CONN_ACTIVE:
     if ((events & (conn->tls ? (EPOLLOUT | EPOLLIN) : EPOLLOUT)) && conn->want_write) {

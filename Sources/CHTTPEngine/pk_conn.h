@@ -54,9 +54,8 @@ struct pk__conn {
   struct pk__loop *loop;
   pk__origin *origin;
   pk__req *req;
-  pk__link link;              /* origin idle list (the pool's) */
+  pk__pool_entry pool;        /* the pool's record of it (its idle list, since when); only pk_pool.c writes it */
   pk__timer idle_timer;
-  uint64_t idle_since;
   const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
   /* the race (pk_conn.c): addresses in the order tried, families interleaved */
   uint8_t order[PK_DNS_MAX_ADDRS];
@@ -85,10 +84,9 @@ struct pk__origin {
   uint32_t tls_id;           /* TLS settings the connections were made with */
   uint8_t route;             /* pk__route */
   uint16_t connect_port;     /* the origin's port, or the proxy's */
-  uint32_t conns;            /* open + connecting */
   void *tls_session;         /* last resumable TLS session (https origins) */
-  pk__link idle;             /* LIFO: most recently used first */
-  pk__link waiters;          /* requests waiting for a connection (FIFO) */
+  pk__pool pool;             /* its connections and waiters (pk_pool.c decides) */
+  pk__link short_link;       /* in the loop's list while pool.fd_short: waiting for a descriptor */
   size_t host_len;
   size_t route_len;          /* the route's bytes follow the host's NUL in host[] */
   size_t auth_len;           /* tunnel: Proxy-Authorization, after the route's NUL */
@@ -155,6 +153,14 @@ void pk__conn_connect(pk__loop *loop, pk__conn *conn);       /* resolve (or the 
 void pk__conn_connect_event(pk__loop *loop, pk__conn *conn); /* the socket of a connect in progress reported */
 void pk__conn_secure(pk__loop *loop, pk__conn *conn);        /* https: TLS on the socket; else advance */
 void pk__conn_handshake(pk__loop *loop, pk__conn *conn);     /* the TLS handshake's next step */
+
+/* pk_origin.c: the loop's table of origins, keyed by what a connection
+ * must share to be reused (scheme, host, port, TLS settings, route) */
+pk__origin *pk__origin_get(pk__loop *loop, pk__req *req); /* finds or makes req's; NULL: out of memory */
+bool pk__origin_has_idle(pk__loop *loop, pk__req *req);   /* and notes the origin in req */
+pk__conn *pk__origin_any_idle(pk__loop *loop);            /* for shutdown, and to free a descriptor */
+pk__origin *pk__origin_short(pk__loop *loop);             /* the first waiting for a descriptor, or NULL */
+void pk__origins_free(pk__loop *loop);
 
 /* pk_conn.c: acts on the pool's decisions */
 void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh); /* pool decision, then act */

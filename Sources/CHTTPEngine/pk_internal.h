@@ -143,6 +143,8 @@ typedef struct pk__loop {
   char *bigbuf;               /* one free PK_BIGBUF_SIZE buffer */
   uint32_t rbufs_len, rbufs_cap;
   pk__origin *origins[PK_ORIGIN_BUCKETS];
+  pk__link short_origins;     /* origins whose waiters wait for a descriptor (EMFILE/ENFILE) */
+  pk__timer fd_timer;         /* while any does: try again, for descriptors freed outside this loop */
   pk__dns_cache dns;
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */

@@ -18,10 +18,6 @@ const char *const pk__req_state_names[PK__REQ_STATES] = {
     [PK_REQ_CONNECTING] = "connecting", [PK_REQ_ACTIVE] = "active", [PK_REQ_DONE] = "done",
 };
 
-#ifdef PK_STATE_CHECKS
-#include <stdio.h>
-#include <stdlib.h>
-
 /* legal[from] has bit `to` set for every change the engine may make. */
 #define B(s) (1u << (s))
 static const unsigned legal[PK__REQ_STATES] = {
@@ -36,8 +32,16 @@ static const unsigned legal[PK__REQ_STATES] = {
 };
 #undef B
 
+bool pk__req_state_legal(unsigned from, unsigned to) {
+  return from < PK__REQ_STATES && to < PK__REQ_STATES && (legal[from] & (1u << to));
+}
+
+#ifdef PK_STATE_CHECKS
+#include <stdio.h>
+#include <stdlib.h>
+
 void pk__req_state_check(const pk__req *req, enum pk__req_state to) {
-  if (req->state < PK__REQ_STATES && (legal[req->state] & (1u << to))) return;
+  if (pk__req_state_legal(req->state, to)) return;
   fprintf(stderr, "pocket engine: request %p: illegal state change %s -> %s\n", (const void *)req,
           req->state < PK__REQ_STATES ? pk__req_state_names[req->state] : "?", pk__req_state_names[to]);
   abort();

@@ -127,6 +127,8 @@ void pk__body_load_segment(pk__req *req);
 
 /* pk_request.c: a request's life */
 extern const char *const pk__req_state_names[PK__REQ_STATES];
+/* Whether the table of legal changes has from -> to. */
+bool pk__req_state_legal(unsigned from, unsigned to);
 #ifdef PK_STATE_CHECKS
 void pk__req_state_check(const pk__req *req, enum pk__req_state to); /* aborts on an illegal change */
 #endif
