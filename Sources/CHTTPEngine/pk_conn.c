@@ -32,8 +32,14 @@ static void charge_wire(pk__conn *conn, pk__req *req) {
 
 /* -------------------------------------------------------------- failure */
 
+static void no_descriptor(pk__loop *loop, pk__conn *conn, pk__req *req, int sys_errno);
+
 void pk__conn_fail(pk__loop *loop, pk__conn *conn, pk_error err, int sys_errno) {
   pk__req *req = conn->req;
+  if (req && err == PK_E_SOCKET && (sys_errno == EMFILE || sys_errno == ENFILE) && conn->fd < 0) {
+    no_descriptor(loop, conn, req, sys_errno);
+    return;
+  }
   if (req) charge_wire(conn, req);
   conn->req = NULL;
   pk__conn_close(loop, conn);
@@ -94,16 +100,20 @@ static void conn_event(pk__loop *loop, pk__io *io, uint32_t events);
 static const pk__conn_up up;
 
 static void act(pk__loop *loop, pk__pool_decision d);
+static void sync_short(pk__loop *loop, pk__origin *o);
 
-/* Tells the origin's pool an event and acts on its decision. */
-static void pool_event(pk__loop *loop, pk__origin *o, pk__pool_event ev) {
+/* Tells the origin's pool an event and acts on its decision (returned). */
+static pk__pool_action pool_event(pk__loop *loop, pk__origin *o, pk__pool_event ev) {
   pk__pool_limits lim = {
       .cap = loop->eng->cfg.max_conns_per_origin,
       .idle_timeout_ns = (uint64_t)loop->eng->cfg.idle_timeout_ms * 1000000u,
       .stopping = loop->stopping_local,
   };
   ev.now = loop->now;
-  act(loop, pk__pool_decide(&o->pool, &lim, &ev));
+  pk__pool_decision d = pk__pool_decide(&o->pool, &lim, &ev);
+  act(loop, d);
+  sync_short(loop, o);
+  return d.action;
 }
 
 /* An idle connection's timer: the pool says whether it expired. */
@@ -165,10 +175,13 @@ static void open_for(pk__loop *loop, pk__req *req) {
     pool_event(loop, req->origin, (pk__pool_event){.kind = PK_POOL_CLOSE}); /* the slot back */
     return;
   }
+  pk__origin *o = req->origin;
   attach(req, conn);
   req->conn_reused = 0;
   pk__req_set_state(req, PK_REQ_CONNECTING);
   pk__conn_connect(loop, conn);
+  /* After a descriptor shortage, the next waiter may open one too. */
+  if (!pk__list_empty(&o->pool.waiters)) pool_event(loop, o, (pk__pool_event){.kind = PK_POOL_OPENED});
 }
 
 /* Has the server closed (or written to) a pooled connection nobody
@@ -231,7 +244,11 @@ static void act(pk__loop *loop, pk__pool_decision d) {
   case PK_POOL_REUSE: reuse(loop, conn, req); return;
   case PK_POOL_OPEN: open_for(loop, req); return;
   case PK_POOL_WAIT: pk__req_set_state(req, PK_REQ_WAITING); return;
-  case PK_POOL_PARK: park(loop, conn, d.at); return;
+  case PK_POOL_PARK:
+    /* A loop waits for a descriptor: this one is freed for it, not kept idle. */
+    if (atomic_load_explicit(&loop->eng->fd_waiting, memory_order_relaxed)) pk__conn_close(loop, conn);
+    else park(loop, conn, d.at);
+    return;
   case PK_POOL_HAND_OVER: run_on(loop, req, conn); return;
   case PK_POOL_CLOSE_IT:
     if (req) pk__req_set_state(req, PK_REQ_WAITING); /* queued; the close gives it the slot */
@@ -250,7 +267,10 @@ static void release(pk__loop *loop, pk__conn *conn) {
   pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_RELEASE, .entry = &conn->pool});
 }
 
-void pk__conn_close(pk__loop *loop, pk__conn *conn) {
+/* Closes the connection; `tell_pool`: and frees its slot in the pool (a
+ * waiter may get it; a descriptor it held goes to an origin that waits for
+ * one). */
+static void conn_close(pk__loop *loop, pk__conn *conn, bool tell_pool) {
   if (conn->state == PK_CONN_CLOSED) return;
   /* A head still queued on the ring is sent (or cancelled) before its
    * buffer and descriptor go: a descriptor number is reused at once. */
@@ -299,8 +319,83 @@ void pk__conn_close(pk__loop *loop, pk__conn *conn) {
   atomic_fetch_add_explicit(&loop->st_closed, 1, memory_order_relaxed);
   conn->next_free = loop->dead_conns;
   loop->dead_conns = conn;
+  if (!tell_pool) return;
   /* Out of the pool (idle list, slot): a waiter may get the slot. */
-  pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_CLOSE, .entry = &conn->pool, .descriptor = had_fd});
+  pk__pool_action a =
+      pool_event(loop, conn->origin, (pk__pool_event){.kind = PK_POOL_CLOSE, .entry = &conn->pool, .descriptor = had_fd});
+  pk__origin *shorted = pk__origin_short(loop);
+  if (had_fd && a != PK_POOL_OPEN && shorted)
+    pool_event(loop, shorted, (pk__pool_event){.kind = PK_POOL_DESCRIPTOR_FREED});
+}
+
+void pk__conn_close(pk__loop *loop, pk__conn *conn) { conn_close(loop, conn, true); }
+
+/* ------------------------------------------------- the descriptor limit */
+
+#define PK_FD_RETRY_NS (20 * 1000000u)
+
+/* Connections of the whole client (every loop) not yet closed. */
+static uint64_t open_in_client(pk_engine *eng) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < eng->nloops; i++)
+    n += atomic_load_explicit(&eng->loops[i].st_opened, memory_order_relaxed) -
+         atomic_load_explicit(&eng->loops[i].st_closed, memory_order_relaxed);
+  return n;
+}
+
+/* A descriptor may have been freed outside this loop (another loop, the
+ * application): the first origin that waits for one tries again. */
+static void fd_timer_fire(pk__loop *loop, pk__timer *t) {
+  PK_UNUSED(t);
+  pk__origin *o = pk__origin_short(loop);
+  if (o) pool_event(loop, o, (pk__pool_event){.kind = PK_POOL_DESCRIPTOR_FREED});
+  if (pk__origin_short(loop) && !pk__timer_armed(&loop->fd_timer))
+    pk__timer_arm(loop, &loop->fd_timer, loop->now + PK_FD_RETRY_NS);
+}
+
+/* Keeps the loop's list of origins that wait for a descriptor (and the
+ * client's count of loops that have one) in step with the origin's pool. */
+static void sync_short(pk__loop *loop, pk__origin *o) {
+  bool waits = o->pool.fd_short && !pk__list_empty(&o->pool.waiters);
+  if (waits == pk__linked(&o->short_link)) return;
+  bool was_empty = pk__list_empty(&loop->short_origins);
+  if (waits) {
+    pk__list_push_back(&loop->short_origins, &o->short_link);
+    loop->fd_timer.fire = fd_timer_fire;
+    if (!pk__timer_armed(&loop->fd_timer)) pk__timer_arm(loop, &loop->fd_timer, loop->now + PK_FD_RETRY_NS);
+  } else {
+    pk__list_remove(&o->short_link);
+  }
+  bool empty = pk__list_empty(&loop->short_origins);
+  if (was_empty && !empty) atomic_fetch_add_explicit(&loop->eng->fd_waiting, 1, memory_order_relaxed);
+  if (!was_empty && empty) atomic_fetch_sub_explicit(&loop->eng->fd_waiting, 1, memory_order_relaxed);
+}
+
+/* socket() found the descriptor limit (EMFILE, ENFILE) for the connection
+ * opened for `req`. While another connection of this client is open, a
+ * descriptor will be released (a request ends on it, it idles out, or an
+ * idle one is closed now to make room): the request waits in its origin's
+ * queue, first in line, within its timeouts. With none open, nothing can
+ * free one: it fails, and so do the origin's other waiters, which wait for
+ * a descriptor too. */
+static void no_descriptor(pk__loop *loop, pk__conn *conn, pk__req *req, int sys_errno) {
+  pk__origin *o = conn->origin;
+  conn->req = NULL;
+  req->conn = NULL;
+  conn_close(loop, conn, false); /* its slot goes back with the pool's event */
+  pk__pool_action a = pool_event(loop, o, (pk__pool_event){.kind = PK_POOL_NO_DESCRIPTOR, .waiter = &req->link});
+  if (open_in_client(loop->eng) == 0) {
+    while (!pk__list_empty(&o->pool.waiters)) {
+      pk__req *w = PK_CONTAINER_OF(o->pool.waiters.next, pk__req, link);
+      pk__req_finish(loop, w, PK_E_TOO_MANY_OPEN_FILES, sys_errno); /* unlinks it */
+    }
+    sync_short(loop, o);
+    return;
+  }
+  /* Another origin's idle connection makes room (this origin's own were
+   * closed by the pool's decision). */
+  pk__conn *idle = a == PK_POOL_WAIT ? pk__origin_any_idle(loop) : NULL;
+  if (idle) pk__conn_close(loop, idle);
 }
 
 /* Closed structs wait for the end of the batch (an event later in the same

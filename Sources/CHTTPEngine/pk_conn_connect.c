@@ -77,12 +77,14 @@ static void connected(pk__loop *loop, pk__conn *conn) {
 /* Makes a socket for `addr` (socket(2), or the config's open_socket hook),
  * nonblocking and registered with `io`, in *fd, then connect(2)s it.
  * Returns 1: connected (always so from the hook); 0: in progress; 2: the
- * attempt failed (errno set, the socket closed, *fd -1); -1: the connection
- * was failed here (no socket). */
+ * attempt failed (errno set, the socket closed, *fd -1; also an overlapping
+ * attempt that found the descriptor limit); -1: the connection was failed
+ * here (no socket: PK_E_SOCKET with errno, EMFILE/ENFILE at the limit). */
 static int open_fd(pk__loop *loop, pk__conn *conn, pk__io *io, int *fd_out, const struct sockaddr *addr, socklen_t len) {
   const pk_engine_config *cfg = &loop->eng->cfg;
   int fd = cfg->open_socket ? cfg->open_socket(cfg->open_socket_ctx, addr, (unsigned)len)
                             : socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 && io != &conn->io && (errno == EMFILE || errno == ENFILE)) return 2; /* an overlap: the race goes on */
   if (fd < 0) {
     pk__conn_up_fail(loop, conn, PK_E_SOCKET, errno);
     return -1;

@@ -176,6 +176,7 @@ struct pk_engine {
   pk__tls_ctx *tls_extra[PK_MAX_TLS_CONFIGS]; /* ids 1..: per-request settings */
   _Atomic uint32_t tls_count; /* extra contexts published (release) */
   pthread_mutex_t tls_lock;   /* serialises pk_engine_add_tls */
+  _Atomic uint32_t fd_waiting; /* loops with requests waiting for a descriptor (pk_conn.c) */
 };
 
 /* ------------------------------------------------------------ functions */

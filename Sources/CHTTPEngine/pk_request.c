@@ -25,7 +25,8 @@ static const unsigned legal[PK__REQ_STATES] = {
     /* QUEUED -> FREE: submit raced a shutdown, the request never ran */
     [PK_REQ_QUEUED] = B(PK_REQ_WAITING) | B(PK_REQ_CONNECTING) | B(PK_REQ_ACTIVE) | B(PK_REQ_DONE) | B(PK_REQ_FREE),
     [PK_REQ_WAITING] = B(PK_REQ_CONNECTING) | B(PK_REQ_ACTIVE) | B(PK_REQ_DONE),
-    [PK_REQ_CONNECTING] = B(PK_REQ_ACTIVE) | B(PK_REQ_DONE),
+    /* CONNECTING -> WAITING: no descriptor for its socket; back in its origin's queue */
+    [PK_REQ_CONNECTING] = B(PK_REQ_ACTIVE) | B(PK_REQ_WAITING) | B(PK_REQ_DONE),
     /* ACTIVE -> QUEUED: the retry-once rule; ACTIVE -> ACTIVE: the next exchange */
     [PK_REQ_ACTIVE] = B(PK_REQ_ACTIVE) | B(PK_REQ_QUEUED) | B(PK_REQ_DONE),
     [PK_REQ_DONE] = B(PK_REQ_FREE),
