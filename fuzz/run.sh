@@ -36,7 +36,7 @@ SOURCES_inflate="pk_inflate.c pk_error.c"
 SOURCES_chunked="pk_h1_parse.c pk_error.c"
 SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
 SOURCES_pool="pk_pool.c pk_error.c"
-SOURCES_engine="pk_conn.c pk_conn_connect.c pk_conn_read.c pk_conn_tunnel.c pk_conn_write.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_origin.c pk_pool.c pk_request.c pk_tls.c"
+SOURCES_engine="pk_conn.c pk_conn_connect.c pk_conn_read.c pk_conn_tunnel.c pk_conn_wait.c pk_conn_write.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_origin.c pk_pool.c pk_request.c pk_tls.c"
 TARGETS="h1_parse chunked inflate h1_write pool engine multipart schema"
 # Swift targets: the executable in fuzz/swift, and the Pocket sources its
 # coverage is reported for.

@@ -3,7 +3,7 @@
 # "Layers"): compiles each Sources/CHTTPEngine/*.c alone, lists per file the
 # pk_/pk__ symbols it uses that another file defines, and fails on a cycle
 # (tsort) or on an edge the layering forbids: a leaf calling up, or a step
-# of a connection (pk_conn_connect, _tunnel, _read, _write) calling the
+# of a connection (pk_conn_connect, _tunnel, _read, _write, _wait) calling the
 # connection's top (pk_conn.c), the pool or the engine: a step reports up
 # through conn->up (pk_conn.h).
 #
@@ -50,7 +50,7 @@ for leaf in pk_dns pk_tls pk_h1_parse pk_inflate pk_error pk_loop pk_pool; do
   fi
 done
 # The connection's steps call down only.
-for step in pk_conn_connect pk_conn_tunnel pk_conn_read pk_conn_write; do
+for step in pk_conn_connect pk_conn_tunnel pk_conn_read pk_conn_write pk_conn_wait; do
   bad=$(printf '%s' "$edges" | awk -v s="$step" '$1 == s && ($2 == "pk_conn" || $2 == "pk_pool" || $2 == "pk_engine") {print $2}' | tr '\n' ' ')
   if [ -n "$bad" ]; then
     echo "engine-dag: $step is a step of a connection but calls up: $bad" >&2

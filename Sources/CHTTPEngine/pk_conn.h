@@ -104,9 +104,10 @@ static inline const char *pk__origin_auth(const pk__origin *o) { return pk__orig
  * the steps are pk_conn_connect.c (resolve, the happy-eyeballs race, Unix
  * sockets, the TLS handshake), pk_conn_tunnel.c (CONNECT through a proxy),
  * pk_conn_read.c (reading and framing the response) and pk_conn_write.c
- * (writing the request). A step calls the steps below it by name and
- * reports up through conn->up, the table pk_conn.c gives each connection
- * (the loop's pk__io handler has the same shape): the files stay a DAG. */
+ * (writing the request); pk_conn_wait.c runs a submitter's wait. A step
+ * calls the steps below it by name and reports up through conn->up, the
+ * table pk_conn.c gives each connection (the loop's pk__io handler has the
+ * same shape): the files stay a DAG. */
 
 /* What a step reports up (pk_conn.c's functions). */
 typedef struct pk__conn_up {
@@ -170,17 +171,18 @@ void pk__conn_deadline(pk__loop *loop, pk__timer *t); /* a request's timer fired
 void pk__conn_recycle_dead(pk__loop *loop);
 void pk__conn_free_all(pk__loop *loop);
 
-/* The direct pass's wait (pk_conn.c): the submitting thread, holding the
+/* pk_conn_wait.c: the direct pass's wait: the submitting thread, holding the
  * sleeping loop's pass_lock, waits up to wait_ns for `req`'s answer on its
  * socket and handles it there. */
 int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wait_ns);
 #define PK__WAIT_SKIPPED (-1)  /* not a request it waits for (a body to send, a blocked write) */
 #define PK__WAIT_ANSWERED 0    /* handled here, or handed back early (the loop has work) */
 #define PK__WAIT_TIMED_OUT 1   /* nothing came in time: the loop has it now */
-/* Loop thread, awake: the connection a wait left out of epoll goes back in,
- * and the connections a direct pass needed are opened. */
-void pk__conn_rearm_disarmed(pk__loop *loop);
-/* Only the first half: the connection a wait left out of epoll goes back in. */
+/* Only the first half of pk__conn_rearm_disarmed (pk_conn.c): the
+ * connection a wait left out of epoll goes back in. */
 void pk__conn_arm_disarmed(pk__loop *loop);
+/* pk_conn.c. Loop thread, awake: the connection a wait left out of epoll
+ * goes back in, and the connections a direct pass needed are opened. */
+void pk__conn_rearm_disarmed(pk__loop *loop);
 
 #endif
