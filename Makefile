@@ -26,6 +26,9 @@ ENGINE_HDR := $(wildcard $(ENGINE)/*.h $(ENGINE)/include/*.h)
 # connection, the pool, the request or the loop. A call into those would
 # fail this link.
 LEAF_SRC := $(ENGINE)/pk_dns.c $(ENGINE)/pk_tls.c $(ENGINE)/pk_error.c
+# The pool decides without touching a connection: its test links it with
+# the allocation wrapper alone.
+POOL_SRC := $(ENGINE)/pk_pool.c $(ENGINE)/pk_error.c
 TESTS := $(patsubst ctests/c/%.c,$(OUT)/%,$(wildcard ctests/c/test_*.c))
 CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -DPK_STATE_CHECKS -Wall -Wextra -Werror \
   -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
@@ -57,6 +60,10 @@ dag:
 $(OUT)/test_leaves: ctests/c/test_leaves.c ctests/c/check.h $(LEAF_SRC) $(ENGINE_HDR)
 	@mkdir -p $(OUT)
 	$(CLANG) $(CFLAGS) $< $(LEAF_SRC) -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(OUT)/test_pool: ctests/c/test_pool.c ctests/c/check.h $(POOL_SRC) $(ENGINE_HDR)
+	@mkdir -p $(OUT)
+	$(CLANG) $(CFLAGS) $< $(POOL_SRC) -o $@ $(LDFLAGS)
 
 $(OUT)/%: ctests/c/%.c ctests/c/server.c ctests/c/check.h ctests/c/calls.h $(ENGINE_SRC) $(ENGINE_HDR)
 	@mkdir -p $(OUT)

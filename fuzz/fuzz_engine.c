@@ -21,6 +21,11 @@
  *           bit 5    cancel the request from its first on_body
  *           bit 6    a second GET follows on the same client (a pooled or
  *                    new connection; the server answers it correctly)
+ *           bit 7    fault: the first socket the engine asks for fails with
+ *                    EMFILE (the descriptor limit): the request waits for a
+ *                    connection or a descriptor (the engine tries again), or,
+ *                    with no connection of the client open, fails with
+ *                    PK_E_TOO_MANY_OPEN_FILES
  *   byte 2 bit 0     max_body_bytes 16 for this request
  *          bit 1     the body goes to a sink file (a memfd) ...
  *          bit 2     ... unless on_head diverts it to on_body
@@ -141,10 +146,16 @@ out:
 
 /* The engine's open_socket hook: a socketpair whose other end a new server
  * thread serves. Runs on the loop thread. */
+static _Atomic int emfile_once; /* the next open_pair fails with EMFILE */
+
 static int open_pair(void *ctx, const void *addr, unsigned addr_len) {
   (void)ctx;
   (void)addr;
   (void)addr_len;
+  if (atomic_exchange(&emfile_once, 0)) {
+    errno = EMFILE;
+    return -1;
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return -1;
   pthread_mutex_lock(&srv_lock);
@@ -408,8 +419,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const methods[] = {"GET", "HEAD", "POST", "POST"};
   int m = opt & 3;
   pk_engine *eng = engines[(opt >> 2) & 1];
+  atomic_store(&emfile_once, (opt & 128) != 0);
   run(eng, methods[m], m >= 2, m == 3, (opt >> 4) & 1, (opt >> 5) & 1, data[2]);
   if (opt & 64) run(eng, "GET", 0, 0, 0, 0, 0);
+  atomic_store(&emfile_once, 0);
 
   /* The input's bytes are gone after return: no server thread may use them. */
   pthread_mutex_lock(&srv_lock);

@@ -18,7 +18,7 @@
  *     minus leading and trailing SP/HTAB (which are not part of a field
  *     value, RFC 9110 §5.5), then the engine's framing and Expect fields.
  */
-#include "pk_internal.h"
+#include "pk_request.h"
 
 #include <stdio.h>
 #include <stdlib.h>

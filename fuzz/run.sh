@@ -11,7 +11,8 @@
 #   fuzz/run.sh list              the targets' names
 #
 # Targets: h1_parse (response head parser), chunked (chunked decoder),
-# inflate (gzip/deflate), h1_write (request writer), engine (the whole
+# inflate (gzip/deflate), h1_write (request writer), pool (the pool's
+# decision function, random event sequences, its invariants), engine (the whole
 # engine against a socketpair server fed the input as its response); in Swift:
 # multipart (the multipart/form-data encoder) and schema (JSON parser and
 # writer, schema validator).
@@ -34,8 +35,9 @@ SOURCES_h1_parse="pk_h1_parse.c pk_error.c"
 SOURCES_inflate="pk_inflate.c pk_error.c"
 SOURCES_chunked="pk_h1_parse.c pk_error.c"
 SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
-SOURCES_engine="pk_conn.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_pool.c pk_request.c pk_tls.c"
-TARGETS="h1_parse chunked inflate h1_write engine multipart schema"
+SOURCES_pool="pk_pool.c pk_error.c"
+SOURCES_engine="pk_conn.c pk_conn_connect.c pk_conn_read.c pk_conn_tunnel.c pk_conn_wait.c pk_conn_write.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_origin.c pk_pool.c pk_request.c pk_tls.c"
+TARGETS="h1_parse chunked inflate h1_write pool engine multipart schema"
 # Swift targets: the executable in fuzz/swift, and the Pocket sources its
 # coverage is reported for.
 SWIFT_multipart="FuzzMultipart Sources/Pocket/Bodies/MultipartForm+Encoding.swift Sources/Pocket/Bodies/MultipartForm.swift"

@@ -2,7 +2,10 @@
 # Checks that the C engine's files call each other as a DAG (docs/ENGINE.md,
 # "Layers"): compiles each Sources/CHTTPEngine/*.c alone, lists per file the
 # pk_/pk__ symbols it uses that another file defines, and fails on a cycle
-# (tsort) or on an edge the layering forbids (a leaf calling up).
+# (tsort) or on an edge the layering forbids: a leaf calling up, or a step
+# of a connection (pk_conn_connect, _tunnel, _read, _write, _wait) calling the
+# connection's top (pk_conn.c), the pool or the engine: a step reports up
+# through conn->up (pk_conn.h).
 #
 #   scripts/engine-dag.sh          print the edges, fail on a cycle
 #
@@ -36,12 +39,21 @@ for obj in "$out"/*.o; do
   for d in $deps; do edges+="$f $d"$'\n'; done
 done
 
-# Leaves call nothing of the engine but the shared base (pk_error.c).
+# Leaves call nothing of the engine but the shared base (pk_error.c). The
+# pool is one: it decides and never acts (pk_pool.h).
 status=0
-for leaf in pk_dns pk_tls pk_h1_parse pk_inflate pk_error pk_loop; do
+for leaf in pk_dns pk_tls pk_h1_parse pk_inflate pk_error pk_loop pk_pool; do
   bad=$(printf '%s' "$edges" | awk -v l="$leaf" '$1 == l && $2 != "pk_error" {print $2}' | tr '\n' ' ')
   if [ -n "$bad" ]; then
     echo "engine-dag: $leaf must be a leaf but calls: $bad" >&2
+    status=1
+  fi
+done
+# The connection's steps call down only.
+for step in pk_conn_connect pk_conn_tunnel pk_conn_read pk_conn_write pk_conn_wait; do
+  bad=$(printf '%s' "$edges" | awk -v s="$step" '$1 == s && ($2 == "pk_conn" || $2 == "pk_pool" || $2 == "pk_engine") {print $2}' | tr '\n' ' ')
+  if [ -n "$bad" ]; then
+    echo "engine-dag: $step is a step of a connection but calls up: $bad" >&2
     status=1
   fi
 done

@@ -4,7 +4,7 @@
  * DNS results), run timers, poll. The top of the engine's DAG: it calls the
  * request, the connection, the pool, DNS, TLS and the loop; none of them
  * calls back here (docs/ENGINE.md, "Layers"). */
-#include "pk_internal.h"
+#include "pk_conn.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -166,7 +166,7 @@ static void fail_everything(pk__loop *loop) {
     if (req->conn) pk__conn_fail(loop, req->conn, PK_E_SHUTDOWN, 0);
     else pk__req_finish(loop, req, PK_E_SHUTDOWN, 0);
   }
-  for (pk__conn *c; (c = pk__pool_any_idle(loop));) pk__conn_close(loop, c);
+  for (pk__conn *c; (c = pk__origin_any_idle(loop));) pk__conn_close(loop, c);
 }
 
 static void pass_end(pk__loop *loop) {
@@ -339,6 +339,8 @@ static int loop_init(pk_engine *eng, pk__loop *loop, uint32_t index) {
   pthread_mutex_init(&loop->pass_lock, NULL);
   loop->sleep_until = UINT64_MAX;
   pk__list_init(&loop->reqs);
+  pk__list_init(&loop->short_origins);
+  loop->fd_timer.heap_index = PK_TIMER_IDLE;
   pk__dns_cache_init(&loop->dns, eng->resolver, eng->cfg.dns_cache_ttl_ms, dns_wake, loop);
   return pk__loop_open(loop, eng->cfg.io_backend);
 }
@@ -362,7 +364,7 @@ static void loop_free(pk__loop *loop) {
   pk__free(loop->timers.items);
   pk__free(loop->posts);
   pk__free(loop->run_posts);
-  pk__pool_free(loop);
+  pk__origins_free(loop);
   pthread_mutex_destroy(&loop->lock);
   pthread_mutex_destroy(&loop->pass_lock);
 }
@@ -545,7 +547,7 @@ int pk_engine_submit(pk_engine *eng, const pk_request_spec *spec, pk_request_han
      * EPOLLHUP). The loop sleeps with an empty queue and no wake-up
      * pending, so this request is the only submission. */
     if (!eng->cfg.no_direct_submit && !pk__on_loop_thread(eng) && pthread_mutex_trylock(&loop->pass_lock) == 0) {
-      if (pk__list_empty(&loop->reqs) && pk__pool_has_idle(loop, req)) direct = true;
+      if (pk__list_empty(&loop->reqs) && pk__origin_has_idle(loop, req)) direct = true;
       else pthread_mutex_unlock(&loop->pass_lock);
     }
     if (!direct) {

@@ -2,7 +2,7 @@
  * validated before a byte is queued: a CR, LF or NUL smuggled into a method,
  * target, header name or value would let a caller's input split the request,
  * so such a request is refused, never sent. */
-#include "pk_internal.h"
+#include "pk_request.h"
 
 #include <string.h>
 

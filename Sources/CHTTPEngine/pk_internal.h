@@ -1,6 +1,8 @@
-/* Internals shared between the engine's files (prefix pk__). Not installed.
- * Which file may call which is written in docs/ENGINE.md ("Layers") and
- * checked by scripts/engine-dag.sh (make check). */
+/* Internals shared by every mid-level file of the engine (prefix pk__):
+ * timers, I/O registrations, the loop and the engine. The request
+ * (pk_request.h), the pool (pk_pool.h) and the connection (pk_conn.h) have
+ * headers of their own. Not installed. Which file may call which is written
+ * in docs/ENGINE.md ("Layers") and checked by scripts/engine-dag.sh. */
 #ifndef PK_INTERNAL_H
 #define PK_INTERNAL_H
 
@@ -73,207 +75,11 @@ typedef struct pk__send {
   uint8_t direct;             /* finish with send(2): a short ring send is not queued again */
 } pk__send;
 
-/* ------------------------------------------------------------ requests */
+/* ------------------------------------------------------------ elsewhere */
 
-/* A request's life (pk_request.c). Changed only by pk__req_set_state. */
-enum pk__req_state {
-  PK_REQ_FREE = 0,     /* on a free list */
-  PK_REQ_QUEUED,       /* submitted, or sent back by the retry-once rule: not yet dispatched */
-  PK_REQ_WAITING,      /* in an origin's wait queue (the origin is at its cap) */
-  PK_REQ_CONNECTING,   /* on a new connection: DNS, TCP connect, TLS handshake */
-  PK_REQ_ACTIVE,       /* on a ready connection: writing the request, reading the response */
-  PK_REQ_DONE,         /* on_done ran; recycled at the loop's next swap */
-  PK__REQ_STATES
-};
-
-typedef struct pk__origin pk__origin;
-typedef struct pk__conn pk__conn;
-
-typedef struct pk__req {
-  struct pk__req *qnext;      /* submission queue / free list / done list */
-  struct pk__req *cnext;      /* cancel list (under the loop lock) */
-  pk__link link;              /* origin wait queue (the pool's) */
-  pk__link all;               /* loop's list of requests it owns */
-  _Atomic uint64_t id;        /* 0 once done; guards pk_engine_cancel */
-  struct pk__loop *loop;
-  void *ctx;
-  pk__origin *origin;
-  pk__conn *conn;
-  pk__timer timer;
-
-  char *buf;                  /* serialized head, then the host name, then the route's bytes */
-  size_t buf_cap;
-  size_t head_len;
-  size_t host_off, host_len;
-  size_t route_len;           /* bytes after the host: the Unix socket path, addresses or proxy host */
-  size_t auth_len;            /* tunnel: the Proxy-Authorization value after the route's bytes and a NUL */
-  uint16_t proxy_port;
-  uint8_t route;              /* pk__route: how its connections reach the origin */
-  /* request body (pk_body_kind) */
-  const char *body;
-  size_t body_len;
-  uint8_t body_kind;
-  uint8_t body_chunked;
-  uint8_t body_done;          /* every body byte (and the last chunk) is written */
-  uint8_t body_stopped;       /* a final response (or a failed write) ended the upload early */
-  uint8_t expect_wait;        /* head written with Expect: 100-continue; body waits */
-  uint8_t chunk_asked;        /* on_send_more called, no piece yet */
-  uint8_t chunk_last;
-  uint8_t chunk_hdr_len;
-  int body_fd;
-  uint64_t body_offset;
-  uint64_t body_sent;         /* body payload bytes written */
-  uint64_t body_provided;     /* stream: payload bytes handed over so far */
-  const char *chunk;          /* stream: the current piece, borrowed */
-  size_t chunk_len;
-  size_t seg_off;             /* stream: bytes of the current piece's framing+data written */
-  char chunk_hdr[20];         /* "<hex>\r\n" */
-  const pk_body_segment *segs; /* PK_BODY_SEGMENTS, borrowed */
-  size_t nsegs;
-  size_t seg_i;               /* the segment being written (nsegs: all are out) */
-  uint64_t seg_base;          /* body_sent when it began */
-  uint8_t seg_phase;          /* file segment: 0 chunk header, 1 data, 2 CRLF */
-  uint8_t one_shot;           /* a stream body or segment: never re-sent */
-  char *wbuf;                 /* TLS file bodies: staging buffer (PK_RBUF_SIZE) */
-  size_t wbuf_len, wbuf_off;
-  uint32_t expect_ms;
-  uint64_t t_expect;          /* when the head was written and the wait began */
-  int write_error, write_errno; /* a failed body write, kept while the response is read */
-  /* response sink */
-  uint8_t use_sink;
-  uint8_t divert;             /* on_head sent the body to on_body after all */
-  uint8_t paused;             /* on_body asked for backpressure */
-  int sink_fd;
-  int sink_errno;
-  uint64_t max_body;
-  uint64_t body_wire;         /* response body bytes before content decoding */
-  int64_t content_length;     /* of the final response, -1 unknown */
-  uint32_t progress_ms;
-  uint64_t t_progress;
-  uint16_t port;
-  uint8_t scheme;
-  uint32_t tls_id;
-  uint8_t state;
-  uint8_t idempotent;
-  uint8_t is_head;
-  uint8_t retried;
-  uint8_t cancel_queued;      /* on the loop's shared cancel list (under the loop lock) */
-  uint8_t got_head;
-  uint8_t interim;
-  uint8_t conn_reused;
-
-  uint32_t connect_timeout_ms, read_timeout_ms, total_timeout_ms;
-  uint64_t t_submit, t_last_activity;
-  uint64_t t_dns_start, t_connect_start;
-  pk_timings timings;
-
-  /* response state */
-  size_t last_len;            /* resume hint for the head parser */
-  pk_body_info body_info;
-  uint64_t remaining;
-  uint64_t body_bytes;
-  pk_chunked chunked;
-  pk_inflate *dec[2];         /* content decoders, innermost coding first */
-  uint8_t ndec;
-} pk__req;
-
-/* How a connection reaches its origin; part of the pool key, so a request
- * never reuses a connection made another way. */
-enum pk__route {
-  PK_ROUTE_TCP = 0,  /* host:port, resolved */
-  PK_ROUTE_UNIX = 1, /* a Unix domain socket (the route's bytes are its path) */
-  PK_ROUTE_ADDRS = 2, /* numeric addresses given by the caller instead of resolving (the bytes: "a,b") */
-  PK_ROUTE_PROXY = 3, /* an HTTP proxy the requests are sent to (the bytes: its host) */
-  PK_ROUTE_TUNNEL = 4, /* a CONNECT tunnel through an HTTP proxy (the bytes: its host, NUL, Proxy-Authorization) */
-};
-
-/* A happy-eyeballs attempt beyond the connection's own socket (RFC 8305):
- * a socket of its own, registered with its own handler, until the race is
- * decided. */
-typedef struct pk__attempt {
-  pk__io io;
-  int fd;                     /* -1: unused or closed */
-  uint8_t addr;               /* index into the connection's addresses */
-  struct pk__conn *conn;
-} pk__attempt;
-
-/* ----------------------------------------------------------- connections */
-
-enum pk__conn_state {
-  PK_CONN_RESOLVING = 1,
-  PK_CONN_CONNECTING,
-  PK_CONN_TUNNEL,             /* CONNECT sent to a proxy, its answer awaited */
-  PK_CONN_HANDSHAKE,          /* TLS */
-  PK_CONN_ACTIVE,
-  PK_CONN_IDLE,
-  PK_CONN_CLOSED,
-};
-
-struct pk__conn {
-  pk__io io;                  /* the loop's handle: its handler is pk_conn.c's event function */
-  pk__send send;              /* a request head queued on the loop's ring (io_uring backend) */
-  int fd;
-  uint8_t state;
-  uint8_t want_write;
-  uint8_t reusable;           /* cleared when anything makes the connection unfit for reuse */
-  uint8_t addr_index;
-  uint8_t read_full;          /* the last read filled the buffer */
-  uint8_t clean;              /* its last exchange completed (a close keeps the TLS session) */
-  uint8_t writing;            /* inside conn_write */
-  uint8_t hup_seen;           /* the peer hung up: read to the end, no later edge will come */
-  uint8_t read_again;         /* stopped reading at PK_IO_BUDGET: read on at the next event */
-  uint8_t peer_family;        /* 4, 6, or 0 before it connected (timings' remote_family) */
-  uint8_t disarmed;           /* out of the epoll set for a submitter's wait (pk__conn_wait_inline) */
-  uint16_t peer_port, local_port;
-  uint8_t peer_addr[16];      /* copied into each request's timings */
-  uint32_t requests;          /* responses completed on this connection */
-  struct pk__loop *loop;
-  pk__origin *origin;
-  pk__req *req;
-  pk__link link;              /* origin idle list (the pool's) */
-  pk__timer idle_timer;
-  uint64_t idle_since;
-  const pk__addrs *addrs;     /* borrowed from the DNS cache while connecting */
-  /* the race (pk_conn.c): addresses in the order tried, families interleaved */
-  uint8_t order[PK_DNS_MAX_ADDRS];
-  uint8_t fd_addr;            /* the address of `fd` while connecting */
-  uint8_t in_flight;          /* attempts connecting: `fd` and the extra ones */
-  uint8_t attempts;           /* attempts opened */
-  int last_errno;             /* the latest failed attempt's */
-  pk__timer race_timer;       /* the next attempt's start */
-  pk__attempt *extra;         /* PK_DNS_MAX_ADDRS slots, allocated at the first overlap, kept with the struct */
-  pk__dns_query dnsq;         /* the lookup (pk_dns.c reports through it) */
-  pk__tls *tls;               /* NULL for plain HTTP */
-  uint64_t wire_out_mark, wire_in_mark; /* BIO counters already charged to a request */
-  uint64_t t_tls_start;
-  uint64_t t_tunnel_start;
-  char *rbuf;
-  size_t rcap, rlen;
-  size_t woff;
-  struct pk__conn *next_free;
-};
-
-struct pk__origin {
-  struct pk__origin *next;   /* hash chain */
-  uint64_t hash;
-  uint8_t scheme;
-  uint16_t port;
-  uint32_t tls_id;           /* TLS settings the connections were made with */
-  uint8_t route;             /* pk__route */
-  uint16_t connect_port;     /* the origin's port, or the proxy's */
-  uint32_t conns;            /* open + connecting */
-  void *tls_session;         /* last resumable TLS session (https origins) */
-  pk__link idle;             /* LIFO: most recently used first */
-  pk__link waiters;          /* requests waiting for a connection (FIFO) */
-  size_t host_len;
-  size_t route_len;          /* the route's bytes follow the host's NUL in host[] */
-  size_t auth_len;           /* tunnel: Proxy-Authorization, after the route's NUL */
-  char host[];
-};
-
-/* The route's bytes of an origin (NUL-terminated): a Unix socket's path. */
-static inline const char *pk__origin_route(const pk__origin *o) { return o->host + o->host_len + 1; }
-static inline const char *pk__origin_auth(const pk__origin *o) { return pk__origin_route(o) + o->route_len + 1; }
+typedef struct pk__req pk__req;       /* pk_request.h */
+typedef struct pk__conn pk__conn;     /* pk_conn.h */
+typedef struct pk__origin pk__origin; /* pk_conn.h */
 
 /* ----------------------------------------------------------------- loop */
 
@@ -337,6 +143,8 @@ typedef struct pk__loop {
   char *bigbuf;               /* one free PK_BIGBUF_SIZE buffer */
   uint32_t rbufs_len, rbufs_cap;
   pk__origin *origins[PK_ORIGIN_BUCKETS];
+  pk__link short_origins;     /* origins whose waiters wait for a descriptor (EMFILE/ENFILE) */
+  pk__timer fd_timer;         /* while any does: try again, for descriptors freed outside this loop */
   pk__dns_cache dns;
   uint32_t open_conns;
   bool stopping_local;        /* failing everything: no new connections */
@@ -368,11 +176,10 @@ struct pk_engine {
   pk__tls_ctx *tls_extra[PK_MAX_TLS_CONFIGS]; /* ids 1..: per-request settings */
   _Atomic uint32_t tls_count; /* extra contexts published (release) */
   pthread_mutex_t tls_lock;   /* serialises pk_engine_add_tls */
+  _Atomic uint32_t fd_waiting; /* loops with requests waiting for a descriptor (pk_conn.c) */
 };
 
-/* ------------------------------------------------------------ functions
- * Grouped by the file that defines them, from the bottom of the DAG up
- * (docs/ENGINE.md, "Layers"): a file calls only the groups above its own. */
+/* ------------------------------------------------------------ functions */
 
 /* pk_loop.c: epoll, the io_uring ring, handler dispatch, timers, wake-up, read buffers */
 extern _Thread_local pk_engine *pk__current_engine;
@@ -385,18 +192,6 @@ int pk__loop_next_timeout(pk__loop *loop); /* ms for epoll_wait, -1: none */
 int pk__io_add(pk__loop *loop, int fd, pk__io *io, uint32_t events);
 /* Same mask again (EPOLL_CTL_MOD): queues a new event for a ready socket. */
 int pk__io_rearm(pk__loop *loop, int fd, pk__io *io, uint32_t events);
-/* The direct pass's wait (pk_conn.c): the submitting thread, holding the
- * sleeping loop's pass_lock, waits up to wait_ns for `req`'s answer on its
- * socket and handles it there. */
-int pk__conn_wait_inline(pk__loop *loop, pk__req *req, uint64_t id, uint64_t wait_ns);
-#define PK__WAIT_SKIPPED (-1)  /* not a request it waits for (a body to send, a blocked write) */
-#define PK__WAIT_ANSWERED 0    /* handled here, or handed back early (the loop has work) */
-#define PK__WAIT_TIMED_OUT 1   /* nothing came in time: the loop has it now */
-/* Loop thread, awake: the connection a wait left out of epoll goes back in,
- * and the connections a direct pass needed are opened. */
-void pk__conn_rearm_disarmed(pk__loop *loop);
-/* Only the first half: the connection a wait left out of epoll goes back in. */
-void pk__conn_arm_disarmed(pk__loop *loop);
 /* One epoll_wait and the handlers of its events. A wait that can block
  * (timeout_ms != 0) releases the loop's pass_lock for its duration. */
 void pk__loop_poll(pk__loop *loop, int timeout_ms);
@@ -435,76 +230,5 @@ static inline pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id) {
   uint32_t n = atomic_load_explicit(&eng->tls_count, memory_order_acquire);
   return id <= n ? eng->tls_extra[id - 1] : NULL;
 }
-
-/* pk_h1_write.c: the request head, and the framing of body pieces */
-int pk__serialize_request(const pk_request_spec *spec, pk__req *req);
-int pk__method_idempotent(const char *m, size_t n);
-void pk__body_set_piece(pk__req *req, const void *data, size_t len, bool last);
-int pk__body_stream_iov(pk__req *req, struct iovec *iov);
-void pk__body_load_segment(pk__req *req);
-
-/* pk_request.c: a request's life */
-extern const char *const pk__req_state_names[PK__REQ_STATES];
-#ifdef PK_STATE_CHECKS
-void pk__req_state_check(const pk__req *req, enum pk__req_state to); /* aborts on an illegal change */
-#endif
-/* The one place a request's state changes (curl's mstate()). Inline: it is
- * a store on the hot path; test builds (PK_STATE_CHECKS) check every change
- * against the table of legal ones. */
-static inline void pk__req_set_state(pk__req *req, enum pk__req_state to) {
-#ifdef PK_STATE_CHECKS
-  pk__req_state_check(req, to);
-#endif
-  req->state = (uint8_t)to;
-}
-static inline bool pk__req_attached(const pk__req *req) {
-  return req->state == PK_REQ_CONNECTING || req->state == PK_REQ_ACTIVE;
-}
-/* Copies the spec into req (submit, caller's thread). 0 or -PK_E_xxx. */
-int pk__req_init(pk__req *req, pk__loop *loop, const pk_request_spec *spec, void (*on_deadline)(pk__loop *, pk__timer *));
-#define PK__EXPECT_DEADLINE (-1) /* pk__req_deadline's `which` for the 100-continue wait */
-uint64_t pk__req_deadline(const pk__req *req, int *which);
-void pk__req_update_timer(pk__loop *loop, pk__req *req);
-void pk__req_begin_exchange(pk__loop *loop, pk__req *req); /* fresh response and body state */
-/* The retry-once rule (RFC 9112 §9.3.1). May rewrite *err (a failed body
- * write is the story when no response came). True: req is QUEUED again and
- * the caller dispatches it; false: the caller finishes it with *err. */
-bool pk__req_retry(pk__loop *loop, pk__req *req, pk_error *err, int *sys_errno);
-void pk__req_finish(pk__loop *loop, pk__req *req, pk_error err, int sys_errno);
-int pk__req_setup_decoding(pk__loop *loop, pk__req *req, const pk_response_head *head);
-int pk__req_deliver_body(pk__req *req, const char *data, size_t n); /* 0 or -PK_E_xxx */
-int pk__req_finish_decoding(pk__req *req);
-void pk__req_report_progress(pk__loop *loop, pk__req *req, bool final);
-
-/* pk_pool.c: decides; the connection acts */
-typedef enum pk__pool_action {
-  PK_POOL_REUSE, /* conn: an idle connection taken off its list, now the request's */
-  PK_POOL_OPEN,  /* a slot of the origin is reserved: open a connection (or pk__pool_unreserve) */
-  PK_POOL_WAIT,  /* the request waits in the origin's queue */
-} pk__pool_action;
-/* Finds (or makes) req's origin and decides. 0 or -PK_E_NOMEM. */
-int pk__pool_acquire(pk__loop *loop, pk__req *req, bool fresh, pk__pool_action *action, pk__conn **conn);
-/* Whether `req`'s origin has an idle connection (finds or makes the origin
- * and notes it in the request, as acquire would). */
-bool pk__pool_has_idle(pk__loop *loop, pk__req *req);
-void pk__pool_unreserve(pk__loop *loop, pk__origin *o);
-/* After a clean response: the waiter that takes the connection now, or NULL
- * (the connection was parked idle). */
-pk__req *pk__pool_release(pk__loop *loop, pk__conn *conn);
-/* A connection is closing: out of the idle list and its slot freed. Returns
- * the first waiter with that slot reserved for it (open a connection), or NULL. */
-pk__req *pk__pool_forget(pk__loop *loop, pk__conn *conn);
-pk__conn *pk__pool_any_idle(pk__loop *loop); /* for shutdown */
-void pk__pool_free(pk__loop *loop);
-
-/* pk_conn.c: acts */
-void pk__conn_dispatch(pk__loop *loop, pk__req *req, bool fresh); /* pool decision, then act */
-void pk__conn_fail(pk__loop *loop, pk__conn *conn, pk_error err, int sys_errno);
-void pk__conn_close(pk__loop *loop, pk__conn *conn);
-void pk__conn_deadline(pk__loop *loop, pk__timer *t); /* a request's timer fired */
-void pk__conn_recycle_dead(pk__loop *loop);
-void pk__conn_write(pk__loop *loop, pk__conn *conn); /* write what the request has ready */
-void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events); /* read what the socket holds */
-void pk__conn_free_all(pk__loop *loop);
 
 #endif

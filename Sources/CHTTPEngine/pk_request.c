@@ -5,7 +5,7 @@
  * (on_done). It calls the loop (timers, buffers), the inflater and the
  * request writer; never a connection or the pool: those act on what it
  * decides (docs/ENGINE.md, "Layers"). */
-#include "pk_internal.h"
+#include "pk_request.h"
 
 #include <errno.h>
 #include <string.h>
@@ -18,10 +18,6 @@ const char *const pk__req_state_names[PK__REQ_STATES] = {
     [PK_REQ_CONNECTING] = "connecting", [PK_REQ_ACTIVE] = "active", [PK_REQ_DONE] = "done",
 };
 
-#ifdef PK_STATE_CHECKS
-#include <stdio.h>
-#include <stdlib.h>
-
 /* legal[from] has bit `to` set for every change the engine may make. */
 #define B(s) (1u << (s))
 static const unsigned legal[PK__REQ_STATES] = {
@@ -29,15 +25,24 @@ static const unsigned legal[PK__REQ_STATES] = {
     /* QUEUED -> FREE: submit raced a shutdown, the request never ran */
     [PK_REQ_QUEUED] = B(PK_REQ_WAITING) | B(PK_REQ_CONNECTING) | B(PK_REQ_ACTIVE) | B(PK_REQ_DONE) | B(PK_REQ_FREE),
     [PK_REQ_WAITING] = B(PK_REQ_CONNECTING) | B(PK_REQ_ACTIVE) | B(PK_REQ_DONE),
-    [PK_REQ_CONNECTING] = B(PK_REQ_ACTIVE) | B(PK_REQ_DONE),
+    /* CONNECTING -> WAITING: no descriptor for its socket; back in its origin's queue */
+    [PK_REQ_CONNECTING] = B(PK_REQ_ACTIVE) | B(PK_REQ_WAITING) | B(PK_REQ_DONE),
     /* ACTIVE -> QUEUED: the retry-once rule; ACTIVE -> ACTIVE: the next exchange */
     [PK_REQ_ACTIVE] = B(PK_REQ_ACTIVE) | B(PK_REQ_QUEUED) | B(PK_REQ_DONE),
     [PK_REQ_DONE] = B(PK_REQ_FREE),
 };
 #undef B
 
+bool pk__req_state_legal(unsigned from, unsigned to) {
+  return from < PK__REQ_STATES && to < PK__REQ_STATES && (legal[from] & (1u << to));
+}
+
+#ifdef PK_STATE_CHECKS
+#include <stdio.h>
+#include <stdlib.h>
+
 void pk__req_state_check(const pk__req *req, enum pk__req_state to) {
-  if (req->state < PK__REQ_STATES && (legal[req->state] & (1u << to))) return;
+  if (pk__req_state_legal(req->state, to)) return;
   fprintf(stderr, "pocket engine: request %p: illegal state change %s -> %s\n", (const void *)req,
           req->state < PK__REQ_STATES ? pk__req_state_names[req->state] : "?", pk__req_state_names[to]);
   abort();

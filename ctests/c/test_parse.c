@@ -1,6 +1,6 @@
 /* The pure parts of the engine under ASan+UBSan: response head parser,
  * framing, chunked decoder, request writer, inflate limits. */
-#include "pk_internal.h"
+#include "pk_request.h"
 
 #include "check.h"
 

@@ -213,6 +213,10 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         /// Docker's default, or a kernel older than 5.6); thrown by the client's
         /// `init`. `.automatic` falls back to epoll instead.
         public static let ioUringUnavailable = Code("io_uring_unavailable")
+        /// No descriptor for a socket (`EMFILE`: the process's `RLIMIT_NOFILE`; `ENFILE`: the
+        /// system's), and no connection of this client open to free one; `systemError` is the
+        /// `errno`. While a connection is open, a request waits for one instead.
+        public static let tooManyOpenFiles = Code("too_many_open_files")
         /// A proxy setting (configuration, request or environment variable)
         /// that is not an `http://` proxy URL.
         public static let invalidProxy = Code("invalid_proxy")

@@ -1,0 +1,84 @@
+/* The keep-alive pool of one origin, as a pure state machine (pk_pool.c):
+ * it is given an event and returns a decision; the connection code acts on
+ * it. It owns its lists and the entries linked in them (a pk__pool_entry
+ * embedded in each connection, a pk__link in each request) and nothing
+ * else: no socket, timer, buffer or connection field. Its test
+ * (ctests/c/test_pool.c) and fuzz harness (fuzz/fuzz_pool.c) link it with
+ * nothing but pk_error.c. */
+#ifndef PK_POOL_H
+#define PK_POOL_H
+
+#include "pk_base.h"
+
+/* A connection as the pool sees it. */
+typedef struct pk__pool_entry {
+  pk__link link;      /* the idle list */
+  uint64_t idle_since; /* when it was parked (ns) */
+  uint8_t idle;       /* parked in the idle list */
+} pk__pool_entry;
+
+/* One origin's pool. */
+typedef struct pk__pool {
+  pk__link idle;      /* LIFO: most recently used first */
+  pk__link waiters;   /* requests waiting for a connection (FIFO), by their pk__link */
+  uint32_t conns;     /* slots taken: open connections and those being opened */
+  uint8_t fd_short;   /* a socket() found the descriptor limit: open nothing until one is released */
+} pk__pool;
+
+/* What the pool is told. */
+typedef enum pk__pool_event_kind {
+  PK_POOL_ACQUIRE,       /* `waiter` wants a connection; `fresh`: not an idle one (a retry) */
+  PK_POOL_RELEASE,       /* `entry` finished an exchange cleanly and can serve another */
+  PK_POOL_CLOSE,         /* `entry` (NULL: a slot never used) is closing, from any state: its slot is free;
+                            `descriptor`: it held one, so the descriptor limit is no longer reached */
+  PK_POOL_TIMEOUT,       /* `entry`'s idle timer fired */
+  PK_POOL_SERVER_CLOSED, /* the server closed (or wrote to) `entry` while it was idle */
+  PK_POOL_NO_DESCRIPTOR, /* opening for `waiter` found the descriptor limit (EMFILE/ENFILE) */
+  PK_POOL_DESCRIPTOR_FREED, /* a descriptor of the engine was released (any origin) */
+  PK_POOL_OPENED,        /* a connection opened for a slot went on (no descriptor shortage seen): more may */
+} pk__pool_event_kind;
+
+typedef struct pk__pool_event {
+  pk__pool_event_kind kind;
+  pk__pool_entry *entry;
+  pk__link *waiter;
+  bool fresh;
+  bool descriptor;
+  uint64_t now; /* ns */
+} pk__pool_event;
+
+/* The limits the pool decides by (the engine's configuration). */
+typedef struct pk__pool_limits {
+  uint32_t cap;             /* connections per origin */
+  uint64_t idle_timeout_ns; /* an idle connection's lifetime */
+  bool stopping;            /* shutting down: no new connection for a waiter */
+} pk__pool_limits;
+
+/* What the connection code does next. */
+typedef enum pk__pool_action {
+  PK_POOL_NOTHING,  /* nothing to do */
+  PK_POOL_REUSE,    /* run `waiter` on `entry`, taken off the idle list */
+  PK_POOL_OPEN,     /* a slot is reserved for `waiter`: open a connection (a failure gives it back: CLOSE) */
+  PK_POOL_WAIT,     /* `waiter` is queued (FIFO) */
+  PK_POOL_PARK,     /* `entry` is in the idle list: arm its idle timer for `at` */
+  PK_POOL_HAND_OVER, /* run `waiter` (taken off the queue) on `entry`, which stays busy */
+  PK_POOL_CLOSE_IT, /* close `entry` (then tell the pool PK_POOL_CLOSE) */
+  PK_POOL_REARM,    /* `entry` is idle but not expired: its idle timer again, for `at` */
+} pk__pool_action;
+
+typedef struct pk__pool_decision {
+  pk__pool_action action;
+  pk__pool_entry *entry;
+  pk__link *waiter;
+  uint64_t at;
+} pk__pool_decision;
+
+void pk__pool_init(pk__pool *p);
+/* The one function that changes a pool. */
+pk__pool_decision pk__pool_decide(pk__pool *p, const pk__pool_limits *lim, const pk__pool_event *ev);
+static inline bool pk__pool_has_idle(const pk__pool *p) { return !pk__list_empty(&p->idle); }
+static inline pk__pool_entry *pk__pool_first_idle(const pk__pool *p) {
+  return pk__list_empty(&p->idle) ? NULL : PK_CONTAINER_OF(p->idle.next, pk__pool_entry, link);
+}
+
+#endif
