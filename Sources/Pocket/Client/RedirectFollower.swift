@@ -17,7 +17,7 @@ protocol RedirectableResponse: Sendable {
 }
 
 extension PocketClient {
-    /// Runs `hop` for `request`, then for each redirect the policy follows.
+    /// Runs a hop for `request`, then for each redirect the policy follows.
     ///
     /// The first hop is the whole cost of a request that is not redirected:
     /// the policy is read, one status compared, and the response records its
@@ -26,20 +26,18 @@ extension PocketClient {
     /// A progress handler's `finish` (the end of `PocketProgressHandler.stream`)
     /// comes once, when the final response is complete: the stream of
     /// updates spans every hop, and a redirect's end does not close it.
-    @_specialize(where R == PocketResponse)
-    func followingRedirects<R: RedirectableResponse>(
-        _ request: PocketRequest, progress: PocketProgressHandler?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+    nonisolated(nonsending) func followingRedirects<D: ResponseDelivery>(
+        _ request: PocketRequest, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
         guard request.redirects?.follows ?? configuration.redirects.follows else {
-            var response = try await hopWithCookies(request, progress, hop)
+            var response = try await hopWithCookies(request, progress, delivery)
             response.record(url: request.url, redirects: [])
             return response
         }
         let gate = ProgressFinishGate.wrap(progress)
-        var response: R
+        var response: D.Response
         do {
-            response = try await hopWithCookies(request, gate?.handler ?? progress, hop)
+            response = try await hopWithCookies(request, gate?.handler ?? progress, delivery)
         } catch {
             gate?.gate.markFinal()
             throw error
@@ -49,17 +47,15 @@ extension PocketClient {
             response.record(url: request.url, redirects: [])
             return response
         }
-        return try await redirecting(request, after: response, progress: progress, gate: gate, hop)
+        return try await redirecting(request, after: response, progress: progress, gate: gate, delivery)
     }
 
     /// The redirects after `response`, the 3xx that answered `request`
     /// (`gate`: the first hop's progress gate, if it has one).
-    @_specialize(where R == PocketResponse)
-    func redirecting<R: RedirectableResponse>(
-        _ request: PocketRequest, after first: R, progress: PocketProgressHandler?,
-        gate firstGate: (handler: PocketProgressHandler, gate: ProgressFinishGate)?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+    nonisolated(nonsending) private func redirecting<D: ResponseDelivery>(
+        _ request: PocketRequest, after first: D.Response, progress: PocketProgressHandler?,
+        gate firstGate: (handler: PocketProgressHandler, gate: ProgressFinishGate)?, _ delivery: D
+    ) async throws -> D.Response {
         var response = first
         var gate = firstGate
         var follower = RedirectFollower(policy: request.redirects ?? configuration.redirects, request: request,
@@ -68,7 +64,7 @@ extension PocketClient {
             while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
                 await response.discardRedirectBody()
                 gate = ProgressFinishGate.wrap(progress)
-                response = try await hopWithCookies(next, gate?.handler ?? progress, hop)
+                response = try await hopWithCookies(next, gate?.handler ?? progress, delivery)
             }
         } catch {
             gate?.gate.markFinal()
@@ -229,7 +225,7 @@ struct RedirectFollower {
         default:
             break
         }
-        if !Self.sameOrigin(request.url, resolved) {
+        if !PocketClient.sameOrigin(request.url, resolved) {
             for name in ["Authorization", "Proxy-Authorization", "Cookie"] { next.headers.remove(name) }
         }
         return next
@@ -268,15 +264,6 @@ struct RedirectFollower {
                      "Transfer-Encoding", "Digest", "Content-Digest"] {
             r.headers.remove(name)
         }
-    }
-
-    /// Scheme, host and port equal (RFC 6454), default ports filled in; for
-    /// `http+unix`/`https+unix`, the same socket path too (every socket's
-    /// origin host is "localhost", so the host alone would join them).
-    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        let x = Target(a), y = Target(b)
-        return x.https == y.https && x.host.lowercased() == y.host.lowercased() && x.port == y.port
-            && x.unixPath == y.unixPath
     }
 
     /// A server's redirect never moves a request onto another transport: from
