@@ -253,7 +253,7 @@ public final class PocketClient: Sendable {
     /// Requests without an `authentication` of their own answer 401
     /// challenges (`configuration.handling.authentication` is set).
     let answersChallenges: Bool
-    /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Auth).
+    /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Proxy).
     let proxyAnswers = ProxyAnswers()
 
     /// Starts the engine's threads. Fails only if threads or descriptors

@@ -249,7 +249,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     }
 
     /// The `Proxy-Authorization` answering a proxy's challenge, for that
-    /// proxy only (set by the proxy step for one hop; Sources/Pocket/Auth).
+    /// proxy only (set by the proxy step for one hop; Sources/Pocket/Proxy).
     /// Not compared, hashed or archived.
     var proxyAnswer: ProxyAnswer? {
         get { storage.f.proxyAnswer }

@@ -124,7 +124,7 @@ extension PocketClient {
     }
 
     /// One hop: the configured transport, or the engine (through the hop's
-    /// proxy, whose challenge is answered: Sources/Pocket/Auth).
+    /// proxy, whose challenge is answered: Sources/Pocket/Proxy).
     nonisolated(nonsending) func hop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                           _ delivery: D) async throws -> D.Response {
         if let transport = configuration.handling.transport {
