@@ -94,7 +94,7 @@ struct FetchRun: Sendable {
         return status
     }
 
-    /// The transfer, and its retries with curl's backoff (`--retry`).
+    /// The transfer, and its retries as `FetchTransfer.retryPolicy` says (`--retry`).
     private static func attempts(_ transfer: FetchTransfer, bar: ProgressBar?, cookies: CookieRun,
                                  _ facts: inout TransferFacts) async throws(CLIFailure) {
         let command = transfer.command, plan = transfer.plan
@@ -113,8 +113,13 @@ struct FetchRun: Sendable {
                 await bar?.finish()
                 attempt += 1
                 facts.retries = attempt
-                // curl's backoff: 1 s, doubling, at most 10 minutes; --retry-delay and a Retry-After in seconds win.
-                let delay = command.retryDelay ?? Double(retryable.retryAfter ?? min(1 << min(attempt - 1, 10), 600))
+                // The retry policy's wait: its backoff (curl's), or the server's Retry-After.
+                var generator = SystemRandomNumberGenerator()
+                let wait = switch retryable.decision {
+                case .retryAfter(let d): d
+                default: FetchTransfer.retryPolicy(command).backoff.delay(forRetry: attempt, using: &generator)
+                }
+                let delay = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
                 if !command.silent {
                     let left = command.retry - attempt
                     Output.diagnostic("pocket: transient problem: \(retryable.failure.message); "

@@ -14,21 +14,28 @@ import Musl
 /// written as it arrives, constant memory), to a file through the engine's
 /// download (`-o`/`-O`), or appended to the file for `-C -`.
 struct FetchTransfer: Sendable {
-    /// A failure `--retry` may try again: a timeout, a connect failure or a
-    /// 408/429/500/502/503/504 (curl's transient errors; curl also needs
-    /// `--retry-connrefused` for a refused connection, Pocket retries it);
-    /// with `--retry-all-errors`, any failure.
+    /// A failure `--retry` may try again (`retryPolicy`'s rules; with
+    /// `--retry-all-errors`, any failure), and the policy's decision: retry
+    /// after its backoff, or after the server's `Retry-After`.
     struct Retryable: Error {
         let failure: CLIFailure
-        /// Seconds from a `Retry-After` field, when the server sent one.
-        let retryAfter: Int?
+        let decision: PocketRetryDecision
     }
 
-    static let retryStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
-    static let retryCodes: Set<PocketError.Code> = [
-        .connectTimeout, .readTimeout, .deadlineExceeded, .dnsFailure, .connectionRefused, .connectFailed,
-        .networkUnreachable, .hostUnreachable,
-    ]
+    /// `--retry` as the library's retry policy: its retried statuses (408,
+    /// 429, 500, 502, 503, 504) and `Retry-After` rules; curl's transient
+    /// errors (timeouts, DNS and connect failures: curl also needs
+    /// `--retry-connrefused` for a refused connection, Pocket retries it);
+    /// any method, as curl; curl's backoff, 1 s doubling to 10 minutes, or
+    /// a fixed `--retry-delay` (which then wins over `Retry-After`).
+    static func retryPolicy(_ command: FetchCommand) -> PocketRetryPolicy {
+        PocketRetryPolicy(maxAttempts: command.retry + 1,
+                          backoff: command.retryDelay.map { .fixed(.milliseconds(Int64(max(0, $0) * 1000))) }
+                              ?? .exponential(initial: .seconds(1), multiplier: 2, cap: .seconds(600), jitter: .none),
+                          retryableErrors: [.connectTimeout, .readTimeout, .deadlineExceeded, .dnsFailure, .connectionRefused,
+                                            .connectFailed, .networkUnreachable, .hostUnreachable],
+                          nonIdempotent: .always, honoursRetryAfter: command.retryDelay == nil, maxRetryAfter: .seconds(600))
+    }
 
     let command: FetchCommand
     let plan: FetchPlan
@@ -275,11 +282,13 @@ struct FetchTransfer: Sendable {
     }
 
     private func retryable(_ status: Int, _ reason: String, _ headers: PocketHeaders) -> Retryable? {
+        let answer = PocketResponse(status: status, reason: reason, headers: headers)
+        let decision = Self.retryPolicy(command).defaultDecision(for: PocketRetryAttempt(request: plan.request, number: 1, response: answer),
+                                                                 now: Date())
         // --retry-all-errors: any status that is an error, i.e. >= 400 with -f (without -f it is an answer, as curl).
         let anyError = command.retryAllErrors && status >= 400 && (command.fail || command.failWithBody)
-        guard Self.retryStatuses.contains(status) || anyError else { return nil }
-        let after = headers["Retry-After"].flatMap { Int($0.trimmingWhitespace()) }.map { min(max($0, 0), 600) }
-        return Retryable(failure: CLIFailure(.httpError, Self.answered(status, reason)), retryAfter: after)
+        guard decision != .stop || anyError else { return nil }
+        return Retryable(failure: CLIFailure(.httpError, Self.answered(status, reason)), decision: decision == .stop ? .retry : decision)
     }
 
     /// "the server answered 503 Service Unavailable"
@@ -289,8 +298,8 @@ struct FetchTransfer: Sendable {
 
     /// A library error before any body byte was written: retryable or final.
     private func classify(_ e: PocketError) -> any Error {
-        Self.retryCodes.contains(e.code) || command.retryAllErrors
-            ? Retryable(failure: named(e), retryAfter: nil) : named(e)
+        Self.retryPolicy(command).retryableErrors.contains(e.code) || command.retryAllErrors
+            ? Retryable(failure: named(e), decision: .retry) : named(e)
     }
 
     /// A library error as a failure whose message names what failed: the

@@ -33,7 +33,7 @@ extension PocketClient {
     ///   - progress: upload and download progress, rate-limited.
     /// - Returns: the response (its `body` empty) and the body.
     /// - Throws: `PocketError`, as `send(_:options:progress:)`.
-    public func send(_ request: PocketRequest, into allocator: ByteBufferAllocator,
+    nonisolated(nonsending) public func send(_ request: PocketRequest, into allocator: ByteBufferAllocator,
                      options: PocketSendOptions = PocketSendOptions(),
                      progress: PocketProgressHandler? = nil) async throws -> (response: PocketResponse, body: ByteBuffer) {
         let (response, sink) = try await send(request, options: options, progress: progress) { start in
@@ -63,7 +63,7 @@ extension PocketClient {
     ///   - progress: upload and download progress, rate-limited.
     /// - Returns: the response head (its `body` empty) and the body's stream.
     /// - Throws: `PocketError` for failures before the head.
-    public func stream(_ request: PocketRequest, into allocator: ByteBufferAllocator, bufferSize: Int = 256 << 10,
+    nonisolated(nonsending) public func stream(_ request: PocketRequest, into allocator: ByteBufferAllocator, bufferSize: Int = 256 << 10,
                        options: PocketSendOptions = PocketSendOptions(),
                        progress: PocketProgressHandler? = nil) async throws -> (response: PocketResponse, body: PocketByteBufferStream) {
         let (response, sink) = try await stream(request, options: options, progress: progress) { start in

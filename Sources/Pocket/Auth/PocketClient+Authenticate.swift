@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 // The authentication step of the one request path: inside an attempt,
-// around redirects and the engine (stage 2 to 4 of
+// around the cache step, redirects and hops (stage 2 of
 // PocketClient+Execute.swift). It runs only for a request with an
 // `authentication` (its own or the client's); others go straight to the hop.
 
@@ -15,20 +15,19 @@ extension PocketClient {
     /// refusal a few more.
     static let maxAuthenticationRounds = 4
 
-    /// Sends `request` through `hop` and answers a 401 challenge as its
+    /// Sends `request` (the cache step, redirects, hops: `fetching`) and answers a 401 challenge as its
     /// `PocketAuthentication` says (see there for the rules). `request`
     /// becomes the request last sent: with the `Authorization` that answered
     /// the challenge, so that the response's `request` is what was sent.
-    nonisolated(nonsending) func authenticating<R: ExchangedResponse>(
-        _ original: inout PocketRequest, progress: PocketProgressHandler?,
-        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+    nonisolated(nonsending) func authenticating<D: ResponseDelivery>(
+        _ original: inout PocketRequest, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
         let request = original
         guard let auth = request.authentication ?? configuration.handling.authentication else {
-            return try await hop(request, progress)
+            return try await fetching(request, progress: progress, delivery)
         }
         let home = auth.origin ?? (request.authentication != nil ? request.url : configuration.baseURL ?? request.url)
-        guard Self.sameOrigin(home, request.url) else { return try await hop(request, progress) }
+        guard Self.sameOrigin(home, request.url) else { return try await fetching(request, progress: progress, delivery) }
         let target = request.target
         let originKey = "\(target.https ? "https" : "http")://\(target.host.lowercased()):\(target.port)"
         let method = request.method.rawValue, uri = target.pathAndQuery
@@ -50,7 +49,7 @@ extension PocketClient {
         }
         var rounds = 0
         while true {
-            let response = try await hop(sent, progress)
+            let response = try await fetching(sent, progress: progress, delivery)
             let view = response.attemptView
             guard view.status == 401, rounds < Self.maxAuthenticationRounds else { return response }
             // Only a challenge from the request's own origin, not from where a redirect led.
@@ -93,13 +92,6 @@ extension PocketClient {
             answers.sent(credential, chosen.scheme)
             rounds += 1
         }
-    }
-
-    /// Scheme, host and port equal (RFC 6454 origins).
-    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        let x = Target(a), y = Target(b)
-        return x.problem == nil && y.problem == nil && x.https == y.https && x.port == y.port
-            && x.host.lowercased() == y.host.lowercased()
     }
 
     /// Where a response came from (after redirects), when it records it.

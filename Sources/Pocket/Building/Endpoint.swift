@@ -217,7 +217,7 @@ extension PocketClient {
     /// ```swift
     /// let issue = try await client.send(GetIssue(id: 42))
     /// ```
-    public func send<E: PocketEndpoint>(_ endpoint: E, progress: PocketProgressHandler? = nil) async throws -> E.Output {
+    nonisolated(nonsending) public func send<E: PocketEndpoint>(_ endpoint: E, progress: PocketProgressHandler? = nil) async throws -> E.Output {
         let request = try endpoint.request(on: self)
         let response = try await send(request, options: endpoint.sendOptions(), progress: progress)
         return try endpoint.process(response)

@@ -4,9 +4,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-// The cache step of the one request path: the hop of `send` (stage 2-4 of
-// PocketClient+Execute.swift) goes through here when the client has a
-// cache or the request a cache policy. A fresh hit returns without a
+// The cache step of the one request path (stage 3 of
+// PocketClient+Execute.swift): an attempt goes through here when the client
+// has a cache or the request a cache policy. A fresh hit returns without a
 // request; a stale entry becomes a conditional request; a miss goes to the
 // network and its response is stored when RFC 9111 allows.
 
@@ -58,67 +58,35 @@ extension PocketClient {
         ["GET", "HEAD", "OPTIONS", "TRACE"].contains(method.rawValue)
     }
 
-    /// `exchange` through the client's cache, as `request.cachePolicy` says.
-    func caching(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+    /// The cache step of `execute` (for a collected or streamed body; a
+    /// sink's is a collected one written into the sink, a download bypasses
+    /// it), as `request.cachePolicy` says: a fresh hit answers from the
+    /// store; a stale entry with validators becomes a conditional request,
+    /// whose 304 answers from the store; anything else goes to the network
+    /// (redirects and hops) and is stored when RFC 9111 and `willCache` allow.
+    nonisolated(nonsending) func caching<D: CachingDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                             _ delivery: D) async throws -> D.Response {
         let policy = request.cachePolicy ?? .useProtocol
         guard let cache = responseCache else {
             if policy == .onlyIfCached { throw Self.notCached(request, "the client has no cache") }
-            return try await exchange(request, progress: progress)
+            return try await followingRedirects(request, progress: progress, delivery)
         }
         let method = request.method
         guard method == .get || method == .head else {
-            let response = try await exchange(request, progress: progress)
-            if !Self.isSafe(method), (200..<400).contains(response.status) { cache.invalidate(after: request, response: response.head) }
-            return response
-        }
-        switch decide(request, cache: cache, policy: policy) {
-        case .bypass:
-            return try await exchange(request, progress: progress)
-        case .hit(let entry, let age):
-            if let body = cache.store.body(of: entry) {
-                cache.count(\.hits)
-                return Self.cached(entry.head, body: method == .head ? Data() : body, age: age, url: request.url, request: request)
+            let response = try await followingRedirects(request, progress: progress, delivery)
+            if !Self.isSafe(method), (200..<400).contains(response.redirectStatus) {
+                cache.invalidate(after: request, response: response.redirectHead)
             }
-            cache.count(\.corruptEntries)
-        case .revalidate(let entry):
-            return try await revalidate(request, entry: entry, cache: cache, progress: progress)
-        case .miss:
-            break
-        }
-        if policy == .onlyIfCached { throw Self.notCached(request, "nothing usable is stored for it") }
-        cache.count(\.misses)
-        return try await fetch(request, cache: cache, progress: progress)
-    }
-
-    /// `streamExchange` through the client's cache: a hit or a 304 answers
-    /// with the stored body, read from the store in pieces of at most
-    /// `cacheChunkSize` as the caller reads; a storable response from the
-    /// network is stored as its body is read (written to the disk store
-    /// chunk by chunk, kept only if the body is read to its end).
-    func cachingStream(_ request: PocketRequest, bufferSize: Int, progress: PocketProgressHandler?) async throws -> PocketStreamingResponse {
-        let policy = request.cachePolicy ?? .useProtocol
-        guard let cache = responseCache else {
-            if policy == .onlyIfCached { throw Self.notCached(request, "the client has no cache") }
-            return try await streamExchange(request, bufferSize: bufferSize, progress: progress)
-        }
-        let method = request.method
-        guard method == .get || method == .head else {
-            let response = try await streamExchange(request, bufferSize: bufferSize, progress: progress)
-            if !Self.isSafe(method), (200..<400).contains(response.status) { cache.invalidate(after: request, response: response.head) }
             return response
         }
         var conditional: CacheEntry?
         switch decide(request, cache: cache, policy: policy) {
         case .bypass:
-            return try await streamExchange(request, bufferSize: bufferSize, progress: progress)
+            return try await followingRedirects(request, progress: progress, delivery)
         case .hit(let entry, let age):
-            if method == .head {
+            if let answer = delivery.stored(entry, head: entry.head, age: age, request: request, cache: cache) {
                 cache.count(\.hits)
-                return Self.streamed(Self.cached(entry.head, body: Data(), age: age, url: request.url, request: request))
-            }
-            if let reader = cache.store.bodyReader(of: entry, chunkSize: Self.cacheChunkSize) {
-                cache.count(\.hits)
-                return Self.streamed(Self.cached(entry.head, body: Data(), age: age, url: request.url, request: request), from: reader)
+                return answer
             }
             cache.count(\.corruptEntries)
         case .revalidate(let entry):
@@ -133,26 +101,27 @@ extension PocketClient {
             if let date = entry.head.headers["Last-Modified"] { sent.headers["If-Modified-Since"] = date }
         }
         let requestTime = cache.now()
-        var response = try await streamExchange(sent, bufferSize: bufferSize, progress: progress)
-        if let entry = conditional, response.status == 304, response.redirects.isEmpty {
+        var response = try await followingRedirects(sent, progress: progress, delivery)
+        if let entry = conditional, response.redirectStatus == 304, response.redirects.isEmpty {
             await response.discardBody()
-            let head = refreshed(entry.head, by: response.headers, requestTime: requestTime, cache: cache)
-            if let reader = cache.store.bodyReader(of: entry, chunkSize: Self.cacheChunkSize) {
+            let head = refreshed(entry.head, by: response.redirectHead.headers, requestTime: requestTime, cache: cache)
+            if var answer = delivery.stored(entry, head: head, age: 0, request: request, cache: cache) {
                 cache.store.update(entry, head: head)
                 cache.count(\.revalidations)
-                var answer = Self.streamed(Self.cached(head, body: Data(), age: 0, url: request.url, request: request), from: reader)
                 answer.revalidated = true
+                delivery.revalidated(&answer, by: response)
                 return answer
             }
+            // The stored body went meanwhile (evicted or corrupt): ask again, plainly.
             cache.count(\.misses)
-            response = try await streamExchange(request, bufferSize: bufferSize, progress: progress)
+            response = try await followingRedirects(request, progress: progress, delivery)
         } else {
             cache.count(\.misses)
         }
         if response.redirects.isEmpty, method == .get,
-           let (writer, _) = cache.writer(for: PocketResponse(status: response.status, reason: response.reason, headers: response.headers),
-                                          request: request, defaults: configuration.defaultHeaders, requestTime: requestTime) {
-            response.body.tee = writer
+           let (writer, stored) = cache.writer(for: response.attemptView, request: request, defaults: configuration.defaultHeaders,
+                                               requestTime: requestTime),
+           delivery.store(&response, stored: stored, into: writer) {
             cache.count(\.stores)
         }
         return response
@@ -183,54 +152,6 @@ extension PocketClient {
         head.requestTime = requestTime
         head.responseTime = cache.now()
         return head
-    }
-
-    /// The network, then the store when allowed.
-    private func fetch(_ request: PocketRequest, cache: PocketResponseCache, progress: PocketProgressHandler?) async throws -> PocketResponse {
-        let requestTime = cache.now()
-        let response = try await exchange(request, progress: progress)
-        guard response.redirects.isEmpty, request.method == .get,
-              let (writer, stored) = cache.writer(for: response, request: request, defaults: configuration.defaultHeaders,
-                                                  requestTime: requestTime) else { return response }
-        if writer.append(stored.body) {
-            writer.commit()
-            cache.count(\.stores)
-        }
-        return response
-    }
-
-    /// A conditional request for a stale `entry`: a 304 refreshes its head
-    /// and answers with its body; anything else replaces it.
-    private func revalidate(_ request: PocketRequest, entry: CacheEntry, cache: PocketResponseCache,
-                            progress: PocketProgressHandler?) async throws -> PocketResponse {
-        var conditional = request
-        if let etag = entry.head.headers["ETag"] { conditional.headers["If-None-Match"] = etag }
-        if let date = entry.head.headers["Last-Modified"] { conditional.headers["If-Modified-Since"] = date }
-        let requestTime = cache.now()
-        let response = try await exchange(conditional, progress: progress)
-        guard response.status == 304, response.redirects.isEmpty else {
-            cache.count(\.misses)
-            guard response.redirects.isEmpty, let (writer, stored) = cache.writer(for: response, request: request,
-                                                                                     defaults: configuration.defaultHeaders,
-                                                                                     requestTime: requestTime) else { return response }
-            if writer.append(stored.body) {
-                writer.commit()
-                cache.count(\.stores)
-            }
-            return response
-        }
-        let head = refreshed(entry.head, by: response.headers, requestTime: requestTime, cache: cache)
-        guard let body = cache.store.body(of: entry) else {
-            // The stored body went meanwhile (evicted or corrupt): ask again, plainly.
-            cache.count(\.misses)
-            return try await fetch(request, cache: cache, progress: progress)
-        }
-        cache.store.update(entry, head: head)
-        cache.count(\.revalidations)
-        var answer = Self.cached(head, body: body, age: 0, url: request.url, request: request)
-        answer.revalidated = true
-        answer.timings = response.timings
-        return answer
     }
 
     /// A stored response as the caller gets it: `Age` set (RFC 9111 §5.1).

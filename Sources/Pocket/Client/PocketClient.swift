@@ -239,16 +239,12 @@ public final class PocketClient: Sendable {
     let responseCache: PocketResponseCache?
     /// The client's middleware with its retry policy last (built once).
     let chain: MiddlewareChain
-    /// Finished engine requests kept for reuse by `send`.
+    /// Finished engine requests kept for reuse by collected hops (`CollectDelivery`).
     let spares = InFlightSpares()
     /// Its proxies (configuration, else environment at init); nil when none applies.
     let proxies: ProxyRules?
     /// `configuration.timeouts` in the engine's milliseconds (worked out once).
     let engineTimeouts: EngineTimeouts
-    /// No transport, cookie store or proxy configured (computed once): a
-    /// collected request then goes to the engine in the fewest steps
-    /// (`exchange`).
-    let direct: Bool
     /// The system clock's origin when the handling's clock is the system
     /// clock (its uptime is then read from `ContinuousClock`, as attempts
     /// time themselves), else nil. Kept here: the static is read through a
@@ -257,7 +253,7 @@ public final class PocketClient: Sendable {
     /// Requests without an `authentication` of their own answer 401
     /// challenges (`configuration.handling.authentication` is set).
     let answersChallenges: Bool
-    /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Auth).
+    /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Proxy).
     let proxyAnswers = ProxyAnswers()
 
     /// Starts the engine's threads. Fails only if threads or descriptors
@@ -280,7 +276,6 @@ public final class PocketClient: Sendable {
         self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
-        self.direct = configuration.handling.transport == nil && configuration.cookies == nil && proxies == nil
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
         self.answersChallenges = configuration.handling.authentication != nil
     }

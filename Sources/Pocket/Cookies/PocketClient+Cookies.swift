@@ -10,20 +10,18 @@ extension PocketClient {
     /// into its `Cookie` field, and the `Set-Cookie` fields of its response
     /// head (also of a head that came with an error) are stored before the
     /// redirect follower looks at it, so the next hop carries them. Without
-    /// a store it is `hop` itself.
+    /// a store it is the hop itself.
     ///
     /// The request the redirect follower keeps is the one without the
     /// store's cookies: they are chosen again for each hop's URL, and a
     /// cross-origin hop still drops the caller's own `Cookie` field.
-    @inline(__always)
-    func hopWithCookies<R: RedirectableResponse>(
-        _ request: PocketRequest, _ progress: PocketProgressHandler?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
-        guard let jar = configuration.cookies else { return try await hop(request, progress) }
-        let response: R
+    nonisolated(nonsending) func hopWithCookies<D: ResponseDelivery>(
+        _ request: PocketRequest, _ progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
+        guard let jar = configuration.cookies else { return try await hop(request, progress: progress, delivery) }
+        let response: D.Response
         do {
-            response = try await hop(jar.attach(to: request), progress)
+            response = try await hop(jar.attach(to: request), progress: progress, delivery)
         } catch let error as PocketError {
             if let head = error.response { jar.store(head.headers, from: request.url) }
             throw error

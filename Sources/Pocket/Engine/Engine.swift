@@ -211,7 +211,7 @@ extension PocketError {
         if head == nil, c == PK_E_PROXY_AUTH.rawValue {
             // A refused CONNECT: the proxy's status (errno) and challenge, read
             // while its on_done runs (pk_proxy_challenge), so that the proxy
-            // step (Sources/Pocket/Auth) can answer it.
+            // step (Sources/Pocket/Proxy) can answer it.
             var length = 0
             var fields = PocketHeaders()
             if let value = pk_proxy_challenge(&length), length > 0 {

@@ -66,7 +66,7 @@ final class InFlightRequest: @unchecked Sendable {
         case abort(PocketError)
     }
 
-    private let delivery: Delivery
+    let delivery: Delivery
     private var progress: PocketProgressHandler?
     /// The Unix socket it was sent to (named in connection errors); nil for TCP.
     private var socketPath: String?
@@ -322,6 +322,12 @@ final class InFlightRequest: @unchecked Sendable {
         // the request now, so the cancel is ours to pass on.
         if !published && seen == State.cancelledEarly { pk_engine_cancel(raw, handle) }
         return 0
+    }
+
+    /// Starts reading the socket again after a sink's write paused it (on
+    /// the request's loop, at its next pass). Harmless when not paused.
+    func resumeReading() {
+        onLoop(handle) { r, h in _ = pk_request_resume_read(r.engine.raw, h) }
     }
 
     /// Called from Task cancellation on any thread.

@@ -21,7 +21,7 @@ extension PocketClient {
     /// `.errorResponse`, `.unacceptableStatus` and the schema codes (see
     /// `PocketSchemaRegistry.decode`). Setting `request.schema` and calling
     /// `send(_:)` does the same with the registry's options and parser.
-    public func send(_ request: PocketRequest, schema: PocketSchema, options: PocketSchemaOptions? = nil,
+    nonisolated(nonsending) public func send(_ request: PocketRequest, schema: PocketSchema, options: PocketSchemaOptions? = nil,
                      errorParser: (any PocketErrorParser)? = nil) async throws -> PocketJSONValue {
         var request = request
         request.schema = nil
@@ -37,7 +37,7 @@ extension PocketClient {
     /// ```swift
     /// let issue = try await client.send(get, schema: PocketSchema(tag: "{issue}"), as: Issue.self)
     /// ```
-    public func send<T: Sendable>(_ request: PocketRequest, schema: PocketSchema, as type: T.Type,
+    nonisolated(nonsending) public func send<T: Sendable>(_ request: PocketRequest, schema: PocketSchema, as type: T.Type,
                                   options: PocketSchemaOptions? = nil,
                                   errorParser: (any PocketErrorParser)? = nil) async throws -> T {
         var request = request
@@ -55,7 +55,7 @@ extension PocketClient {
     /// `send(_:schema:options:errorParser:)` does. Sets `Content-Type:
     /// application/json` unless the request has one. A body that fails its
     /// schema throws before anything is sent.
-    public func send(_ request: PocketRequest, body: any Sendable, bodySchema: PocketSchema, schema: PocketSchema,
+    nonisolated(nonsending) public func send(_ request: PocketRequest, body: any Sendable, bodySchema: PocketSchema, schema: PocketSchema,
                      options: PocketSchemaOptions? = nil, errorParser: (any PocketErrorParser)? = nil) async throws -> PocketJSONValue {
         var request = request
         request.body = .bytes(try configuration.schemas.encodeBody(body, schema: bodySchema, options: options))

@@ -361,7 +361,8 @@ extension PocketClient {
     }
 
     /// Downloads and waits: `downloadTask(request, to:).response()`.
-    public func download(_ request: PocketRequest, to destination: URL, progress: PocketProgressHandler? = nil) async throws -> PocketDownloadResponse {
+    nonisolated(nonsending) public func download(_ request: PocketRequest, to destination: URL,
+                                                 progress: PocketProgressHandler? = nil) async throws -> PocketDownloadResponse {
         let task = downloadTask(request, to: destination, progress: progress)
         return try await withTaskCancellationHandler { try await task.response() } onCancel: { task.cancel() }
     }
@@ -385,7 +386,7 @@ private struct Downloader {
         var encoded = false
     }
 
-    func run() async throws -> PocketDownloadTask.Outcome {
+    nonisolated(nonsending) func run() async throws -> PocketDownloadTask.Outcome {
         let temp = resume?.temporaryFile ?? destination.deletingLastPathComponent()
             .appending(path: ".\(destination.lastPathComponent).pocket-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))")
         let tempPath = temp.path(percentEncoded: false)
@@ -460,35 +461,15 @@ private struct Downloader {
             return .write
         }
 
-        // Once the file is written to, the attempt is not retried (its
-        // bytes reached the caller).
-        let writing = Lock(false)
-        let write: @Sendable (PocketResponseHead) -> InFlightRequest.FileDecision = { head in
-            let decision = decide(head)
-            if case .write = decision { writing.withLock { $0 = true } }
-            return decision
-        }
         let response: PocketResponse
         do {
             // The request path: middleware, retries, events; then redirects,
             // whose bodies are collected in memory (`decide` keeps non-2xx
             // out of the file), so the file only sees the final response.
-            response = try await client.execute(sent, options: PocketSendOptions(), progress: progress, sink: nil) { request, progress in
-                do {
-                    return try await client.followingRedirects(request, progress: progress) { request, progress in
-                        if let transport = client.configuration.handling.transport {
-                            return try await Self.send(request, through: transport, to: fd, decide: write, progress: progress)
-                        }
-                        return try await client.proxied(request) { request in
-                            try await client.run(request, InFlightRequest(engine: client.engine, delivery: .file(fd: fd, decide: write),
-                                                                          progress: progress))
-                        }
-                    }
-                } catch var error as PocketError where writing.withLock({ $0 }) {
-                    error.bodyDelivered = true
-                    throw error
-                }
-            }
+            // Once the file is written to, the attempt is not retried (its
+            // bytes reached the caller: `FileDelivery`).
+            response = try await client.execute(sent, options: PocketSendOptions(), progress: progress, sink: nil,
+                                                FileDelivery(fd: fd, decide: decide))
         } catch let error as PocketError {
             let size = Self.size(fd)
             close(fd)
@@ -530,31 +511,6 @@ private struct Downloader {
         return .done(PocketDownloadResponse(status: response.status, reason: response.reason, headers: response.headers,
                                       fileURL: destination, body: Data(), fileSize: size, resumed: response.status == 206,
                                       timings: response.timings, url: response.url, redirects: response.redirects, metadata: request.metadata))
-    }
-
-    /// A hop through a configured `PocketTransport`: its complete response,
-    /// written to `fd` when `decide` says so (else kept in memory).
-    static func send(_ request: PocketRequest, through transport: any PocketTransport, to fd: Int32,
-                     decide: @Sendable (PocketResponseHead) -> InFlightRequest.FileDecision,
-                     progress: PocketProgressHandler?) async throws -> PocketResponse {
-        var response = try await transport.send(request, progress: progress)
-        switch decide(response.head) {
-        case .memory: return response
-        case .abort(let error): throw error
-        case .write:
-            let written = response.body.withUnsafeBytes { bytes -> Bool in
-                var offset = 0
-                while offset < bytes.count {
-                    let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                    if n <= 0 { return false }
-                    offset += n
-                }
-                return true
-            }
-            guard written else { throw fileError("cannot write the download") }
-            response.body = Data()
-            return response
-        }
     }
 
     static func size(_ fd: Int32) -> Int {

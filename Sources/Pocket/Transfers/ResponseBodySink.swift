@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-internal import CHTTPEngine
 
 /// Storage the caller owns that one response body is written into as it
 /// arrives, in place of `PocketResponse.body`: the way to hand a body to
@@ -80,8 +79,7 @@ public struct PocketResponseBodyControl: @unchecked Sendable {
     /// Starts reading the socket again after a `write` answered `.pause`
     /// (on the request's loop, at its next pass). Harmless when not paused.
     public func resumeReading() {
-        guard let request else { return }
-        request.onLoop(request.handle) { r, h in _ = pk_request_resume_read(r.engine.raw, h) }
+        request?.resumeReading()
     }
 
     /// Cancels the request and closes its connection: the sink's `finish`
@@ -105,8 +103,8 @@ extension PocketClient {
     /// written), events, cancellation; `Configuration.limits.maxBodyBytes`
     /// applies. The returned `response.body` is empty, and the request's
     /// `schema` is not applied (it reads `body`). With a response cache or a
-    /// configured `PocketTransport` the response arrives complete, and its
-    /// body is then written into one sink (one copy from that `Data`).
+    /// configured `PocketTransport` a response arrives complete, and its
+    /// body is then written into its sink (one copy from that `Data`).
     ///
     /// - Parameters:
     ///   - request: the request to send.
@@ -121,45 +119,10 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let sunk = try await sendSinking(request, options: options, progress: progress) { makeSink($0) }
+        let sunk = try await execute(request, options: options, progress: progress, sink: nil,
+                                     SinkWriteDelivery(returnsAtHead: false) { makeSink($0) })
         // The sinks were made by `makeSink`: of type `Sink`.
         return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
-    }
-
-    /// `send(_:options:progress:writingBodyInto:)` with the sink's type
-    /// erased: the path below is not generic, so it is compiled once,
-    /// specialised, whatever sink type a caller in another module uses
-    /// (unspecialised generic code paid for metadata lookups and value
-    /// witness copies of every intermediate value, per request).
-    ///
-    /// With nothing to adapt, retry or report, and one engine request to make
-    /// (`sinkExchange`'s common case), the attempt is made here, in this
-    /// function's task frame: the chain's closure and `sinkExchange` add two
-    /// frames per request, each holding a response, which a handler's task
-    /// (a framework's connection task) pays for in task-allocator slabs.
-    nonisolated(nonsending) func sendSinking(
-        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
-    ) async throws -> SunkResponse {
-        guard takesShortcut(request, options: options, sink: nil), direct, progress?.finish == nil, responseCache == nil,
-              request.cachePolicy == nil, configuration.handling.transport == nil else {
-            return try await sendSinkingAdapted(request, options: options, progress: progress, makeSink)
-        }
-        return try await finishShortcut(sinkDirect(request, returnsAtHead: false, progress: progress, makeSink), for: request)
-    }
-
-    /// `sendSinking` through the chain, redirects, a cache or a transport:
-    /// a function of its own, so the shortcut's frame holds none of its
-    /// values (a task frame has a slot for each value of every inlined
-    /// path: `sendSinking`'s is 3.6 KB, 3.9 KB with this path inlined).
-    @inline(never)
-    nonisolated(nonsending) private func sendSinkingAdapted(
-        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
-    ) async throws -> SunkResponse {
-        try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            try await self.sinkExchange(request, returnsAtHead: false, progress: progress, makeSink)
-        }
     }
 
     /// Sends `request` and returns at the head, while the body goes on
@@ -185,135 +148,12 @@ extension PocketClient {
     /// - Returns: the response head (its `body` empty) and the sink the body
     ///   is being written into.
     /// - Throws: `PocketError` for failures before the head.
-    public func stream<Sink: PocketResponseBodySink>(
+    nonisolated(nonsending) public func stream<Sink: PocketResponseBodySink>(
         _ request: PocketRequest, options: PocketSendOptions = PocketSendOptions(), progress: PocketProgressHandler? = nil,
         writingBodyInto makeSink: @escaping @Sendable (PocketResponseBodyStart) -> Sink
     ) async throws -> (response: PocketResponse, body: Sink) {
-        let sunk = try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            try await self.sinkExchange(request, returnsAtHead: true, progress: progress) { makeSink($0) }
-        }
+        let sunk = try await execute(request, options: options, progress: progress, sink: nil,
+                                     SinkWriteDelivery(returnsAtHead: true) { makeSink($0) })
         return (sunk.response, unsafeDowncast(sunk.sink, to: Sink.self))
     }
-
-    /// Redirects, then the engine for each hop, the body written into sinks.
-    /// The common case (no transport, cookie store or proxy configured, no
-    /// progress `finish`) is one engine request, with the redirect machinery
-    /// started only after a 3xx it follows, as `exchange` does.
-    nonisolated(nonsending) func sinkExchange(
-        _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
-    ) async throws -> SunkResponse {
-        if responseCache != nil || request.cachePolicy != nil || configuration.handling.transport != nil {
-            let response = responseCache != nil || request.cachePolicy != nil
-                ? try await caching(request, progress: progress) : try await exchange(request, progress: progress)
-            return SunkResponse(replaying: response, into: makeSink)
-        }
-        guard direct, progress?.finish == nil else {
-            return try await followingRedirects(request, progress: progress) { request, progress in
-                try await self.sinkHop(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
-            }
-        }
-        return try await sinkDirect(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
-    }
-
-    /// `sinkExchange`'s common case, inlined into its callers (no frame of
-    /// its own): one engine request, with the redirect machinery started
-    /// only after a 3xx it follows.
-    @inline(__always)
-    nonisolated(nonsending) private func sinkDirect(
-        _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
-    ) async throws -> SunkResponse {
-        var response = try await sinkHop(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
-        if follows(request, response.redirectStatus) {
-            response = try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
-                try await self.sinkHop(request, returnsAtHead: returnsAtHead, progress: progress, makeSink)
-            }
-        } else {
-            response.record(url: request.url, redirects: [])
-        }
-        return response
-    }
-
-    /// One hop on the engine, its body written into a sink made at its head.
-    nonisolated(nonsending) private func sinkHop(
-        _ request: PocketRequest, returnsAtHead: Bool, progress: PocketProgressHandler?,
-        _ makeSink: @escaping @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
-    ) async throws -> SunkResponse {
-        let delivery = SinkDelivery(returnsAtHead: returnsAtHead, make: makeSink)
-        let inflight = InFlightRequest(engine: engine, delivery: .sink(delivery), progress: progress)
-        let response: PocketResponse
-        do {
-            response = try await run(request, inflight)
-        } catch {
-            if !returnsAtHead {
-                delivery.sink?.finish(error as? PocketError ?? PocketError(.cancelled, "the request was cancelled"), timings: nil)
-            }
-            throw error
-        }
-        // Every response has a head, and the head made the sink.
-        let sink = delivery.sink!
-        if !returnsAtHead { sink.finish(nil, timings: response.timings) }
-        // A body still being written (returned at the head) is not counted:
-        // the loop thread goes on writing `written`.
-        return SunkResponse(response: response, sink: sink, written: returnsAtHead ? 0 : delivery.written,
-                            running: returnsAtHead ? inflight : nil)
-    }
-}
-
-/// One attempt's outcome of the sink sends: the response without its body,
-/// and the sink that has it (or is still being written, `running`).
-struct SunkResponse: ExchangedResponse {
-    var response: PocketResponse
-    let sink: any PocketResponseBodySink
-    /// Bytes written before the send returned.
-    let written: Int
-    /// The request still writing the body (returned at the head), cancelled
-    /// when this response is dropped for a retry or a redirect.
-    let running: InFlightRequest?
-
-    init(response: PocketResponse, sink: any PocketResponseBodySink, written: Int, running: InFlightRequest?) {
-        self.response = response
-        self.sink = sink
-        self.written = written
-        self.running = running
-    }
-
-    /// A complete response (cached, or from a transport) written into one sink.
-    init(replaying complete: PocketResponse, into makeSink: (PocketResponseBodyStart) -> any PocketResponseBodySink) {
-        var response = complete
-        let body = response.body
-        response.body = Data()
-        let sink = makeSink(PocketResponseBodyStart(head: response.head, contentLength: body.count,
-                                                    control: PocketResponseBodyControl(nil)))
-        if !body.isEmpty { _ = body.withUnsafeBytes { sink.write($0) } }
-        sink.finish(nil, timings: response.timings)
-        self.sink = sink
-        self.response = response
-        written = body.count
-        running = nil
-    }
-
-    var attemptView: PocketResponse { response }
-
-    func validationFailure(_ validation: PocketValidation, format: PocketContentFormat) -> PocketError? {
-        let hasBody: Bool
-        if running != nil {
-            let status = response.status
-            hasBody = !(response.headers["Content-Length"] == "0" || status == 204 || status == 304)
-        } else {
-            hasBody = written > 0
-        }
-        return response.validationFailure(validation, format: format, hasBody: hasBody)
-    }
-
-    mutating func keep(request: PocketRequest) { response.request = request }
-
-    func discardBody() async { running?.cancel() }
-
-    var redirectStatus: Int { response.status }
-    var redirectHead: PocketResponseHead { response.head }
-    var hopDuration: Duration { running == nil ? response.timings.total : .zero }
-    mutating func record(url: URL, redirects: [PocketRedirectHop]) { response.record(url: url, redirects: redirects) }
-    func discardRedirectBody() async { running?.cancel() }
 }

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 // The proxy step of the one request path: each hop that goes through an
-// HTTP proxy (stage 4 of PocketClient+Execute.swift, inside redirects, since
+// HTTP proxy (stage 5 of PocketClient+Execute.swift, inside redirects, since
 // each hop may take another proxy or none) answers the proxy's 407 once, as
 // `authenticating` answers an origin's 401:
 //
@@ -25,16 +25,10 @@ import Foundation
 // error naming the proxy.
 
 extension PocketClient {
-    /// One hop through `send`, answering its proxy's challenge when the hop
-    /// goes through a proxy; a hop with no proxy costs two nil checks.
-    @inline(__always)
-    func proxied<R: ExchangedResponse>(_ request: PocketRequest, _ send: (PocketRequest) async throws -> R) async throws -> R {
-        if proxies == nil, request.proxy == nil { return try await send(request) }
-        return try await answeringProxy(request, send)
-    }
-
     /// `send`, answering a 407 (or a CONNECT's 401) from the hop's proxy.
-    func answeringProxy<R: ExchangedResponse>(_ request: PocketRequest, _ send: (PocketRequest) async throws -> R) async throws -> R {
+    nonisolated(nonsending) func answeringProxy<R: ExchangedResponse>(
+        _ request: PocketRequest, _ send: nonisolated(nonsending) (PocketRequest) async throws -> R
+    ) async throws -> R {
         let target = request.target
         guard target.problem == nil, target.unixPath == nil, request.unixSocketPath == nil, configuration.unixSocketPath == nil,
               let proxy = try? ProxyRules.proxy(for: target, own: request.proxy, rules: proxies) else {

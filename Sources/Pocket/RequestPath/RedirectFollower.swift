@@ -17,7 +17,7 @@ protocol RedirectableResponse: Sendable {
 }
 
 extension PocketClient {
-    /// Runs `hop` for `request`, then for each redirect the policy follows.
+    /// Runs a hop for `request`, then for each redirect the policy follows.
     ///
     /// The first hop is the whole cost of a request that is not redirected:
     /// the policy is read, one status compared, and the response records its
@@ -26,20 +26,18 @@ extension PocketClient {
     /// A progress handler's `finish` (the end of `PocketProgressHandler.stream`)
     /// comes once, when the final response is complete: the stream of
     /// updates spans every hop, and a redirect's end does not close it.
-    @_specialize(where R == PocketResponse)
-    func followingRedirects<R: RedirectableResponse>(
-        _ request: PocketRequest, progress: PocketProgressHandler?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+    nonisolated(nonsending) func followingRedirects<D: ResponseDelivery>(
+        _ request: PocketRequest, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
         guard request.redirects?.follows ?? configuration.redirects.follows else {
-            var response = try await hopWithCookies(request, progress, hop)
+            var response = try await hopWithCookies(request, progress, delivery)
             response.record(url: request.url, redirects: [])
             return response
         }
         let gate = ProgressFinishGate.wrap(progress)
-        var response: R
+        var response: D.Response
         do {
-            response = try await hopWithCookies(request, gate?.handler ?? progress, hop)
+            response = try await hopWithCookies(request, gate?.handler ?? progress, delivery)
         } catch {
             gate?.gate.markFinal()
             throw error
@@ -49,17 +47,15 @@ extension PocketClient {
             response.record(url: request.url, redirects: [])
             return response
         }
-        return try await redirecting(request, after: response, progress: progress, gate: gate, hop)
+        return try await redirecting(request, after: response, progress: progress, gate: gate, delivery)
     }
 
     /// The redirects after `response`, the 3xx that answered `request`
     /// (`gate`: the first hop's progress gate, if it has one).
-    @_specialize(where R == PocketResponse)
-    func redirecting<R: RedirectableResponse>(
-        _ request: PocketRequest, after first: R, progress: PocketProgressHandler?,
-        gate firstGate: (handler: PocketProgressHandler, gate: ProgressFinishGate)?,
-        _ hop: (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+    nonisolated(nonsending) private func redirecting<D: ResponseDelivery>(
+        _ request: PocketRequest, after first: D.Response, progress: PocketProgressHandler?,
+        gate firstGate: (handler: PocketProgressHandler, gate: ProgressFinishGate)?, _ delivery: D
+    ) async throws -> D.Response {
         var response = first
         var gate = firstGate
         var follower = RedirectFollower(policy: request.redirects ?? configuration.redirects, request: request,
@@ -68,7 +64,7 @@ extension PocketClient {
             while let next = try await follower.next(after: response.redirectHead, took: response.hopDuration) {
                 await response.discardRedirectBody()
                 gate = ProgressFinishGate.wrap(progress)
-                response = try await hopWithCookies(next, gate?.handler ?? progress, hop)
+                response = try await hopWithCookies(next, gate?.handler ?? progress, delivery)
             }
         } catch {
             gate?.gate.markFinal()
@@ -77,47 +73,6 @@ extension PocketClient {
         gate?.gate.markFinal()
         response.record(url: follower.request.url, redirects: follower.hops)
         return response
-    }
-}
-
-/// Passes a hop's `finish` on only if that hop's response is the final one:
-/// the hop may end before or after the redirect loop decides (a streamed
-/// body ends long after its head), so whichever comes second calls it.
-final class ProgressFinishGate: Sendable {
-    private struct State {
-        var final = false
-        var finished = false
-        var called = false
-    }
-
-    private let state = Lock(State())
-    private let finish: @Sendable () -> Void
-
-    private init(finish: @escaping @Sendable () -> Void) { self.finish = finish }
-
-    /// A handler for one hop and its gate; nil when `progress` has no `finish`.
-    static func wrap(_ progress: PocketProgressHandler?) -> (handler: PocketProgressHandler, gate: ProgressFinishGate)? {
-        guard let progress, let finish = progress.finish else { return nil }
-        let gate = ProgressFinishGate(finish: finish)
-        var handler = progress // every setting kept; only the end is gated
-        handler.finish = { gate.hopFinished() }
-        return (handler, gate)
-    }
-
-    /// The hop's request ended.
-    func hopFinished() { update { $0.finished = true } }
-
-    /// The hop's response is the one returned (or its error is thrown).
-    func markFinal() { update { $0.final = true } }
-
-    private func update(_ change: (inout State) -> Void) {
-        let call = state.withLock { s -> Bool in
-            change(&s)
-            guard s.final, s.finished, !s.called else { return false }
-            s.called = true
-            return true
-        }
-        if call { finish() }
     }
 }
 
@@ -229,7 +184,7 @@ struct RedirectFollower {
         default:
             break
         }
-        if !Self.sameOrigin(request.url, resolved) {
+        if !PocketClient.sameOrigin(request.url, resolved) {
             for name in ["Authorization", "Proxy-Authorization", "Cookie"] { next.headers.remove(name) }
         }
         return next
@@ -268,15 +223,6 @@ struct RedirectFollower {
                      "Transfer-Encoding", "Digest", "Content-Digest"] {
             r.headers.remove(name)
         }
-    }
-
-    /// Scheme, host and port equal (RFC 6454), default ports filled in; for
-    /// `http+unix`/`https+unix`, the same socket path too (every socket's
-    /// origin host is "localhost", so the host alone would join them).
-    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        let x = Target(a), y = Target(b)
-        return x.https == y.https && x.host.lowercased() == y.host.lowercased() && x.port == y.port
-            && x.unixPath == y.unixPath
     }
 
     /// A server's redirect never moves a request onto another transport: from

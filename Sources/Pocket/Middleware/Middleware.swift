@@ -28,10 +28,9 @@ public protocol PocketMiddleware: Sendable {
     func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest, context: PocketMiddlewareContext) async
 
     /// Says whether to retry; nil (the default) leaves it to the next
-    /// middleware, then to the retry policy. A middleware's `.retry` is not
-    /// limited by the policy's `maxAttempts` (only by
-    /// `PocketRequestHandling.maxAttempts`), so it must guard itself. Throwing
-    /// ends the request with that error.
+    /// middleware, then to the retry policy. A middleware's `.retry` counts
+    /// against the retry policy's `maxAttempts` (3 without a policy), as the
+    /// policy's own retries do. Throwing ends the request with that error.
     func retry(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                context: PocketMiddlewareContext) async throws -> PocketRetryDecision?
 

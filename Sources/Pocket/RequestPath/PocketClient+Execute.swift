@@ -4,26 +4,34 @@ import FoundationEssentials
 import Foundation
 #endif
 
-// The one request path. Every way of sending enters `execute` — `send`
-// (and what is built on it: endpoints, pipes, schemas, callbacks, groups),
+// The one request path. Every way of sending enters `execute` with a
+// delivery (ResponseDelivery.swift: collect, stream, sink or file) —
+// `send` and what is built on it (endpoints, pipes, schemas, callbacks,
+// groups, the OpenAPI transport), `send(writingBodyInto:)` and PocketNIO,
 // queues, `stream` and downloads — and runs these stages in this order:
 //
 //   1. the middleware chain: each middleware adapts the request, in order;
-//      the retry policy is the chain's last middleware
-//   2. redirects (`followingRedirects`): each hop is
-//   3. prepared (a pure value step: defaults merged, URL credentials,
-//      Accept-Encoding, the body described; `PreparedRequest`) and handed to
-//   4. the engine (`InFlightRequest`), or to a configured `PocketTransport`;
-//      a request with an `authentication` answers a 401 challenge around
-//      2-4 once (`authenticating`, Sources/Pocket/Auth)
-//   5. validation of the final response (the request's `PocketValidation`,
+//      the retry policy is the chain's last middleware (`attempts`)
+//   2. authentication: a request with an `authentication` answers a 401
+//      challenge around 3-5 (`authenticating`, Sources/Pocket/Auth)
+//   3. the cache step, when the client has a cache or the request a cache
+//      policy (`fetching`, Sources/Pocket/Cache)
+//   4. redirects (`followingRedirects`, RedirectFollower.swift): each hop
+//      goes through the cookie store, then
+//   5. `hop`: the configured `PocketTransport`, or the engine (the hop's
+//      proxy challenge answered): the request is prepared (a pure value
+//      step: `PreparedRequest`) and submitted (`InFlightRequest`), its body
+//      delivered as the delivery says
+//   6. validation of the final response (the request's `PocketValidation`,
 //      else the client's); then the middleware observe the outcome in
 //      reverse order and, for a failure, are asked in order whether to retry
-//   6. events: `.running`, `.retrying`, `.finished` (carrying the error the
+//   7. events: `.running`, `.retrying`, `.finished` (carrying the error the
 //      caller gets, validation's included) or `.cancelled`
 //
-// With no middleware, no retry policy and nobody listening, stages 1, 5's
-// hooks and 6 cost a few nil checks: the same path, with nothing to do.
+// With no middleware, no retry policy, no authentication and nobody
+// listening, `execute` skips 1, 2, 6's hooks and 7: one attempt, then
+// validation. Every other stage checks for its own work (a cache, a
+// redirect, a cookie store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -54,35 +62,9 @@ extension PocketClient {
     }
 
     /// `send` with the task's own event sink (queues pass theirs).
-    @inline(__always)
     nonisolated(nonsending) func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
-              sink: EventSink?) async throws -> PocketResponse {
-        guard takesShortcut(request, options: options, sink: sink) else {
-            return try applySchema(await sendAdapted(request, options: options, progress: progress, sink: sink))
-        }
-        return try applySchema(await executeShortcut(request, progress: progress) { request, progress in
-            try await self.sendHop(request, progress: progress)
-        })
-    }
-
-    /// `send` through the chain: `executeAdapted` with `send`'s hop, made
-    /// one function (one task frame, the hop inlined in it, not a closure
-    /// with a frame of its own).
-    @inline(never)
-    nonisolated(nonsending) private func sendAdapted(_ request: PocketRequest, options: PocketSendOptions,
-                                                     progress: PocketProgressHandler?, sink: EventSink?) async throws -> PocketResponse {
-        try await executeAdapted(request, options: options, progress: progress, sink: sink) { request, progress in
-            try await self.sendHop(request, progress: progress)
-        }
-    }
-
-    /// `send`'s hop: the cache, or redirects and the engine.
-    @inline(__always)
-    nonisolated(nonsending) private func sendHop(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
-        if responseCache != nil || request.cachePolicy != nil {
-            return try await caching(request, progress: progress)   // Sources/Pocket/Cache
-        }
-        return try await exchange(request, progress: progress)
+                                      sink: EventSink?) async throws -> PocketResponse {
+        try applySchema(await execute(request, options: options, progress: progress, sink: sink, CollectDelivery()))
     }
 
     /// Sends `request` and returns as soon as the response head arrives; the
@@ -99,96 +81,75 @@ extension PocketClient {
     /// the head is returned: a failure before it, or a head that fails
     /// validation or is a retryable status, can be retried), redirects (a
     /// 3xx body of up to 64 KiB is read and dropped so its connection is
-    /// reused), validation of the head, events.
-    public func stream(_ request: PocketRequest, bufferSize: Int = 256 << 10, options: PocketSendOptions = PocketSendOptions(),
-                       progress: PocketProgressHandler? = nil) async throws -> PocketStreamingResponse {
-        try await execute(request, options: options, progress: progress, sink: nil) { request, progress in
-            if self.responseCache != nil || request.cachePolicy != nil {
-                return try await self.cachingStream(request, bufferSize: bufferSize, progress: progress)   // Sources/Pocket/Cache
-            }
-            return try await self.streamExchange(request, bufferSize: bufferSize, progress: progress)
-        }
+    /// reused), validation of the head, events. Like `send`, it runs on the
+    /// caller's executor.
+    nonisolated(nonsending) public func stream(_ request: PocketRequest, bufferSize: Int = 256 << 10,
+                                               options: PocketSendOptions = PocketSendOptions(),
+                                               progress: PocketProgressHandler? = nil) async throws -> PocketStreamingResponse {
+        try await execute(request, options: options, progress: progress, sink: nil, StreamDelivery(bufferSize: bufferSize))
     }
 
-    /// Redirects, then the engine (or the configured transport) for each
-    /// hop, returning at the head.
-    func streamExchange(_ request: PocketRequest, bufferSize: Int, progress: PocketProgressHandler?) async throws -> PocketStreamingResponse {
-        try await followingRedirects(request, progress: progress) { request, progress in
-            if let transport = self.configuration.handling.transport {
-                return PocketStreamingResponse(collected: try await transport.send(request, progress: progress))
-            }
-            return try await self.proxied(request) { request in
-                let state = BodyStreamState(highWater: bufferSize)
-                let inflight = InFlightRequest(engine: self.engine, delivery: .stream(state), progress: progress)
-                state.request = inflight
-                let body = PocketResponseBodyStream(state)
-                let head = try await self.run(request, inflight)
-                return PocketStreamingResponse(status: head.status, reason: head.reason, httpMinorVersion: head.httpMinorVersion,
-                                               headers: head.headers, body: body)
-            }
-        }
-    }
+    // MARK: the path
 
-    /// Redirects, then the engine (or the configured transport) for each
-    /// hop, the body collected in memory. The common case (no transport,
-    /// proxy, cookie store or progress `finish`) is inlined into its
-    /// callers: one engine request, the redirect machinery started only
-    /// after a 3xx it follows; the rest is `exchangeGeneral`.
-    @inline(__always)
-    nonisolated(nonsending) func exchange(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
-        guard direct, progress?.finish == nil, request.proxy == nil else {
-            return try await exchangeGeneral(request, progress: progress)
-        }
-        var inflight = spares.collectingRequest(engine: engine, progress: progress)
-        var response = try await run(request, inflight)
-        spares.recycle(&inflight)
-        if follows(request, response.status) { return try await redirected(request, after: response, progress: progress) }
-        response.record(url: request.url, redirects: [])
-        return response
-    }
-
-    /// Whether `request` follows a response of `status` (a 3xx, redirects on).
-    func follows(_ request: PocketRequest, _ status: Int) -> Bool {
-        RedirectFollower.isRedirect(status) && request.redirects?.follows ?? configuration.redirects.follows
-    }
-
-    /// The redirect machinery, started after the first hop's 3xx.
-    private nonisolated(nonsending) func redirected(_ request: PocketRequest, after response: PocketResponse,
-                                                   progress: PocketProgressHandler?) async throws -> PocketResponse {
-        try await redirecting(request, after: response, progress: progress, gate: nil) { request, progress in
-            try await self.proxied(request) { request in
-                try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
+    /// Runs `request` through the stages (see the top of this file) and
+    /// returns its response in `delivery`'s form, reporting to `sink` (or to
+    /// a sink made here when anyone listens).
+    nonisolated(nonsending) func execute<D: ResponseDelivery>(
+        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
+        _ delivery: D
+    ) async throws -> D.Response {
+        // Nothing to adapt, retry, authenticate or report: one attempt,
+        // then validation.
+        if given == nil, unadapted, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
+           !hub.isListening, request.authentication == nil {
+            var response = try await fetching(request, progress: progress, delivery)
+            if let failure = validationFailure(of: response, for: request) {
+                await response.discardBody()
+                throw failure
             }
-        }
-    }
-
-    /// `exchange` through a transport, a proxy (whose 407 is answered,
-    /// Sources/Pocket/Auth), a cookie store (each hop goes through it) or
-    /// with a progress `finish`.
-    nonisolated(nonsending) func exchangeGeneral(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
-        if let transport = configuration.handling.transport {
-            return try await followingRedirects(request, progress: progress) { request, progress in
-                try await transport.send(request, progress: progress)
-            }
-        }
-        if progress?.finish == nil, configuration.cookies == nil {
-            var response = try await answeringProxy(request) { request in
-                try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
-            }
-            if follows(request, response.status) { return try await redirected(request, after: response, progress: progress) }
-            response.record(url: request.url, redirects: [])
+            response.keep(request: request)
             return response
         }
-        return try await followingRedirects(request, progress: progress) { request, progress in
-            try await self.proxied(request) { request in
-                try await self.run(request, InFlightRequest(engine: self.engine, progress: progress))
-            }
+        return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
+    }
+
+    /// One attempt's exchange: the cache step (with a cache or a cache
+    /// policy), else redirects and their hops.
+    nonisolated(nonsending) func fetching<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                               _ delivery: D) async throws -> D.Response {
+        if responseCache != nil || request.cachePolicy != nil {
+            return try await delivery.cached(request, client: self, progress: progress)   // Sources/Pocket/Cache
         }
+        return try await followingRedirects(request, progress: progress, delivery)
+    }
+
+    /// One hop: the configured transport, or the engine (through the hop's
+    /// proxy, whose challenge is answered: Sources/Pocket/Proxy).
+    nonisolated(nonsending) func hop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                          _ delivery: D) async throws -> D.Response {
+        if let transport = configuration.handling.transport {
+            return try delivery.deliver(await transport.send(request, progress: progress))
+        }
+        if proxies == nil, request.proxy == nil { return try await engineHop(request, progress: progress, delivery) }
+        return try await answeringProxy(request) { request in try await self.engineHop(request, progress: progress, delivery) }
+    }
+
+    /// The one place a request enters the engine: an engine request made
+    /// for `delivery`, submitted, and its response handed to `delivery`.
+    nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                                _ delivery: D) async throws -> D.Response {
+        var inflight = delivery.engineRequest(client: self, progress: progress)
+        let response: PocketResponse
+        do {
+            response = try await run(request, inflight)
+        } catch {
+            throw delivery.failed(error, inflight)
+        }
+        return delivery.response(response, from: &inflight, client: self)
     }
 
     /// Submits `inflight` and waits for its continuation: the complete
-    /// response, or only its head for a streamed body.
-    @inline(__always)
+    /// response, or only its head for a body delivered as it arrives.
     nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
@@ -200,78 +161,21 @@ extension PocketClient {
         return inflight.takeResponse()
     }
 
-    // MARK: the path
-
-    /// Runs `request` through the chain, `hop` (redirects and the engine)
-    /// and validation, reporting to `sink` (or to a sink made here when
-    /// anyone listens).
-    /// With nothing to adapt, retry or report, the one attempt is inlined
-    /// into the caller (`hop` with it); else `executeAdapted` runs the chain.
-    @inline(__always)
-    nonisolated(nonsending) func execute<R: ExchangedResponse>(
-        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
-        guard takesShortcut(request, options: options, sink: given) else {
-            return try await executeAdapted(request, options: options, progress: progress, sink: given, hop)
-        }
-        return try await executeShortcut(request, progress: progress, hop)
-    }
-
-    /// Whether `request` has nothing to adapt, retry or report: no
-    /// middleware or retry policy (the client's or `options`'), no
-    /// observer or subscriber, no task sink, no authentication.
-    @inline(__always)
-    func takesShortcut(_ request: PocketRequest, options: PocketSendOptions, sink: EventSink?) -> Bool {
-        unadapted && sink == nil && options.retry == nil && options.middleware.isEmpty && options.observers.isEmpty
-            && !hub.isListening && request.authentication == nil
-    }
-
-    /// The one attempt of a request that `takesShortcut`: `hop`, then validation.
-    @inline(__always)
-    nonisolated(nonsending) func executeShortcut<R: ExchangedResponse>(
-        _ request: PocketRequest, progress: PocketProgressHandler?,
-        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
-        try await finishShortcut(hop(request, progress), for: request)
-    }
-
-    /// The shortcut's last step (`executeShortcut`, and `sendSinking`'s own
-    /// shortcut): validation, then the request kept on the response, which
-    /// it takes and hands back.
-    @inline(__always)
-    nonisolated(nonsending) func finishShortcut<R: ExchangedResponse>(_ response: consuming R,
-                                                                     for request: PocketRequest) async throws -> R {
-        if let failure = validationFailure(of: response, for: request) {
-            await response.discardBody()
-            throw failure
-        }
-        response.keep(request: request)
-        return response
-    }
-
     /// `execute` through the middleware chain, the retry policy and the events.
-    // The async functions of this path hold only what lives across a
-    // suspension: every synchronous step (the context, the checks, the
-    // errors and their messages, the events) is a function of its own, so
-    // its temporaries live on the thread's stack, not in the task's frame
-    // (a frame holds a slot for every value an inlined step makes: this
-    // one measured 14.9 KB, touched across 64 tasks' frames per round).
-    @inline(__always)
-    nonisolated(nonsending) func executeAdapted<R: ExchangedResponse>(
+    nonisolated(nonsending) private func executeAdapted<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+        _ delivery: D
+    ) async throws -> D.Response {
         let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
         do {
-            return try await attempts(request, chain: chain, context: context, started: started, progress: progress, sink: sink, hop)
+            return try await attempts(request, chain: chain, context: context, started: started, progress: progress, sink: sink,
+                                      delivery)
         } catch {
             throw Self.cancellationReported(error, context: context, sink: sink)
         }
     }
 
     /// The chain, context and event sink of one request.
-    @inline(never)
     private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions,
                               sink given: EventSink?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
         // The request's own middleware run after the client's; its
@@ -309,7 +213,6 @@ extension PocketClient {
 
     /// A cancelled request's error, reported as `.cancelled`; any other
     /// error as it is (already reported).
-    @inline(never)
     private static func cancellationReported(_ error: any Error, context: PocketMiddlewareContext, sink: EventSink?) -> any Error {
         let cancelled: PocketError
         if let error = error as? PocketError, error.code == .cancelled {
@@ -328,12 +231,11 @@ extension PocketClient {
     /// (the first opinion wins; the retry policy is the last middleware).
     /// The policy's `maxAttempts` (3 without a policy) caps every retry,
     /// whoever asks for it.
-    @inline(__always)
-    nonisolated(nonsending) private func attempts<R: ExchangedResponse>(
+    nonisolated(nonsending) private func attempts<D: ResponseDelivery>(
         _ request: PocketRequest, chain: MiddlewareChain, context: PocketMiddlewareContext,
-        started firstStart: ContinuousClock.Instant, progress: PocketProgressHandler?, sink: EventSink?,
-        _ hop: nonisolated(nonsending) (PocketRequest, PocketProgressHandler?) async throws -> R
-    ) async throws -> R {
+        started firstStart: ContinuousClock.Instant, progress: PocketProgressHandler?, sink: EventSink?, _ delivery: D
+    ) async throws -> D.Response {
+        typealias R = D.Response
         // Only the hooks that do something are called (`MiddlewareChain`):
         // not the retry policy's `adapt` and `observe`, nor a closure
         // middleware's missing ones.
@@ -363,11 +265,10 @@ extension PocketClient {
             var observing = false
             do {
                 var response = sent.authentication == nil && !answersChallenges
-                    ? try await hop(sent, progress)
-                    : try await authenticating(&sent, progress: progress, hop)   // Sources/Pocket/Auth
+                    ? try await fetching(sent, progress: progress, delivery)
+                    : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
                 failure = validationFailure(of: response, for: sent)
-                // A success no hook observes is the caller's at once (not
-                // moved through an outcome and `finish`, a copy each).
+                // A success no hook observes is the caller's at once.
                 observing = observed && chain.observes(context)
                 if failure == nil, !observing, delivered(&response, sent: sent, attempt: attempt, sink: sink) { return response }
                 outcome = .success(response)
@@ -386,7 +287,6 @@ extension PocketClient {
     /// offered to `retry`. Returns the caller's response; throws the
     /// caller's error; returns nil to make the next attempt (after the
     /// backoff, already waited).
-    @inline(never)
     nonisolated(nonsending) private func settle<R: ExchangedResponse>(
         _ outcome: Result<R, any Error>, failure: PocketError?, request: PocketRequest, sent: PocketRequest,
         attempt: Int, started: ContinuousClock.Instant, observing: Bool, chain: MiddlewareChain,
@@ -441,7 +341,6 @@ extension PocketClient {
 
     /// The next attempt's number, started: checked for cancellation, the
     /// context's attempt set, `.running` reported.
-    @inline(never)
     private static func beginAttempt(context: PocketMiddlewareContext, sink: EventSink?) throws -> Int {
         let attempt = context.attempt + 1
         if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
@@ -451,7 +350,6 @@ extension PocketClient {
     }
 
     /// `sent`'s total timeout cut to what is left of the retry deadline.
-    @inline(never)
     private func limit(_ sent: inout PocketRequest, to deadline: Duration, context: PocketMiddlewareContext, attempt: Int) throws {
         let remaining = deadline - context.elapsed
         guard remaining > .zero else {
@@ -465,7 +363,6 @@ extension PocketClient {
     /// Whether a response that passed validation is the caller's at once
     /// (a success: it passes a validation, or is 2xx/3xx with none); then
     /// `.finished` is reported and the request kept in it.
-    @inline(never)
     private func delivered<R: ExchangedResponse>(_ response: inout R, sent: PocketRequest, attempt: Int, sink: EventSink?) -> Bool {
         guard configuration.validation != nil || sent.validation != nil || (200..<400).contains(response.redirectStatus) else {
             return false
@@ -477,7 +374,6 @@ extension PocketClient {
 
     /// Whether an outcome may be retried: a success never is; nor is a
     /// failure whose body already reached the caller.
-    @inline(never)
     private func isRetryable<R: ExchangedResponse>(_ outcome: Result<R, any Error>, failure: PocketError?, sent: PocketRequest) -> Bool {
         switch outcome {
         case .success(let response):
@@ -489,7 +385,6 @@ extension PocketClient {
     }
 
     /// What the hooks see of an outcome.
-    @inline(never)
     private static func view<R: ExchangedResponse>(of outcome: Result<R, any Error>) -> Result<PocketResponse, any Error> {
         switch outcome {
         case .success(let response): return .success(response.attemptView)
@@ -499,7 +394,6 @@ extension PocketClient {
 
     /// The wait before the attempt after `attempt`, or the error that ends
     /// the request instead: the attempt cap reached, or a one-shot body.
-    @inline(never)
     private func retry<R: ExchangedResponse>(_ request: PocketRequest, after outcome: Result<R, any Error>, failure: PocketError?,
                                              decision: PocketRetryDecision, attempt: Int,
                                              chain: MiddlewareChain) -> Result<Duration, PocketError> {
@@ -521,21 +415,18 @@ extension PocketClient {
     }
 
     /// `.retrying` reported, with the wait.
-    @inline(never)
     private static func retrying<R: ExchangedResponse>(after outcome: Result<R, any Error>, failure: PocketError?, attempt: Int,
                                                        delay: Duration, sink: EventSink?) {
         sink?.emit(.retrying, attempt: attempt, status: head(of: outcome)?.status, error: failure ?? outcome.failure, retryDelay: delay)
     }
 
     /// `error`, reported as the request's `.finished`.
-    @inline(never)
     private static func finished(_ error: any Error, attempt: Int, sink: EventSink?) -> any Error {
         sink?.emit(.finished, attempt: attempt, error: error)
         return error
     }
 
     /// The outcome the caller gets, reported as `.finished`.
-    @inline(never)
     private func finish<R: ExchangedResponse>(_ outcome: Result<R, any Error>, validationFailure: PocketError?,
                                               request: PocketRequest, attempt: Int, sink: EventSink?) throws -> R {
         switch outcome {
