@@ -99,10 +99,12 @@ let package = Package(
         // the benchmark starts when no --url is given.
         .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")],
                 linkerSettings: [.linkedLibrary("z"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // Instruction counters of `pocket-bench --count`: perf_event_open, or callgrind's client requests.
+        .target(name: "CPocketBenchCount", path: "Benchmarks/CPocketBenchCount"),
         // Benchmark loop, HDR latencies, report: no Pocket in it (the peers use it too).
-        .target(name: "PocketBenchKit", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .target(name: "PocketBenchKit", dependencies: ["CPocketBenchCount", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
-        .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer"]),
+        .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer", "CPocketBenchCount"]),
         .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"]),
         // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer. Its
         // command line is parsed by hand (CommandLineOptions.swift): swift-argument-

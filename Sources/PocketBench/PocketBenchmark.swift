@@ -46,9 +46,11 @@ public enum PocketBenchmark {
     /// One measurement against `url`. `embedded`: the server is
     /// `CPocketBenchServer` in this process (its CPU is reported apart);
     /// `inProcessServer`: another server in this process (reported as
-    /// embedded, its CPU not apart); `scenario` names the run in the report.
+    /// embedded, its CPU not apart); `scenario` names the run in the report;
+    /// `instructions` counts the measured phase's instructions.
     public static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
-                    inProcessServer: Bool = false, scenario: String? = nil) async throws -> Measurement {
+                    inProcessServer: Bool = false, scenario: String? = nil,
+                    instructions: InstructionCounter? = nil) async throws -> Measurement {
         guard let url = URL(string: urlString), url.scheme == "http" || url.scheme == "https" else {
             throw Failure(description: "not an http(s) URL: \(urlString)", exitCode: 2)
         }
@@ -116,6 +118,7 @@ public enum PocketBenchmark {
         let listener = events.map { events in Task { for await _ in events {} } }
         defer { listener?.cancel() }
         setup.versions["pocket"] = pocketVersion
+        setup.instructions = instructions
         let bench = PocketBenchClient(client: client, request: request, transfer: Transfer(options.bodySink),
                                       uploadBytes: uploadBytes)
         let measurement = await measure(bench, options: options, setup: setup)

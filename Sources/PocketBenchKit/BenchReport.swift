@@ -14,7 +14,8 @@ public struct Report: Sendable {
     var engineThreads: Int
     var onLoop: Bool
     var pipeline = false
-    var ioBackend: String?
+    /// How the client wrote to sockets (`epoll`, `io_uring`), or nil.
+    public var ioBackend: String?
     var warmup: Int
     /// The measured requests and their outcome.
     public var tally: Tally
@@ -24,6 +25,7 @@ public struct Report: Sendable {
     var serverCPUNanos: UInt64       // embedded server threads (0 with --url)
     var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
     var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
+    var userInstructions: UInt64?    // with an InstructionCounter (pocket-bench --count)
     /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
@@ -66,7 +68,10 @@ public struct Report: Sendable {
     var engineAllocationsPerRequest: Double? { engineAllocations.map { perRequest(Double($0)) } }
     /// Body bytes per second of the measured phase.
     public var bytesPerSecond: Double { elapsedNanos == 0 ? 0 : Double(tally.bytes) / elapsedSeconds }
-    var heapAllocationsPerRequest: Double? { heapAllocations.map { perRequest(Double($0)) } }
+    /// Heap allocation calls of the process per measured request (malloc-count preloaded), or nil.
+    public var heapAllocationsPerRequest: Double? { heapAllocations.map { perRequest(Double($0)) } }
+    /// User-space instructions per measured request (an `InstructionCounter` given), or nil.
+    public var instructionsPerRequest: Double? { userInstructions.map { perRequest(Double($0)) } }
 
     /// One JSON object on one line.
     public func json() -> String {
@@ -90,6 +95,7 @@ public struct Report: Sendable {
             ("server_cpu_s", fmt(Double(serverCPUNanos) / 1e9, 6)),
             ("engine_allocs_per_req", engineAllocationsPerRequest.map { fmt($0, 3) } ?? "null"),
             ("heap_allocs_per_req", heapAllocationsPerRequest.map { fmt($0, 3) } ?? "null"),
+            ("user_instructions_per_req", instructionsPerRequest.map { fmt($0, 1) } ?? "null"),
             ("bytes", "\(tally.bytes)"),
             ("bytes_per_s", fmt(bytesPerSecond, 0)),
             ("connections", "\(connections)"),

@@ -23,6 +23,8 @@ public struct MeasureSetup: Sendable {
     public var ioBackend: String?
     /// Versions for the report besides Swift's (`["pocket": "0.1"]`).
     public var versions: [String: String] = [:]
+    /// Counts the measured phase's user-space instructions (`pocket-bench --count`), or nil.
+    public var instructions: InstructionCounter?
 
     /// A setup with no probes, the global executor and one engine thread.
     public init(clientName: String, scenario: String? = nil, url: String) {
@@ -67,6 +69,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let engine0 = setup.engineAllocations?()
     let server0 = setup.serverCPUNanos?() ?? 0
     let cpu0 = processCPUNanos()
+    setup.instructions?.start()
     let t0 = monotonicNanos()
     if let s = options.maxSeconds { measured.deadline = t0 &+ UInt64(s * 1e9) }
     let tally = if let rounds = options.soakRounds {
@@ -75,6 +78,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
     }
     let t1 = monotonicNanos()
+    let instructions = setup.instructions?.stop(label: setup.scenario ?? setup.clientName)
     let cpu1 = processCPUNanos()
     let server1 = setup.serverCPUNanos?() ?? 0
     let engine1 = setup.engineAllocations?()
@@ -98,6 +102,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         serverCPUNanos: server1 &- server0,
         engineAllocations: engine0.flatMap { e0 in engine1.map { $0 &- e0 } },
         heapAllocations: heap0.flatMap { h0 in heap1.map { $0 &- h0 } },
+        userInstructions: instructions,
         versions: setup.versions.merging(["swift": MachineInfo.swiftVersion]) { mine, _ in mine }
     )
     return Measurement(report: report, warmup: warmTally)
