@@ -27,6 +27,7 @@ public final class InstructionCounter: @unchecked Sendable {
     private let dumpPath: String?
     private var dumps = 0
     private var perf = pkbc_perf()
+    private var perfTotal: UInt64?
     /// Why the last window has no count.
     public private(set) var failure: String?
 
@@ -64,6 +65,7 @@ public final class InstructionCounter: @unchecked Sendable {
     /// Starts a window.
     public func start() {
         failure = nil
+        perfTotal = nil
         switch source {
         case .callgrind:
             pkbc_callgrind_start()
@@ -73,12 +75,30 @@ public final class InstructionCounter: @unchecked Sendable {
         }
     }
 
-    /// Ends the window `label`; its count, or nil (`failure` says why).
-    public func stop(label: String) -> UInt64? {
+    /// Ends the window `label` (without allocating: `label` fits in a small string).
+    public func stop(label: String) {
         switch source {
         case .callgrind:
             pkbc_callgrind_stop(label)
             dumps += 1
+        case .perf:
+            guard failure == nil else { return }
+            var total: UInt64 = 0
+            let rc = pkbc_perf_stop(&perf, &total)
+            if rc == 0 {
+                perfTotal = total
+            } else {
+                failure = "reading the perf counters: \(String(cString: strerror(-rc)))"
+            }
+        }
+    }
+
+    /// The count of the window `stop` ended, or nil (`failure` says why).
+    /// Allocates (reads callgrind's dump): call it after reading the heap counter.
+    public func count() -> UInt64? {
+        guard failure == nil else { return nil }
+        switch source {
+        case .callgrind:
             let path = "\(dumpPath!).\(dumps)"
             guard let total = Self.callgrindTotal(path) else {
                 failure = "no totals: line in callgrind dump \(path)"
@@ -86,14 +106,7 @@ public final class InstructionCounter: @unchecked Sendable {
             }
             return total
         case .perf:
-            guard failure == nil else { return nil }
-            var total: UInt64 = 0
-            let rc = pkbc_perf_stop(&perf, &total)
-            guard rc == 0 else {
-                failure = "reading the perf counters: \(String(cString: strerror(-rc)))"
-                return nil
-            }
-            return total
+            return perfTotal
         }
     }
 

@@ -78,11 +78,12 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
     }
     let t1 = monotonicNanos()
-    let instructions = setup.instructions?.stop(label: setup.scenario ?? setup.clientName)
+    setup.instructions?.stop(label: setup.scenario ?? setup.clientName)
     let cpu1 = processCPUNanos()
     let server1 = setup.serverCPUNanos?() ?? 0
     let engine1 = setup.engineAllocations?()
     let heap1 = mallocCounter.count()
+    let instructions = setup.instructions?.count() // reads a file: after heap1
 
     let report = Report(
         client: setup.clientName,
