@@ -21,7 +21,7 @@ extension BenchOptions {
     }
 }
 
-extension Measurement {
+extension BenchMeasurement {
     /// Prints the report (JSON or text) and the first error, and exits 1 when
     /// every request failed: how every benchmark client ends.
     public func finish(_ tool: String, json: Bool) {

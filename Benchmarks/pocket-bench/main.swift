@@ -1,6 +1,6 @@
 // pocket-bench: keep-alive HTTP/1.1 load through Pocket's async API (the
 // scripts' benchmark client; `pocket bench` runs the same code). See
-// PocketBenchmark (Sources/PocketBench) and docs/BENCHMARKS.md.
+// PocketBenchmark (Benchmarks/PocketBench) and docs/BENCHMARKS.md.
 //
 // The top level is synchronous: the work runs in a detached task while the
 // main thread waits, so no `dispatch_main` runs. Its final sigsuspend on a
@@ -31,7 +31,7 @@ Task.detached {
         return
     }
     if options.url != nil && options.serverCPU != nil { eprint("pocket-bench: --server-cpu ignored with --url") }
-    let measurement: Measurement
+    let measurement: BenchMeasurement
     do {
         measurement = try await PocketBenchmark.run(options)
     } catch let error as PocketBenchmark.Failure {

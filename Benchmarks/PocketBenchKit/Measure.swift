@@ -35,11 +35,11 @@ public struct MeasureSetup: Sendable {
 }
 
 /// A finished run: the report of the measured phase and the warmup's tally.
-public struct Measurement: Sendable {
+public struct BenchMeasurement: Sendable {
     /// The measured phase.
-    public var report: Report
+    public var report: BenchReport
     /// The warmup phase's tally (not measured).
-    public var warmup: Tally
+    public var warmup: BenchTally
 
     /// The first error of the measured phase or, failing that, the warmup's.
     public var firstError: String? { report.tally.firstError ?? warmup.firstError }
@@ -56,13 +56,13 @@ public struct Measurement: Sendable {
 /// phase (`options.requests`, or until `options.maxSeconds`), each with
 /// `options.connections` concurrent tasks, and reports the measured phase:
 /// CPU from getrusage, latencies in an HDR histogram.
-public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> Measurement {
-    let warmup = Phase(limit: options.effectiveWarmup, sampleCapacity: 0)
+public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> BenchMeasurement {
+    let warmup = BenchPhase(limit: options.effectiveWarmup, sampleCapacity: 0)
     let warmTally = await runPhase(client, phase: warmup, connections: options.connections, executor: setup.executor)
 
     // The latency buffer is allocated and touched before the clock starts.
     let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
-    let measured = Phase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
+    let measured = BenchPhase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
     let mallocCounter = MallocCounter()
 
     let heap0 = mallocCounter.count()
@@ -85,7 +85,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let heap1 = mallocCounter.count()
     let instructions = setup.instructions?.count() // reads a file: after heap1
 
-    let report = Report(
+    let report = BenchReport(
         client: setup.clientName,
         scenario: setup.scenario,
         url: setup.url,
@@ -106,5 +106,5 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         userInstructions: instructions,
         versions: setup.versions.merging(["swift": MachineInfo.swiftVersion]) { mine, _ in mine }
     )
-    return Measurement(report: report, warmup: warmTally)
+    return BenchMeasurement(report: report, warmup: warmTally)
 }
