@@ -13,7 +13,8 @@ import Musl
 ///
 /// For each delivery (`send`, the sink of `send(_:writingBodyInto:)`,
 /// `stream`, and `send` through the engaged path of `--pipeline`), at one
-/// connection and at 64: a warmup, then `--requests` (default 2000) measured
+/// connection and at 64: a warmup, then `--requests` (default 1000 at one
+/// connection, 4000 at 64) measured
 /// requests against the embedded server, the sending thread's spin off (a
 /// busy-poll retires instructions in proportion to time, not to work). Per
 /// request: user-space instructions of the client's threads and heap
@@ -48,14 +49,16 @@ public enum PocketCount {
          Case(delivery: "pipeline", bodySink: "memory", pipeline: true, connections: c)]
     }
 
-    /// Measured requests per case without `--requests`.
-    static let defaultRequests = 2000
+    /// Measured requests per case without `--requests`: at one connection the
+    /// counts repeat exactly; at 64 more requests average out the batches.
+    static func defaultRequests(connections: Int) -> Int { connections == 1 ? 1000 : 4000 }
 
     /// One case's counts.
     struct Row {
         var key: String
         var delivery: String
         var connections: Int
+        var requests: Int
         var warmup: Int
         var instructions: Double
         var allocations: Double
@@ -97,14 +100,16 @@ public enum PocketCount {
             }
         }
         defer { if options.url == nil { EmbeddedServer.stop() } }
-        let requests = options.requestsGiven ? options.requests : defaultRequests
+        func requests(_ c: Case) -> Int {
+            options.requestsGiven ? options.requests : defaultRequests(connections: c.connections)
+        }
         var rows: [Row] = []
         var ioBackend: String?
         for c in cases {
             var o = options
             o.connections = c.connections
             o.onLoop = true
-            o.requests = requests
+            o.requests = requests(c)
             o.spinMicroseconds = 0
             o.bodySink = c.bodySink
             o.pipeline = c.pipeline
@@ -122,8 +127,8 @@ public enum PocketCount {
                 return 1
             }
             let r = m.report
-            if r.tally.errors > 0 || r.tally.badStatus > 0 || r.tally.requests != requests {
-                eprint("pocket-bench --count: \(c.key): \(r.tally.requests) of \(requests) requests, "
+            if r.tally.errors > 0 || r.tally.badStatus > 0 || r.tally.requests != o.requests {
+                eprint("pocket-bench --count: \(c.key): \(r.tally.requests) of \(o.requests) requests, "
                     + "\(r.tally.errors) errors, \(r.tally.badStatus) bad statuses"
                     + (m.firstError.map { " (first: \($0))" } ?? ""))
                 return 1
@@ -133,20 +138,25 @@ public enum PocketCount {
                 return 1
             }
             ioBackend = r.ioBackend
-            rows.append(Row(key: c.key, delivery: c.delivery, connections: c.connections, warmup: o.effectiveWarmup,
+            rows.append(Row(key: c.key, delivery: c.delivery, connections: c.connections, requests: o.requests,
+                            warmup: o.effectiveWarmup,
                             instructions: instructions, allocations: allocations))
         }
-        print(options.json ? json(rows, source: counter.source, requests: requests, ioBackend: ioBackend)
-                           : text(rows, source: counter.source, requests: requests, ioBackend: ioBackend))
+        print(options.json ? json(rows, source: counter.source, ioBackend: ioBackend)
+                           : text(rows, source: counter.source, ioBackend: ioBackend))
         return 0
     }
 
-    static func json(_ rows: [Row], source: InstructionCounter.Source, requests: Int, ioBackend: String?) -> String {
+    static func json(_ rows: [Row], source: InstructionCounter.Source, ioBackend: String?) -> String {
         let m = MachineInfo.current
         var lines = ["{"]
         lines.append("  \"tool\": \"pocket-bench --count\",")
         lines.append("  \"instructions_source\": \(jsonString(source.rawValue)),")
-        lines.append("  \"requests_per_case\": \(requests),")
+        // {"1": 1000, "64": 4000}: measured requests per case, by connections.
+        var perConnections: [Int: Int] = [:]
+        for r in rows { perConnections[r.connections] = r.requests }
+        lines.append("  \"requests_per_case\": {" + perConnections.sorted { $0.key < $1.key }
+            .map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "},")
         lines.append("  \"spin_us\": 0,")
         lines.append("  \"executor\": \"loop\",")
         lines.append("  \"io_backend\": \(ioBackend.map(jsonString) ?? "null"),")
@@ -163,14 +173,15 @@ public enum PocketCount {
         return lines.joined(separator: "\n")
     }
 
-    static func text(_ rows: [Row], source: InstructionCounter.Source, requests: Int, ioBackend: String?) -> String {
-        var lines = ["pocket-bench --count: per request, \(requests) requests per case after a warmup, "
+    static func text(_ rows: [Row], source: InstructionCounter.Source, ioBackend: String?) -> String {
+        var lines = ["pocket-bench --count: per request, measured after a warmup, "
             + "tasks on the client's loop, sending thread's spin off, I/O \(ioBackend ?? "?"), instructions from \(source.rawValue)"]
         func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
-        lines.append("  delivery    connections   user instructions   heap allocations")
+        lines.append("  delivery    connections   requests   user instructions   heap allocations")
         for r in rows {
             lines.append("  " + r.delivery + String(repeating: " ", count: max(0, 10 - r.delivery.count))
-                + pad("\(r.connections)", 13) + pad(fixedPoint(r.instructions, 0), 20) + pad(fixedPoint(r.allocations, 2), 19))
+                + pad("\(r.connections)", 13) + pad("\(r.requests)", 11) + pad(fixedPoint(r.instructions, 0), 20)
+                + pad(fixedPoint(r.allocations, 2), 19))
         }
         return lines.joined(separator: "\n")
     }
