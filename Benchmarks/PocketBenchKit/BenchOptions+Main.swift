@@ -11,7 +11,8 @@ extension BenchOptions {
     public static func parseOrExit(_ tool: String, usage: String = BenchOptions.usage,
                                    requireURL: Bool = false) -> BenchOptions {
         do {
-            let options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
+            let options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage,
+                                                 countAllowed: tool == "pocket-bench")
             if requireURL && options.url == nil { throw ParseError.message("--url URL is required") }
             return options
         } catch {

@@ -140,7 +140,9 @@ public struct BenchOptions: Sendable {
 
     /// Parses arguments (without the program name). `-h`/`--help` prints
     /// `usage` and exits.
-    public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage) throws(ParseError) -> BenchOptions {
+    /// `--count` is accepted only with `countAllowed` (pocket-bench's own).
+    public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage,
+                             countAllowed: Bool = false) throws(ParseError) -> BenchOptions {
         var o = BenchOptions()
         // Accept --name=value too: split it before parsing.
         var expanded: [String] = []
@@ -170,7 +172,9 @@ public struct BenchOptions: Sendable {
             case "--requests", "-n":
                 o.requests = try int(arg, min: 1)
                 o.requestsGiven = true
-            case "--count": o.count = true
+            case "--count":
+                guard countAllowed else { throw .message("--count: pocket-bench's only (scripts/perf-gate.sh)") }
+                o.count = true
             case "--connections", "-c": o.connections = try int(arg, min: 1)
             case "--warmup": o.warmup = try int(arg, min: 0)
             case "--max-seconds", "-d":

@@ -55,12 +55,16 @@ final class InstructionCounterTests: XCTestCase {
     }
 
     func testCountOption() throws {
-        let plain = try BenchOptions.parse(["--count"])
+        let plain = try BenchOptions.parse(["--count"], countAllowed: true)
         XCTAssertTrue(plain.count)
         XCTAssertFalse(plain.requestsGiven)
-        let sized = try BenchOptions.parse(["--count", "--requests", "500"])
+        let sized = try BenchOptions.parse(["--count", "--requests", "500"], countAllowed: true)
         XCTAssertTrue(sized.requestsGiven)
         XCTAssertEqual(sized.requests, 500)
         XCTAssertFalse(try BenchOptions.parse([]).count)
+        // `pocket bench` and the peers take the same flags but do not count: an error, not a silent run.
+        XCTAssertThrowsError(try BenchOptions.parse(["--count"])) { error in
+            XCTAssertTrue("\(error)".contains("pocket-bench's only"), "\(error)")
+        }
     }
 }
