@@ -14,12 +14,13 @@ let package = Package(
         .executable(name: "pocket", targets: ["PocketCLI"]),
         // The benchmark CLI of scripts/bench-*.sh.
         .executable(name: "pocket-bench", targets: ["pocket-bench"]),
-        // Not API: the benchmark loop and report, a product only because the peers
+        // Not API (hence the underscore, as SwiftNIO marks its internal products):
+        // the benchmark loop and report, a product only because the peers
         // (Benchmarks/Peers: AsyncHTTPClient, URLSession) are a package of their own,
         // so that AsyncHTTPClient never enters this package's graph, and SwiftPM lets
         // another package depend on products only (never on a bare target, and a
         // target's sources must lie inside its own package).
-        .library(name: "PocketBenchKit", targets: ["PocketBenchKit"]),
+        .library(name: "_PocketBenchKit", targets: ["PocketBenchKit"]),
         // Integrations, one product each, so that the core `Pocket` library
         // keeps its short dependency list (README "Install" lists each with
         // its reason). A product's dependencies are built only when it is used.
@@ -97,13 +98,17 @@ let package = Package(
         .target(name: "PocketTestSupport", dependencies: ["CPocketTestTLS"]),
         // A small epoll server (plain or TLS, with a certificate it makes at start)
         // the benchmark starts when no --url is given.
-        .target(name: "CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")],
+        .target(name: "CPocketBenchServer", path: "Benchmarks/CPocketBenchServer", cSettings: [.define("_GNU_SOURCE")],
                 linkerSettings: [.linkedLibrary("z"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // Instruction counters of `pocket-bench --count`: perf_event_open, or callgrind's client requests.
+        .target(name: "CPocketBenchCount", path: "Benchmarks/CPocketBenchCount"),
         // Benchmark loop, HDR latencies, report: no Pocket in it (the peers use it too).
-        .target(name: "PocketBenchKit", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .target(name: "PocketBenchKit", dependencies: ["CPocketBenchCount", .product(name: "Histogram", package: "hdrhistogram-swift")],
+                path: "Benchmarks/PocketBenchKit"),
         // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
-        .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer"]),
-        .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"]),
+        .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer", "CPocketBenchCount"],
+                path: "Benchmarks/PocketBench"),
+        .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"], path: "Benchmarks/pocket-bench"),
         // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer. Its
         // command line is parsed by hand (CommandLineOptions.swift): swift-argument-
         // parser's reflection was about 2 MB of `pocket URL`'s peak RSS.
@@ -111,9 +116,9 @@ let package = Package(
             "Pocket", "PocketBench", "PocketBenchKit", "CPocketBenchServer",
         ]),
         // Schema validation + mapping vs JSONDecoder (docs/BENCHMARKS.md).
-        .executableTarget(name: "schema-bench", dependencies: ["Pocket"]),
+        .executableTarget(name: "schema-bench", dependencies: ["Pocket"], path: "Benchmarks/schema-bench"),
         // The response cache's fresh hit and 304 against a network GET (docs/BENCHMARKS.md).
-        .executableTarget(name: "cache-bench", dependencies: ["Pocket"]),
+        .executableTarget(name: "cache-bench", dependencies: ["Pocket"], path: "Benchmarks/cache-bench"),
         .testTarget(name: "CHTTPEngineTests", dependencies: ["CHTTPEngine"]),
         .testTarget(name: "PocketTests", dependencies: ["Pocket", "PocketTesting", "PocketTestSupport", "CHTTPEngine", .product(name: "Logging", package: "swift-log")],
                     // Schema files found by name (SchemaQuickStartTests).

@@ -3,7 +3,7 @@
 # uploads and a multipart form upload (one 1 GiB file part), Pocket (pocket-bench) against libcurl (Benchmarks/curl-bench, a
 # libcurl multi-interface client, and the curl CLI for the upload) in the same
 # run. nginx from Debian serves the downloads (one worker pinned to core 0),
-# Benchmarks/bench-server (Sources/CPocketBenchServer) sinks the uploads on
+# Benchmarks/bench-server (Benchmarks/CPocketBenchServer) sinks the uploads on
 # core 0, every client runs on core 1; REPS repetitions interleaved, medians.
 #
 #   scripts/bench-bodies.sh            # REPS=5
@@ -100,8 +100,8 @@ CURL_BENCH="$TMP/curl-bench"
 SINK_BIN="$TMP/bench-server"
 log "building curl-bench and bench-server"
 cc "${CFLAGS_BENCH[@]}" Benchmarks/curl-bench/curl_bench.c -o "$CURL_BENCH" -lcurl
-cc "${CFLAGS_BENCH[@]}" -D_GNU_SOURCE -pthread -ISources/CPocketBenchServer/include \
-  Sources/CPocketBenchServer/pkbs_server.c Sources/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c \
+cc "${CFLAGS_BENCH[@]}" -D_GNU_SOURCE -pthread -IBenchmarks/CPocketBenchServer/include \
+  Benchmarks/CPocketBenchServer/pkbs_server.c Benchmarks/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c \
   -o "$SINK_BIN" -lssl -lcrypto
 
 BIN="${POCKET_BENCH:-}"

@@ -28,8 +28,8 @@ if [ -z "${POCKET:-}" ]; then
   swift build -c release --product pocket >"$TMP/build.log" 2>&1 || { cat "$TMP/build.log" >&2; exit 1; }
   POCKET="$(swift build -c release --show-bin-path)/pocket"
 fi
-cc -O2 -D_GNU_SOURCE -pthread -ISources/CPocketBenchServer/include Sources/CPocketBenchServer/pkbs_server.c \
-  Sources/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c -o "$TMP/bench-server" -lssl -lcrypto
+cc -O2 -D_GNU_SOURCE -pthread -IBenchmarks/CPocketBenchServer/include Benchmarks/CPocketBenchServer/pkbs_server.c \
+  Benchmarks/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c -o "$TMP/bench-server" -lssl -lcrypto
 PIN_SERVER=(); PIN_CLIENT=()
 if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null 2>&1; then PIN_SERVER=(taskset -c 0); PIN_CLIENT=(taskset -c 1); fi
 spawn_bg "${PIN_SERVER[@]}" "$TMP/bench-server" --port "$PORT" >"$TMP/server.out" 2>&1

@@ -23,11 +23,11 @@ let package = Package(
     ],
     targets: [
         .executableTarget(name: "ahc-bench", dependencies: [
-            .product(name: "PocketBenchKit", package: rootIdentity),
+            .product(name: "_PocketBenchKit", package: rootIdentity),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .executableTarget(name: "urlsession-bench", dependencies: [
-            .product(name: "PocketBenchKit", package: rootIdentity),
+            .product(name: "_PocketBenchKit", package: rootIdentity),
         ]),
     ]
 )

@@ -1,5 +1,5 @@
 /*
- * bench-server: Sources/CPocketBenchServer as a standalone process, the
+ * bench-server: Benchmarks/CPocketBenchServer as a standalone process, the
  * upload sink of scripts/bench-bodies.sh (nginx's `return` answers before
  * reading a request body; this server reads every body to its end first).
  *
@@ -11,8 +11,8 @@
  * the number of requests answered to stderr.
  *
  * Build (from the repository root):
- *   cc -D_GNU_SOURCE -O2 -pthread -ISources/CPocketBenchServer/include \
- *      Sources/CPocketBenchServer/pkbs_server.c Sources/CPocketBenchServer/pkbs_tls.c \
+ *   cc -D_GNU_SOURCE -O2 -pthread -IBenchmarks/CPocketBenchServer/include \
+ *      Benchmarks/CPocketBenchServer/pkbs_server.c Benchmarks/CPocketBenchServer/pkbs_tls.c \
  *      Benchmarks/bench-server/main.c -o bench-server -lssl -lcrypto
  */
 #include "CPocketBenchServer.h"

@@ -65,7 +65,7 @@ struct BenchCommand: Sendable {
     func run() async -> Int32 {
         var options = self.options
         var failed = false
-        var reports: [Report] = []
+        var reports: [BenchReport] = []
         var runs: [String] = [] // each run's JSON, as printed with --json
         do {
             if options.url != nil {
@@ -101,20 +101,20 @@ struct BenchCommand: Sendable {
     }
 
     /// One line per run: the table at the end of the scenarios' text output.
-    static func summary(_ reports: [Report]) -> String {
+    static func summary(_ reports: [BenchReport]) -> String {
         var s = "| scenario | c | req/s | p50 µs | p99 µs | p99.9 µs | CPU µs/req | MB/s | errors |\n"
         s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for r in reports {
-            let cells = [r.scenario ?? "-", String(r.connections), fmt(r.rps, 0), fmt(r.percentileMicros(0.5), 1),
-                         fmt(r.percentileMicros(0.99), 1), fmt(r.percentileMicros(0.999), 1),
-                         fmt(r.cpuMicrosPerRequest, 2), fmt(r.bytesPerSecond / 1e6, 1), String(r.tally.errors)]
+            let cells = [r.scenario ?? "-", String(r.connections), fixedPoint(r.rps, 0), fixedPoint(r.percentileMicros(0.5), 1),
+                         fixedPoint(r.percentileMicros(0.99), 1), fixedPoint(r.percentileMicros(0.999), 1),
+                         fixedPoint(r.cpuMicrosPerRequest, 2), fixedPoint(r.bytesPerSecond / 1e6, 1), String(r.tally.errors)]
             s += "| " + cells.joined(separator: " | ") + " |\n"
         }
         return s
     }
 
     /// Prints one run and keeps its report and JSON; true when every request of it failed.
-    private func report(_ m: Measurement, into reports: inout [Report], _ runs: inout [String]) -> Bool {
+    private func report(_ m: BenchMeasurement, into reports: inout [BenchReport], _ runs: inout [String]) -> Bool {
         reports.append(m.report)
         runs.append(m.report.json())
         try? Output.stdout.write((options.json ? runs.last! : m.report.text() + "\n") + "\n")

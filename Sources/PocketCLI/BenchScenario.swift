@@ -50,7 +50,7 @@ struct BenchScenario: Sendable {
     /// Runs this scenario with `base`'s flags (its `requests`, `warmup` and
     /// `maxSeconds` when given; else the scenario's defaults, warmup
     /// max(2·C, 100), at most 3 s).
-    func run(_ base: BenchOptions, requestsGiven: Bool) async throws -> Measurement {
+    func run(_ base: BenchOptions, requestsGiven: Bool) async throws -> BenchMeasurement {
         var options = base
         if !requestsGiven { options.requests = defaultRequests }
         options.warmup = base.warmup ?? min(max(2 * options.connections, 100), options.requests)

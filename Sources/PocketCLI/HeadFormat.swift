@@ -57,7 +57,7 @@ enum HeadFormat {
     static func verboseTimings(_ t: PocketTimings) -> String {
         func ms(_ d: Duration) -> String {
             let (s, atto) = d.components
-            return fmt(Double(s) * 1e3 + Double(atto) / 1e15, 3)
+            return fixedPoint(Double(s) * 1e3 + Double(atto) / 1e15, 3)
         }
         var s = "* timings: dns \(ms(t.dns)) ms, connect \(ms(t.connect)) ms"
         if t.tls > .zero { s += ", tls \(ms(t.tls)) ms\(t.tlsResumed ? " (resumed)" : "")" }

@@ -108,9 +108,9 @@ final class ProgressBar: Sendable {
     static func size(_ n: Int) -> String {
         let v = Double(n)
         if v < 1000 { return "\(n) B" }
-        if v < 1e6 { return "\(fmt(v / 1e3, 1)) kB" }
-        if v < 1e9 { return "\(fmt(v / 1e6, 1)) MB" }
-        return "\(fmt(v / 1e9, 1)) GB"
+        if v < 1e6 { return "\(fixedPoint(v / 1e3, 1)) kB" }
+        if v < 1e9 { return "\(fixedPoint(v / 1e6, 1)) MB" }
+        return "\(fixedPoint(v / 1e9, 1)) GB"
     }
 
     static func clock(_ seconds: Int) -> String {

@@ -172,7 +172,7 @@ struct WriteOut: Sendable {
             let (s, atto) = d.components
             return Double(s) + Double(atto) / 1e18
         }
-        func time(_ d: Duration) -> String { fmt(seconds(d), 6) }
+        func time(_ d: Duration) -> String { fixedPoint(seconds(d), 6) }
         let total = seconds(t.total + f.redirectTime)
         switch name {
         case "http_code", "response_code":
@@ -183,7 +183,7 @@ struct WriteOut: Sendable {
         case "time_connect": return time(t.dns + t.connect)
         // Through a proxy tunnel, as curl: connect is the proxy's TCP
         // connect; appconnect and pretransfer include the CONNECT exchange.
-        case "time_appconnect": return t.tls > .zero ? time(t.dns + t.connect + t.tunnel + t.tls) : fmt(0, 6)
+        case "time_appconnect": return t.tls > .zero ? time(t.dns + t.connect + t.tunnel + t.tls) : fixedPoint(0, 6)
         case "time_pretransfer": return time(t.dns + t.connect + t.tunnel + t.tls)
         case "time_starttransfer": return time(t.firstByte)
         // As curl: time_redirect covers the steps before the final request;

@@ -15,11 +15,11 @@ struct AHCClient: BenchClient {
     let client: HTTPClient
     let request: HTTPClientRequest
 
-    func perform() async throws -> Outcome {
+    func perform() async throws -> BenchOutcome {
         let response = try await client.execute(request, timeout: .seconds(60))
         var n = 0
         for try await buffer in response.body { n += buffer.readableBytes }
-        return Outcome(status: Int(response.status.code), bytes: n)
+        return BenchOutcome(status: Int(response.status.code), bytes: n)
     }
 }
 

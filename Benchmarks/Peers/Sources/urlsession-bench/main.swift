@@ -14,9 +14,9 @@ struct SessionClient: BenchClient {
     let session: URLSession
     let request: URLRequest
 
-    func perform() async throws -> Outcome {
+    func perform() async throws -> BenchOutcome {
         let (data, response) = try await session.data(for: request)
-        return Outcome(status: (response as? HTTPURLResponse)?.statusCode ?? 0, bytes: data.count)
+        return BenchOutcome(status: (response as? HTTPURLResponse)?.statusCode ?? 0, bytes: data.count)
     }
 }
 

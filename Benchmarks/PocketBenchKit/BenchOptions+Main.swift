@@ -11,7 +11,8 @@ extension BenchOptions {
     public static func parseOrExit(_ tool: String, usage: String = BenchOptions.usage,
                                    requireURL: Bool = false) -> BenchOptions {
         do {
-            let options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage)
+            let options = try BenchOptions.parse(CommandLine.arguments.dropFirst(), usage: usage,
+                                                 countAllowed: tool == "pocket-bench")
             if requireURL && options.url == nil { throw ParseError.message("--url URL is required") }
             return options
         } catch {
@@ -21,7 +22,7 @@ extension BenchOptions {
     }
 }
 
-extension Measurement {
+extension BenchMeasurement {
     /// Prints the report (JSON or text) and the first error, and exits 1 when
     /// every request failed: how every benchmark client ends.
     public func finish(_ tool: String, json: Bool) {

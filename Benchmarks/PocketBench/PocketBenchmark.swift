@@ -34,7 +34,7 @@ public enum PocketBenchmark {
     /// One measurement: against `options.url`, or without one against the
     /// embedded epoll server (`CPocketBenchServer`, 13-byte answers) on
     /// 127.0.0.1.
-    public static func run(_ options: BenchOptions) async throws -> Measurement {
+    public static func run(_ options: BenchOptions) async throws -> BenchMeasurement {
         if let url = options.url {
             return try await run(options, url: url)
         }
@@ -46,9 +46,11 @@ public enum PocketBenchmark {
     /// One measurement against `url`. `embedded`: the server is
     /// `CPocketBenchServer` in this process (its CPU is reported apart);
     /// `inProcessServer`: another server in this process (reported as
-    /// embedded, its CPU not apart); `scenario` names the run in the report.
+    /// embedded, its CPU not apart); `scenario` names the run in the report;
+    /// `instructions` counts the measured phase's instructions.
     public static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
-                    inProcessServer: Bool = false, scenario: String? = nil) async throws -> Measurement {
+                    inProcessServer: Bool = false, scenario: String? = nil,
+                    instructions: InstructionCounter? = nil) async throws -> BenchMeasurement {
         guard let url = URL(string: urlString), url.scheme == "http" || url.scheme == "https" else {
             throw Failure(description: "not an http(s) URL: \(urlString)", exitCode: 2)
         }
@@ -113,9 +115,15 @@ public enum PocketBenchmark {
         setup.ioBackend = client.ioBackend.rawValue
         // One live subscription, drained as events come.
         let events = options.pipeline ? client.events() : nil
-        let listener = events.map { events in Task { for await _ in events {} } }
+        // Under --count on the loop executor (one thread, so the events' hand-off
+        // between producer and listener takes the same path every time).
+        let listenerExecutor: (any TaskExecutor)? = options.count ? client.executor : nil
+        let listener = events.map { events in
+            Task(executorPreference: listenerExecutor) { for await _ in events {} }
+        }
         defer { listener?.cancel() }
         setup.versions["pocket"] = pocketVersion
+        setup.instructions = instructions
         let bench = PocketBenchClient(client: client, request: request, transfer: Transfer(options.bodySink),
                                       uploadBytes: uploadBytes)
         let measurement = await measure(bench, options: options, setup: setup)

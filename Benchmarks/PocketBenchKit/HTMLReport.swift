@@ -75,9 +75,9 @@ public struct HTMLReport {
         for g in groups {
             let curve = g.curve
             func latency(_ p: Double) -> String { curve.first { $0.percent == p }.map { latencyLabel($0.micros) } ?? "-" }
-            let cpu = median(g.runs.compactMap(\.cpuUsPerReq)).map { fmt($0, 2) } ?? "-"
-            let rss = g.peakRSSKiB.map { fmt($0 / 1024, 1) + " MiB" } ?? "-"
-            let cells = [escapeXML(g.displayName), "\(g.connections)", "\(g.runs.count)", fmt(g.rps, 0), latency(50),
+            let cpu = median(g.runs.compactMap(\.cpuUsPerReq)).map { fixedPoint($0, 2) } ?? "-"
+            let rss = g.peakRSSKiB.map { fixedPoint($0 / 1024, 1) + " MiB" } ?? "-"
+            let cells = [escapeXML(g.displayName), "\(g.connections)", "\(g.runs.count)", fixedPoint(g.rps, 0), latency(50),
                          latency(99), latency(99.9), cpu, rss]
             t += "<tr data-series=\"\(escapeXML(g.seriesName))\">" + cells.map { "<td>\($0)</td>" }.joined()
             t += "<td class=\"errors\(g.failures > 0 ? " nonzero" : "")\">\(g.failures)</td>"

@@ -108,7 +108,7 @@ public struct ResultCharts {
             let g = groups.filter { $0.displayName == name && $0.peakRSSKiB != nil }.sorted { $0.connections < $1.connections }
             guard let a = g.first, let b = g.last, b.connections > a.connections else { return nil }
             let perConnection = (b.peakRSSKiB! - a.peakRSSKiB!) / Double(b.connections - a.connections)
-            return "\(name) \(fmt(perConnection, 1)) KiB"
+            return "\(name) \(fixedPoint(perConnection, 1)) KiB"
         }
         guard !parts.isEmpty, let lo = groups.map(\.connections).min(), let hi = groups.map(\.connections).max() else { return [] }
         return ["memory per connection, (peak RSS at \(hi) - at \(lo)) / \(hi - lo) connections:", parts.joined(separator: ", ")]

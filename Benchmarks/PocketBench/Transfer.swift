@@ -38,26 +38,26 @@ struct PocketBenchClient: BenchClient {
     let transfer: Transfer
     let uploadBytes: Int
 
-    func perform() async throws -> Outcome {
+    func perform() async throws -> BenchOutcome {
         switch transfer {
         case .memory:
             let r = try await client.send(request)
-            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.body.count,
+            return BenchOutcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.body.count,
                            reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         case .discard:
             let r = try await client.stream(request)
             var n = 0
             for try await chunk in r.body { n += chunk.count }
             let timings = r.body.timings // known once the body has ended
-            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : n,
+            return BenchOutcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : n,
                            reused: timings?.reusedConnection, tlsResumed: timings?.tlsResumed ?? false)
         case .sink:
             let (r, sink) = try await client.send(request) { start in BytesSink(capacity: start.contentLength ?? 0) }
-            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : sink.bytes.count,
+            return BenchOutcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : sink.bytes.count,
                            reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         case .file(let path):
             let r = try await client.download(request, to: URL(filePath: path))
-            return Outcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.fileSize + r.body.count,
+            return BenchOutcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.fileSize + r.body.count,
                            reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         }
     }

@@ -62,7 +62,7 @@ struct SVGDocument {
 
 /// A coordinate in SVG: two decimals at most, no trailing zeros.
 func n(_ v: Double) -> String {
-    var s = fmt(v, 2)
+    var s = fixedPoint(v, 2)
     while s.hasSuffix("0") { s.removeLast() }
     if s.hasSuffix(".") { s.removeLast() }
     return s == "-0" ? "0" : s
@@ -88,19 +88,19 @@ public func escapeXML(_ s: String) -> String {
 
 /// A value in the JSON's own precision, for `data-value` attributes that
 /// tests compare with the results file.
-func dataValue(_ v: Double) -> String { fmt(v, 3) }
+func dataValue(_ v: Double) -> String { fixedPoint(v, 3) }
 
 /// 138054 → "138k", 3394 → "3.4k", 587 → "587", 12.25 → "12.3".
 func compact(_ v: Double) -> String {
     let a = abs(v)
     if a >= 1e6 { return trimmed(v / 1e6, a >= 1e7 ? 0 : 1) + "M" }
     if a >= 1e3 { return trimmed(v / 1e3, a >= 1e4 ? 0 : 1) + "k" }
-    if a >= 100 || a == 0 { return fmt(v, 0) }
+    if a >= 100 || a == 0 { return fixedPoint(v, 0) }
     return trimmed(v, a >= 10 ? 1 : 2)
 }
 
 private func trimmed(_ v: Double, _ decimals: Int) -> String {
-    var s = fmt(v, decimals)
+    var s = fixedPoint(v, decimals)
     if s.contains(".") {
         while s.hasSuffix("0") { s.removeLast() }
         if s.hasSuffix(".") { s.removeLast() }

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// One benchmark run as the JSON of `Report.json()` carries it (pocket-bench,
+/// One benchmark run as the JSON of `BenchReport.json()` carries it (pocket-bench,
 /// `pocket bench --json`, the peers), or as a script writes it for a client
 /// that does not print that JSON itself (wrk, curl-bench). Only `client`,
 /// `connections` and `rps` are required; what is missing is not drawn.
@@ -24,7 +24,7 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var badStatus: Int?
     /// Successful responses per second.
     public var rps: Double
-    /// Latency percentiles (µs) and the maximum, as `Report.json()` names them.
+    /// Latency percentiles (µs) and the maximum, as `BenchReport.json()` names them.
     public var p50Us: Double?
     public var p90Us: Double?
     public var p99Us: Double?

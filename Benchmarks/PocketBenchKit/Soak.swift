@@ -10,20 +10,20 @@ import Musl
 /// shows as a trend from start to end. The hardening soak: 1,000,000 keep-alive
 /// requests, 100,000 with `--close`. Returns the rounds' summed tally; the
 /// report then has no latencies.
-func soak<C: BenchClient>(_ client: C, rounds: Int, options: BenchOptions, setup: MeasureSetup) async -> Tally {
-    var tally = Tally()
+func soak<C: BenchClient>(_ client: C, rounds: Int, options: BenchOptions, setup: MeasureSetup) async -> BenchTally {
+    var tally = BenchTally()
     let t0 = monotonicNanos()
     var samples: [(rss: Int, fds: Int)] = []
     func sample() {
         let s = (rss: procStatusKiB("VmRSS:") ?? -1, fds: openFileDescriptors())
         samples.append(s)
         let seconds = Double(monotonicNanos() &- t0) / 1e9
-        eprint("soak  requests \(tally.requests)  errors \(tally.errors)  rss_kib \(s.rss)  open_fds \(s.fds)  t \(fmt(seconds, 1)) s")
+        eprint("soak  requests \(tally.requests)  errors \(tally.errors)  rss_kib \(s.rss)  open_fds \(s.fds)  t \(fixedPoint(seconds, 1)) s")
     }
     sample()
     let perRound = max(1, options.requests / rounds)
     for _ in 0..<rounds {
-        let phase = Phase(limit: perRound, sampleCapacity: 0)
+        let phase = BenchPhase(limit: perRound, sampleCapacity: 0)
         tally.add(await runPhase(client, phase: phase, connections: options.connections, executor: setup.executor))
         sample()
     }

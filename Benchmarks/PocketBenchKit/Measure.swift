@@ -23,6 +23,8 @@ public struct MeasureSetup: Sendable {
     public var ioBackend: String?
     /// Versions for the report besides Swift's (`["pocket": "0.1"]`).
     public var versions: [String: String] = [:]
+    /// Counts the measured phase's user-space instructions (`pocket-bench --count`), or nil.
+    public var instructions: InstructionCounter?
 
     /// A setup with no probes, the global executor and one engine thread.
     public init(clientName: String, scenario: String? = nil, url: String) {
@@ -33,11 +35,11 @@ public struct MeasureSetup: Sendable {
 }
 
 /// A finished run: the report of the measured phase and the warmup's tally.
-public struct Measurement: Sendable {
+public struct BenchMeasurement: Sendable {
     /// The measured phase.
-    public var report: Report
+    public var report: BenchReport
     /// The warmup phase's tally (not measured).
-    public var warmup: Tally
+    public var warmup: BenchTally
 
     /// The first error of the measured phase or, failing that, the warmup's.
     public var firstError: String? { report.tally.firstError ?? warmup.firstError }
@@ -54,19 +56,20 @@ public struct Measurement: Sendable {
 /// phase (`options.requests`, or until `options.maxSeconds`), each with
 /// `options.connections` concurrent tasks, and reports the measured phase:
 /// CPU from getrusage, latencies in an HDR histogram.
-public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> Measurement {
-    let warmup = Phase(limit: options.effectiveWarmup, sampleCapacity: 0)
+public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> BenchMeasurement {
+    let warmup = BenchPhase(limit: options.effectiveWarmup, sampleCapacity: 0)
     let warmTally = await runPhase(client, phase: warmup, connections: options.connections, executor: setup.executor)
 
     // The latency buffer is allocated and touched before the clock starts.
     let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
-    let measured = Phase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
+    let measured = BenchPhase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
     let mallocCounter = MallocCounter()
 
     let heap0 = mallocCounter.count()
     let engine0 = setup.engineAllocations?()
     let server0 = setup.serverCPUNanos?() ?? 0
     let cpu0 = processCPUNanos()
+    setup.instructions?.start()
     let t0 = monotonicNanos()
     if let s = options.maxSeconds { measured.deadline = t0 &+ UInt64(s * 1e9) }
     let tally = if let rounds = options.soakRounds {
@@ -75,12 +78,14 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
     }
     let t1 = monotonicNanos()
+    setup.instructions?.stop(label: setup.scenario ?? setup.clientName)
     let cpu1 = processCPUNanos()
     let server1 = setup.serverCPUNanos?() ?? 0
     let engine1 = setup.engineAllocations?()
     let heap1 = mallocCounter.count()
+    let instructions = setup.instructions?.count() // reads a file: after heap1
 
-    let report = Report(
+    let report = BenchReport(
         client: setup.clientName,
         scenario: setup.scenario,
         url: setup.url,
@@ -98,7 +103,8 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         serverCPUNanos: server1 &- server0,
         engineAllocations: engine0.flatMap { e0 in engine1.map { $0 &- e0 } },
         heapAllocations: heap0.flatMap { h0 in heap1.map { $0 &- h0 } },
+        userInstructions: instructions,
         versions: setup.versions.merging(["swift": MachineInfo.swiftVersion]) { mine, _ in mine }
     )
-    return Measurement(report: report, warmup: warmTally)
+    return BenchMeasurement(report: report, warmup: warmTally)
 }

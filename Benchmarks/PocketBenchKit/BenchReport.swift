@@ -2,7 +2,7 @@ import Histogram
 
 /// The results of the measured phase, as a table (`text()`) or one JSON
 /// object (`json()`); every benchmark client prints it the same way.
-public struct Report: Sendable {
+public struct BenchReport: Sendable {
     /// What ran: `"pocket"`, `"ahc"`, `"urlsession"`.
     public var client: String
     /// The scenario's name (`pocket bench`'s embedded scenarios), or nil.
@@ -14,16 +14,18 @@ public struct Report: Sendable {
     var engineThreads: Int
     var onLoop: Bool
     var pipeline = false
-    var ioBackend: String?
+    /// How the client wrote to sockets (`epoll`, `io_uring`), or nil.
+    public var ioBackend: String?
     var warmup: Int
     /// The measured requests and their outcome.
-    public var tally: Tally
+    public var tally: BenchTally
     var elapsedNanos: UInt64
     var latencies: Histogram<UInt64> // ns, successful requests only
     var cpuNanos: UInt64             // whole process (getrusage RUSAGE_SELF)
     var serverCPUNanos: UInt64       // embedded server threads (0 with --url)
     var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
     var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
+    var userInstructions: UInt64?    // with an InstructionCounter (pocket-bench --count)
     /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
@@ -48,7 +50,7 @@ public struct Report: Sendable {
     public var latencyCurve: [(percent: Double, micros: Double)] {
         let n = Double(latencies.totalCount)
         guard n > 0 else { return [] }
-        return Report.curvePercents.filter { $0 <= 50 || n >= 1 / (1 - $0 / 100) - 0.5 }.map { p in
+        return BenchReport.curvePercents.filter { $0 <= 50 || n >= 1 / (1 - $0 / 100) - 0.5 }.map { p in
             (p, p == 0 ? Double(latencies.min) / 1e3 : percentileMicros(p / 100))
         }
     }
@@ -66,7 +68,10 @@ public struct Report: Sendable {
     var engineAllocationsPerRequest: Double? { engineAllocations.map { perRequest(Double($0)) } }
     /// Body bytes per second of the measured phase.
     public var bytesPerSecond: Double { elapsedNanos == 0 ? 0 : Double(tally.bytes) / elapsedSeconds }
-    var heapAllocationsPerRequest: Double? { heapAllocations.map { perRequest(Double($0)) } }
+    /// Heap allocation calls of the process per measured request (malloc-count preloaded), or nil.
+    public var heapAllocationsPerRequest: Double? { heapAllocations.map { perRequest(Double($0)) } }
+    /// User-space instructions per measured request (an `InstructionCounter` given), or nil.
+    public var instructionsPerRequest: Double? { userInstructions.map { perRequest(Double($0)) } }
 
     /// One JSON object on one line.
     public func json() -> String {
@@ -77,21 +82,22 @@ public struct Report: Sendable {
             ("new_connections", tally.connectionUnknown > 0 ? "null" : "\(tally.newConnections)"),
             ("tls_resumed", "\(tally.tlsResumed)"),
             ("bad_status", "\(tally.badStatus)"),
-            ("elapsed_s", fmt(elapsedSeconds, 6)),
-            ("rps", fmt(rps, 1)),
-            ("p50_us", fmt(percentileMicros(0.50), 1)),
-            ("p90_us", fmt(percentileMicros(0.90), 1)),
-            ("p99_us", fmt(percentileMicros(0.99), 1)),
-            ("p999_us", fmt(percentileMicros(0.999), 1)),
-            ("max_us", fmt(maxMicros, 1)),
-            ("cpu_s", fmt(cpuSeconds, 6)),
-            ("cpu_us_per_req", fmt(cpuMicrosPerRequest, 3)),
-            ("client_cpu_us_per_req", fmt(clientCPUMicrosPerRequest, 3)),
-            ("server_cpu_s", fmt(Double(serverCPUNanos) / 1e9, 6)),
-            ("engine_allocs_per_req", engineAllocationsPerRequest.map { fmt($0, 3) } ?? "null"),
-            ("heap_allocs_per_req", heapAllocationsPerRequest.map { fmt($0, 3) } ?? "null"),
+            ("elapsed_s", fixedPoint(elapsedSeconds, 6)),
+            ("rps", fixedPoint(rps, 1)),
+            ("p50_us", fixedPoint(percentileMicros(0.50), 1)),
+            ("p90_us", fixedPoint(percentileMicros(0.90), 1)),
+            ("p99_us", fixedPoint(percentileMicros(0.99), 1)),
+            ("p999_us", fixedPoint(percentileMicros(0.999), 1)),
+            ("max_us", fixedPoint(maxMicros, 1)),
+            ("cpu_s", fixedPoint(cpuSeconds, 6)),
+            ("cpu_us_per_req", fixedPoint(cpuMicrosPerRequest, 3)),
+            ("client_cpu_us_per_req", fixedPoint(clientCPUMicrosPerRequest, 3)),
+            ("server_cpu_s", fixedPoint(Double(serverCPUNanos) / 1e9, 6)),
+            ("engine_allocs_per_req", engineAllocationsPerRequest.map { fixedPoint($0, 3) } ?? "null"),
+            ("heap_allocs_per_req", heapAllocationsPerRequest.map { fixedPoint($0, 3) } ?? "null"),
+            ("user_instructions_per_req", instructionsPerRequest.map { fixedPoint($0, 1) } ?? "null"),
             ("bytes", "\(tally.bytes)"),
-            ("bytes_per_s", fmt(bytesPerSecond, 0)),
+            ("bytes_per_s", fixedPoint(bytesPerSecond, 0)),
             ("connections", "\(connections)"),
             ("engine_threads", "\(engineThreads)"),
             ("on_loop", onLoop ? "true" : "false"),
@@ -106,7 +112,7 @@ public struct Report: Sendable {
         if let scenario { fields.insert(("scenario", jsonString(scenario)), at: 1) }
         if let e = tally.firstError { fields.append(("first_error", jsonString(e))) }
         // Last: what the charts draw and where the run ran (`pocket bench report`).
-        fields.append(("latency_percentiles", "[" + latencyCurve.map { "[\(fmt($0.percent, 3)),\(fmt($0.micros, 1))]" }
+        fields.append(("latency_percentiles", "[" + latencyCurve.map { "[\(fixedPoint($0.percent, 3)),\(fixedPoint($0.micros, 1))]" }
             .joined(separator: ",") + "]"))
         let m = MachineInfo.current
         fields.append(("machine", "{\"cpus\":\(m.cpus.map(String.init) ?? "null"),\"cpu_model\":"
@@ -125,30 +131,30 @@ public struct Report: Sendable {
             + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests"
             + (ioBackend.map { ", I/O \($0)" } ?? "")
             + (pipeline ? ", request path engaged (middleware, retry policy, events)" : ""))
-        lines.append("  requests    \(tally.requests) in \(fmt(elapsedSeconds, 3)) s"
+        lines.append("  requests    \(tally.requests) in \(fixedPoint(elapsedSeconds, 3)) s"
             + "  (errors \(tally.errors), non-2xx/3xx \(tally.badStatus))")
-        lines.append("  requests/s  \(fmt(rps, 0))")
-        lines.append("  latency µs  p50 \(fmt(percentileMicros(0.50), 1))  p90 \(fmt(percentileMicros(0.90), 1))"
-            + "  p99 \(fmt(percentileMicros(0.99), 1))  p99.9 \(fmt(percentileMicros(0.999), 1))  max \(fmt(maxMicros, 1))")
-        var cpu = "  cpu         \(fmt(cpuSeconds, 3)) s, \(fmt(cpuMicrosPerRequest, 2)) µs/request (process)"
+        lines.append("  requests/s  \(fixedPoint(rps, 0))")
+        lines.append("  latency µs  p50 \(fixedPoint(percentileMicros(0.50), 1))  p90 \(fixedPoint(percentileMicros(0.90), 1))"
+            + "  p99 \(fixedPoint(percentileMicros(0.99), 1))  p99.9 \(fixedPoint(percentileMicros(0.999), 1))  max \(fixedPoint(maxMicros, 1))")
+        var cpu = "  cpu         \(fixedPoint(cpuSeconds, 3)) s, \(fixedPoint(cpuMicrosPerRequest, 2)) µs/request (process)"
         if embedded {
-            cpu += "; client only \(fmt(clientCPUMicrosPerRequest, 2)) µs/request"
+            cpu += "; client only \(fixedPoint(clientCPUMicrosPerRequest, 2)) µs/request"
         }
         lines.append(cpu)
-        var allocs = "  allocs      engine \(engineAllocationsPerRequest.map { fmt($0, 2) } ?? "-")/request"
+        var allocs = "  allocs      engine \(engineAllocationsPerRequest.map { fixedPoint($0, 2) } ?? "-")/request"
         if let h = heapAllocationsPerRequest {
-            allocs += ", process heap \(fmt(h, 2))/request (malloc-count)"
+            allocs += ", process heap \(fixedPoint(h, 2))/request (malloc-count)"
         } else {
             allocs += " (preload scripts/malloc-count for the process heap count)"
         }
         lines.append(allocs)
-        lines.append("  bytes       \(tally.bytes) (bodies), \(fmt(bytesPerSecond / 1e6, 1)) MB/s")
+        lines.append("  bytes       \(tally.bytes) (bodies), \(fixedPoint(bytesPerSecond / 1e6, 1)) MB/s")
         return lines.joined(separator: "\n")
     }
 }
 
 /// Fixed-point formatting without Foundation's String(format:).
-public func fmt(_ v: Double, _ decimals: Int) -> String {
+public func fixedPoint(_ v: Double, _ decimals: Int) -> String {
     guard v.isFinite else { return "0" }
     if decimals == 0 { return String(Int64(v.rounded())) }
     var scale: UInt64 = 1

@@ -57,3 +57,7 @@ public func eprint(_ message: String) {
         }
     }
 }
+
+/// True when `scripts/malloc-count` is preloaded, so reports carry the
+/// process's heap allocation count.
+public var heapCounterPreloaded: Bool { MallocCounter().isAvailable }

@@ -10,8 +10,13 @@ import Musl
 public struct BenchOptions: Sendable {
     /// The server to load; nil: pocket-bench starts its embedded server.
     public var url: String?
-    /// Measured requests in total (default 100000).
+    /// Measured requests in total (default 100000; with `count`, per case, default 2000).
     public var requests = 100_000
+    /// `--requests` was given (`count` has a default of its own).
+    public var requestsGiven = false
+    /// `--count` (pocket-bench): user-space instructions and heap allocations
+    /// per request of each delivery, at 1 and at 64 connections.
+    public var count = false
     /// Concurrent tasks, and the pool size (default 64).
     public var connections = 64
     /// Unmeasured requests first; nil: `effectiveWarmup`.
@@ -75,7 +80,7 @@ public struct BenchOptions: Sendable {
                             [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|sink|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
-                            [--unix-socket PATH]
+                            [--unix-socket PATH] [--count]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port)
@@ -116,6 +121,13 @@ public struct BenchOptions: Sendable {
           --proxy URL          through this HTTP proxy (http://[user:pass@]host:port):
                                forwarded for http URLs, a CONNECT tunnel for https
           --unix-socket PATH   connect to this Unix domain socket (the URL names the origin)
+          --count              counts instead of times: user-space instructions and heap
+                               allocations per request of send, sink, stream and
+                               --pipeline, at 1 connection and at 64, the sending
+                               thread's spin off; --requests per case (default 2000).
+                               Needs LD_PRELOAD=$(scripts/malloc-count/build.sh); counts
+                               instructions with perf_event_open, or else under
+                               valgrind's callgrind (scripts/perf-gate.sh)
         """
 
     /// A flag that is unknown or lacks a valid value.
@@ -128,7 +140,9 @@ public struct BenchOptions: Sendable {
 
     /// Parses arguments (without the program name). `-h`/`--help` prints
     /// `usage` and exits.
-    public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage) throws(ParseError) -> BenchOptions {
+    /// `--count` is accepted only with `countAllowed` (pocket-bench's own).
+    public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage,
+                             countAllowed: Bool = false) throws(ParseError) -> BenchOptions {
         var o = BenchOptions()
         // Accept --name=value too: split it before parsing.
         var expanded: [String] = []
@@ -155,7 +169,12 @@ public struct BenchOptions: Sendable {
         while let arg = it.next() {
             switch arg {
             case "--url": o.url = try value(arg)
-            case "--requests", "-n": o.requests = try int(arg, min: 1)
+            case "--requests", "-n":
+                o.requests = try int(arg, min: 1)
+                o.requestsGiven = true
+            case "--count":
+                guard countAllowed else { throw .message("--count: pocket-bench's only (scripts/perf-gate.sh)") }
+                o.count = true
             case "--connections", "-c": o.connections = try int(arg, min: 1)
             case "--warmup": o.warmup = try int(arg, min: 0)
             case "--max-seconds", "-d":

@@ -9,7 +9,7 @@ import Synchronization
 /// request costs the bench no allocation, and no merge is needed at the end.
 /// With more requests than `capacity` the slots keep the most recent ones.
 /// After the phase the slots go into an HDR histogram (`histogram(count:)`).
-public final class Phase: @unchecked Sendable {
+public final class BenchPhase: @unchecked Sendable {
     // Invariant: each slot is written only by the task that drew its ticket,
     // and read only after every task of the phase has finished.
     let tickets = Atomic<Int>(0)
@@ -30,7 +30,7 @@ public final class Phase: @unchecked Sendable {
         self.deadline = deadline
         if sampleCapacity > 0 {
             let p = UnsafeMutablePointer<UInt64>.allocate(capacity: sampleCapacity)
-            p.initialize(repeating: Phase.failed, count: sampleCapacity) // faults the pages in now
+            p.initialize(repeating: BenchPhase.failed, count: sampleCapacity) // faults the pages in now
             samples = p
         } else {
             samples = nil
@@ -47,7 +47,7 @@ public final class Phase: @unchecked Sendable {
         var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000,
                                   numberOfSignificantValueDigits: .three)
         guard let samples else { return h }
-        for i in 0..<min(count, capacity) where samples[i] != Phase.failed {
+        for i in 0..<min(count, capacity) where samples[i] != BenchPhase.failed {
             _ = h.record(max(samples[i], 1))
         }
         return h
@@ -55,7 +55,7 @@ public final class Phase: @unchecked Sendable {
 }
 
 /// The outcome of one benchmark request, as the tally needs it.
-public struct Outcome: Sendable {
+public struct BenchOutcome: Sendable {
     /// The response's status code.
     public var status: Int
     /// Body bytes received (or sent, for uploads).
@@ -80,18 +80,18 @@ public struct Outcome: Sendable {
 /// is measured by the same loop and reported in the same format.
 public protocol BenchClient: Sendable {
     /// Sends one request; throws on a transport or protocol error.
-    func perform() async throws -> Outcome
+    func perform() async throws -> BenchOutcome
 }
 
 /// One task's tally, or a phase's sum of them (all zero to start).
-public struct Tally: Sendable {
+public struct BenchTally: Sendable {
     /// Requests finished (successful or not).
     public var requests = 0
     /// Requests that threw.
     public var errors = 0
     /// Responses with a status outside 200...399.
     public var badStatus = 0
-    /// Body bytes (see `Outcome.bytes`).
+    /// Body bytes (see `BenchOutcome.bytes`).
     public var bytes = 0
     /// Requests that opened a connection.
     public var newConnections = 0
@@ -105,7 +105,7 @@ public struct Tally: Sendable {
     /// An empty tally.
     public init() {}
 
-    mutating func add(_ o: Tally) {
+    mutating func add(_ o: BenchTally) {
         requests += o.requests
         errors += o.errors
         badStatus += o.badStatus
@@ -118,8 +118,8 @@ public struct Tally: Sendable {
 }
 
 /// Sends requests back to back until the phase's tickets or time run out.
-func runTask<C: BenchClient>(_ client: C, phase: Phase) async -> Tally {
-    var tally = Tally()
+func runTask<C: BenchClient>(_ client: C, phase: BenchPhase) async -> BenchTally {
+    var tally = BenchTally()
     let samples = phase.samples
     let capacity = phase.capacity
     var now = monotonicNanos()
@@ -127,7 +127,7 @@ func runTask<C: BenchClient>(_ client: C, phase: Phase) async -> Tally {
         let ticket = phase.tickets.wrappingAdd(1, ordering: .relaxed).oldValue
         if ticket >= phase.limit { break }
         let start = monotonicNanos()
-        var sample = Phase.failed
+        var sample = BenchPhase.failed
         do {
             let outcome = try await client.perform()
             now = monotonicNanos()
@@ -153,9 +153,9 @@ func runTask<C: BenchClient>(_ client: C, phase: Phase) async -> Tally {
 
 /// Runs one phase with `connections` concurrent tasks, on `executor` when
 /// given (task executor preference) or else on the global executor.
-public func runPhase<C: BenchClient>(_ client: C, phase: Phase, connections: Int,
-                                     executor: (any TaskExecutor)? = nil) async -> Tally {
-    await withTaskGroup(of: Tally.self, returning: Tally.self) { group in
+public func runPhase<C: BenchClient>(_ client: C, phase: BenchPhase, connections: Int,
+                                     executor: (any TaskExecutor)? = nil) async -> BenchTally {
+    await withTaskGroup(of: BenchTally.self, returning: BenchTally.self) { group in
         for _ in 0..<connections {
             if let executor {
                 group.addTask(executorPreference: executor) { await runTask(client, phase: phase) }
@@ -163,7 +163,7 @@ public func runPhase<C: BenchClient>(_ client: C, phase: Phase, connections: Int
                 group.addTask { await runTask(client, phase: phase) }
             }
         }
-        var total = Tally()
+        var total = BenchTally()
         for await t in group { total.add(t) }
         return total
     }
