@@ -29,16 +29,12 @@ step "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
 step "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
 step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
 step "swift test --sanitize=thread" 1800 scripts/ci-sanitized.sh thread
-if [ -x scripts/perf-gate.sh ]; then
-  step "counting gate (scripts/perf-gate.sh)" 900 scripts/perf-gate.sh
-fi
+step "counting gate (scripts/perf-gate.sh)" 900 scripts/perf-gate.sh
 if [ "${GATEWAY:-1}" = 1 ]; then
   step "gateway example: build, one request per variant" 1800 scripts/gateway-smoke.sh
 fi
 step "documentation (DocC, warnings are errors)" 900 \
   swift package --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
 step "documentation coverage (every public declaration has ///)" 300 scripts/check-doc-coverage.sh
-if [ -x scripts/check-doc-snippets.sh ]; then
-  step "documentation examples compile" 900 scripts/check-doc-snippets.sh
-fi
+step "documentation examples compile" 900 scripts/check-doc-snippets.sh
 steps_summary

@@ -35,6 +35,11 @@ command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 [ -x /usr/sbin/apache2 ] || need+=(apache2)
 # Proxy tests and benchmarks run a real HTTP proxy (forwarding and CONNECT).
 command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)
+# The counting gate (scripts/perf-gate.sh) counts instructions under
+# valgrind's callgrind where the machine has no hardware counters, on a copy
+# of pocket-bench that objcopy strips of debug info.
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}"
   SUDO=""
