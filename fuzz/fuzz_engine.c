@@ -276,6 +276,14 @@ static void on_done(void *ctx, int error, int sys_errno, const pk_timings *t) {
   if (error == 0) CHECK(c->heads == 1);
   if (c->abort_head && c->heads) CHECK(error == -PK_E_CANCELLED);
   if (c->max_body && error == 0) CHECK(c->body <= c->max_body);
+#ifdef PK_FUZZ_TUNNEL
+  /* A request goes through only after a 2xx answer to its CONNECT. */
+  if (error == 0) {
+    pthread_mutex_lock(&srv_lock);
+    CHECK(script_len >= 12 && memcmp(script, "HTTP/1.", 7) == 0 && script[9] == '2');
+    pthread_mutex_unlock(&srv_lock);
+  }
+#endif
   pthread_mutex_lock(&c->lock);
   CHECK(!c->done);
   c->done = 1;
@@ -337,6 +345,17 @@ static void run(pk_engine *eng, const char *method, int post, int expect, int pa
   s.port = 80; /* any: open_pair connects to the harness's server */
   s.target = "/fuzz";
   s.target_len = 5;
+#ifdef PK_FUZZ_TUNNEL
+  /* fuzz_connect.c: the server plays a proxy; its bytes answer CONNECT. */
+  s.proxy_host = "127.0.0.1";
+  s.proxy_host_len = 9;
+  s.proxy_port = 3128;
+  s.proxy_tunnel = 1;
+  if (extra & 1) {
+    s.proxy_authorization = "Basic dTpw";
+    s.proxy_authorization_len = 10;
+  }
+#endif
   if (post) {
     s.body = "0123456789";
     s.body_len = 10;
@@ -421,7 +440,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pk_engine *eng = engines[(opt >> 2) & 1];
   atomic_store(&emfile_once, (opt & 128) != 0);
   run(eng, methods[m], m >= 2, m == 3, (opt >> 4) & 1, (opt >> 5) & 1, data[2]);
+#ifndef PK_FUZZ_TUNNEL /* its server answers a later request with a response, not a CONNECT reply */
   if (opt & 64) run(eng, "GET", 0, 0, 0, 0, 0);
+#endif
   atomic_store(&emfile_once, 0);
 
   /* The input's bytes are gone after return: no server thread may use them. */

@@ -13,9 +13,14 @@
 # Targets: h1_parse (response head parser), chunked (chunked decoder),
 # inflate (gzip/deflate), h1_write (request writer), pool (the pool's
 # decision function, random event sequences, its invariants), engine (the whole
-# engine against a socketpair server fed the input as its response); in Swift:
-# multipart (the multipart/form-data encoder) and schema (JSON parser and
-# writer, schema validator).
+# engine against a socketpair server fed the input as its response), connect
+# (the same engine through a proxy: the input answers CONNECT first); in
+# Swift: multipart (the multipart/form-data encoder), schema (JSON parser and
+# writer, schema validator), cookies (Set-Cookie, the cookie store with the
+# public suffix list, the Netscape cookie file), auth (WWW-Authenticate and
+# Proxy-Authenticate challenges, Digest), cache_headers (Cache-Control, Vary,
+# Age, Expires, ETag, HTTP dates, Retry-After) and reach (redirect Location
+# resolution, proxy variables and NO_PROXY with CIDR).
 # Every fuzzing run of a C target uses the HTTP dictionary fuzz/http.dict; a
 # Swift target uses fuzz/swift/TARGET.dict.
 #
@@ -37,11 +42,16 @@ SOURCES_chunked="pk_h1_parse.c pk_error.c"
 SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
 SOURCES_pool="pk_pool.c pk_error.c"
 SOURCES_engine="pk_conn.c pk_conn_connect.c pk_conn_read.c pk_conn_tunnel.c pk_conn_wait.c pk_conn_write.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_origin.c pk_pool.c pk_request.c pk_tls.c"
-TARGETS="h1_parse chunked inflate h1_write pool engine multipart schema"
+SOURCES_connect=$SOURCES_engine
+TARGETS="h1_parse chunked inflate h1_write pool engine connect multipart schema cookies auth cache_headers reach"
 # Swift targets: the executable in fuzz/swift, and the Pocket sources its
 # coverage is reported for.
 SWIFT_multipart="FuzzMultipart Sources/Pocket/Bodies/MultipartForm+Encoding.swift Sources/Pocket/Bodies/MultipartForm.swift"
 SWIFT_schema="FuzzSchema Sources/Pocket/Schema"
+SWIFT_cookies="FuzzCookies Sources/Pocket/Cookies"
+SWIFT_auth="FuzzAuth Sources/Pocket/Auth/AuthChallenge.swift"
+SWIFT_cache_headers="FuzzCacheHeaders Sources/Pocket/Cache/CacheRules.swift Sources/Pocket/Client/Backoff.swift Sources/Pocket/Model/CivilDate.swift"
+SWIFT_reach="FuzzReach Sources/Pocket/Client/PocketProxy.swift Sources/Pocket/Client/RedirectFollower.swift"
 
 usage() {
   echo "usage: $0 TARGET|all SECONDS|--replay|--coverage | $0 list" >&2

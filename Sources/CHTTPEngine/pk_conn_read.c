@@ -252,8 +252,10 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
     if (st == PK__TLS_OK) {
       if (received(loop, conn, n, space)) return;
       /* OpenSSL may hold decrypted bytes epoll cannot see: read on until it
-       * has none and the socket itself was read dry. */
-      if (pk__tls_drained(conn->tls)) return;
+       * has none and the socket itself was read dry. A FIN that came with
+       * the last record was reported by this very event (hup_seen) and will
+       * not be again: read on to meet it, as the plain path does. */
+      if (pk__tls_drained(conn->tls) && !conn->hup_seen) return;
       if ((got += n) >= PK_IO_BUDGET && read_later(loop, conn)) return;
       continue;
     }

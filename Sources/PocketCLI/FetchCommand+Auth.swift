@@ -48,4 +48,23 @@ extension FetchCommand {
         }
         return PocketAuthentication(credential: credential, schemes: [.basic], origin: origin, preemptiveBasic: true)
     }
+
+    /// `--location-trusted` (curl's): the fields a cross-origin redirect
+    /// removes that go to every hop anyway — the `Authorization` of `-u`
+    /// (Basic) or `-H`, and the `Cookie` of `-H` or `-b`. A Digest challenge
+    /// from another origin is still not answered: the credential's nonce
+    /// belongs to the first origin.
+    func trustedFields(_ request: PocketRequest) -> [(String, String)] {
+        guard locationTrusted else { return [] }
+        var kept: [(String, String)] = []
+        if let user, !digest, !anyauth, let colon = user.firstIndex(of: ":"),
+           let basic = try? PocketAuthorization.basic(username: String(user[..<colon]),
+                                                      password: String(user[user.index(after: colon)...])) {
+            kept.append(("Authorization", basic.headerValue))
+        } else if let value = request.headers["Authorization"] {
+            kept.append(("Authorization", value))
+        }
+        if let cookie = request.headers["Cookie"] { kept.append(("Cookie", cookie)) }
+        return kept
+    }
 }

@@ -70,7 +70,7 @@ extension FetchCommand {
         var configuration = PocketClient.Configuration()
         configuration.maxConnectionsPerOrigin = 1
         // As curl: a 3xx is the answer unless -L; loops are caught whatever the limit.
-        configuration.redirects = location ? PocketRedirectPolicy(maxHops: maxRedirs == -1 ? Int.max : maxRedirs) : .disabled
+        configuration.redirects = location || locationTrusted ? PocketRedirectPolicy(maxHops: maxRedirs == -1 ? Int.max : maxRedirs) : .disabled
         configuration.decompression = compressed
         configuration.timeouts.total = try maxTime.map { s throws(CLIFailure) in try Self.duration(s, "-m") }
         if let s = connectTimeout { configuration.timeouts.connect = try Self.duration(s, "--connect-timeout") }

@@ -43,6 +43,7 @@ struct FetchCommand: Sendable {
     var userAgent: String?
     var referer: String?
     var location = false
+    var locationTrusted = false
     var maxRedirs: Int = 50
     var output: String?
     var remoteName = false
@@ -117,6 +118,7 @@ struct FetchCommand: Sendable {
             .string("A", "user-agent", \.userAgent, "name", "The User-Agent field ('' removes it)."),
             .string("e", "referer", \.referer, "url", "The Referer field."),
             .flag("L", "location", \.location, "Follow redirects (301/302/303 turn POST into GET unless -X; 307/308 keep it), up to --max-redirs."),
+            .flag(nil, "location-trusted", \.locationTrusted, "As -L, and the Authorization of -u (Basic) or -H and the Cookie of -H or -b go to every host a redirect leads to, not only the URL's origin. Only for hosts you trust with them."),
             .number(nil, "max-redirs", \.maxRedirs, "N", "With -L, follow at most N redirects (default 50, as curl; -1: no limit but loops).") { Int($0) },
             .flag("I", "head", \.head, "Send HEAD and print the response head."),
             .flag("i", "include", \.include, "Print each response head (every hop with -L) before the body."),
@@ -166,7 +168,7 @@ struct FetchCommand: Sendable {
     private static var proxyOptions: [Option] {
         Option.section(.proxy, [
             .string("x", "proxy", \.proxy, "[http://][user:pass@]host[:port]", "Use this HTTP proxy (CONNECT for https); '' for none. Default: http_proxy, HTTPS_PROXY, ALL_PROXY as curl reads them."),
-            .string(nil, "proxy-user", \.proxyUser, "user:password", "Credentials for the proxy: Basic, sent at once (or as --proxy-digest/--proxy-anyauth say); also taken from -x's URL."),
+            .string("U", "proxy-user", \.proxyUser, "user:password", "Credentials for the proxy: Basic, sent at once (or as --proxy-digest/--proxy-anyauth say); also taken from -x's URL."),
             .flag(nil, "proxy-basic", \.proxyBasic, "With proxy credentials: Basic, sent with the first request (the default)."),
             .flag(nil, "proxy-digest", \.proxyDigest, "With proxy credentials: Digest (MD5, SHA-256), answering the proxy's 407 challenge."),
             .flag(nil, "proxy-anyauth", \.proxyAnyauth, "With proxy credentials: wait for the 407 and answer the best scheme offered (Digest over Basic)."),

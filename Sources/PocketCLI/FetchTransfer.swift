@@ -86,13 +86,15 @@ struct FetchTransfer: Sendable {
     }
 
     /// -L's policy for this transfer: the hop limit; each 3xx head shown as
-    /// curl shows it (-i, -D, -v); a method forced with -X kept on every hop.
+    /// curl shows it (-i, -D, -v); a method forced with -X kept on every hop;
+    /// with --location-trusted, the credentials put back on every hop.
     private func redirectPolicy(_ heads: HeadLog, dump: HeadWriter?) -> PocketRedirectPolicy {
         guard let policy = plan.configuration.redirects.follows ? plan.configuration.redirects : nil else {
             return .disabled
         }
         let include = command.include || command.head, verbose = command.verbose, sink = self.sink
         let forced = command.method.map { PocketMethod($0) }
+        let kept = command.trustedFields(plan.request)
         return PocketRedirectPolicy(maxHops: policy.maxHops) { redirect in
             let r = redirect.response
             let head = HeadFormat.response(minorVersion: 1, status: r.status, reason: r.reason, headers: r.headers)
@@ -103,10 +105,10 @@ struct FetchTransfer: Sendable {
             }
             try dump?(head)
             if include { try sink.write(Array(head.utf8)) }
-            guard let forced, forced != redirect.request.method else { return .follow }
             var next = redirect.request
-            next.method = forced
-            return .modify(next)
+            for (name, value) in kept where !next.headers.contains(name) { next.headers[name] = value }
+            if let forced { next.method = forced }
+            return kept.isEmpty && next.method == redirect.request.method ? .follow : .modify(next)
         }
     }
 

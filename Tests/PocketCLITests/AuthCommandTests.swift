@@ -50,6 +50,42 @@ final class AuthCommandTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 4, "--anyauth asks first, then answers")
     }
 
+    /// Two origins (two ports): without --location-trusted the second gets
+    /// no Authorization and no Cookie (curl's rule since 7.83); with it, the
+    /// -u Basic credential, a -H Authorization and a -b cookie all follow.
+    func testLocationTrustedKeepsCredentialsAcrossOrigins() throws {
+        let second = try TestServer()
+        defer { second.shutdown() }
+        second.route("/landing") { request in
+            .text("\(request.header("Authorization") ?? "none") | \(request.header("Cookie") ?? "none")")
+        }
+        let first = try TestServer()
+        defer { first.shutdown() }
+        first.route("/start") { _ in .response(status: 302, headers: [("Location", second.url("/landing"))]) }
+        let basic = "Basic " + Data("ada:s3cret".utf8).base64EncodedString()
+        let plain = try PocketBinary.run(["-s", "-L", "-u", "ada:s3cret", "-b", "k=v", first.url("/start")])
+        XCTAssertEqual(plain.status, 0, plain.stderrText)
+        XCTAssertEqual(plain.stdoutText, "none | none", "-L alone: the other origin gets no credential")
+        let trusted = try PocketBinary.run(["-s", "--location-trusted", "-u", "ada:s3cret", "-b", "k=v", first.url("/start")])
+        XCTAssertEqual(trusted.status, 0, trusted.stderrText)
+        XCTAssertEqual(trusted.stdoutText, "\(basic) | k=v", "--location-trusted (implies -L) keeps them")
+        let header = try PocketBinary.run(["-s", "--location-trusted", "-H", "Authorization: Bearer t0k", first.url("/start")])
+        XCTAssertEqual(header.stdoutText, "Bearer t0k | none")
+        let headerUntrusted = try PocketBinary.run(["-s", "-L", "-H", "Authorization: Bearer t0k", first.url("/start")])
+        XCTAssertEqual(headerUntrusted.stdoutText, "none | none")
+        XCTAssertEqual(second.requestCount, 4)
+    }
+
+    /// `-U` is `--proxy-user`: the forwarded request carries Proxy-Authorization.
+    func testShortProxyUserFlag() throws {
+        let proxy = try TestServer()
+        defer { proxy.shutdown() }
+        proxy.defaultHandler = { request in .text("\(request.target) \(request.header("Proxy-Authorization") ?? "none")") }
+        let run = try PocketBinary.run(["-s", "-x", "http://127.0.0.1:\(proxy.port)", "-U", "pat:pw", "http://origin.example/x"])
+        XCTAssertEqual(run.status, 0, run.stderrText)
+        XCTAssertEqual(run.stdoutText, "http://origin.example/x Basic " + Data("pat:pw".utf8).base64EncodedString())
+    }
+
     func testUsageErrors() throws {
         for (args, mentions) in [(["--digest", "http://127.0.0.1:1/"], "need -u"),
                                  (["-u", "ada", "http://127.0.0.1:1/"], "user:password"),

@@ -170,12 +170,15 @@ final class RedirectTests: XCTestCase {
         server.routeRedirect("/ftp", 302, to: "ftp://127.0.0.1/file")
         server.routeRedirect("/nohost", 302, to: "http://")
         server.routeRedirect("/empty", 302, to: "  ")
+        // A NUL in the host would leave "127.0.0.1" for DNS and TLS, another name for the rest.
+        server.routeRedirect("/nul", 302, to: "http://127.0.0.1%00.evil.example:\(server.port)/x")
+        server.routeRedirect("/crlf", 302, to: "http://127.0.0.1%0D%0AX-Injected:%201:\(server.port)/x")
         let client = try makeClient()
-        for path in ["/ftp", "/nohost", "/empty"] {
+        for path in ["/ftp", "/nohost", "/empty", "/nul", "/crlf"] {
             let error = await assertPocketError(.badRedirectLocation) { try await client.send(PocketRequest(url: url(server, path))) }
             XCTAssertEqual(error?.response?.status, 302, path)
         }
-        XCTAssertEqual(server.requestCount, 3, "no second request went anywhere")
+        XCTAssertEqual(server.requestCount, 5, "no second request went anywhere")
     }
 }
 

@@ -131,6 +131,21 @@ final class ResponseCacheTests: XCTestCase {
         try await client.shutdown()
     }
 
+    /// Age is delta-seconds (RFC 9111 §5.1): "0x3c" or "6e1" is no Age at
+    /// all, not 60 seconds that would make a max-age=60 response stale.
+    func testAnAgeThatIsNotDigitsIsIgnored() async throws {
+        route("/hex", headers: [("Cache-Control", "max-age=60"), ("Age", "0x3c")])
+        route("/exp", headers: [("Cache-Control", "max-age=60"), ("Age", "6e1")])
+        route("/real", headers: [("Cache-Control", "max-age=60"), ("Age", "60")])
+        let client = try client(memoryCache())
+        for path in ["/hex", "/exp", "/real"] { _ = try await get(client, path) }
+        let hex = try await get(client, "/hex"), exp = try await get(client, "/exp"), real = try await get(client, "/real")
+        XCTAssertTrue(hex.fromCache && !hex.revalidated, "Age: 0x3c is not 60")
+        XCTAssertTrue(exp.fromCache && !exp.revalidated, "Age: 6e1 is not 60")
+        XCTAssertEqual(requests("/real").count, 2, "a real Age of 60 makes max-age=60 stale")
+        try await client.shutdown()
+    }
+
     func testVaryKeepsVariantsApart() async throws {
         server.route("/greeting") { request in
             .text(request.header("Accept-Language") == "fr" ? "bonjour" : "hello",

@@ -53,7 +53,8 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(RetryAfter.delay("Tuesday, 14-Nov-23 22:14:20 GMT", now: now), .seconds(60))
         XCTAssertEqual(RetryAfter.delay("Tue Nov 14 22:13:25 2023", now: now), .seconds(5))
         XCTAssertEqual(RetryAfter.delay("Tue, 14 Nov 2023 20:00:00 GMT", now: now), .zero, "a date in the past: retry now")
-        for bad in ["", "soon", "-5", "1.5", "Tue, 32 Nov 2023 22:13:50 GMT", "Tue, 14 Foo 2023 22:13:50 GMT", "Tue, 14 Nov 2023 25:00:00 GMT"] {
+        for bad in ["", "soon", "-5", "1.5", "Tue, 32 Nov 2023 22:13:50 GMT", "Tue, 14 Foo 2023 22:13:50 GMT", "Tue, 14 Nov 2023 25:00:00 GMT",
+                    "Thu, 31 Feb 2024 10:00:00 GMT", "Sun, 29 Feb 2023 10:00:00 GMT", "Fri, 01 Jan 9223372036854775807 00:00:00 GMT"] {
             XCTAssertNil(RetryAfter.delay(bad, now: now), bad)
         }
     }

@@ -207,6 +207,40 @@ final class TLSTests: XCTestCase {
         XCTAssertEqual(framed.text, "full")
     }
 
+    /// The FIN often lands with the body's last record: the read that takes
+    /// the record is short (the socket looks drained), and edge-triggered
+    /// readiness reports the FIN no more. The cut must still be seen at once,
+    /// on both I/O backends, every time.
+    func testABareFINWithTheLastRecordFailsAtOnceOnEveryBackend() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        server.route("/cut") { _ in .raw([.sendString("HTTP/1.1 200 OK\r\n\r\npart of the body"), .closeWithoutTLSNotify]) }
+        let url = URL(string: server.url(host: "localhost", path: "/cut"))!
+        for backend in [PocketIOBackend.epoll, .ioUring] {
+            let client: PocketClient
+            do {
+                client = try self.client {
+                    $0.ioBackend = backend
+                    $0.timeouts.total = .seconds(3) // a hang shows as deadline_exceeded, not as a stuck test
+                }
+            } catch let error as PocketError where error.code == .ioUringUnavailable {
+                continue
+            }
+            for run in 1...30 {
+                let started = ContinuousClock.now
+                do {
+                    _ = try await client.send(PocketRequest(url: url))
+                    XCTFail("\(backend) run \(run): a close-delimited body cut by a bare FIN must fail")
+                } catch let error as PocketError {
+                    XCTAssertEqual(error.code, .truncatedBody, "\(backend) run \(run): \(error)")
+                }
+                XCTAssertLessThan(ContinuousClock.now - started, .seconds(1), "\(backend) run \(run)")
+            }
+            try await client.shutdown()
+        }
+    }
+
     func testPeerResetDuringALargeTLSUploadIsAnErrorNotACrash() async throws {
         let c = try certs()
         let server = try server(cert: c.serverCert, key: c.serverKey)

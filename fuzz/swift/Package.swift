@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // libFuzzer targets for Pocket's Swift parsers and encoders.
-// Built and run by fuzz/run.sh (targets `multipart` and `schema`; see
+// Built and run by fuzz/run.sh (targets `multipart`, `schema`, `cookies`, `auth`,
+// `cache_headers` and `reach`; see
 // docs/FUZZING.md) in release with -enable-testing and
 // -sanitize=fuzzer,address. Each executable defines <Target>_main, the
 // `main` SwiftPM links, which starts libFuzzer's driver (FuzzDriver).
@@ -14,5 +15,9 @@ let package = Package(
         .target(name: "FuzzDriver"),
         .executableTarget(name: "FuzzMultipart", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
         .executableTarget(name: "FuzzSchema", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
+        .executableTarget(name: "FuzzCookies", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
+        .executableTarget(name: "FuzzAuth", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
+        .executableTarget(name: "FuzzCacheHeaders", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
+        .executableTarget(name: "FuzzReach", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
     ]
 )

@@ -117,7 +117,8 @@ enum CacheRules {
     static func age(_ headers: PocketHeaders, requestTime: Double, responseTime: Double, now: Double) -> Double {
         let date = HTTPDate.parse(headers["Date"]) ?? responseTime
         let apparent = max(0, responseTime - date)
-        let ageValue = headers["Age"].flatMap { Double($0) } ?? 0
+        // delta-seconds (RFC 9111 §1.2.2): digits only; "-5", "1e3" or "nan" count as no Age.
+        let ageValue = headers["Age"].flatMap { v in !v.isEmpty && v.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } ? Double(v) : nil } ?? 0
         let corrected = ageValue + max(0, responseTime - requestTime)
         return max(apparent, corrected) + max(0, now - responseTime)
     }

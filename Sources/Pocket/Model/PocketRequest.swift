@@ -382,6 +382,12 @@ struct Target: Sendable, Hashable {
                            : "URL has no host: \(url.absoluteString)"
             return
         }
+        // A decoded %00, %0D or %0A would cut the name short for DNS and TLS
+        // (C strings) or split the request head: never a host.
+        guard !h.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            problem = "URL host has a control character: \(url.absoluteString)"
+            return
+        }
         if unix {
             // AsyncHTTPClient's convention: the host is the socket's path,
             // and the origin is localhost (Host field, TLS name).

@@ -135,7 +135,9 @@ enum RetryAfter {
             // asctime: Sun Nov 6 08:49:37 1994
             month = monthIndex(parts[1]); day = Int(parts[2]); time = clock(parts[3]); year = Int(parts[4])
         }
-        guard let day, let month, let year, let time, (1...31).contains(day), year >= 1970 else { return nil }
+        // A day the month has (no 31 Feb), and a four-digit year (a longer one would overflow the day count).
+        guard let day, let month, let year, let time, (1970...9999).contains(year),
+              (1...CivilDate.daysIn(month: month, year: year)).contains(day) else { return nil }
         return date(year: year, month: month, day: day, hour: time[0], minute: time[1], second: time[2])
     }
 
@@ -149,15 +151,9 @@ enum RetryAfter {
         return hms
     }
 
-    /// Seconds since 1970 of a UTC civil date (days-from-civil, no calendar object).
+    /// Seconds since 1970 of a UTC civil date.
     private static func date(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Date {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        let days = era * 146_097 + doe - 719_468
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
     }
 }
