@@ -46,12 +46,12 @@ SOURCES_connect=$SOURCES_engine
 TARGETS="h1_parse chunked inflate h1_write pool engine connect multipart schema cookies auth cache_headers reach"
 # Swift targets: the executable in fuzz/swift, and the Pocket sources its
 # coverage is reported for.
-SWIFT_multipart="FuzzMultipart Sources/Pocket/Bodies/MultipartForm+Encoding.swift Sources/Pocket/Bodies/MultipartForm.swift"
+SWIFT_multipart="FuzzMultipart Sources/Pocket/Model/PocketMultipartForm+Encoding.swift Sources/Pocket/Model/PocketMultipartForm.swift"
 SWIFT_schema="FuzzSchema Sources/Pocket/Schema"
 SWIFT_cookies="FuzzCookies Sources/Pocket/Cookies"
 SWIFT_auth="FuzzAuth Sources/Pocket/Auth/AuthChallenge.swift"
-SWIFT_cache_headers="FuzzCacheHeaders Sources/Pocket/Cache/CacheRules.swift Sources/Pocket/Client/Backoff.swift Sources/Pocket/Model/CivilDate.swift"
-SWIFT_reach="FuzzReach Sources/Pocket/Client/PocketProxy.swift Sources/Pocket/Client/RedirectFollower.swift"
+SWIFT_cache_headers="FuzzCacheHeaders Sources/Pocket/Cache/CacheRules.swift Sources/Pocket/Policies/Backoff.swift Sources/Pocket/Model/CivilDate.swift"
+SWIFT_reach="FuzzReach Sources/Pocket/Proxy/PocketProxy.swift Sources/Pocket/RequestPath/RedirectFollower.swift"
 
 usage() {
   echo "usage: $0 TARGET|all SECONDS|--replay|--coverage | $0 list" >&2
