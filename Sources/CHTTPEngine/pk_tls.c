@@ -31,9 +31,10 @@ struct pk__tls_ctx {
   uint8_t *pins; /* count * 32 bytes of SHA-256(SPKI) */
   size_t pin_count;
   int insecure;
+  int min_version;
   bool default_store;          /* the system store, loaded at the first connection */
-  _Atomic bool store_ready;
-  pthread_mutex_t store_lock;
+  _Atomic bool ready;          /* ctx built and its store loaded (lock taken until then) */
+  pthread_mutex_t lock;
 };
 
 struct pk__tls {
@@ -156,11 +157,9 @@ static int new_session(SSL *ssl, SSL_SESSION *session) {
   return 1;
 }
 
-int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
-  pk__tls_ctx *c = pk__calloc(1, sizeof *c);
-  if (!c) return -PK_E_NOMEM;
-  pthread_mutex_init(&c->store_lock, NULL);
-  int err = -PK_E_TLS_CONFIG;
+/* The SSL_CTX of `cfg` (and the BIO method) into c->ctx, c->method; on
+ * failure none is kept. */
+static int build(pk__tls_ctx *c, const pk_tls_config *cfg) {
   c->ctx = SSL_CTX_new(TLS_client_method());
   if (!c->ctx) goto fail;
   c->method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pocket-socket");
@@ -170,24 +169,23 @@ int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
   BIO_meth_set_ctrl(c->method, bio_ctrl);
   BIO_meth_set_create(c->method, bio_create);
 
-  int minv = cfg && cfg->min_version ? cfg->min_version : PK_TLS_1_2;
-  if (!SSL_CTX_set_min_proto_version(c->ctx, minv == PK_TLS_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION)) goto fail;
+  if (!SSL_CTX_set_min_proto_version(c->ctx, c->min_version == PK_TLS_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION))
+    goto fail;
   SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                SSL_MODE_RELEASE_BUFFERS);
   /* One recv(2) takes what the socket has (not a record's 5-byte header,
    * then its body): one read per answer, and a short read says the socket
    * is dry (pk__tls_drained). */
   SSL_CTX_set_read_ahead(c->ctx, 1);
-  if (cfg && cfg->ciphers && !SSL_CTX_set_cipher_list(c->ctx, cfg->ciphers)) goto fail;
-  c->insecure = cfg && cfg->insecure;
+  if (cfg->ciphers && !SSL_CTX_set_cipher_list(c->ctx, cfg->ciphers)) goto fail;
   if (!c->insecure) {
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
     /* The trust store is loaded once per context, never per connection. A
      * named one here, so a bad path fails the engine's creation; the system
-     * default at the first connection (pk__tls_new): its ~4 MB are not paid
-     * by a client that never speaks https, and loading it does not fail
-     * (OpenSSL skips a missing default file or directory). */
-    if (cfg && (cfg->ca_file || cfg->ca_dir)) {
+     * default at the first connection (ready): its ~4 MB are not paid by a
+     * client that never speaks https, and loading it does not fail (OpenSSL
+     * skips a missing default file or directory). */
+    if (cfg->ca_file || cfg->ca_dir) {
       if (!SSL_CTX_load_verify_locations(c->ctx, cfg->ca_file, cfg->ca_dir)) goto fail;
     } else {
       c->default_store = true;
@@ -195,58 +193,94 @@ int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
   } else {
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_NONE, NULL);
   }
-  if (cfg && cfg->cert_file) {
+  if (cfg->cert_file) {
     if (SSL_CTX_use_certificate_chain_file(c->ctx, cfg->cert_file) != 1) goto fail;
     if (SSL_CTX_use_PrivateKey_file(c->ctx, cfg->key_file ? cfg->key_file : cfg->cert_file, SSL_FILETYPE_PEM) != 1)
       goto fail;
     if (SSL_CTX_check_private_key(c->ctx) != 1) goto fail;
   }
+  /* Sessions are kept by the pool per origin, not in OpenSSL's cache. */
+  SSL_CTX_set_session_cache_mode(c->ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(c->ctx, new_session);
+  return 0;
+fail:
+  ERR_clear_error();
+  if (c->ctx) SSL_CTX_free(c->ctx);
+  if (c->method) BIO_meth_free(c->method);
+  c->ctx = NULL;
+  c->method = NULL;
+  return -PK_E_TLS_CONFIG;
+}
+
+int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out) {
+  pk__tls_ctx *c = pk__calloc(1, sizeof *c);
+  if (!c) return -PK_E_NOMEM;
+  pthread_mutex_init(&c->lock, NULL);
+  c->insecure = cfg && cfg->insecure;
+  c->min_version = cfg && cfg->min_version ? cfg->min_version : PK_TLS_1_2;
   if (cfg && cfg->pin_count) {
     c->pins = pk__malloc(cfg->pin_count * 32);
     if (!c->pins) {
-      err = -PK_E_NOMEM;
-      goto fail;
+      pk__tls_ctx_free(c);
+      return -PK_E_NOMEM;
     }
     memcpy(c->pins, cfg->pins, cfg->pin_count * 32);
     c->pin_count = cfg->pin_count;
   }
-  /* Sessions are kept by the pool per origin, not in OpenSSL's cache. */
-  SSL_CTX_set_session_cache_mode(c->ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-  SSL_CTX_sess_set_new_cb(c->ctx, new_session);
+  /* A setting that names a file or a cipher list can fail: it is built now.
+   * Only a version and the verify flag cannot (short of memory), and such a
+   * context waits for its first connection (ready): OpenSSL's start, its
+   * method tables and providers, about 2 MB of libcrypto's and libssl's pages, are
+   * not paid by a client that only speaks http://. */
+  if (cfg && (cfg->ciphers || cfg->ca_file || cfg->ca_dir || cfg->cert_file || cfg->key_file)) {
+    int err = build(c, cfg);
+    if (err) {
+      pk__tls_ctx_free(c);
+      return err;
+    }
+  }
   *out = c;
   return 0;
-fail:
-  ERR_clear_error();
-  pk__tls_ctx_free(c);
-  return err;
 }
 
 void pk__tls_ctx_free(pk__tls_ctx *c) {
   if (!c) return;
   if (c->ctx) SSL_CTX_free(c->ctx);
   if (c->method) BIO_meth_free(c->method);
-  pthread_mutex_destroy(&c->store_lock);
+  pthread_mutex_destroy(&c->lock);
   pk__free(c->pins);
   pk__free(c);
 }
 
+bool pk__tls_ctx_built(pk__tls_ctx *c) {
+  pthread_mutex_lock(&c->lock);
+  bool built = c->ctx != NULL;
+  pthread_mutex_unlock(&c->lock);
+  return built;
+}
+
 /* ------------------------------------------------------------ connection */
 
-/* The system trust store, once per context, by whichever loop gets here first. */
-static bool load_default_store(pk__tls_ctx *c) {
-  if (!c->default_store || atomic_load_explicit(&c->store_ready, memory_order_acquire)) return true;
-  pthread_mutex_lock(&c->store_lock);
-  bool ok = atomic_load_explicit(&c->store_ready, memory_order_relaxed) ||
-            SSL_CTX_set_default_verify_paths(c->ctx) == 1;
-  if (ok) atomic_store_explicit(&c->store_ready, true, memory_order_release);
-  pthread_mutex_unlock(&c->store_lock);
+/* What waits for the first connection, once per context, by whichever loop
+ * gets here first: a default context's SSL_CTX, and the system trust store. */
+static int ready(pk__tls_ctx *c) {
+  if (atomic_load_explicit(&c->ready, memory_order_acquire)) return 0;
+  pthread_mutex_lock(&c->lock);
+  int err = 0;
+  if (!atomic_load_explicit(&c->ready, memory_order_relaxed)) {
+    if (!c->ctx) err = build(c, &(pk_tls_config){0});
+    if (!err && c->default_store && SSL_CTX_set_default_verify_paths(c->ctx) != 1) err = -PK_E_TLS_CONFIG;
+    if (!err) atomic_store_explicit(&c->ready, true, memory_order_release);
+  }
+  pthread_mutex_unlock(&c->lock);
   ERR_clear_error();
-  return ok;
+  return err;
 }
 
 int pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void *session,
                 pk__tls_session_cb on_session, void *owner, pk__tls **out) {
-  if (!load_default_store(c)) return -PK_E_TLS_CONFIG;
+  int err = ready(c);
+  if (err) return err;
   pk__tls *t = pk__calloc(1, sizeof *t);
   if (!t) return -PK_E_NOMEM;
   t->fd = fd;

@@ -27,13 +27,16 @@ enum pk__tls_status {
  * with pk__tls_session_free). Runs inside pk__tls_handshake/pk__tls_read. */
 typedef void (*pk__tls_session_cb)(void *owner, void *session);
 
-/* Everything that can fail is checked here (the library, the method, the
- * version, ciphers, CA paths, client certificate and key), so a bad setting
- * is one error at engine creation. Only the default system trust store
- * (about 4 MB of certificates; loading it cannot fail) is read at the first
- * pk__tls_new. Thread-safe. 0 or -PK_E_TLS_CONFIG / -PK_E_NOMEM. */
+/* Every setting that can fail is checked here (ciphers, CA paths, client
+ * certificate and key: the OpenSSL context is built now), so a bad setting
+ * is one error at engine creation. A context of a version and the verify
+ * flag alone, which cannot fail, is built at the first pk__tls_new, and the
+ * default system trust store (about 4 MB of certificates; loading it cannot
+ * fail) is read then too: a client that never speaks https starts no
+ * OpenSSL. Thread-safe. 0 or -PK_E_TLS_CONFIG / -PK_E_NOMEM. */
 int pk__tls_ctx_create(const pk_tls_config *cfg, pk__tls_ctx **out);
 void pk__tls_ctx_free(pk__tls_ctx *c); /* NULL is fine */
+bool pk__tls_ctx_built(pk__tls_ctx *c); /* its OpenSSL context exists (tests) */
 
 /* A client SSL on the connected socket `fd` for `host` (SNI and name check),
  * resuming `session` (borrowed; may be NULL). `on_session` may be NULL.

@@ -229,6 +229,7 @@ static void test_tls(void) {
   pk_tls_config trusting = {.ca_file = path};
   pk__tls_ctx *cctx = NULL;
   EXPECT_EQ(pk__tls_ctx_create(&trusting, &cctx), 0);
+  EXPECT(pk__tls_ctx_built(cctx)); /* a named CA file can fail: loaded now */
   session_owner so = {0};
   int fds[2], detail;
   pk__tls *t;
@@ -263,7 +264,10 @@ static void test_tls(void) {
   /* Not trusted (the system store does not know it): a verification failure
    * with OpenSSL's verify code in detail. */
   EXPECT_EQ(pk__tls_ctx_create(NULL, &cctx), 0);
+  /* Defaults cannot fail: no OpenSSL context before the first connection. */
+  EXPECT(!pk__tls_ctx_built(cctx));
   EXPECT_EQ(handshake(cctx, sctx, "localhost", &so, &detail, &t, &s, fds), -PK_E_TLS_UNTRUSTED);
+  EXPECT(pk__tls_ctx_built(cctx));
   EXPECT(detail == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT || detail == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
   EXPECT(strlen(pk_tls_verify_reason(detail)) > 0);
   finish(t, s, fds, false);
@@ -273,6 +277,9 @@ static void test_tls(void) {
   pk_tls_config missing = {.ca_file = "/nonexistent/ca.pem"};
   cctx = NULL;
   EXPECT_EQ(pk__tls_ctx_create(&missing, &cctx), -PK_E_TLS_CONFIG);
+  EXPECT(cctx == NULL);
+  pk_tls_config bad_ciphers = {.ciphers = "NO-SUCH-CIPHER"};
+  EXPECT_EQ(pk__tls_ctx_create(&bad_ciphers, &cctx), -PK_E_TLS_CONFIG);
   EXPECT(cctx == NULL);
 
   SSL_CTX_free(sctx);
