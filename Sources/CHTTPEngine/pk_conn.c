@@ -103,9 +103,9 @@ static inline __attribute__((always_inline)) void act(pk__loop *loop, pk__pool_d
 static void sync_short(pk__loop *loop, pk__origin *o);
 
 /* Tells the origin's pool an event and acts on its decision (returned).
- * Inlined with the pool's decision function and `act` at each call site:
- * the event's kind is known there, so a request's acquire and release
- * become their own few branches, with no call and no decision in memory. */
+ * Inlined, with `act`, at each call site: a request's acquire and release
+ * cost no call of their own, and `act`'s switch folds where the event's
+ * kind allows. */
 static inline __attribute__((always_inline)) pk__pool_action pool_event(pk__loop *loop, pk__origin *o, pk__pool_event ev) {
   pk__pool_limits lim = {
       .cap = loop->eng->cfg.max_conns_per_origin,

@@ -80,8 +80,8 @@ static inline pk__pool_entry *pk__pool_first_idle(const pk__pool *p) {
 }
 
 /* The one function that changes a pool: pk__pool_decide, at the end. It is
- * defined here, inline, so that the connection code's two events of every
- * request (acquire, release) cost no call and fold to their own case. */
+ * defined here, inline, so that the compiler may fold it into the
+ * connection code's calls, whose event kind is known. */
 static inline pk__pool_decision pk__pool_decision_of(pk__pool_action action, pk__pool_entry *entry, pk__link *waiter, uint64_t at) {
   return (pk__pool_decision){.action = action, .entry = entry, .waiter = waiter, .at = at};
 }
