@@ -10,11 +10,14 @@ extension PocketClient {
     /// into its `Cookie` field, and the `Set-Cookie` fields of its response
     /// head (also of a head that came with an error) are stored before the
     /// redirect follower looks at it, so the next hop carries them. Without
-    /// a store it is the hop itself.
+    /// a store it is the hop itself. Inlined into the redirect follower: an
+    /// async call of its own would add a task-allocated frame, and a
+    /// suspension's resume, to every request.
     ///
     /// The request the redirect follower keeps is the one without the
     /// store's cookies: they are chosen again for each hop's URL, and a
     /// cross-origin hop still drops the caller's own `Cookie` field.
+    @inline(__always)
     nonisolated(nonsending) func hopWithCookies<D: ResponseDelivery>(
         _ request: PocketRequest, _ progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {

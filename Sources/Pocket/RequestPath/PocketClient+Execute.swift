@@ -61,7 +61,10 @@ extension PocketClient {
         try await send(request, options: options, progress: progress, sink: nil)
     }
 
-    /// `send` with the task's own event sink (queues pass theirs).
+    /// `send` with the task's own event sink (queues pass theirs). Inlined
+    /// into `send`: an async call of its own would add a task-allocated
+    /// frame, and a suspension's resume, to every request.
+    @inline(__always)
     nonisolated(nonsending) func send(_ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
                                       sink: EventSink?) async throws -> PocketResponse {
         try applySchema(await execute(request, options: options, progress: progress, sink: sink, CollectDelivery()))
