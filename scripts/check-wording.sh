@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails when a tracked file narrates how Pocket was made instead of saying
-# what it does: numbered or "this" periods of work ("the fifth session",
-# "this round"), work-period tags ("s12", "bench-tls-s12.txt") and tracker
-# issue numbers ("issue 21", "#19"). Prints file:line:text for each hit and
+# what it does: numbered or "this" periods of work (an ordinal before
+# "session", "round" or "period"), work-period tags (an "s" and a number in a
+# name) and tracker references (the word for a ticket and its number, or a
+# bare hash and number). Prints file:line:text for each hit and
 # exits 1; exits 0 when the tree is clean. Run by `make check` (target
 # `wording`).
 #
@@ -17,13 +18,13 @@ cd "$(dirname "$0")/.."
 
 ordinals='first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|\d+(?:st|nd|rd|th)|nth'
 patterns=(
-  # "the fifth session", "this round", "the previous period"
+  # an ordinal, "this", "previous" or "next" before session/period/round
   "\\b(?:${ordinals}|this|previous|next) (?:work |working )?(?:sessions?|periods?|rounds?)\\b(?! (?:trips?|robin|cookies?|tickets?|resumption|cache))"
   # "the round's targets", "round start", "session 12"
   "\\bthe round's\\b|\\bround start\\b|\\bsessions? \\d+\\b"
   # work-period tags in names and text: bench-tls-s12.txt, (s15), s6 figures
   "[-_]s\\d{1,2}(?:-\\d+)?\\.[a-z]+\\b|\\(s\\d{1,2}\\)|\\bs\\d{1,2}(?:'s)? (?:run|runs|figures|numbers|measurements?|session)\\b"
-  # tracker references: issue 21, issue #10, ticket #3, PR 12
+  # tracker references: the word for a ticket, then its number
   "\\b(?:issues?|tickets?|pr|pull requests?)(?:\\s+#?|\\s*#)\\s*\\d{1,4}\\b"
   # a bare #19 (not a colour such as #222 after "color: ", not C's #if)
   "(?<![\\w&\"'#/:.=-])(?<!: )#\\d{1,4}\\b(?![0-9a-fA-F])"

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Everything CI checks, step by step, each under its own time limit
-# (scripts/lib/steps.sh), in an order that builds each configuration once:
-#   1. the README's test command (scripts/test.sh): system packages, the debug
-#      build, the whole XCTest suite on the default I/O backend, and a replay
-#      of every fuzz corpus (its release fuzzing builds are reused by 3);
+# What CI checks after the README's test command (scripts/test.sh, run
+# first by .ci/run: packages, the debug build, the suite, a replay of every
+# fuzz corpus, whose release fuzzing builds step 3 reuses), step by step,
+# each under its own time limit (scripts/lib/steps.sh):
 #   2. make check: the wording check, the engine's layering, the C tests
 #      under ASan+UBSan;
 #   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 15);
@@ -24,7 +23,6 @@ leftovers_guard ci.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 export FUZZ_SECONDS
 
-step "README test command (scripts/test.sh)" 1800 scripts/test.sh
 step "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
 step "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
 step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
