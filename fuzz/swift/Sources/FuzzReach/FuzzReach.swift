@@ -50,8 +50,8 @@ func location(_ text: String, base: URL) {
     guard !trimmed.isEmpty, let resolved = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return }
     let target = Target(resolved)
     guard target.problem == nil else { return }
-    if !RedirectFollower.sameOrigin(resolved, resolved) { fail("\(resolved) is not its own origin") }
-    if RedirectFollower.sameOrigin(base, resolved) != RedirectFollower.sameOrigin(resolved, base) { fail("sameOrigin is not symmetric") }
+    if !PocketClient.sameOrigin(resolved, resolved) { fail("\(resolved) is not its own origin") }
+    if PocketClient.sameOrigin(base, resolved) != PocketClient.sameOrigin(resolved, base) { fail("sameOrigin is not symmetric") }
     do {
         try RedirectFollower.checkScheme(from: base, to: resolved, status: 302, head: head)
     } catch {
