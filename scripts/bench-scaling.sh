@@ -109,9 +109,39 @@ for rep in $(seq "$REPS"); do
       line="$("$run" "$c" "$rep")" || continue
       read -r client cc rps p99 rss errs <<<"$line"
       printf '%-4s %-8s %6s %12s %10s %14s %7s\n' "$rep" "$client" "$cc" "$rps" "$p99" "$rss" "$errs"
+      echo "$client $cc $rps $p99 $rss" >>"$TMP/rows"
     done
   done
 done
+# Medians per client and count as a Markdown table (scripts/bench-page.py
+# puts it in docs/BENCHMARKS.md), then memory per connection between the
+# smallest and the largest count.
+echo
+echo "| c | Pocket req/s | p99 | peak RSS | libcurl req/s | p99 | peak RSS | Pocket ÷ libcurl |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+[ -s "$TMP/rows" ] && awk '
+  function median(list,   n, v, i, j, t) {
+    n = split(list, v, " ")
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+  }
+  function ms(us) { return us >= 10000 ? sprintf("%.0f ms", us / 1000) : sprintf("%.2f ms", us / 1000) }
+  function commas(x,   s, out) { s = sprintf("%.0f", x); out = ""; while (length(s) > 3) { out = "," substr(s, length(s) - 2) out; s = substr(s, 1, length(s) - 3) }; return s out }
+  { rps[$1, $2] = rps[$1, $2] " " $3; p99[$1, $2] = p99[$1, $2] " " $4; rss[$1, $2] = rss[$1, $2] " " $5
+    if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
+  END {
+    for (i = 1; i <= n; i++) {
+      c = order[i]; pr = median(rps["pocket", c]); lr = median(rps["libcurl", c])
+      pm[c] = median(rss["pocket", c]); lm[c] = median(rss["libcurl", c])
+      printf "| %s | %s | %s | %.1f MiB | %s | %s | %.1f MiB | %.2f |\n", commas(c), commas(pr), ms(median(p99["pocket", c])),
+        pm[c] / 1024, commas(lr), ms(median(p99["libcurl", c])), lm[c] / 1024, (lr > 0 ? pr / lr : 0)
+    }
+    if (n >= 2) {
+      lo = order[1]; hi = order[n]
+      printf "\nMemory per connection (peak RSS at %s minus at %s, over the %d connections between): Pocket %.1f KiB, libcurl %.1f KiB.\n",
+        hi, lo, hi - lo, (pm[hi] - pm[lo]) / (hi - lo), (lm[hi] - lm[lo]) / (hi - lo)
+    }
+  }' "$TMP/rows"
 echo
 echo "Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r)," \
   "nginx $NGINX_VERSION, libcurl $CURL_VERSION, $(swift --version 2>/dev/null | head -1)"
