@@ -71,7 +71,7 @@ fi
 if [ "$DRY" = 0 ]; then
   {
     echo "date: $(date -u +%Y-%m-%d)"
-    echo "machine: $(nproc) vCPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r), $(swift --version 2>/dev/null | grep -o 'Swift version [0-9.]*' | head -1)"
+    echo "machine: $(nproc) vCPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r), Swift $(swift --version 2>/dev/null | grep -o 'Swift version [0-9.]*' | head -1 | awk '{ print $3 }')"
     echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Benchmarks scripts 2>/dev/null || echo ' (with local changes)')"
     for entry in "${scenarios[@]}"; do
       IFS='|' read -r name env cmd <<<"$entry"

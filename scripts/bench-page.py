@@ -37,7 +37,7 @@ def read_run(run_dir):
     for line in path.read_text().splitlines():
         key, _, value = line.partition(": ")
         if key.startswith("command "):
-            commands[key[len("command "):]] = value
+            commands[key[len("command "):]] = value.strip()
         elif key:
             meta[key] = value
     for key in ("date", "machine", "commit"):
