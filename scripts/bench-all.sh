@@ -89,10 +89,13 @@ for entry in "${scenarios[@]}"; do
   line="env $env $cmd"
   if [ "$DRY" = 1 ]; then echo "$line > $OUT/$name.txt"; continue; fi
   echo "bench-all: $name: $line" >&2
-  start=$(date +%s)
+  start=$(date +%s); load_before=$(cut -d' ' -f1 /proc/loadavg)
   # shellcheck disable=SC2086 # the environment and arguments are word lists
   if env $env $cmd >"$OUT/$name.txt" 2>&1; then status=ok; else status="FAILED (see $OUT/$name.txt)"; failed=1; fi
   summary+=("$(printf '%-10s %5ss  %s' "$name" "$(( $(date +%s) - start ))" "$status")")
+  # The machine's load around the scenario: figures taken beside other work
+  # say so on the page.
+  echo "load $name: $load_before $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/run.txt"
 done
 
 if selected charts; then

@@ -30,7 +30,7 @@ def fail(message):
 
 def read_run(run_dir):
     """run.txt: `key: value` lines (date, machine, commit, command NAME)."""
-    meta, commands = {}, {}
+    meta, commands, loads = {}, {}, {}
     path = run_dir / "run.txt"
     if not path.exists():
         fail(f"{path} is missing: RUN_DIR must be a directory scripts/bench-all.sh wrote")
@@ -38,12 +38,28 @@ def read_run(run_dir):
         key, _, value = line.partition(": ")
         if key.startswith("command "):
             commands[key[len("command "):]] = value.strip()
+        elif key.startswith("load "):
+            loads[key[len("load "):]] = value.split()
         elif key:
             meta[key] = value
     for key in ("date", "machine", "commit"):
         if key not in meta:
             fail(f"{path} has no '{key}:' line")
+    meta["loads"] = loads
     return meta, commands
+
+
+def measured(meta, names):
+    """When, where, on which commit, and the load average around the runs."""
+    values = [float(v) for n in names for v in meta["loads"].get(n, [])]
+    load = ""
+    if values:
+        low, high = min(values), max(values)
+        load = (f", load average {low:.1f}" if high - low < 0.05 else f", load average {low:.1f}–{high:.1f}")
+        if high >= 1.5:
+            load += " (other work ran beside it, at low priority: read the ratios)"
+    note = f" {meta['note']}" if meta.get("note") else ""
+    return f"Measured {meta['date']} on {meta['machine']}{load}, commit `{meta['commit']}`.{note}"
 
 
 def tables(text):
@@ -76,8 +92,7 @@ def scenario_block(name, run_dir, meta, commands):
         fail(f"{out} has no Markdown table: the scenario failed or its script prints none")
     command = commands.get(name, f"scripts/bench-all.sh --only {name}")
     return "\n\n".join("\n".join(t) for t in found) + (
-        f"\n\nMeasured {meta['date']} on {meta['machine']}, commit `{meta['commit']}`:\n"
-        f"`{command}`\n")
+        f"\n\n{measured(meta, [name])} Reproduce:\n`{command}`\n")
 
 
 def number(cell):
@@ -134,7 +149,7 @@ def readme_block(run_dir, meta, commands):
         f"| client CPU per request ÷ wrk's | {line['64']['cpu']} | {line['1']['cpu']} |\n"
         f"| over TLS, requests/s ÷ wrk | {line['64']['tls']} | {line['1']['tls']} |\n"
         f"| requests/s ÷ the peers | {line['64']['peers']} | {line['1']['peers']} |\n"
-        f"\nMeasured {meta['date']} on {meta['machine']}, commit `{meta['commit']}`;\n"
+        f"\n{measured(meta, ['peers', 'tls-peers'])} Reproduce:\n"
         f"`{commands.get('peers', 'scripts/bench-all.sh --only peers')}` and its TLS run.\n")
 
 
