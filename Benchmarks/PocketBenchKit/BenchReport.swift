@@ -117,6 +117,7 @@ public struct BenchReport: Sendable {
         let m = MachineInfo.current
         fields.append(("machine", "{\"cpus\":\(m.cpus.map(String.init) ?? "null"),\"cpu_model\":"
             + "\(m.cpuModel.map(jsonString) ?? "null"),\"kernel\":\(m.kernel.map(jsonString) ?? "null")}"))
+        fields.append(("date", jsonString(MachineInfo.today)))
         fields.append(("versions", "{" + versions.sorted { $0.key < $1.key }
             .map { "\(jsonString($0.key)):\(jsonString($0.value))" }.joined(separator: ",") + "}"))
         fields.append(("command", jsonString(MachineInfo.commandLine)))

@@ -40,6 +40,8 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var firstError: String?
     /// Where it ran, with which versions (`"pocket"`, `"swift"`, `"nginx"`, …) and command line.
     public var machine: Machine?
+    /// The day it ran, `YYYY-MM-DD` (UTC); every chart names it.
+    public var date: String?
     public var versions: [String: String]?
     public var command: String?
     /// Where a transcribed figure came from (a log file and its line).
