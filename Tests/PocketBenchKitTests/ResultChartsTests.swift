@@ -118,6 +118,21 @@ final class ResultChartsTests: XCTestCase {
         XCTAssertEqual(Set(xs).count, xs.count)
     }
 
+    func testEveryChartNamesTheDayAndTheMachineOfItsRuns() throws {
+        let dated = Fixture.scaling.replacingOccurrences(
+            of: #""client":"#, with: #""date":"2026-11-28","machine":{"cpus":2,"cpu_model":"AMD EPYC","kernel":"6.18.44"},"client":"#)
+        let all = try charts(dated)
+        XCTAssertEqual(all.count, 4)
+        for (chart, svg) in all {
+            let notes = svg.all(class: "chart-note").map(\.allText)
+            XCTAssertEqual(notes.first, "measured 2026-11-28 on 2 CPUs, AMD EPYC, Linux 6.18.44", "\(chart.kind): \(notes)")
+        }
+        // Runs that carry neither say nothing of it.
+        for (_, svg) in try charts(Fixture.scaling) {
+            XCTAssertFalse(svg.all(class: "chart-note").contains { $0.allText.hasPrefix("measured") })
+        }
+    }
+
     func testScalingChartsStateMemoryPerConnection() throws {
         let all = try charts(Fixture.scaling)
         XCTAssertEqual(all.map(\.0.kind), ["rps", "p99", "rss", "latency"])
