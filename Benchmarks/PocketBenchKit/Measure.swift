@@ -57,12 +57,10 @@ public struct BenchMeasurement: Sendable {
 /// `options.connections` concurrent tasks, and reports the measured phase:
 /// CPU from getrusage, latencies in an HDR histogram.
 public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> BenchMeasurement {
-    let warmup = BenchPhase(limit: options.effectiveWarmup, sampleCapacity: 0)
+    let warmup = BenchPhase(limit: options.effectiveWarmup, recordsLatencies: false)
     let warmTally = await runPhase(client, phase: warmup, connections: options.connections, executor: setup.executor)
 
-    // The latency buffer is allocated and touched before the clock starts.
-    let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
-    let measured = BenchPhase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
+    let measured = BenchPhase(limit: options.requests, recordsLatencies: true)
     let mallocCounter = MallocCounter()
 
     let heap0 = mallocCounter.count()
@@ -98,7 +96,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         warmup: options.effectiveWarmup,
         tally: tally,
         elapsedNanos: t1 &- t0,
-        latencies: measured.histogram(count: tally.requests),
+        latencies: measured.histogram(),
         cpuNanos: cpu1 &- cpu0,
         serverCPUNanos: server1 &- server0,
         engineAllocations: engine0.flatMap { e0 in engine1.map { $0 &- e0 } },

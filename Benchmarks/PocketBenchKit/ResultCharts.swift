@@ -1,7 +1,8 @@
 /// The charts of a results set, per scenario: requests/s bars by connection
 /// count and client; the latency percentile curves; and, when a scenario ran
 /// at three or more connection counts (the scaling run), p99 and peak RSS
-/// bars with the memory per connection stated beside them. The requests/s
+/// bars with the memory per connection stated beside them, and the memory
+/// per connection at each count. The requests/s
 /// chart also carries each client's `note`; a client that was `skipped` is
 /// named, with the reason, on every chart of its scenario.
 public struct ResultCharts {
@@ -9,7 +10,7 @@ public struct ResultCharts {
     public struct Chart: Sendable {
         /// The scenario drawn.
         public var scenario: String
-        /// `rps`, `latency`, `p99`, `rss`.
+        /// `rps`, `latency`, `p99`, `rss`, `memory`.
         public var kind: String
         /// The standalone SVG document.
         public var svg: String
@@ -76,6 +77,20 @@ public struct ResultCharts {
                                values: values { $0.peakRSSKiB.map { $0 / 1024 } })
             if rss.values.contains(where: { $0.contains { $0 != nil } }) {
                 out.append(Chart(scenario: scenario, kind: "rss", svg: rss.svg()))
+            }
+            // Memory per connection at each count above the fewest: what one
+            // more connection costs, without the process's fixed part.
+            let lo = counts[0]
+            let perConnection = BarChart(
+                kind: "memory", scenario: scenario, title: "\(scenario): memory per connection (lower is better)",
+                notes: ["(peak RSS at c connections - at \(lo)) / (c - \(lo))"], yLabel: "KiB per connection",
+                xLabel: "concurrent connections", categories: counts.dropFirst().map { "\($0)" }, series: barSeries,
+                values: names.map { name in
+                    let rss = { (c: Int) in groups.first { $0.displayName == name && $0.connections == c }?.peakRSSKiB }
+                    return counts.dropFirst().map { c in rss(lo).flatMap { a in rss(c).map { ($0 - a) / Double(c - lo) } } }
+                })
+            if perConnection.values.contains(where: { $0.contains { $0 != nil } }) {
+                out.append(Chart(scenario: scenario, kind: "memory", svg: perConnection.svg()))
             }
         }
 
