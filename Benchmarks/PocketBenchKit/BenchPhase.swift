@@ -40,6 +40,12 @@ public final class BenchPhase: @unchecked Sendable {
 
     deinit { samples?.deallocate() }
 
+    /// Keeps the latency of request `ticket` (`failed` for one that threw).
+    @inline(__always)
+    func record(_ ticket: Int, _ sample: UInt64) {
+        if let samples { samples[ticket % capacity] = sample }
+    }
+
     /// The latencies (ns) of the successful requests among the first `count`
     /// slots, in an HDR histogram (1 ns to 1 h, 3 significant digits).
     /// Allocates; call after the phase.
@@ -105,6 +111,27 @@ public struct BenchTally: Sendable {
     /// An empty tally.
     public init() {}
 
+    /// Counts one request answered with `outcome`.
+    @inline(__always)
+    mutating func count(_ outcome: BenchOutcome) {
+        requests += 1
+        bytes &+= outcome.bytes
+        switch outcome.reused {
+        case false?: newConnections += 1
+        case nil: connectionUnknown += 1
+        case true?: break
+        }
+        if outcome.tlsResumed { tlsResumed += 1 }
+        if outcome.status < 200 || outcome.status > 399 { badStatus += 1 }
+    }
+
+    /// Counts one request that threw `error`.
+    mutating func count(_ error: any Error) {
+        requests += 1
+        errors += 1
+        if firstError == nil { firstError = String(describing: error) }
+    }
+
     mutating func add(_ o: BenchTally) {
         requests += o.requests
         errors += o.errors
@@ -120,8 +147,6 @@ public struct BenchTally: Sendable {
 /// Sends requests back to back until the phase's tickets or time run out.
 func runTask<C: BenchClient>(_ client: C, phase: BenchPhase) async -> BenchTally {
     var tally = BenchTally()
-    let samples = phase.samples
-    let capacity = phase.capacity
     var now = monotonicNanos()
     while now < phase.deadline {
         let ticket = phase.tickets.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -132,21 +157,12 @@ func runTask<C: BenchClient>(_ client: C, phase: BenchPhase) async -> BenchTally
             let outcome = try await client.perform()
             now = monotonicNanos()
             sample = now &- start
-            tally.bytes &+= outcome.bytes
-            switch outcome.reused {
-            case false?: tally.newConnections += 1
-            case nil: tally.connectionUnknown += 1
-            case true?: break
-            }
-            if outcome.tlsResumed { tally.tlsResumed += 1 }
-            if outcome.status < 200 || outcome.status > 399 { tally.badStatus += 1 }
+            tally.count(outcome)
         } catch {
             now = monotonicNanos()
-            tally.errors += 1
-            if tally.firstError == nil { tally.firstError = String(describing: error) }
+            tally.count(error)
         }
-        tally.requests += 1
-        if let samples { samples[ticket % capacity] = sample }
+        phase.record(ticket, sample)
     }
     return tally
 }
