@@ -921,9 +921,14 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
         for (size_t i = 0; i < copies; i++) memcpy(g_block + i * g_answer_len, answer, g_answer_len);
     }
 
-    /* Replica 0 on `port`, the others on free ports. */
+    /* Replica r on port + r, or each on a free port when port is 0. */
+    if (port && (int)port + g_replicas - 1 > 65535) {
+        pthread_mutex_unlock(&g_lock);
+        errno = EINVAL;
+        return -1;
+    }
     for (int r = 0; r < g_replicas; r++) {
-        g_listen_fds[r] = make_listener(host, r == 0 ? port : 0, &g_ports[r]);
+        g_listen_fds[r] = make_listener(host, port ? (uint16_t)(port + r) : 0, &g_ports[r]);
         if (g_listen_fds[r] < 0) {
             int e = errno;
             close_listeners(r);

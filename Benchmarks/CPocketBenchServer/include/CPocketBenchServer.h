@@ -69,8 +69,8 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
 
 /* Servers started from now on listen on `count` ports (1 to 64; 1 by
  * default), the replicas 0..count-1 of one set, served by the same threads:
- * replica 0 on pkbs_start's port, the others on free ports
- * (pkbs_replica_port). Returns 0, or -1 with errno EBUSY while a server
+ * replica r on pkbs_start's port + r, or each on a free port when that port
+ * is 0 (pkbs_replica_port says which). Returns 0, or -1 with errno EBUSY while a server
  * runs, EINVAL out of range. */
 int pkbs_set_replicas(int count);
 
