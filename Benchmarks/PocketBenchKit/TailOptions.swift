@@ -32,6 +32,13 @@ public struct TailOptions: Sendable, Equatable {
         public var share: Double
         /// How late.
         public var delay: Duration
+
+        /// Replica `index` (from 1) answers `share` of its requests `delay` late.
+        public init(index: Int, share: Double, delay: Duration) {
+            self.index = index
+            self.share = share
+            self.delay = delay
+        }
     }
 
     /// When a hedge goes out: a fixed delay, or a percentile of the recent latencies.
