@@ -60,12 +60,13 @@ final class BenchRateTests: XCTestCase {
         XCTAssertLessThan(try XCTUnwrap(healthy["p50_us"] as? Double), 30_000)
     }
 
+    /// Bad input: the usage exit status (64, as `pocket`'s other usage errors) and the flag named.
     func testBadTailFlagsExitWithUsage() throws {
         let run = try PocketBinary.run(["bench", "--replicas", "2", "--slow-replica", "3:0.05:50ms"])
-        XCTAssertEqual(run.status, 2)
+        XCTAssertEqual(run.status, 64)
         XCTAssertTrue(run.stderrText.contains("--slow-replica 3: there are 2 replicas"), run.stderrText)
         let rate = try PocketBinary.run(["bench", "--rate", "0"])
-        XCTAssertEqual(rate.status, 2)
+        XCTAssertEqual(rate.status, 64)
         XCTAssertTrue(rate.stderrText.contains("--rate: expected requests per second > 0"), rate.stderrText)
     }
 }
