@@ -23,7 +23,8 @@
 #
 # Environment: DUR seconds per run (10), RATE, CONNECTIONS (64: the most in
 # flight per client), PORT (18090: the servers use PORT to PORT+15), SKIP_AHC=1
-# (no Benchmarks/Peers build), SCRATCH / PEERS_SCRATCH (swift build
+# (no Benchmarks/Peers build), POCKET_BENCH (a built pocket-bench instead of
+# the release build), SCRATCH / PEERS_SCRATCH (swift build
 # --scratch-path of the main package / of Benchmarks/Peers). Servers are
 # started and stopped by their PID. Not part of CI: the first build of
 # Benchmarks/Peers takes many minutes.
@@ -74,7 +75,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------------ build
-POCKET="$(bench_build_pocket_bench)" || exit 1
+if [ -n "${POCKET_BENCH:-}" ]; then POCKET="$POCKET_BENCH"; else POCKET="$(bench_build_pocket_bench)" || exit 1; fi
 log "building curl-bench and bench-server"
 cc -O2 -pthread Benchmarks/curl-bench/curl_bench.c -o "$TMP/curl-bench" -lcurl
 cc -D_GNU_SOURCE -O2 -pthread -IBenchmarks/CPocketBenchServer/include Benchmarks/CPocketBenchServer/pkbs_server.c \
