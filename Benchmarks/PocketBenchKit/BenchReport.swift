@@ -33,10 +33,11 @@ public struct BenchReport: Sendable {
     var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
     var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
     var userInstructions: UInt64?    // with an InstructionCounter (pocket-bench --count)
-    /// Hedges sent, hedges whose answer was the one used, and replicas
-    /// ejected, as the client counts them (0 for a client without them).
+    /// Hedges sent, as the client counts them (0 for a client without hedging).
     public var hedgesFired = 0
+    /// Hedges whose answer was the one used (0 for a client without hedging).
     public var hedgesWon = 0
+    /// Replicas ejected during the run (0 for a client without ejection).
     public var ejections = 0
     /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]

@@ -43,6 +43,7 @@ public struct TailOptions: Sendable, Equatable {
 
     /// When a hedge goes out: a fixed delay, or a percentile of the recent latencies.
     public enum HedgeDelay: Sendable, Equatable {
+        /// A fixed delay: `--hedge-after 10ms`.
         case after(Duration)
         /// Percent in (0, 100): `p95` is 95.
         case percentile(Double)

@@ -314,6 +314,17 @@ static struct slot *finish_transfer(CURLM *multi, CURLMsg *msg, struct tally *t,
     return s;
 }
 
+/* curl_multi_perform, or exit on its failure; returns the transfers running. */
+static int perform(CURLM *multi) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(multi, &running);
+    if (mc != CURLM_OK) {
+        fprintf(stderr, "curl-bench: curl_multi_perform: %s\n", curl_multi_strerror(mc));
+        exit(1);
+    }
+    return running;
+}
+
 /* Runs `count` requests (fewer if the deadline passes) on the slots, each
  * slot starting its next request as soon as its last one finished. */
 static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, long count, double deadline,
@@ -323,12 +334,7 @@ static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, lon
     for (long i = 0; i < nslots && t.started < count; i++, t.started++, active++)
         start_request(multi, &slots[i]);
     while (active > 0) {
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(multi, &running);
-        if (mc != CURLM_OK) {
-            fprintf(stderr, "curl-bench: curl_multi_perform: %s\n", curl_multi_strerror(mc));
-            exit(1);
-        }
+        int running = perform(multi);
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(multi, &left))) {
@@ -393,12 +399,7 @@ static struct tally run_open_phase(CURLM *multi, struct slot *slots, long nslots
         }
         if (t.started == offered) sending = false;
         if (!sending && active == 0) break;
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(multi, &running);
-        if (mc != CURLM_OK) {
-            fprintf(stderr, "curl-bench: curl_multi_perform: %s\n", curl_multi_strerror(mc));
-            exit(1);
-        }
+        (void)perform(multi);
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(multi, &left))) {
