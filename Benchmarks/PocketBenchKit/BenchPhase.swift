@@ -73,6 +73,16 @@ public final class BenchPhase: @unchecked Sendable {
         pkbc_count_add(counts, BenchPhase.bucket(for: ns))
     }
 
+    /// The sample value of a request that failed: not counted.
+    static let failed = UInt64.max
+
+    /// Counts request `ticket`'s latency (`failed` for one that threw: not
+    /// counted). Every loop, closed or open, records through this.
+    @inline(__always)
+    func record(_ ticket: Int, _ sample: UInt64) {
+        if sample != BenchPhase.failed { record(sample) }
+    }
+
     /// The latencies (ns) of the successful requests, in an HDR histogram
     /// (1 ns to 1 h, 3 significant digits). Allocates; call after the phase.
     public func histogram() -> Histogram<UInt64> {
@@ -137,6 +147,27 @@ public struct BenchTally: Sendable {
     /// An empty tally.
     public init() {}
 
+    /// Counts one request answered with `outcome`.
+    @inline(__always)
+    mutating func count(_ outcome: BenchOutcome) {
+        requests += 1
+        bytes &+= outcome.bytes
+        switch outcome.reused {
+        case false?: newConnections += 1
+        case nil: connectionUnknown += 1
+        case true?: break
+        }
+        if outcome.tlsResumed { tlsResumed += 1 }
+        if outcome.status < 200 || outcome.status > 399 { badStatus += 1 }
+    }
+
+    /// Counts one request that threw `error`.
+    mutating func count(_ error: any Error) {
+        requests += 1
+        errors += 1
+        if firstError == nil { firstError = String(describing: error) }
+    }
+
     mutating func add(_ o: BenchTally) {
         requests += o.requests
         errors += o.errors
@@ -157,24 +188,17 @@ func runTask<C: BenchClient>(_ client: C, phase: BenchPhase) async -> BenchTally
         let ticket = phase.tickets.wrappingAdd(1, ordering: .relaxed).oldValue
         if ticket >= phase.limit { break }
         let start = monotonicNanos()
+        var sample = BenchPhase.failed
         do {
             let outcome = try await client.perform()
             now = monotonicNanos()
-            phase.record(now &- start)
-            tally.bytes &+= outcome.bytes
-            switch outcome.reused {
-            case false?: tally.newConnections += 1
-            case nil: tally.connectionUnknown += 1
-            case true?: break
-            }
-            if outcome.tlsResumed { tally.tlsResumed += 1 }
-            if outcome.status < 200 || outcome.status > 399 { tally.badStatus += 1 }
+            sample = now &- start
+            tally.count(outcome)
         } catch {
             now = monotonicNanos()
-            tally.errors += 1
-            if tally.firstError == nil { tally.firstError = String(describing: error) }
+            tally.count(error)
         }
-        tally.requests += 1
+        phase.record(ticket, sample)
     }
     return tally
 }

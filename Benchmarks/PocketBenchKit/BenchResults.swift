@@ -29,7 +29,11 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var p90Us: Double?
     public var p99Us: Double?
     public var p999Us: Double?
+    public var p9999Us: Double?
     public var maxUs: Double?
+    /// A fixed-rate run's requests offered and sent (`--rate`), nil for a closed loop.
+    public var offered: Int?
+    public var sent: Int?
     /// Process CPU per request (µs).
     public var cpuUsPerReq: Double?
     /// Peak resident set size of the client process (KiB).
