@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// A middleware made of closures, for one-off hooks.
 ///
 /// ```swift

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Synchronization
 
 /// What a middleware knows about the request it is handling: which task,

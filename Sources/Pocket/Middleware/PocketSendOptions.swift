@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// Options for one `send`: its own middleware, retry policy, observers and
 /// endpoint key. The defaults add nothing to the client's configuration.
 public struct PocketSendOptions: Sendable {
