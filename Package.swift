@@ -108,7 +108,13 @@ let package = Package(
         // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
         .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer", "CPocketBenchCount"],
                 path: "Benchmarks/PocketBench"),
-        .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"], path: "Benchmarks/pocket-bench"),
+        // --integrations bootstraps in-memory backends (MetricsTestKit, InMemoryTracing).
+        .executableTarget(name: "pocket-bench", dependencies: [
+            "PocketBench", "PocketBenchKit", "Pocket", "PocketMetrics", "PocketTracing",
+            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+        ], path: "Benchmarks/pocket-bench"),
         // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer. Its
         // command line is parsed by hand (CommandLineOptions.swift): swift-argument-
         // parser's reflection was about 2 MB of `pocket URL`'s peak RSS.

@@ -18,6 +18,11 @@ import Musl
 /// through one `PocketClient` whose pool allows C connections per origin.
 /// Warmup requests first (not measured), then N requests or `--max-seconds`.
 public enum PocketBenchmark {
+    /// Middleware every run's client installs after its own (pocket-bench's
+    /// `--integrations`: the metrics and tracing middleware). Set before
+    /// the first run, read by each.
+    nonisolated(unsafe) public static var extraMiddleware: [any PocketMiddleware] = []
+
     /// Why a run could not start; `exitCode` is 2 for bad input, 1 otherwise.
     public struct Failure: Error, CustomStringConvertible {
         /// What went wrong, in a sentence.
@@ -96,6 +101,7 @@ public enum PocketBenchmark {
             })]
             config.handling.retry = PocketRetryPolicy()
         }
+        config.handling.middleware += extraMiddleware
         let client: PocketClient
         do {
             client = try PocketClient(configuration: config)

@@ -54,6 +54,11 @@ public struct BenchOptions: Sendable {
     /// Engage Pocket's whole request path: one middleware that adds a
     /// header, a retry policy and one live `events()` subscription.
     public var pipeline = false
+    /// Install PocketMetrics' and PocketTracing's middleware, with backends
+    /// bootstrapped: `noop` (swift-metrics' and swift-distributed-tracing's
+    /// no-op ones) or `memory` (in-memory: every metric value and span
+    /// kept); nil: none.
+    public var integrations: String?
     /// A PEM CA file for https URLs instead of the system store.
     public var caFile: String?
     /// No certificate verification (benchmarks against throwaway certificates).
@@ -93,7 +98,7 @@ public struct BenchOptions: Sendable {
                             [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|sink|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
-                            [--unix-socket PATH] [--count]
+                            [--unix-socket PATH] [--integrations noop|memory] [--count]
                             [--rate R] [--replicas N] [--slow-replica K:P:DELAY]
                             [--hedge-after DURATION|pNN] [--max-hedges N]
                             [--balance round-robin|p2c] [--retry-budget PCT]
@@ -139,6 +144,10 @@ public struct BenchOptions: Sendable {
           --proxy URL          through this HTTP proxy (http://[user:pass@]host:port):
                                forwarded for http URLs, a CONNECT tunnel for https
           --unix-socket PATH   connect to this Unix domain socket (the URL names the origin)
+          --integrations B     PocketMetricsMiddleware and PocketTracingMiddleware on every
+                               request, swift-metrics and swift-distributed-tracing
+                               bootstrapped with B: noop (their no-op backends) or
+                               memory (in-memory ones that keep every value and span)
           --count              counts instead of times: user-space instructions and heap
                                allocations per request of send, sink, stream and
                                --pipeline, at 1 connection and at 64, the sending
@@ -176,7 +185,7 @@ public struct BenchOptions: Sendable {
 
     /// Parses arguments (without the program name). `-h`/`--help` prints
     /// `usage` and exits.
-    /// `--count` is accepted only with `countAllowed` (pocket-bench's own).
+    /// `--count` and `--integrations` are accepted only with `countAllowed` (pocket-bench's own).
     public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage,
                              countAllowed: Bool = false) throws(ParseError) -> BenchOptions {
         var o = BenchOptions()
@@ -251,6 +260,11 @@ public struct BenchOptions: Sendable {
             case "--soak": o.soakRounds = try int(arg, min: 1)
             case "--proxy": o.proxy = try value(arg)
             case "--unix-socket": o.unixSocket = try value(arg)
+            case "--integrations":
+                guard countAllowed else { throw .message("--integrations: pocket-bench's only") }
+                let s = try value(arg)
+                guard s == "noop" || s == "memory" else { throw .message("\(arg): expected noop or memory, got '\(s)'") }
+                o.integrations = s
             case "-h", "--help":
                 print(usage)
                 exit(0)

@@ -97,6 +97,14 @@ extension PocketClient {
     /// Runs `request` through the stages (see the top of this file) and
     /// returns its response in `delivery`'s form, reporting to `sink` (or to
     /// a sink made here when anyone listens).
+    ///
+    /// `execute` and the stages under it down to the engine (`fetching`,
+    /// `followingRedirects`, the cookie hop, `hop`, `engineHop`, `run`) are
+    /// inlined into their callers: an async call of its own would add a
+    /// task-allocated frame, and a suspension's resume, to every request.
+    /// The stages that run only for some requests (`executeAdapted`, the
+    /// redirects after a 3xx, the cache, authentication) stay calls.
+    @inline(__always)
     nonisolated(nonsending) func execute<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
@@ -106,11 +114,10 @@ extension PocketClient {
         if given == nil, unadapted, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
            !hub.isListening, request.authentication == nil {
             var response = try await fetching(request, progress: progress, delivery)
-            if let failure = validationFailure(of: response, for: request) {
+            if let failure = accept(&response, sent: request) {
                 await response.discardBody()
                 throw failure
             }
-            response.keep(request: request)
             return response
         }
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
@@ -118,6 +125,7 @@ extension PocketClient {
 
     /// One attempt's exchange: the cache step (with a cache or a cache
     /// policy), else redirects and their hops.
+    @inline(__always)
     nonisolated(nonsending) func fetching<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                                _ delivery: D) async throws -> D.Response {
         if responseCache != nil || request.cachePolicy != nil {
@@ -128,6 +136,7 @@ extension PocketClient {
 
     /// One hop: the configured transport, or the engine (through the hop's
     /// proxy, whose challenge is answered: Sources/Pocket/Proxy).
+    @inline(__always)
     nonisolated(nonsending) func hop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                           _ delivery: D) async throws -> D.Response {
         if let transport = configuration.handling.transport {
@@ -139,6 +148,7 @@ extension PocketClient {
 
     /// The one place a request enters the engine: an engine request made
     /// for `delivery`, submitted, and its response handed to `delivery`.
+    @inline(__always)
     nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                                 _ delivery: D) async throws -> D.Response {
         var inflight = delivery.engineRequest(client: self, progress: progress)
@@ -153,6 +163,7 @@ extension PocketClient {
 
     /// Submits `inflight` and waits for its continuation: the complete
     /// response, or only its head for a body delivered as it arrives.
+    @inline(__always)
     nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
@@ -270,10 +281,10 @@ extension PocketClient {
                 var response = sent.authentication == nil && !answersChallenges
                     ? try await fetching(sent, progress: progress, delivery)
                     : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
-                failure = validationFailure(of: response, for: sent)
+                failure = accept(&response, sent: sent)
                 // A success no hook observes is the caller's at once.
                 observing = observed && chain.observes(context)
-                if failure == nil, !observing, delivered(&response, sent: sent, attempt: attempt, sink: sink) { return response }
+                if failure == nil, !observing, delivered(response, sent: sent, attempt: attempt, sink: sink) { return response }
                 outcome = .success(response)
             } catch {
                 outcome = .failure(error)
@@ -365,13 +376,12 @@ extension PocketClient {
 
     /// Whether a response that passed validation is the caller's at once
     /// (a success: it passes a validation, or is 2xx/3xx with none); then
-    /// `.finished` is reported and the request kept in it.
-    private func delivered<R: ExchangedResponse>(_ response: inout R, sent: PocketRequest, attempt: Int, sink: EventSink?) -> Bool {
+    /// `.finished` is reported.
+    private func delivered<R: ExchangedResponse>(_ response: R, sent: PocketRequest, attempt: Int, sink: EventSink?) -> Bool {
         guard configuration.validation != nil || sent.validation != nil || (200..<400).contains(response.redirectStatus) else {
             return false
         }
         sink?.emit(.finished, attempt: attempt, status: response.attemptView.status)
-        response.keep(request: sent)
         return true
     }
 
@@ -433,14 +443,13 @@ extension PocketClient {
     private func finish<R: ExchangedResponse>(_ outcome: Result<R, any Error>, validationFailure: PocketError?,
                                               request: PocketRequest, attempt: Int, sink: EventSink?) throws -> R {
         switch outcome {
-        case .success(var response):
+        case .success(let response):
             if var failure = validationFailure {
                 if attempt > 1 { failure.message += " (after \(attempt) attempts)" }
                 sink?.emit(.finished, attempt: attempt, status: response.attemptView.status, error: failure)
                 throw failure
             }
             sink?.emit(.finished, attempt: attempt, status: response.attemptView.status)
-            response.keep(request: request)
             return response
         case .failure(var error):
             if attempt > 1, var pocket = error as? PocketError {
@@ -450,6 +459,15 @@ extension PocketClient {
             sink?.emit(.finished, attempt: attempt, error: error)
             throw error
         }
+    }
+
+    /// The one acceptance step of an attempt's response: why it fails
+    /// `sent`'s validation (else the client's), or nil when it passes, with
+    /// `sent` kept in it as the request that got it.
+    func accept<R: ExchangedResponse>(_ response: inout R, sent: PocketRequest) -> PocketError? {
+        if let failure = validationFailure(of: response, for: sent) { return failure }
+        response.keep(request: sent)
+        return nil
     }
 
     /// Why `response` fails the request's validation (else the client's), or
