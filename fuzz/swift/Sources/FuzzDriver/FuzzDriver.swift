@@ -54,7 +54,7 @@ public func ignoringLeaks<T>(_ body: () -> T) -> T {
 /// initialisation of a global on the first input.
 /// With FUZZ_ALLOCATIONS_REPORT set, each measurement is printed to stderr
 /// (`allocated WHAT BYTES INPUT`), to see how close the corpus comes.
-public func allocationBounded<T>(_ what: String, inputBytes: Int, fixed: Int = 256 << 10, perByte: Int = 256,
+public func allocationBounded<T>(_ what: String, inputBytes: Int, fixed: Int = 1 << 20, perByte: Int = 1024,
                                  _ body: () -> T) -> T {
     let bound = fixed + perByte * inputBytes
     fuzz_allocations_begin()
