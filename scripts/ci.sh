@@ -4,7 +4,8 @@
 # fuzz corpus, whose release fuzzing builds step 3 reuses), step by step,
 # each under its own time limit (scripts/lib/steps.sh):
 #   2. make check: the wording check, the engine's layering, the C tests
-#      under ASan+UBSan;
+#      under ASan+UBSan; then the differential checks of the pocket CLI
+#      against curl (scripts/differential.py: cookies, NO_PROXY);
 #   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 15);
 #   4. the Swift suite under AddressSanitizer, on the epoll backend, then
 #      under ThreadSanitizer (scripts/ci-sanitized.sh);
@@ -24,6 +25,8 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 export FUZZ_SECONDS
 
 step "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
+step "differential checks against curl (cookies, NO_PROXY)" 900 \
+  bash -c 'python3 scripts/differential.py cookies && python3 scripts/differential.py noproxy'
 step "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
 step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
 step "swift test --sanitize=thread" 1800 scripts/ci-sanitized.sh thread

@@ -171,6 +171,10 @@ static int build(pk__tls_ctx *c, const pk_tls_config *cfg) {
 
   if (!SSL_CTX_set_min_proto_version(c->ctx, c->min_version == PK_TLS_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION))
     goto fail;
+  /* A server's HelloRequest is answered with a no_renegotiation alert: the
+   * peer cannot change keys, certificate or cipher under a request already
+   * checked (TLS 1.2 and older; TLS 1.3 has no renegotiation). */
+  SSL_CTX_set_options(c->ctx, SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                SSL_MODE_RELEASE_BUFFERS);
   /* One recv(2) takes what the socket has (not a record's 5-byte header,

@@ -166,6 +166,56 @@ final class TLSTests: XCTestCase {
         }
     }
 
+    func testAServerLimitedToTLS11OrOlderIsRefused() async throws {
+        let c = try certs()
+        for version in [TestServer.TLSOptions.Version.tls1_1, .tls1_0] {
+            let server = try server(cert: c.serverCert, key: c.serverKey) {
+                $0.minVersion = version
+                $0.maxVersion = version
+            }
+            defer { server.shutdown() }
+            let client = try client()
+            await assertPocketError(.tlsProtocolVersion) {
+                try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            }
+            XCTAssertEqual(server.tlsHandshakes, 0, "no \(version) handshake completes")
+            XCTAssertEqual(server.requestCount, 0)
+        }
+        // The same server allowed TLS 1.2 is reached: the refusal is the version's.
+        let server = try server(cert: c.serverCert, key: c.serverKey) {
+            $0.minVersion = .tls1_0
+            $0.maxVersion = .tls1_2
+        }
+        defer { server.shutdown() }
+        let r = try await client().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertEqual(r.text, "secure")
+        XCTAssertEqual(server.tlsHandshakeDetails.map(\.version), ["TLSv1.2"])
+    }
+
+    func testAServerCannotRenegotiate() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey) { $0.maxVersion = .tls1_2 }
+        defer { server.shutdown() }
+        // A HelloRequest, then the answer: a client that agrees sends a
+        // ClientHello, which the server reads before the next request on
+        // the connection; one that refuses sends a no_renegotiation alert,
+        // on which OpenSSL's server ends the connection.
+        server.route("/renegotiate") { _ in
+            .raw([.requestTLSRenegotiation, .sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
+        }
+        let client = try client { $0.timeouts.total = .seconds(5) }
+        let first = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/renegotiate"))!))
+        XCTAssertEqual(first.text, "ok", "the answer after the refused request arrives")
+        // The server reads the client's answer while it waits for the next
+        // request: a ClientHello (agreed), or the alert, on which it closes.
+        let deadline = Date().addingTimeInterval(10)
+        while server.tlsRenegotiations == 0 && server.openConnections > 0 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(server.tlsRenegotiations, 0, "no ClientHello after the first handshake")
+        XCTAssertEqual(server.openConnections, 0, "the refusal ended the connection")
+    }
+
     func testSessionsAreResumedOnNewConnections() async throws {
         let c = try certs()
         let server = try server(cert: c.serverCert, key: c.serverKey)
