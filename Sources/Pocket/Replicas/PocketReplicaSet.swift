@@ -23,9 +23,9 @@ import Foundation
 /// replica, chosen by `balancing` among the replicas not ejected. The
 /// request is sent as if its URL had the replica's scheme, host and port
 /// (`PocketReplicaEndpoint`): the `Host` field and the TLS server name are
-/// the replica's, and `response.url` is the replica's URL. Each replica has
-/// its own connection pool. A request that sets its own `Host` field sends
-/// that one.
+/// the replica's (a request that sets its own `Host` field sends that one),
+/// and each replica has its own connection pool. `response.url` stays the
+/// URL asked for.
 ///
 /// Every attempt of a request (each retry, each hedge) is a new hop and a
 /// new choice, and prefers a replica the same request has not used yet:
