@@ -265,6 +265,18 @@ public struct PocketRequest: Sendable, Hashable, Codable {
         set { unique().f.replicaAddress = newValue }
     }
 
+    /// Sends this request to another origin (a replica) with `url` kept:
+    /// the target's scheme, host and port replaced (what the engine writes
+    /// and connects to), connected through `address` when given. No URL is
+    /// parsed.
+    mutating func moveTarget(https: Bool, host: String, port: UInt16, address: String?) {
+        let s = unique()
+        s.f.target.https = https
+        s.f.target.host = host
+        s.f.target.port = port
+        s.f.replicaAddress = address
+    }
+
     /// Whether sending this request twice has the effect of sending it once:
     /// its method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE,
     /// PUT, DELETE) or it carries an `Idempotency-Key` header field. The one

@@ -15,12 +15,17 @@ extension PocketClient {
         history?.add(lease.endpoint)
         var sent = request
         if set.moves {
-            guard let url = lease.endpoint.url(for: request.target) else {
+            let endpoint = lease.endpoint
+            if configuration.handling.transport == nil {
+                // The engine reads the target alone: moved in place, no URL parsed.
+                sent.moveTarget(https: endpoint.scheme == "https", host: endpoint.host, port: endpoint.port,
+                                address: endpoint.address)
+            } else if let url = endpoint.url(for: request.target) {
+                sent.url = url   // a transport reads the URL
+            } else {
                 set.finish(lease, failure: nil)
-                throw PocketError(.invalidURL, "\(request.url.absoluteString) cannot be moved to replica \(lease.endpoint)")
+                throw PocketError(.invalidURL, "\(request.url.absoluteString) cannot be moved to replica \(endpoint)")
             }
-            sent.url = url
-            sent.replicaAddress = lease.endpoint.address
         }
         let response: D.Response
         do {

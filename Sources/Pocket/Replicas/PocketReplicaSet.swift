@@ -209,7 +209,8 @@ public final class PocketReplicaSet: Sendable {
         case .circuitOpen(let ejected, let dueIn):
             let what = moves ? "every replica of '\(name)' is ejected (\(ejected) of \(replicas.count))"
                 : "\(name) is ejected after failing"
-            throw PocketError(.circuitOpen, "\(what): the circuit is open; the first is due back in \(dueIn)")
+            let when = dueIn > .zero ? "the first is due back in \(dueIn)" : "a probe to it is in flight"
+            throw PocketError(.circuitOpen, "\(what): the circuit is open; \(when)")
         case .empty:
             throw PocketError(.noReplicas, "the replica set '\(name)' has no replicas\(problem.map { " (\($0))" } ?? "")")
         }

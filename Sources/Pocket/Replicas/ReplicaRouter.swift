@@ -8,7 +8,14 @@ final class ReplicaRouter: Sendable {
     /// The breaker settings of plain origins, or nil.
     let originEjection: PocketOutlierEjection?
     /// One single-replica set per origin seen, made on first use.
-    private let origins = Lock<[String: PocketReplicaSet]>([:])
+    private let origins = Lock<[OriginKey: PocketReplicaSet]>([:])
+
+    /// An origin as the breakers key it (no string is made per request).
+    private struct OriginKey: Hashable {
+        var https: Bool
+        var host: String
+        var port: UInt16
+    }
     /// The most origins that get a breaker (a client that talks to more
     /// sends to the rest unguarded, so memory stays bounded).
     static let maxOrigins = 1024
@@ -27,12 +34,12 @@ final class ReplicaRouter: Sendable {
         if target.unixPath != nil { return nil }
         if !sets.isEmpty, let set = sets[target.host.lowercased()] { return set }
         guard let originEjection else { return nil }
-        let origin = PocketReplicaEndpoint(scheme: target.https ? "https" : "http", host: target.host, port: target.port)
-        let key = origin.origin
+        let key = OriginKey(https: target.https, host: target.host, port: target.port)
         return origins.withLock { origins in
             if let set = origins[key] { return set }
             guard origins.count < Self.maxOrigins else { return nil }
-            let set = PocketReplicaSet(name: key, balancing: .roundRobin, ejection: originEjection, moves: false)
+            let origin = PocketReplicaEndpoint(scheme: target.https ? "https" : "http", host: target.host, port: target.port)
+            let set = PocketReplicaSet(name: origin.origin, balancing: .roundRobin, ejection: originEjection, moves: false)
             set.update([origin])
             origins[key] = set
             return set
@@ -65,10 +72,11 @@ final class ReplicaRouter: Sendable {
 /// The replicas one request has been sent to, so that its next attempt (a
 /// retry) or a parallel one (a hedge) prefers a replica it has not used
 /// yet. Bound as a task-local for the whole request by the request path
-/// when the request's URL names a replica set (`PocketClient.execute`);
-/// child tasks (hedges) inherit it, so every hop of the request adds to
-/// and reads the same history. A hop with none bound (a request made
-/// outside the path) simply has no preference.
+/// when the request's URL names a replica set (`PocketClient.execute`).
+/// Child tasks inherit it (a task group's, or `Task {}`; not
+/// `Task.detached`), so a hedge started as one adds to and reads the same
+/// history as the attempts: each hop leases a replica avoiding those in
+/// it, then adds its own. A hop with none bound has no preference.
 final class ReplicaHistory: Sendable {
     @TaskLocal static var current: ReplicaHistory?
 
