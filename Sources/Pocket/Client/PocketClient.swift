@@ -49,6 +49,15 @@ public final class PocketClient: Sendable {
         /// Addresses to connect to instead of resolving a host and port
         /// (curl's `--resolve`); empty by default. See `PocketAddressOverride`.
         public var addressOverrides: [PocketAddressOverride] = []
+        /// Replica sets: a request whose URL host is a set's name goes to one
+        /// of its replicas, balanced, with failing replicas ejected (see
+        /// `PocketReplicaSet`). Empty by default.
+        public var replicaSets: [PocketReplicaSet] = []
+        /// Outlier ejection for plain origins (hosts that name no replica
+        /// set): an origin that keeps failing is treated as a set of one,
+        /// and while it is ejected its requests fail at once with
+        /// `.circuitOpen`. nil (the default): off.
+        public var originEjection: PocketOutlierEjection?
         /// Happy eyeballs (RFC 8305): when a host has several addresses, a
         /// new connection attempt starts this long after the previous one
         /// if that has not connected yet (at once when it fails), IPv6 and
@@ -255,6 +264,8 @@ public final class PocketClient: Sendable {
     let answersChallenges: Bool
     /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Proxy).
     let proxyAnswers = ProxyAnswers()
+    /// Its replica sets and origin breakers; nil when none is configured (Sources/Pocket/Replicas).
+    let replicas: ReplicaRouter?
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -278,6 +289,7 @@ public final class PocketClient: Sendable {
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
         self.answersChallenges = configuration.handling.authentication != nil
+        self.replicas = ReplicaRouter(configuration)
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

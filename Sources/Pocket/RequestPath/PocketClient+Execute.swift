@@ -18,7 +18,9 @@ import Foundation
 //      policy (`fetching`, Sources/Pocket/Cache)
 //   4. redirects (`followingRedirects`, RedirectFollower.swift): each hop
 //      goes through the cookie store, then
-//   5. `hop`: the configured `PocketTransport`, or the engine (the hop's
+//   5. `hop`: for a replica set's name (or an origin with a breaker), a
+//      replica chosen and the request moved to it (Sources/Pocket/Replicas);
+//      then the configured `PocketTransport`, or the engine (the hop's
 //      proxy challenge answered): the request is prepared (a pure value
 //      step: `PreparedRequest`) and submitted (`InFlightRequest`), its body
 //      delivered as the delivery says
@@ -109,6 +111,13 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
     ) async throws -> D.Response {
+        // A request for a replica set keeps the replicas its attempts and
+        // hedges used, so each prefers another (ReplicaHistory).
+        if let replicas, ReplicaHistory.current == nil, replicas.namesSet(request.target) {
+            return try await ReplicaHistory.$current.withValue(ReplicaHistory()) {
+                try await execute(request, options: options, progress: progress, sink: given, delivery)
+            }
+        }
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
         if given == nil, unadapted, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
@@ -134,11 +143,24 @@ extension PocketClient {
         return try await followingRedirects(request, progress: progress, delivery)
     }
 
-    /// One hop: the configured transport, or the engine (through the hop's
-    /// proxy, whose challenge is answered: Sources/Pocket/Proxy).
+    /// One hop: through a replica set when the URL's host names one (or
+    /// the origin has a breaker: Sources/Pocket/Replicas), which moves it to
+    /// a replica; then `directHop`.
     @inline(__always)
     nonisolated(nonsending) func hop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                           _ delivery: D) async throws -> D.Response {
+        if let replicas, let set = replicas.set(for: request.target) {
+            return try await routedHop(request, through: set, progress: progress, delivery)
+        }
+        return try await directHop(request, progress: progress, delivery)
+    }
+
+    /// A hop to the request's own origin: the configured transport, or the
+    /// engine (through the hop's proxy, whose challenge is answered:
+    /// Sources/Pocket/Proxy).
+    @inline(__always)
+    nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                                _ delivery: D) async throws -> D.Response {
         if let transport = configuration.handling.transport {
             return try delivery.deliver(await transport.send(request, progress: progress))
         }
