@@ -81,6 +81,43 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
     }
 
+    /// Runs `body` with SSL_CERT_DIR set to `directory`, then restores it.
+    private func withCertDirectory<T>(_ directory: String, _ body: () async throws -> T) async rethrows -> T {
+        let previous = ProcessInfo.processInfo.environment["SSL_CERT_DIR"]
+        setenv("SSL_CERT_DIR", directory, 1)
+        defer {
+            if let previous { setenv("SSL_CERT_DIR", previous, 1) } else { unsetenv("SSL_CERT_DIR") }
+        }
+        return try await body()
+    }
+
+    func testTheSystemStoreSearchesAHashedSSLCertDir() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let directory = try c.hashedDirectory(of: [c.caCert])
+        let r = try await withCertDirectory(directory) {
+            // The store is loaded at a context's first connection.
+            try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertEqual(r.text, "secure", "the test CA is found by its hash link in SSL_CERT_DIR")
+    }
+
+    func testAHashedSSLCertDirWithoutTheIssuerStillFailsVerification() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        // A CA directory that holds another certificate, not the server's issuer.
+        let directory = try c.hashedDirectory(of: [c.selfSignedCert])
+        let error = await withCertDirectory(directory) {
+            await assertPocketError(.tlsUntrustedCertificate) {
+                try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0, "no request is sent over an unverified connection")
+        XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
+    }
+
     func testInsecureModeAcceptsASelfSignedCertificate() async throws {
         let c = try certs()
         let server = try server(cert: c.selfSignedCert, key: c.selfSignedKey)
