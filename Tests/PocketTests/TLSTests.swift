@@ -81,6 +81,58 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
     }
 
+    /// Runs `body` with the environment's `variables` set (nil: unset), then
+    /// restores them. The system store reads SSL_CERT_FILE and SSL_CERT_DIR
+    /// at a context's first connection.
+    private func withEnvironment<T>(_ variables: [String: String?], _ body: () async throws -> T) async rethrows -> T {
+        let environment = ProcessInfo.processInfo.environment
+        func apply(_ name: String, _ value: String?) {
+            if let value { setenv(name, value, 1) } else { unsetenv(name) }
+        }
+        for (name, value) in variables { apply(name, value) }
+        defer { for name in variables.keys { apply(name, environment[name]) } }
+        return try await body()
+    }
+
+    func testTheSystemStoreSearchesAHashedSSLCertDir() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let directory = try c.hashedDirectory(of: [c.caCert])
+        // No SSL_CERT_FILE: the bundle is skipped for the hashed directories.
+        let r = try await withEnvironment(["SSL_CERT_DIR": directory, "SSL_CERT_FILE": nil]) {
+            // The store is loaded at a context's first connection.
+            try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertEqual(r.text, "secure", "the test CA is found by its hash link in SSL_CERT_DIR")
+    }
+
+    func testAHashedSSLCertDirWithoutTheIssuerStillFailsVerification() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        // A CA directory that holds another certificate, not the server's issuer.
+        let directory = try c.hashedDirectory(of: [c.selfSignedCert])
+        let error = await withEnvironment(["SSL_CERT_DIR": directory, "SSL_CERT_FILE": nil]) {
+            await assertPocketError(.tlsUntrustedCertificate) {
+                try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0, "no request is sent over an unverified connection")
+        XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
+    }
+
+    func testSSLCertFileIsStillReadWhenSet() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let empty = try c.hashedDirectory(of: [])
+        let r = try await withEnvironment(["SSL_CERT_DIR": empty, "SSL_CERT_FILE": c.caCert]) {
+            try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertEqual(r.text, "secure", "the test CA comes from SSL_CERT_FILE")
+    }
+
     func testInsecureModeAcceptsASelfSignedCertificate() async throws {
         let c = try certs()
         let server = try server(cert: c.selfSignedCert, key: c.selfSignedKey)
