@@ -83,7 +83,7 @@ public struct ResultCharts {
             let lo = counts[0]
             let perConnection = BarChart(
                 kind: "memory", scenario: scenario, title: "\(scenario): memory per connection (lower is better)",
-                notes: ["(peak RSS at c connections - at \(lo)) / (c - \(lo))"], yLabel: "KiB per connection",
+                notes: provenance + ["(peak RSS at c connections - at \(lo)) / (c - \(lo))"], yLabel: "KiB per connection",
                 xLabel: "concurrent connections", categories: counts.dropFirst().map { "\($0)" }, series: barSeries,
                 values: names.map { name in
                     let rss = { (c: Int) in groups.first { $0.displayName == name && $0.connections == c }?.peakRSSKiB }

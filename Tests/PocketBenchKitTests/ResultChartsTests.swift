@@ -122,7 +122,7 @@ final class ResultChartsTests: XCTestCase {
         let dated = Fixture.scaling.replacingOccurrences(
             of: #""client":"#, with: #""date":"2026-11-28","machine":{"cpus":2,"cpu_model":"AMD EPYC","kernel":"6.18.44"},"client":"#)
         let all = try charts(dated)
-        XCTAssertEqual(all.count, 4)
+        XCTAssertEqual(all.map(\.0.kind), ["rps", "p99", "rss", "memory", "latency"])
         for (chart, svg) in all {
             let notes = svg.all(class: "chart-note").map(\.allText)
             XCTAssertEqual(notes.first, "measured 2026-11-28 on 2 CPUs, AMD EPYC, Linux 6.18.44", "\(chart.kind): \(notes)")
