@@ -5,22 +5,26 @@
 # each under its own time limit (scripts/lib/steps.sh):
 #   2. make check: the wording check, the engine's layering, the C tests
 #      under ASan+UBSan;
-#   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 15);
+#   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 5:
+#      a short run of each on top of the replay; fuzz for longer by hand,
+#      fuzz/run.sh TARGET SECONDS);
 #   4. the Swift suite under AddressSanitizer, on the epoll backend, then
 #      under ThreadSanitizer (scripts/ci-sanitized.sh);
 #   5. the counting gate (scripts/perf-gate.sh): instructions and heap
 #      allocations per request against Benchmarks/baseline.json;
 #   6. the gateway example (Examples/Gateway): built, one request through
-#      each variant (GATEWAY=0 skips it);
+#      each variant (GATEWAY=0 skips it); under .ci/run
+#      (POCKET_GATEWAY_EXAMPLE=1) the test command's build has built it;
 #   7. the DocC catalog (warnings are errors), doc comment coverage, and
-#      every Swift block of the README and the articles compiled.
+#      every Swift block of the README and the articles compiled, all three
+#      on the debug build of step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/steps.sh
 # As in test.sh: a process this run starts and leaves behind fails it.
 . scripts/lib/processes.sh
 leftovers_guard ci.sh
-FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
 
 step "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
