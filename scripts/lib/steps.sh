@@ -6,6 +6,13 @@
 #                                then SIGKILL 20 s later, and the run fails
 #                                with "TIMED OUT", naming the step. A failing
 #                                step ends the run with its exit status.
+#   step_bg NAME LIMIT CMD ARG...  the same, in the background, its output
+#                                kept in a file: for a step that uses one
+#                                core (libFuzzer, the C tests) beside the
+#                                steps in the foreground
+#   steps_wait                   waits for the background steps, prints
+#                                each one's output and time; fails, naming
+#                                it, if one failed or passed its limit
 #   steps_summary                each step's time, one line each, and the total
 #
 # STEPS_LIMIT_FACTOR (default 1) multiplies every limit: for a rehearsal on
@@ -17,30 +24,32 @@
 STEP_TIMES=()
 STEPS_T0=$SECONDS
 
-# STEPS_CPU: the CPU seconds (user + system) of this shell's finished
-# children so far. `times` runs in this shell (in a subshell it would see
-# only the subshell's own children), through a file of its own.
+# The CPU seconds (user + system) in the `times` output file $1: the
+# finished children of the subshell that wrote it. Each step runs in a
+# subshell of its own, so a step's CPU time is its own even while a
+# background step finishes (and is counted by this shell) meanwhile.
 steps_cpu() {
-  local f _self children
-  f=$(mktemp /tmp/pocket-steps.XXXXXX)
-  times >"$f"
-  { read -r _self; read -r children; } <"$f"
-  rm -f "$f"
+  local _self children
+  { read -r _self; read -r children; } <"$1"
   # "0m12.345s 0m1.230s" -> 13 (rounded)
-  STEPS_CPU=$(echo "$children" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }; printf "%d\n", t + 0.5 }')
+  echo "$children" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }; printf "%d\n", t + 0.5 }'
 }
 
 step() {
   local name=$1 limit=$(($2 * ${STEPS_LIMIT_FACTOR:-1}))
   shift 2
-  local t0=$SECONDS rc=0 cpu0
-  steps_cpu
-  cpu0=$STEPS_CPU
+  local t0=$SECONDS rc=0 cpu timesfile
+  timesfile=$(mktemp /tmp/pocket-step.XXXXXX)
   echo "== $name (time limit ${limit} s)"
-  timeout --kill-after=20 "$limit" "$@" || rc=$?
-  local took=$((SECONDS - t0)) cpu
-  steps_cpu
-  cpu=$((STEPS_CPU - cpu0))
+  (
+    rc=0
+    timeout --kill-after=20 "$limit" "$@" || rc=$?
+    times >"$timesfile"
+    exit "$rc"
+  ) || rc=$?
+  local took=$((SECONDS - t0))
+  cpu=$(steps_cpu "$timesfile")
+  rm -f "$timesfile"
   STEP_TIMES+=("$(printf '%6d s %6d s  %s' "$took" "$cpu" "$name")")
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
@@ -55,9 +64,59 @@ step() {
   echo "== $name: ok in $took s (CPU $cpu s)"
 }
 
+STEPS_BG=()
+step_bg() {
+  local name=$1 limit=$(($2 * ${STEPS_LIMIT_FACTOR:-1}))
+  shift 2
+  local dir
+  dir=$(mktemp -d /tmp/pocket-step.XXXXXX)
+  echo "== $name (in the background, time limit ${limit} s)"
+  # The subshell times its command (`times`: CPU of its finished children)
+  # and records the exit status and the wall time.
+  (
+    t0=$SECONDS
+    rc=0
+    timeout --kill-after=20 "$limit" "$@" >"$dir/out" 2>&1 </dev/null || rc=$?
+    times >"$dir/times"
+    echo "$rc $((SECONDS - t0))" >"$dir/rc"
+  ) &
+  STEPS_BG+=("$!|$limit|$dir|$name")
+}
+
+steps_wait() {
+  local entry pid limit dir name rc took cpu failed=0
+  for entry in "${STEPS_BG[@]}"; do
+    IFS='|' read -r pid limit dir name <<<"$entry"
+    wait "$pid" || true
+    echo "== $name (background) output:"
+    cat "$dir/out"
+    read -r rc took <"$dir/rc"
+    cpu=$(steps_cpu "$dir/times")
+    rm -rf "$dir"
+    STEP_TIMES+=("$(printf '%6d s %6d s  %s (background)' "$took" "$cpu" "$name")")
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
+      failed=1
+    elif [ "$rc" -ne 0 ]; then
+      echo "== $name: FAILED (exit $rc) after $took s"
+      failed=$rc
+    else
+      echo "== $name: ok in $took s (CPU $cpu s)"
+    fi
+  done
+  STEPS_BG=()
+  if [ "$failed" -ne 0 ]; then
+    steps_summary
+    exit "$failed"
+  fi
+}
+
 steps_summary() {
   echo "== step times (wall, CPU)"
   printf '%s\n' "${STEP_TIMES[@]}"
-  steps_cpu
-  printf '%6d s %6d s  total\n' "$((SECONDS - STEPS_T0))" "$STEPS_CPU"
+  local f
+  f=$(mktemp /tmp/pocket-step.XXXXXX)
+  times >"$f"
+  printf '%6d s %6d s  total\n' "$((SECONDS - STEPS_T0))" "$(steps_cpu "$f")"
+  rm -f "$f"
 }
