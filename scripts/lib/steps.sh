@@ -14,9 +14,12 @@
 #                                each one's output and time; fails, naming
 #                                it, if one failed or passed its limit
 #   steps_summary                each step's time, one line each, and the total
+#                                (wall and CPU)
 #
 # STEPS_LIMIT_FACTOR (default 1) multiplies every limit: for a rehearsal on
-# a machine that other work keeps busy.
+# a machine that other work keeps busy. STEPS_TIMES_FILE, when set, gets
+# each step's time line as well (.ci/run lists the steps of scripts/ci.sh
+# with its own at the end).
 #
 # A step's time is its wall time and its CPU time (user + system of every
 # process it ran): on a shared machine the wall time grows with the load,
@@ -35,6 +38,11 @@ steps_cpu() {
   echo "$children" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }; printf "%d\n", t + 0.5 }'
 }
 
+steps_record() {
+  STEP_TIMES+=("$1")
+  if [ -n "${STEPS_TIMES_FILE:-}" ]; then echo "$1" >>"$STEPS_TIMES_FILE"; fi
+}
+
 step() {
   local name=$1 limit=$(($2 * ${STEPS_LIMIT_FACTOR:-1}))
   shift 2
@@ -50,7 +58,7 @@ step() {
   local took=$((SECONDS - t0))
   cpu=$(steps_cpu "$timesfile")
   rm -f "$timesfile"
-  STEP_TIMES+=("$(printf '%6d s %6d s  %s' "$took" "$cpu" "$name")")
+  steps_record "$(printf '%6d s %6d s  %s' "$took" "$cpu" "$name")"
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
     steps_summary
@@ -93,7 +101,7 @@ steps_wait() {
     read -r rc took <"$dir/rc"
     cpu=$(steps_cpu "$dir/times")
     rm -rf "$dir"
-    STEP_TIMES+=("$(printf '%6d s %6d s  %s (background)' "$took" "$cpu" "$name")")
+    steps_record "$(printf '%6d s %6d s  %s (background)' "$took" "$cpu" "$name")"
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
       echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
       failed=1
@@ -111,9 +119,18 @@ steps_wait() {
   fi
 }
 
+# steps_summary: this script's steps. With STEPS_TIMES_FILE set, the caller
+# that set it prints every step instead, with `steps_summary --all`.
 steps_summary() {
-  echo "== step times (wall, CPU)"
-  printf '%s\n' "${STEP_TIMES[@]}"
+  if [ "${1:-}" = --all ]; then
+    echo "== step times (wall, CPU)"
+    cat "$STEPS_TIMES_FILE"
+  elif [ -n "${STEPS_TIMES_FILE:-}" ]; then
+    return 0
+  else
+    echo "== step times (wall, CPU)"
+    printf '%s\n' "${STEP_TIMES[@]}"
+  fi
   local f
   f=$(mktemp /tmp/pocket-step.XXXXXX)
   times >"$f"
