@@ -162,3 +162,44 @@ if Context.environment["POCKET_SANITIZER_CORE"] == "1" {
     package.targets.removeAll { integrations.contains($0.name) }
     package.products.removeAll { integrations.contains($0.name) }
 }
+
+// CI builds the gateway example (Examples/Gateway, a package of its own that
+// users build alone) inside this graph, so that Pocket, swift-nio and the
+// other packages both use are compiled once (scripts/gateway-smoke.sh).
+// POCKET_GATEWAY_EXAMPLE=1 adds its target and Hummingbird and
+// AsyncHTTPClient; the sanitizer runs leave it out.
+if Context.environment["POCKET_GATEWAY_EXAMPLE"] == "1" && Context.environment["POCKET_SANITIZER_CORE"] != "1" {
+    package.dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ]
+    package.targets += [
+        .executableTarget(name: "gateway", dependencies: [
+            "Pocket", "PocketMetrics", "PocketTracing", "PocketNIO", "CFloorClient",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ], path: "Examples/Gateway/Sources/gateway"),
+        .target(name: "CFloorClient", path: "Examples/Gateway/Sources/CFloorClient"),
+    ]
+}
+
+// scripts/check-doc-snippets.sh compiles every Swift block of the README and
+// the DocC articles as one module on this package's own build, so only the
+// blocks are compiled: POCKET_DOC_SNIPPETS=1 adds that module (its sources
+// are written to .build-snippets/Snippets by the script).
+if Context.environment["POCKET_DOC_SNIPPETS"] == "1" && Context.environment["POCKET_SANITIZER_CORE"] != "1" {
+    package.targets.append(.target(name: "DocSnippets", dependencies: [
+        "Pocket", "PocketTesting", "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing",
+        "PocketServiceLifecycle", "PocketNIO",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+        .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "NIOCore", package: "swift-nio"),
+    ], path: ".build-snippets/Snippets"))
+}
