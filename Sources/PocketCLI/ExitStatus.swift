@@ -46,6 +46,7 @@ struct ExitStatus: Sendable, Equatable {
         .connectFailed: connect, .socketFailed: connect,
         .connectTimeout: timeout, .readTimeout: timeout, .deadlineExceeded: timeout,
         .connectionReset: connectionLost, .writeFailed: connectionLost, .readFailed: connectionLost,
+        .tlsAlert: connectionLost, // as curl exits when SSL_read fails after the handshake
         .closedBeforeResponse: emptyReply, .badStatusLine: protocolError, .unsupportedVersion: protocolError,
         .badHeader: protocolError, .badContentLength: protocolError, .conflictingContentLength: protocolError,
         .transferEncodingWithContentLength: protocolError, .unsupportedTransferEncoding: protocolError,
