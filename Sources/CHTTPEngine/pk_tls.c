@@ -566,8 +566,11 @@ const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_strin
 const char *pk_tls_alert_reason(int detail, int *received) {
   bool from_peer = detail >= SSL_AD_REASON_OFFSET && detail < SSL_AD_REASON_OFFSET + 256;
   if (received) *received = from_peer;
-  if (from_peer) return SSL_alert_desc_string_long(detail - SSL_AD_REASON_OFFSET);
-  const char *text = detail > 0 ? ERR_reason_error_string(ERR_PACK(ERR_LIB_SSL, 0, detail)) : NULL;
+  const char *text = from_peer ? SSL_alert_desc_string_long(detail - SSL_AD_REASON_OFFSET) : NULL;
+  /* Names OpenSSL 3.0's alert table lacks (TLS 1.3's certificate_required)
+   * are in its reason strings: "tlsv13 alert certificate required". */
+  if (text && strcmp(text, "unknown") != 0) return text;
+  text = detail > 0 ? ERR_reason_error_string(ERR_PACK(ERR_LIB_SSL, 0, detail)) : NULL;
   return text ? text : "unknown";
 }
 
