@@ -133,6 +133,9 @@ final class UnixSocketTests: XCTestCase {
             try await client.send(try PocketRequest("http+unix://\(Self.encoded(missing))/"))
         }
         XCTAssertTrue(e1?.message.contains(missing) ?? false, e1?.message ?? "")
+        // The engine's errno comes through as the underlying error and in the message.
+        XCTAssertEqual((e1?.underlying as? POSIXError)?.code, .ENOENT, "\(String(describing: e1?.underlying))")
+        XCTAssertTrue(e1?.message.contains(String(cString: strerror(ENOENT))) ?? false, e1?.message ?? "")
 
         // A regular file, and a socket file nobody listens on: refused.
         let file = directory.appendingPathComponent("plain").path

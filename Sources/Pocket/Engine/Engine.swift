@@ -198,8 +198,10 @@ extension PocketError {
                 var received: Int32 = 0
                 let reason = String(cString: pk_tls_alert_reason(errno, &received))
                 message += received != 0 ? " (the server sent: \(reason))" : " (\(reason))"
-            } else if c >= Int32(PK_E_TLS_CONFIG.rawValue) {
+            } else if (Int32(PK_E_TLS_CONFIG.rawValue)...Int32(PK_E_TLS_PLAIN_HTTP.rawValue)).contains(c) {
                 // OpenSSL reason codes, not errno: the code alone is kept.
+            } else if c == PK_E_PROXY_AUTH.rawValue || c == PK_E_PROXY_CONNECT.rawValue {
+                // The proxy's status code, not errno (the head below carries it).
             } else if let posix = POSIXErrorCode(rawValue: errno) {
                 underlying = POSIXError(posix)
                 // A timeout's message already says what timed out (the
