@@ -255,6 +255,14 @@ public final class PocketClient: Sendable {
     let answersChallenges: Bool
     /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Proxy).
     let proxyAnswers = ProxyAnswers()
+    /// The budgets of retries and hedges, in one place.
+    let extraRequests: ExtraRequestBudget
+    /// `configuration.handling.hedging`, read once.
+    let hedging: PocketHedgingPolicy?
+    /// Recent latencies by origin, for percentile hedging delays.
+    let latencies = OriginLatencies()
+    /// `configuration.handling.deadlineHeader`, read once.
+    let deadlineHeader: String?
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -271,13 +279,18 @@ public final class PocketClient: Sendable {
         self.templates = templates
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
-            && configuration.handling.authentication == nil
+            && configuration.handling.authentication == nil && configuration.handling.hedging == nil
         self.responseCache = configuration.handling.cache
         self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
         self.answersChallenges = configuration.handling.authentication != nil
+        self.deadlineHeader = configuration.handling.deadlineHeader
+        self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget,
+                                                hedgePercent: configuration.handling.hedging?.budgetPercent
+                                                    ?? PocketHedgingPolicy.defaultBudgetPercent)
+        self.hedging = configuration.handling.hedging
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

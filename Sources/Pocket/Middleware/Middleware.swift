@@ -220,6 +220,7 @@ public final class PocketMiddlewareContext: Sendable {
         struct State {
             var validationFailure: PocketError?
             var values: [String: any Sendable] = [:]
+            var deadline: ContinuousClock.Instant?
         }
     }
 
@@ -248,6 +249,20 @@ public final class PocketMiddlewareContext: Sendable {
     /// is none (valid in `observe` and `retry`). Such a response reaches the
     /// hooks as `.success`; the caller gets this error.
     public var validationFailure: PocketError? { extras.load()?.state.withLock { $0.validationFailure } }
+
+    /// The request's deadline: the task's (`PocketDeadline.current`) when
+    /// the request started, or one a middleware's `adapt` set (PocketTracing
+    /// sets the one its `ServiceContext` carries); nil when none. Setting it
+    /// keeps the earlier of the two: a deadline is only ever tightened. Every
+    /// later attempt, hedge, backoff wait and redirect hop of the request
+    /// shares it; past it the request fails with `.deadlineExceeded`.
+    public var deadline: ContinuousClock.Instant? {
+        get { extras.load()?.state.withLock { $0.deadline } }
+        set {
+            guard let newValue else { return }
+            madeExtras.state.withLock { $0.deadline = PocketDeadline.earliest($0.deadline, newValue) }
+        }
+    }
 
     /// A value stored for this request under `key`, or nil.
     public subscript(key: String) -> (any Sendable)? {
@@ -318,27 +333,54 @@ public struct PocketRequestHandling: Sendable {
     public var proxyAuthentication: PocketAuthentication?
     /// The response cache (RFC 9111, private); nil (the default): none.
     public var cache: PocketResponseCache?
+    /// Hedged requests: a second request, after a delay, for an idempotent
+    /// one whose answer is late (`PocketHedgingPolicy`); nil (the default):
+    /// none, since hedging adds load. Requests can set their own
+    /// (`PocketSendOptions.hedging`).
+    public var hedging: PocketHedgingPolicy?
+    /// How many retries the client may make on top of the requests it sends
+    /// (`PocketRetryBudget`: 20 % of them plus 10 a second by default), shared
+    /// by all of its requests, so that retries can never multiply the load on
+    /// failing servers; nil: retries are bounded by `maxAttempts` alone.
+    public var retryBudget: PocketRetryBudget? = .default
+    /// The header field that carries the time left before the request's
+    /// deadline (`PocketDeadline`) downstream, in whole milliseconds, e.g.
+    /// `"X-Request-Timeout-Ms"`; nil (the default) sends none: the name is
+    /// an agreement between the services, and most do not read one. Each
+    /// attempt and hedge sends what is left when it starts.
+    public var deadlineHeader: String?
 
     /// Nothing configured: the direct path.
     public init() {}
 }
 
-/// Options for one `send`: its own middleware, retry policy, observers and
-/// endpoint key. The defaults add nothing to the client's configuration.
+/// Options for one `send`: its own middleware, retry and hedging policies,
+/// observers and endpoint key. The defaults add nothing to the client's configuration.
 public struct PocketSendOptions: Sendable {
     /// Middleware for this request, run after the client's. Empty by default.
     public var middleware: [any PocketMiddleware] = []
     /// Replaces the client's retry policy for this request; nil keeps it.
     public var retry: PocketRetryPolicy? {
-        get { retryBox?.policy }
-        set { retryBox = newValue.map(RetryBox.init) }
+        get { policies?.retry }
+        set { policies = Policies.make(retry: newValue, hedging: hedging) }
     }
+    /// Replaces the client's hedging policy for this request; nil keeps it.
+    public var hedging: PocketHedgingPolicy? {
+        get { policies?.hedging }
+        set { policies = Policies.make(retry: retry, hedging: newValue) }
+    }
+    /// Neither a retry nor a hedging policy of its own (one nil check).
+    var hasNoPolicies: Bool { policies == nil }
     // Boxed: a policy is over a hundred bytes, and the options are passed
     // (and copied) on every send, which almost never sets one.
-    private var retryBox: RetryBox?
-    private final class RetryBox: Sendable {
-        let policy: PocketRetryPolicy
-        init(_ policy: PocketRetryPolicy) { self.policy = policy }
+    private var policies: Policies?
+    private final class Policies: Sendable {
+        let retry: PocketRetryPolicy?
+        let hedging: PocketHedgingPolicy?
+        init(_ retry: PocketRetryPolicy?, _ hedging: PocketHedgingPolicy?) { (self.retry, self.hedging) = (retry, hedging) }
+        static func make(retry: PocketRetryPolicy?, hedging: PocketHedgingPolicy?) -> Policies? {
+            retry == nil && hedging == nil ? nil : Policies(retry, hedging)
+        }
     }
     /// Observers of this task's events. None by default.
     public var observers: [PocketTaskObserver] = []
@@ -347,9 +389,9 @@ public struct PocketSendOptions: Sendable {
 
     /// Options; each parameter defaults as its property says.
     public init(middleware: [any PocketMiddleware] = [], retry: PocketRetryPolicy? = nil, observers: [PocketTaskObserver] = [],
-                endpoint: String? = nil) {
+                endpoint: String? = nil, hedging: PocketHedgingPolicy? = nil) {
         self.middleware = middleware
-        self.retryBox = retry.map(RetryBox.init)
+        self.policies = Policies.make(retry: retry, hedging: hedging)
         self.observers = observers
         self.endpoint = endpoint
     }

@@ -17,6 +17,17 @@ public enum PocketTaskState: Sendable, Hashable, CaseIterable {
     case finished
     /// Cancelled before it finished (pending tasks are never sent).
     case cancelled
+    /// An attempt failed and would have been retried, but the client's retry
+    /// budget (`PocketRetryBudget`) is spent: `.finished` follows with the
+    /// failure as it is.
+    case retryRefused
+    /// A hedge of the current attempt was sent (`PocketTaskEvent.hedge` is
+    /// its number, 1 for the first): the first answer had not come within
+    /// the hedging delay (`PocketHedgingPolicy`).
+    case hedging
+    /// A hedge's response won the race (`PocketTaskEvent.hedge` is its
+    /// number); the others were cancelled.
+    case hedgeWon
 }
 
 /// One change of a task's state, as observers and `PocketClient.events()` see it.
@@ -57,6 +68,9 @@ public struct PocketTaskEvent: Sendable {
     public var error: (any Error)?
     /// For `.retrying`: how long until the next attempt.
     public var retryDelay: Duration?
+    /// For `.hedging`, the hedge sent (1 for the first); for `.hedgeWon`,
+    /// the hedge whose response won; nil otherwise.
+    public var hedge: Int?
     /// The request's `metadata` (the caller's value: which operation this
     /// task belongs to), or nil.
     public var metadata: (any Sendable)? {
@@ -64,8 +78,10 @@ public struct PocketTaskEvent: Sendable {
         set { task = task.with { $0.metadata = newValue } }
     }
 
-    init(task: PocketMiddlewareContext, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?) {
+    init(task: PocketMiddlewareContext, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?,
+         hedge: Int? = nil) {
         self.task = task
+        self.hedge = hedge
         self.state = state
         self.attempt = attempt
         self.status = status
@@ -273,12 +289,12 @@ struct EventSink: Sendable {
     }
 
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
-              retryDelay: Duration? = nil) {
+              retryDelay: Duration? = nil, hedge: Int? = nil) {
         let byEndpoint = hub.hasEndpointObservers
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard !subscribers.isEmpty || byEndpoint || observers.contains(where: { $0.states.contains(state) }) else { return }
         let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,
-                                    retryDelay: retryDelay)
+                                    retryDelay: retryDelay, hedge: hedge)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
         if byEndpoint { hub.publishToEndpointObservers(event) }
         for buffer in subscribers { buffer.yield(event) }
