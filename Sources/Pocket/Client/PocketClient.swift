@@ -287,9 +287,7 @@ public final class PocketClient: Sendable {
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
         self.answersChallenges = configuration.handling.authentication != nil
         self.deadlineHeader = configuration.handling.deadlineHeader
-        self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget,
-                                                hedgePercent: configuration.handling.hedging?.budgetPercent
-                                                    ?? PocketHedgingPolicy.defaultBudgetPercent)
+        self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)
         self.hedging = configuration.handling.hedging
     }
 

@@ -17,12 +17,13 @@ final class ExtraRequestBudget: Sendable {
         var hedges: BudgetWindow?
     }
 
-    /// Budgets for retries (nil: unlimited) and hedges (nil: none made
-    /// under a budget; hedging checks `hedgePercent` itself).
-    init(retries: PocketRetryBudget?, hedgePercent: Double?, hedgeWindow: Duration = .seconds(10)) {
+    /// Budgets for retries (nil: unlimited) and hedges (the client's hedging
+    /// policy's, or a default policy's without one).
+    init(retries: PocketRetryBudget?, hedges: PocketHedgingPolicy?, hedgeWindow: Duration = .seconds(10)) {
+        let hedges = hedges ?? PocketHedgingPolicy(delay: .fixed(.zero))
         windows = Lock(Windows(
             retries: retries.map { BudgetWindow(percent: $0.percent, perSecond: $0.minimumPerSecond, window: $0.window, now: 0) },
-            hedges: hedgePercent.map { BudgetWindow(percent: $0, perSecond: 0, window: hedgeWindow, now: 0) }))
+            hedges: BudgetWindow(percent: hedges.budgetPercent, perSecond: hedges.budgetMinimumPerSecond, window: hedgeWindow, now: 0)))
     }
 
     /// Counts one request.

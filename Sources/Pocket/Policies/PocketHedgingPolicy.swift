@@ -41,6 +41,10 @@ public struct PocketHedgingPolicy: Sendable, Hashable {
     /// policy (a request's own policy draws on the client's budget; a client
     /// without a policy has the default).
     public var budgetPercent: Double
+    /// Hedges the client's budget allows each second whatever the traffic
+    /// (1 by default), so that a client sending few requests can still hedge.
+    /// Set on the client's policy, as `budgetPercent`.
+    public var budgetMinimumPerSecond: Double
     /// Statuses that do not end the race (the request, or a hedge, answered
     /// with one of them leaves the others running, and the next hedge is sent
     /// at once): 500, 502, 503 and 504 by default, as gRPC's non-fatal
@@ -55,11 +59,12 @@ public struct PocketHedgingPolicy: Sendable, Hashable {
 
     /// A policy; each parameter defaults as its property says.
     public init(delay: Delay, maxHedges: Int = 1, budgetPercent: Double = PocketHedgingPolicy.defaultBudgetPercent,
-                nonFatalStatuses: Set<Int> = [500, 502, 503, 504], latencySamples: Int = 200,
+                budgetMinimumPerSecond: Double = 1, nonFatalStatuses: Set<Int> = [500, 502, 503, 504], latencySamples: Int = 200,
                 minimumDelay: Duration = .milliseconds(1)) {
         self.delay = delay
         self.maxHedges = max(0, maxHedges)
         self.budgetPercent = max(0, budgetPercent)
+        self.budgetMinimumPerSecond = max(0, budgetMinimumPerSecond)
         self.nonFatalStatuses = nonFatalStatuses
         self.latencySamples = max(20, latencySamples)
         self.minimumDelay = minimumDelay

@@ -259,6 +259,7 @@ extension PocketClient {
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var sent = request
             var bound = false   // whether the task deadline cut the attempt's total timeout
+            var deadline: ContinuousClock.Instant?
             do {
                 for adapter in chain.adapters {
                     switch adapter {
@@ -267,7 +268,8 @@ extension PocketClient {
                     }
                 }
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
-                if let deadline = context.deadline { bound = try limit(&sent, toTaskDeadline: deadline, attempt: attempt) }
+                deadline = context.deadline
+                if let deadline { bound = try limit(&sent, toTaskDeadline: deadline, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
                                                    attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
@@ -281,7 +283,8 @@ extension PocketClient {
             var observing = false
             do {
                 var response = sent.authentication == nil && !answersChallenges
-                    ? try await fetching(sent, hedging: hedging, attempt: attempt, sink: sink, progress: progress, delivery)
+                    ? try await fetching(sent, hedging: hedging, deadline: deadline, attempt: attempt, sink: sink,
+                                     progress: progress, delivery)
                     : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
                 failure = validationFailure(of: response, for: sent)
                 // A success no hook observes is the caller's at once.

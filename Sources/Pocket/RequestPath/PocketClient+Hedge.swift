@@ -17,8 +17,8 @@ extension PocketClient {
     /// (idempotent, a body that can be sent again, a collected response),
     /// else `fetching` alone.
     nonisolated(nonsending) func fetching<D: ResponseDelivery>(
-        _ request: PocketRequest, hedging policy: PocketHedgingPolicy?, attempt: Int, sink: EventSink?,
-        progress: PocketProgressHandler?, _ delivery: D
+        _ request: PocketRequest, hedging policy: PocketHedgingPolicy?, deadline: ContinuousClock.Instant?, attempt: Int,
+        sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
         guard let policy, policy.maxHedges > 0, D.hedges, request.isIdempotent, request.body?.isReplayable ?? true else {
             return try await fetching(request, progress: progress, delivery)
@@ -39,8 +39,8 @@ extension PocketClient {
             if let origin { latencies.record(origin, .now - started, capacity: policy.latencySamples) }
             return response
         }
-        let (winner, outcome) = await race(request, policy: policy, delay: delay, attempt: attempt, sink: sink,
-                                           progress: progress, delivery)
+        let (winner, outcome) = await race(request, policy: policy, delay: delay, deadline: deadline, attempt: attempt,
+                                           sink: sink, progress: progress, delivery)
         if case .success = outcome, let origin {
             latencies.record(origin, .now - started, capacity: policy.latencySamples)
         }
@@ -60,12 +60,12 @@ extension PocketClient {
     /// The request and its hedges: the number and outcome of the first
     /// acceptable answer, or of the last answer when none was.
     nonisolated(nonsending) private func race<D: ResponseDelivery>(
-        _ request: PocketRequest, policy: PocketHedgingPolicy, delay: Duration, attempt: Int, sink: EventSink?,
-        progress: PocketProgressHandler?, _ delivery: D
+        _ request: PocketRequest, policy: PocketHedgingPolicy, delay: Duration, deadline: ContinuousClock.Instant?,
+        attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async -> (Int, Result<D.Response, any Error>) {
         let validated = request.validation != nil || configuration.validation != nil
         return await withTaskGroup(of: Arrival<D.Response>.self) { group in
-            func run(_ n: Int) {
+            func run(_ n: Int, _ request: PocketRequest) {
                 group.addTask {
                     do { return .done(n, .success(try await self.fetching(request, progress: progress, delivery))) } catch {
                         return .done(n, .failure(error))
@@ -78,17 +78,18 @@ extension PocketClient {
                     return .timer
                 }
             }
-            run(0)
+            run(0, request)
             arm()
             var hedges = 0, running = 1
             var last: (Int, Result<D.Response, any Error>)?
             /// Sends the next hedge when the policy and the budget allow it.
             func hedge() -> Bool {
-                guard hedges < policy.maxHedges, !Task.isCancelled, extraRequests.permitsHedge() else { return false }
+                guard hedges < policy.maxHedges, !Task.isCancelled, deadline.map({ $0 > .now }) ?? true,
+                      extraRequests.permitsHedge() else { return false }
                 hedges += 1
                 running += 1
                 sink?.emit(.hedging, attempt: attempt, hedge: hedges)
-                run(hedges)
+                run(hedges, deadline.map { bounded(request, by: $0) } ?? request)
                 if hedges < policy.maxHedges { arm() }
                 return true
             }
@@ -115,6 +116,18 @@ extension PocketClient {
             }
             return last ?? (0, .failure(PocketError(.cancelled, "the request was cancelled")))
         }
+    }
+
+    /// A hedge of `request` whose total timeout is what is left of the
+    /// task's deadline now (the time left sent again when configured).
+    private func bounded(_ request: PocketRequest, by deadline: ContinuousClock.Instant) -> PocketRequest {
+        var hedge = request
+        let left = deadline - .now
+        var timeouts = hedge.timeouts ?? configuration.timeouts
+        timeouts.total = min(timeouts.total ?? left, left)
+        hedge.timeouts = timeouts
+        if let deadlineHeader { hedge.headers[deadlineHeader] = String(PocketDeadline.milliseconds(left)) }
+        return hedge
     }
 
     /// Whether a runner's outcome ends the race: a response that passes the
