@@ -391,7 +391,7 @@ public struct PocketSendOptions: Sendable {
     public init(middleware: [any PocketMiddleware] = [], retry: PocketRetryPolicy? = nil, observers: [PocketTaskObserver] = [],
                 endpoint: String? = nil, hedging: PocketHedgingPolicy? = nil) {
         self.middleware = middleware
-        self.policies = Policies.make(retry: retry, hedging: hedging)
+        if retry != nil || hedging != nil { self.policies = Policies(retry, hedging) }
         self.observers = observers
         self.endpoint = endpoint
     }

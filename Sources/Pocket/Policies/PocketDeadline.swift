@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A deadline for everything a task sends: a task-local instant that bounds
 /// every request made under it, on any client. All of a request's attempts,
 /// hedges, backoff waits and redirect hops share it; each attempt's total
@@ -20,14 +22,34 @@
 /// `ServiceContext` too.
 public enum PocketDeadline {
     /// The current task's deadline, or nil (the default) for none.
-    @TaskLocal public static var current: ContinuousClock.Instant?
+    public static var current: ContinuousClock.Instant? { everSet.load(ordering: .relaxed) ? stored : nil }
+
+    @TaskLocal private static var stored: ContinuousClock.Instant?
+
+    /// Whether any task of the process has set a deadline yet: until one
+    /// does, no task has one, and `current` is answered without reading the
+    /// task-local. Set before the task-local is bound; a task sees the
+    /// binding only after it (its own, or its parent's before it started).
+    private static let everSet = Atomic<Bool>(false)
+
+    /// Whether the current task has no deadline: one relaxed load while no
+    /// task has ever set one, else the task-local, read out of line.
+    @inline(__always)
+    static var isAbsent: Bool { !everSet.load(ordering: .relaxed) || storedIsNil() }
+
+    /// Out of line and synchronous: an optional `ContinuousClock.Instant`
+    /// (a type whose size is known only at run time outside the standard
+    /// library) held in an async caller costs that caller a task allocation.
+    @inline(never)
+    private static func storedIsNil() -> Bool { stored == nil }
 
     /// Runs `operation` with `deadline` as the task's deadline (or the
     /// current one when that is earlier).
     public static func withDeadline<R>(at deadline: ContinuousClock.Instant,
                                        isolation: isolated (any Actor)? = #isolation,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        try await $current.withValue(earliest(current, deadline), operation: operation, isolation: isolation)
+        everSet.store(true, ordering: .relaxed)
+        return try await $stored.withValue(earliest(current, deadline), operation: operation, isolation: isolation)
     }
 
     /// Runs `operation` with a deadline `duration` from now (or the
@@ -35,7 +57,8 @@ public enum PocketDeadline {
     public static func withDeadline<R>(in duration: Duration,
                                        isolation: isolated (any Actor)? = #isolation,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        try await $current.withValue(earliest(current, .now + duration), operation: operation, isolation: isolation)
+        everSet.store(true, ordering: .relaxed)
+        return try await $stored.withValue(earliest(current, .now + duration), operation: operation, isolation: isolation)
     }
 
     /// The time left before the current deadline (negative once it has

@@ -112,7 +112,7 @@ extension PocketClient {
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
         if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening, request.authentication == nil, PocketDeadline.current == nil {
+           !hub.isListening, request.authentication == nil, PocketDeadline.isAbsent {
             var response = try await fetching(request, progress: progress, delivery)
             if let failure = validationFailure(of: response, for: request) {
                 await response.discardBody()
@@ -174,6 +174,10 @@ extension PocketClient {
     }
 
     /// `execute` through the middleware chain, the retry policy and the events.
+    /// Out of line: its `ContinuousClock.Instant` values (a type whose size
+    /// is known only at run time here) would each add a task allocation to
+    /// `execute`'s frame, taken on every request, the direct ones included.
+    @inline(never)
     nonisolated(nonsending) private func executeAdapted<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
