@@ -260,6 +260,7 @@ public final class PocketMiddlewareContext: Sendable {
         get { extras.load()?.state.withLock { $0.deadline } }
         set {
             guard let newValue else { return }
+            PocketDeadline.noteUse()
             madeExtras.state.withLock { $0.deadline = PocketDeadline.earliest($0.deadline, newValue) }
         }
     }

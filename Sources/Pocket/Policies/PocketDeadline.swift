@@ -22,20 +22,36 @@ import Synchronization
 /// `ServiceContext` too.
 public enum PocketDeadline {
     /// The current task's deadline, or nil (the default) for none.
-    public static var current: ContinuousClock.Instant? { everSet.load(ordering: .relaxed) ? stored : nil }
+    public static var current: ContinuousClock.Instant? { inUse ? stored : nil }
 
     @TaskLocal private static var stored: ContinuousClock.Instant?
 
-    /// Whether any task of the process has set a deadline yet: until one
-    /// does, no task has one, and `current` is answered without reading the
-    /// task-local. Set before the task-local is bound; a task sees the
-    /// binding only after it (its own, or its parent's before it started).
+    /// Whether a deadline has been set yet in this process, on a task or a
+    /// request's middleware context: until one is, no request has one, and
+    /// the request path reads neither the task-local nor the context. Set
+    /// before the deadline is bound; a task sees the binding only after it
+    /// (its own, or its parent's before it started).
     private static let everSet = Atomic<Bool>(false)
 
-    /// Whether the current task has no deadline: one relaxed load while no
-    /// task has ever set one, else the task-local, read out of line.
+    /// Whether a deadline may be set anywhere (see `everSet`).
     @inline(__always)
-    static var isAbsent: Bool { !everSet.load(ordering: .relaxed) || storedIsNil() }
+    static var inUse: Bool { everSet.load(ordering: .relaxed) }
+
+    /// Notes that a deadline is set (`everSet`).
+    @inline(__always)
+    static func noteUse() { everSet.store(true, ordering: .relaxed) }
+
+    /// Whether the current task has no deadline: one relaxed load while no
+    /// deadline has ever been set, else the task-local, read out of line.
+    @inline(__always)
+    static var isAbsent: Bool { !inUse || storedIsNil() }
+
+    /// The current task's deadline, if any, made `context`'s (out of line:
+    /// see `storedIsNil`).
+    @inline(never)
+    static func adopt(into context: PocketMiddlewareContext) {
+        if let deadline = current { context.deadline = deadline }
+    }
 
     /// Out of line and synchronous: an optional `ContinuousClock.Instant`
     /// (a type whose size is known only at run time outside the standard
@@ -48,7 +64,7 @@ public enum PocketDeadline {
     public static func withDeadline<R>(at deadline: ContinuousClock.Instant,
                                        isolation: isolated (any Actor)? = #isolation,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        everSet.store(true, ordering: .relaxed)
+        noteUse()
         return try await $stored.withValue(earliest(current, deadline), operation: operation, isolation: isolation)
     }
 
@@ -57,7 +73,7 @@ public enum PocketDeadline {
     public static func withDeadline<R>(in duration: Duration,
                                        isolation: isolated (any Actor)? = #isolation,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        everSet.store(true, ordering: .relaxed)
+        noteUse()
         return try await $stored.withValue(earliest(current, .now + duration), operation: operation, isolation: isolation)
     }
 

@@ -183,7 +183,7 @@ extension PocketClient {
         _ delivery: D
     ) async throws -> D.Response {
         let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
-        if let deadline = PocketDeadline.current { context.deadline = deadline }
+        if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
         do {
             return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedging ?? hedging,
                                       progress: progress, sink: sink, delivery)
@@ -263,7 +263,6 @@ extension PocketClient {
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var sent = request
             var bound = false   // whether the task deadline cut the attempt's total timeout
-            var deadline: ContinuousClock.Instant?
             do {
                 for adapter in chain.adapters {
                     switch adapter {
@@ -272,8 +271,7 @@ extension PocketClient {
                     }
                 }
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
-                deadline = context.deadline
-                if let deadline { bound = try limit(&sent, toTaskDeadline: deadline, attempt: attempt) }
+                if PocketDeadline.inUse { bound = try limit(&sent, toDeadlineOf: context, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
                                                    attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
@@ -287,7 +285,7 @@ extension PocketClient {
             var observing = false
             do {
                 var response = sent.authentication == nil && !answersChallenges
-                    ? try await fetching(sent, hedging: hedging, deadline: deadline, attempt: attempt, sink: sink,
+                    ? try await fetching(sent, hedging: hedging, context: context, attempt: attempt, sink: sink,
                                      progress: progress, delivery)
                     : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
                 failure = validationFailure(of: response, for: sent)
@@ -390,11 +388,15 @@ extension PocketClient {
         sent.timeouts = timeouts
     }
 
-    /// `sent`'s total timeout cut to what is left of the task's deadline,
-    /// the time left sent in the deadline header when one is configured;
-    /// returns whether the cut is what bounds the attempt (its total
-    /// timeout then means the deadline passed).
-    private func limit(_ sent: inout PocketRequest, toTaskDeadline deadline: ContinuousClock.Instant, attempt: Int) throws -> Bool {
+    /// `sent`'s total timeout cut to what is left of the request's deadline
+    /// (`context.deadline`), the time left sent in the deadline header when
+    /// one is configured; returns whether the cut is what bounds the attempt
+    /// (its total timeout then means the deadline passed). Out of line and
+    /// synchronous: an optional `ContinuousClock.Instant` held in the async
+    /// `attempts` would cost it a task allocation on every attempt.
+    @inline(never)
+    private func limit(_ sent: inout PocketRequest, toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
+        guard let deadline = context.deadline else { return false }
         let remaining = deadline - .now
         guard remaining > .zero else {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")

@@ -17,7 +17,7 @@ extension PocketClient {
     /// (idempotent, a body that can be sent again, a collected response),
     /// else `fetching` alone.
     nonisolated(nonsending) func fetching<D: ResponseDelivery>(
-        _ request: PocketRequest, hedging policy: PocketHedgingPolicy?, deadline: ContinuousClock.Instant?, attempt: Int,
+        _ request: PocketRequest, hedging policy: PocketHedgingPolicy?, context: PocketMiddlewareContext, attempt: Int,
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
         guard let policy, policy.maxHedges > 0, D.hedges, request.isIdempotent, request.body?.isReplayable ?? true else {
@@ -39,7 +39,7 @@ extension PocketClient {
             if let origin { latencies.record(origin, .now - started, capacity: policy.latencySamples) }
             return response
         }
-        let (winner, outcome) = await race(request, policy: policy, delay: delay, deadline: deadline, attempt: attempt,
+        let (winner, outcome) = await race(request, policy: policy, delay: delay, deadline: context.deadline, attempt: attempt,
                                            sink: sink, progress: progress, delivery)
         if case .success = outcome, let origin {
             latencies.record(origin, .now - started, capacity: policy.latencySamples)
