@@ -174,10 +174,6 @@ extension PocketClient {
     }
 
     /// `execute` through the middleware chain, the retry policy and the events.
-    /// Out of line: its `ContinuousClock.Instant` values (a type whose size
-    /// is known only at run time here) would each add a task allocation to
-    /// `execute`'s frame, taken on every request, the direct ones included.
-    @inline(never)
     nonisolated(nonsending) private func executeAdapted<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
