@@ -388,6 +388,10 @@ public struct PocketSendOptions: Sendable {
     /// The key endpoint observers subscribe to; nil (the default) uses the URL's path.
     public var endpoint: String?
 
+    /// The defaults: nothing added to the client's configuration. (`send`'s
+    /// default options: no policy is passed in only to be dropped.)
+    public init() {}
+
     /// Options; each parameter defaults as its property says.
     public init(middleware: [any PocketMiddleware] = [], retry: PocketRetryPolicy? = nil, observers: [PocketTaskObserver] = [],
                 endpoint: String? = nil, hedging: PocketHedgingPolicy? = nil) {
