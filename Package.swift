@@ -108,7 +108,13 @@ let package = Package(
         // Pocket as a benchmark client and the embedded server (pocket-bench and `pocket bench`).
         .target(name: "PocketBench", dependencies: ["Pocket", "PocketBenchKit", "CPocketBenchServer", "CPocketBenchCount"],
                 path: "Benchmarks/PocketBench"),
-        .executableTarget(name: "pocket-bench", dependencies: ["PocketBench", "PocketBenchKit"], path: "Benchmarks/pocket-bench"),
+        // --integrations bootstraps in-memory backends (MetricsTestKit, InMemoryTracing).
+        .executableTarget(name: "pocket-bench", dependencies: [
+            "PocketBench", "PocketBenchKit", "Pocket", "PocketMetrics", "PocketTracing",
+            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+        ], path: "Benchmarks/pocket-bench"),
         // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer. Its
         // command line is parsed by hand (CommandLineOptions.swift): swift-argument-
         // parser's reflection was about 2 MB of `pocket URL`'s peak RSS.
@@ -147,12 +153,53 @@ let package = Package(
 // CI's sanitizer runs (scripts/ci-sanitized.sh) build the library, the tool
 // and their tests: the integration products, their tests and the benchmark
 // kit's tests, which hold no code of the request path, stay in the plain run
-// (scripts/test.sh). POCKET_SANITIZER_CORE=1 selects this smaller graph.
+// (scripts/test.sh), and so does `pocket-bench`, which links two of them. POCKET_SANITIZER_CORE=1 selects this smaller graph.
 if Context.environment["POCKET_SANITIZER_CORE"] == "1" {
     let integrations: Set<String> = [
         "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing", "PocketServiceLifecycle", "PocketNIO",
-        "PocketIntegrationTests", "PocketBenchKitTests", "schema-bench", "cache-bench",
+        "PocketIntegrationTests", "PocketBenchKitTests", "schema-bench", "cache-bench", "pocket-bench",
     ]
     package.targets.removeAll { integrations.contains($0.name) }
     package.products.removeAll { integrations.contains($0.name) }
+}
+
+// CI builds the gateway example (Examples/Gateway, a package of its own that
+// users build alone) inside this graph, so that Pocket, swift-nio and the
+// other packages both use are compiled once (scripts/gateway-smoke.sh).
+// POCKET_GATEWAY_EXAMPLE=1 adds its target and Hummingbird and
+// AsyncHTTPClient; the sanitizer runs leave it out.
+if Context.environment["POCKET_GATEWAY_EXAMPLE"] == "1" && Context.environment["POCKET_SANITIZER_CORE"] != "1" {
+    package.dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ]
+    package.targets += [
+        .executableTarget(name: "gateway", dependencies: [
+            "Pocket", "PocketMetrics", "PocketTracing", "PocketNIO", "CFloorClient",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ], path: "Examples/Gateway/Sources/gateway"),
+        .target(name: "CFloorClient", path: "Examples/Gateway/Sources/CFloorClient"),
+    ]
+}
+
+// scripts/check-doc-snippets.sh compiles every Swift block of the README and
+// the DocC articles as one module on this package's own build, so only the
+// blocks are compiled: POCKET_DOC_SNIPPETS=1 adds that module (its sources
+// are written to .build-snippets/Snippets by the script).
+if Context.environment["POCKET_DOC_SNIPPETS"] == "1" && Context.environment["POCKET_SANITIZER_CORE"] != "1" {
+    package.targets.append(.target(name: "DocSnippets", dependencies: [
+        "Pocket", "PocketTesting", "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing",
+        "PocketServiceLifecycle", "PocketNIO",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+        .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "NIOCore", package: "swift-nio"),
+    ], path: ".build-snippets/Snippets"))
 }

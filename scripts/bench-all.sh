@@ -10,11 +10,12 @@
 #   scripts/bench-all.sh --only "peers tls"   # some scenarios (names below)
 #
 # Scenarios: peers tls-peers nginx tls scaling bodies backends gateway reach
-# cache cli, then charts.
+# cache cli schemas, then charts.
 #
 # Raw output: .bench-results/DATE/NAME.txt (ignored by git; never commit
 # it). A full run writes the charted JSON to docs/results/ and redraws
-# docs/charts/ (scripts/bench-charts.sh): commit those with the page. A
+# docs/charts/ (scripts/bench-charts.sh), then rewrites the page's tables
+# and the README's summary (scripts/bench-page.py): commit those. A
 # --quick run keeps its JSON and charts in .bench-results/DATE/ and leaves
 # docs/ alone. Exits non-zero when any scenario failed, after running the
 # rest; the summary names each scenario's status and time.
@@ -51,19 +52,33 @@ scenarios=(
   "reach|REPS=3 DUR=2|scripts/bench-reach.sh ${Q[*]}"
   "cache|REQUESTS=5000 REPS=3|scripts/bench-cache.sh ${Q[*]}"
   "cli|$([ "$QUICK" = 1 ] && echo 'REPS=1 UPLOAD_REPS=1 UPLOAD_MIB=64' || echo 'REPS=9 UPLOAD_REPS=7')|scripts/bench-cli.sh"
+  "schemas|REPS=21|scripts/bench-schemas.sh ${Q[*]}"
 )
 
 selected() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 if [ -n "$ONLY" ]; then
   for n in $ONLY; do
-    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli charts " in
+    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas charts " in
       *" $n "*) ;; *) echo "bench-all: unknown scenario: $n" >&2; exit 2 ;;
     esac
   done
 fi
 
 [ "$DRY" = 1 ] || mkdir -p "$OUT" "$RESULTS"
+# run.txt: when, where and on which commit; each scenario's command (the
+# page's "Measured ..." lines, scripts/bench-page.py).
+if [ "$DRY" = 0 ]; then
+  {
+    echo "date: $(date -u +%Y-%m-%d)"
+    echo "machine: $(nproc) vCPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r), Swift $(swift --version 2>/dev/null | grep -o 'Swift version [0-9.]*' | head -1 | awk '{ print $3 }')"
+    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Benchmarks scripts 2>/dev/null || echo ' (with local changes)')"
+    for entry in "${scenarios[@]}"; do
+      IFS='|' read -r name env cmd <<<"$entry"
+      echo "command $name: $(echo "$env $cmd" | sed 's/^ *//; s/  */ /g')"
+    done
+  } >"$OUT/run.txt"
+fi
 summary=(); failed=0
 for entry in "${scenarios[@]}"; do
   IFS='|' read -r name env cmd <<<"$entry"
@@ -74,10 +89,13 @@ for entry in "${scenarios[@]}"; do
   line="env $env $cmd"
   if [ "$DRY" = 1 ]; then echo "$line > $OUT/$name.txt"; continue; fi
   echo "bench-all: $name: $line" >&2
-  start=$(date +%s)
+  start=$(date +%s); load_before=$(cut -d' ' -f1 /proc/loadavg)
   # shellcheck disable=SC2086 # the environment and arguments are word lists
   if env $env $cmd >"$OUT/$name.txt" 2>&1; then status=ok; else status="FAILED (see $OUT/$name.txt)"; failed=1; fi
   summary+=("$(printf '%-10s %5ss  %s' "$name" "$(( $(date +%s) - start ))" "$status")")
+  # The machine's load around the scenario: figures taken beside other work
+  # say so on the page.
+  echo "load $name: $load_before $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/run.txt"
 done
 
 if selected charts; then
@@ -106,6 +124,12 @@ if selected charts; then
 fi
 
 [ "$DRY" = 1 ] && exit 0
+# A full run of every scenario also rewrites the tables of docs/BENCHMARKS.md
+# and the README's summary (scripts/bench-page.py): commit them with the charts.
+if [ "$QUICK" = 0 ] && [ -z "$ONLY" ] && [ "$failed" = 0 ]; then
+  if scripts/bench-page.py "$OUT"; then summary+=("$(printf '%-10s %5s   %s' page - ok)")
+  else summary+=("$(printf '%-10s %5s   %s' page - FAILED)"); failed=1; fi
+fi
 echo "bench-all: raw output in $OUT/"
 printf '%s\n' "${summary[@]}"
 exit "$failed"

@@ -79,3 +79,16 @@ printf '%-34s %10.1f %10.1f %7.2f\n' "MB/s (speed ratio pocket/curl)" \
   "$(awk -v p="$pm" -v c="$cm" 'BEGIN { print c / p }')"
 echo "  each run (pocket s): ${P_UP_S[*]}   (curl s): ${C_UP_S[*]}"
 echo "  each run (pocket RSS): ${P_UP_RSS[*]}   (curl RSS): ${C_UP_RSS[*]}"
+
+# The same medians as a Markdown table (scripts/bench-page.py puts it in
+# docs/BENCHMARKS.md). RSS in MB of 10^6 bytes, as curl's figures are usually given.
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k * 1024 / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+mdrow() { echo "| $1 | $(mb "$2") | $(mb "$3") | $(ratio "$2" "$3") |"; }
+echo
+echo "| | pocket | curl | ÷ curl |"
+echo "|---|---:|---:|---:|"
+mdrow "\`-s -o /dev/null URL\` (13 bytes), peak RSS" "$(median "${P_GET[@]}")" "$(median "${C_GET[@]}")"
+mdrow "\`--help\`, peak RSS" "$(median "${P_HELP[@]}")" "$(median "${C_HELP[@]}")"
+mdrow "\`-F file=@big\` ($UPLOAD_MIB MiB), peak RSS" "$(median "${P_UP_RSS[@]}")" "$(median "${C_UP_RSS[@]}")"
+echo "| \`-F file=@big\` ($UPLOAD_MIB MiB), MB/s | $(awk -v s="$pm" -v m="$UPLOAD_MIB" 'BEGIN { printf "%.0f", m * 1.048576 / s }') | $(awk -v s="$cm" -v m="$UPLOAD_MIB" 'BEGIN { printf "%.0f", m * 1.048576 / s }') | $(ratio "$cm" "$pm") |"

@@ -55,12 +55,17 @@ for rep in $(seq 1 "$REPS"); do
   R[h]+="$h "; R[q]+="$q "
 done
 echo
-echo "== medians of $REPS repetitions =="
+echo "Medians of $REPS repetitions of ${DUR} s (req/s) and of $N new connections each (handshake CPU):"
+echo
+echo "| measure | wrk, or a blocking OpenSSL loop | Pocket | Pocket ÷ |"
+echo "|---|---:|---:|---:|"
 for c in 64 1; do
   w=$(echo ${R[w$c]} | tr ' ' '\n' | median); p=$(echo ${R[p$c]} | tr ' ' '\n' | median)
-  echo "c=$c  wrk $w req/s  pocket $p req/s  ratio $(python3 -c "print(round($p/$w,3))")"
+  printf '| requests/s, %s connection%s | %.0f | %.0f | %.2f |\n' "$c" "$([ "$c" = 1 ] || echo s)" "$w" "$p" \
+    "$(python3 -c "print($p/$w)")"
 done
 h=$(echo ${R[h]} | tr ' ' '\n' | median); q=$(echo ${R[q]} | tr ' ' '\n' | median)
-echo "new TLS connection (resumed), CPU µs: openssl loop $h, pocket $q, ratio $(python3 -c "print(round($q/$h,3))")"
+printf '| CPU µs per new resumed connection | %.0f | %.0f | %.2f |\n' "$h" "$q" "$(python3 -c "print($q/$h)")"
+echo
 taskset -c 1 "$B" --url "$URL" --cacert "$TMP/ca.pem" --close --connections 1 --requests 1000 --warmup 0 --json \
   | python3 -c "import json,sys; d=json.load(sys.stdin); print(f\"1,000 successive new connections: {d['new_connections']} new, {d['tls_resumed']} resumed ({100*d['tls_resumed']/max(1,d['new_connections']):.1f}%)\")"

@@ -5,28 +5,42 @@
 # each under its own time limit (scripts/lib/steps.sh):
 #   2. make check: the wording check, the engine's layering, the C tests
 #      under ASan+UBSan;
-#   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 15);
-#   4. the Swift suite under AddressSanitizer, on the epoll backend, then
-#      under ThreadSanitizer (scripts/ci-sanitized.sh);
-#   5. the counting gate (scripts/perf-gate.sh): instructions and heap
+#   3. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 5:
+#      a short run of each on top of the replay; fuzz for longer by hand,
+#      fuzz/run.sh TARGET SECONDS);
+#   4. the counting gate (scripts/perf-gate.sh): instructions and heap
 #      allocations per request against Benchmarks/baseline.json;
-#   6. the gateway example (Examples/Gateway): built, one request through
-#      each variant (GATEWAY=0 skips it);
-#   7. the DocC catalog (warnings are errors), doc comment coverage, and
-#      every Swift block of the README and the articles compiled.
+#   5. the gateway example (Examples/Gateway): built, one request through
+#      each variant (GATEWAY=0 skips it); under .ci/run
+#      (POCKET_GATEWAY_EXAMPLE=1) the test command's build has built it;
+#   6. the DocC catalog (warnings are errors), doc comment coverage, and
+#      every Swift block of the README and the articles compiled, all three
+#      on the debug build of step 1;
+#   7. the differential checks of the debug build's pocket CLI against
+#      curl (scripts/differential.py: cookies, NO_PROXY);
+#   8. the Swift suite under AddressSanitizer, on the epoll backend, then
+#      under ThreadSanitizer (scripts/ci-sanitized.sh).
+# Steps 2 and 3 run in the background beside 4 to 7: the C tests and
+# libFuzzer use one core each, and none of them shares a build directory
+# with the package's own steps. The sanitized suites run last, alone, since
+# some of their tests measure memory and time.
+# A step runs alone as its command: `make check`, `fuzz/run.sh all 5`,
+# `scripts/perf-gate.sh`, `scripts/gateway-smoke.sh`, `swift package
+# --disable-sandbox generate-documentation --target Pocket
+# --warnings-as-errors`, `scripts/check-doc-coverage.sh`,
+# `scripts/check-doc-snippets.sh`, `scripts/differential.py cookies|noproxy`,
+# `scripts/ci-sanitized.sh address|thread`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/steps.sh
 # As in test.sh: a process this run starts and leaves behind fails it.
 . scripts/lib/processes.sh
 leftovers_guard ci.sh
-FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
 
-step "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
-step "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
-step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
-step "swift test --sanitize=thread" 1800 scripts/ci-sanitized.sh thread
+step_bg "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
+step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
 step "counting gate (scripts/perf-gate.sh)" 900 scripts/perf-gate.sh
 if [ "${GATEWAY:-1}" = 1 ]; then
   step "gateway example: build, one request per variant" 1800 scripts/gateway-smoke.sh
@@ -35,4 +49,9 @@ step "documentation (DocC, warnings are errors)" 900 \
   swift package --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
 step "documentation coverage (every public declaration has ///)" 300 scripts/check-doc-coverage.sh
 step "documentation examples compile" 900 scripts/check-doc-snippets.sh
+step "differential checks against curl (cookies, NO_PROXY)" 900 \
+  bash -c 'python3 scripts/differential.py cookies && python3 scripts/differential.py noproxy'
+steps_wait
+step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
+step "swift test --sanitize=thread" 1800 scripts/ci-sanitized.sh thread
 steps_summary

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # CI's check of the gateway example (Examples/Gateway): builds it (debug by
 # default, GATEWAY_CONFIG=release for the build scripts/bench-gateway.sh
-# measures), then sends one request through each variant on loopback: the
+# measures) as its own package, or, with POCKET_GATEWAY_EXAMPLE=1 (as CI
+# runs it), as a target of this package's build, which then compiles Pocket
+# and swift-nio once for both (end of Package.swift). Then it
+# sends one request through each variant on loopback: the
 # `static` gateway is the downstream of the `pocket`, `pocket-bare`, `ahc`,
 # `floor` and `nio-floor` ones. Every gateway is started here and stopped by
 # its PID.
@@ -13,8 +16,13 @@ cd "$(dirname "$0")/.."
 
 BASE_PORT="${BASE_PORT:-18395}"
 CONFIG="${GATEWAY_CONFIG:-debug}"
-swift build -c "$CONFIG" --package-path Examples/Gateway
-BIN="$(swift build -c "$CONFIG" --package-path Examples/Gateway --show-bin-path)/gateway"
+if [ "${POCKET_GATEWAY_EXAMPLE:-}" = 1 ]; then
+  where=()
+else
+  where=(--package-path Examples/Gateway)
+fi
+swift build -c "$CONFIG" "${where[@]}" --product gateway
+BIN="$(swift build -c "$CONFIG" "${where[@]}" --show-bin-path)/gateway"
 TMP="$(mktemp -d /tmp/pocket-gateway-smoke.XXXXXX)"
 PIDS=()
 cleanup() {

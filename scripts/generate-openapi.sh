@@ -4,7 +4,8 @@
 # swift-openapi-generator 1.14.3, built once in .build-openapi-gen/ (a
 # scratch package of its own, so the generator and its dependencies —
 # OpenAPIKit, Yams, swift-argument-parser — never enter Pocket's package
-# graph: building them costs CI about 6 minutes, the committed output none).
+# graph: every build, CI's included, would compile them; the committed
+# output costs nothing).
 # Run it after changing the spec and commit what it writes.
 set -euo pipefail
 cd "$(dirname "$0")/.."

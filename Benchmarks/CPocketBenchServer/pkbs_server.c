@@ -35,6 +35,14 @@
  *    OpenSSL may hold decrypted bytes no epoll event announces (read on
  *    while it does). The loop threads block SIGPIPE, since OpenSSL writes
  *    with write(2), not send(MSG_NOSIGNAL).
+ *  - Replicas (pkbs_set_replicas) are listening sockets, one port each,
+ *    served by the same threads; a connection remembers its replica. A slow
+ *    replica (pkbs_set_slow) holds the connection of a request it draws
+ *    (a per-thread xorshift): the answers before it go out, the request's
+ *    own waits for its release time, and the connection is not read
+ *    meanwhile (its epoll interest is empty), so later requests on it are
+ *    answered in order after it. The loop's epoll_wait timeout is the
+ *    earliest release (millisecond resolution, rounded up).
  */
 #include "CPocketBenchServer.h"
 #include "pkbs_internal.h"
@@ -62,6 +70,7 @@
 #define PKBS_MAX_EVENTS 256
 #define PKBS_MAX_THREADS 64
 #define PKBS_SCRATCH (256 * 1024) /* per thread: request body bytes read and dropped */
+#define PKBS_MAX_REPLICAS 64
 
 static const char k_answer[] =
     "HTTP/1.1 200 OK\r\n"
@@ -103,6 +112,12 @@ struct pkbs_conn {
     void *tls;       /* pkbs_tls.c's connection, or NULL (plain) */
     bool tls_read_wants_write; /* a TLS read blocked on writing: read again on EPOLLOUT */
     bool want_out;   /* registered for EPOLLOUT (and not EPOLLIN) */
+    bool held;       /* a slow replica's answer waits for release_at (not reading) */
+    bool held_close; /* the held request asked to close after its answer */
+    uint8_t replica; /* which listener accepted it */
+    uint32_t events; /* the epoll interest registered */
+    uint64_t release_at; /* CLOCK_MONOTONIC ns, while held */
+    struct pkbs_conn *hold_next; /* the thread's held connections */
     bool close_after; /* close once the output is written */
     bool req_close;  /* the request being read asked to close after its answer */
     uint8_t body;    /* BODY_* of the request being read */
@@ -127,21 +142,33 @@ struct pkbs_thread {
     int evfd;
     struct pkbs_conn *conns; /* every open connection, for stop */
     char *scratch;           /* PKBS_SCRATCH bytes, or NULL (bodies then go through buf) */
+    struct pkbs_conn *held;  /* connections of slow answers, unordered */
+    uint64_t rng;            /* xorshift64 state: which requests a slow replica delays */
     uint64_t served;
+    uint64_t served_by[PKBS_MAX_REPLICAS];
+};
+
+/* A replica that answers a share of its requests late. */
+struct pkbs_slow {
+    double share;      /* 0: never */
+    uint64_t delay_ns;
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *g_tls_ctx; /* pkbs_set_tls's context, or NULL: plain */
 static bool g_running;
 static atomic_bool g_stopping;
-static int g_listen_fd = -1;
+static int g_replicas = 1;
+static int g_listen_fds[PKBS_MAX_REPLICAS];
+static uint16_t g_ports[PKBS_MAX_REPLICAS];
+static struct pkbs_slow g_slow[PKBS_MAX_REPLICAS];
 static int g_nthreads;
 static int g_cpu = -1;
 static uint64_t g_served_before; /* by servers already stopped */
 static struct pkbs_thread g_threads[PKBS_MAX_THREADS];
 
-/* Tags for epoll data that are not connections. */
-static char g_listen_tag, g_wake_tag;
+/* Tags for epoll data that are not connections (a listener's is its replica's). */
+static char g_listen_tags[PKBS_MAX_REPLICAS], g_wake_tag;
 
 int pkbs_set_cpu(int cpu) {
     long n = sysconf(_SC_NPROCESSORS_CONF);
@@ -201,6 +228,43 @@ uint64_t pkbs_requests_served(void) {
     uint64_t total = g_served_before;
     for (int i = 0; i < g_nthreads; i++)
         total += __atomic_load_n(&g_threads[i].served, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lock);
+    return total;
+}
+
+int pkbs_set_replicas(int count) {
+    pthread_mutex_lock(&g_lock);
+    int rc = 0;
+    if (g_running) { errno = EBUSY; rc = -1; }
+    else if (count < 1 || count > PKBS_MAX_REPLICAS) { errno = EINVAL; rc = -1; }
+    else g_replicas = count;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+int pkbs_set_slow(int replica, double share, uint64_t delay_ns) {
+    pthread_mutex_lock(&g_lock);
+    int rc = 0;
+    if (g_running) { errno = EBUSY; rc = -1; }
+    else if (replica < 0 || replica >= PKBS_MAX_REPLICAS || !(share >= 0 && share <= 1)) { errno = EINVAL; rc = -1; }
+    else g_slow[replica] = (struct pkbs_slow){ .share = delay_ns ? share : 0, .delay_ns = delay_ns };
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+uint16_t pkbs_replica_port(int replica) {
+    pthread_mutex_lock(&g_lock);
+    uint16_t port = g_running && replica >= 0 && replica < g_replicas ? g_ports[replica] : 0;
+    pthread_mutex_unlock(&g_lock);
+    return port;
+}
+
+uint64_t pkbs_replica_requests(int replica) {
+    uint64_t total = 0;
+    pthread_mutex_lock(&g_lock);
+    if (g_running && replica >= 0 && replica < g_replicas)
+        for (int i = 0; i < g_nthreads; i++)
+            total += __atomic_load_n(&g_threads[i].served_by[replica], __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
     return total;
 }
@@ -379,6 +443,11 @@ static int chunk_framing(struct pkbs_conn *c, const char *p, uint32_t n, uint32_
 }
 
 static void conn_close(struct pkbs_thread *t, struct pkbs_conn *c) {
+    if (c->held) {
+        struct pkbs_conn **p = &t->held;
+        while (*p != c) p = &(*p)->hold_next;
+        *p = c->hold_next;
+    }
     epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     if (c->tls) pkbs__tls_free(c->tls);
     close(c->fd);
@@ -395,11 +464,37 @@ static ssize_t conn_recv(struct pkbs_conn *c, char *dst, size_t n) {
     return c->tls ? pkbs__tls_recv(c->tls, dst, n, &c->tls_read_wants_write) : recv(c->fd, dst, n, 0);
 }
 
+/* Writable (out), else readable unless held (then nothing: errors only). */
 static void set_interest(struct pkbs_thread *t, struct pkbs_conn *c, bool out) {
-    if (c->want_out == out) return;
-    struct epoll_event ev = { .events = out ? EPOLLOUT : EPOLLIN, .data.ptr = c };
-    epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    uint32_t events = out ? EPOLLOUT : c->held ? 0 : EPOLLIN;
     c->want_out = out;
+    if (c->events == events) return;
+    struct epoll_event ev = { .events = events, .data.ptr = c };
+    epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->events = events;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A uniform draw in [0, 1) (xorshift64). */
+static double next_unit(struct pkbs_thread *t) {
+    uint64_t x = t->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t->rng = x;
+    return (double)(x >> 11) * 0x1p-53;
+}
+
+/* Queues one answer (behind a 100 Continue if one is queued). */
+static void queue_answer(struct pkbs_conn *c, bool close_after) {
+    if (c->cont_left) c->post_left += ANSWER_LEN;
+    else c->out_left += ANSWER_LEN;
+    if (close_after) c->close_after = true;
 }
 
 /* Writes as much pending output as the socket takes: the answers, then a
@@ -455,12 +550,20 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
 
 /* The request being read is complete (head and body): queue its answer.
  * Returns false if the connection closes after it (stop framing). */
-static bool finish_request(struct pkbs_conn *c, uint64_t *answers) {
-    if (c->cont_left) c->post_left += ANSWER_LEN;
-    else c->out_left += ANSWER_LEN;
+static bool finish_request(struct pkbs_thread *t, struct pkbs_conn *c, uint64_t *answers) {
     (*answers)++;
     c->body = BODY_NONE;
-    if (c->req_close) c->close_after = true;
+    t->served_by[c->replica]++; /* one writer; read relaxed */
+    const struct pkbs_slow *slow = &g_slow[c->replica];
+    if (slow->share > 0 && next_unit(t) < slow->share) {
+        c->held = true;
+        c->held_close = c->req_close;
+        c->release_at = now_ns() + slow->delay_ns;
+        c->hold_next = t->held;
+        t->held = c;
+        return false;
+    }
+    queue_answer(c, c->req_close);
     return !c->close_after;
 }
 
@@ -482,7 +585,7 @@ static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
             continue;
         }
         if (c->body == BODY_LENGTH) { /* its last byte is in */
-            if (!finish_request(c, &answers)) break;
+            if (!finish_request(t, c, &answers)) break;
             continue;
         }
         if (pos == c->len) break;
@@ -495,7 +598,7 @@ static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
                 bad = true;
                 break;
             }
-            if (r == CHUNK_DONE && !finish_request(c, &answers)) break;
+            if (r == CHUNK_DONE && !finish_request(t, c, &answers)) break;
             continue;
         }
         uint32_t from = c->scan > pos + 3 ? c->scan - 3 : pos;
@@ -522,7 +625,7 @@ static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
             c->body = BODY_LENGTH;
             c->skip = info.length;
         } else {
-            if (!finish_request(c, &answers)) break;
+            if (!finish_request(t, c, &answers)) break;
             continue;
         }
         /* The client waits for a go-ahead, unless it sent body bytes already
@@ -545,7 +648,41 @@ static bool process(struct pkbs_thread *t, struct pkbs_conn *c) {
     }
     if (answers) __atomic_store_n(&t->served, t->served + answers, __ATOMIC_RELAXED); /* one writer */
     if (c->out_left || c->cont_left || c->post_left) return flush_out(t, c);
+    if (c->held) set_interest(t, c, false); /* stop reading until the release */
     return true;
+}
+
+/* Milliseconds until the thread's earliest release, rounded up; -1: none held. */
+static int hold_timeout(struct pkbs_thread *t) {
+    if (!t->held) return -1;
+    uint64_t first = UINT64_MAX;
+    for (struct pkbs_conn *c = t->held; c; c = c->hold_next)
+        if (c->release_at < first) first = c->release_at;
+    uint64_t now = now_ns();
+    return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
+}
+
+static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c);
+
+/* Answers the held requests whose time has come, then the requests that
+ * arrived behind them on the same connection. */
+static void release_held(struct pkbs_thread *t) {
+    uint64_t now = now_ns();
+    struct pkbs_conn **p = &t->held;
+    while (*p) {
+        struct pkbs_conn *c = *p;
+        if (c->release_at > now) {
+            p = &c->hold_next;
+            continue;
+        }
+        *p = c->hold_next;
+        c->held = false;
+        queue_answer(c, c->held_close);
+        if (!flush_out(t, c)) continue;
+        if (c->want_out) continue; /* backlogged: reads resume once it is written */
+        if (c->len && !process(t, c)) continue;
+        if (!c->held && !c->want_out && c->tls && pkbs__tls_pending(c->tls)) on_readable(t, c);
+    }
 }
 
 static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
@@ -566,7 +703,7 @@ static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
             else c->len += (uint32_t)r;
             if (!process(t, c)) return;
             /* Stop reading while output is backed up or closing. */
-            if (c->want_out || c->close_after) return;
+            if (c->want_out || c->close_after || c->held) return;
             /* Drained (level-triggered), unless OpenSSL holds more. */
             if ((size_t)r < space && !(c->tls && pkbs__tls_pending(c->tls))) return;
             continue;
@@ -585,9 +722,9 @@ static void on_readable(struct pkbs_thread *t, struct pkbs_conn *c) {
     }
 }
 
-static void on_accept(struct pkbs_thread *t) {
+static void on_accept(struct pkbs_thread *t, int replica) {
     for (;;) {
-        int fd = accept4(g_listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(g_listen_fds[replica], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             return; /* EAGAIN, or EMFILE and friends: try again next wake-up */
@@ -607,7 +744,11 @@ static void on_accept(struct pkbs_thread *t) {
             free(c);
             continue;
         }
-        c->want_out = c->close_after = c->req_close = false;
+        c->want_out = c->close_after = c->req_close = c->held = c->held_close = false;
+        c->replica = (uint8_t)replica;
+        c->events = EPOLLIN;
+        c->release_at = 0;
+        c->hold_next = NULL;
         c->body = BODY_NONE;
         c->chunk_state = CH_SIZE;
         c->chunk_digits = 0;
@@ -644,24 +785,29 @@ static void *loop_main(void *arg) {
     sigaddset(&pipe_set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
     t->scratch = malloc(PKBS_SCRATCH);
+    t->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(t->index + 1) ^ now_ns();
+    if (!t->rng) t->rng = 1;
     struct epoll_event evs[PKBS_MAX_EVENTS];
     while (!atomic_load_explicit(&g_stopping, memory_order_acquire)) {
-        int n = epoll_wait(t->epfd, evs, PKBS_MAX_EVENTS, -1);
+        int n = epoll_wait(t->epfd, evs, PKBS_MAX_EVENTS, hold_timeout(t));
         if (n < 0) {
             if (errno == EINTR) continue;
             break;
         }
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
-            if (p == &g_listen_tag) {
-                on_accept(t);
+            if ((char *)p >= g_listen_tags && (char *)p < g_listen_tags + PKBS_MAX_REPLICAS) {
+                on_accept(t, (int)((char *)p - g_listen_tags));
             } else if (p == &g_wake_tag) {
                 uint64_t v;
                 (void)!read(t->evfd, &v, sizeof(v));
             } else {
                 struct pkbs_conn *c = p;
                 uint32_t e = evs[i].events;
-                if (c->want_out) {
+                if (c->held) {
+                    /* Not reading until the release: only a dead peer ends it early. */
+                    if (e & (EPOLLERR | EPOLLHUP)) conn_close(t, c);
+                } else if (c->want_out) {
                     if (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
                         /* Once the backlog is written, EPOLLIN is back and
                          * level-triggered reports unread requests. */
@@ -674,6 +820,7 @@ static void *loop_main(void *arg) {
                 }
             }
         }
+        if (t->held) release_held(t);
     }
     free(t->scratch);
     t->scratch = NULL;
@@ -722,6 +869,14 @@ static int make_listener(const char *host, uint16_t port, uint16_t *bound) {
     return fd;
 }
 
+static void close_listeners(int count) {
+    for (int r = 0; r < count; r++) {
+        close(g_listen_fds[r]);
+        g_listen_fds[r] = -1;
+        g_ports[r] = 0;
+    }
+}
+
 static void destroy_threads(int count) {
     for (int i = 0; i < count; i++) {
         struct pkbs_thread *t = &g_threads[i];
@@ -766,15 +921,22 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
         for (size_t i = 0; i < copies; i++) memcpy(g_block + i * g_answer_len, answer, g_answer_len);
     }
 
-    uint16_t bound = 0;
-    int lfd = make_listener(host, port, &bound);
-    if (lfd < 0) {
-        int e = errno;
+    /* Replica r on port + r, or each on a free port when port is 0. */
+    if (port && (int)port + g_replicas - 1 > 65535) {
         pthread_mutex_unlock(&g_lock);
-        errno = e;
+        errno = EINVAL;
         return -1;
     }
-    g_listen_fd = lfd;
+    for (int r = 0; r < g_replicas; r++) {
+        g_listen_fds[r] = make_listener(host, port ? (uint16_t)(port + r) : 0, &g_ports[r]);
+        if (g_listen_fds[r] < 0) {
+            int e = errno;
+            close_listeners(r);
+            pthread_mutex_unlock(&g_lock);
+            errno = e;
+            return -1;
+        }
+    }
     atomic_store(&g_stopping, false);
     int err = 0, made = 0, started = 0;
     for (int i = 0; i < threads; i++) {
@@ -785,10 +947,13 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
         t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         made++;
         if (t->epfd < 0 || t->evfd < 0) { err = errno; break; }
-        struct epoll_event lev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &g_listen_tag };
         struct epoll_event wev = { .events = EPOLLIN, .data.ptr = &g_wake_tag };
-        if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, lfd, &lev) != 0 ||
-            epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->evfd, &wev) != 0) { err = errno; break; }
+        if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->evfd, &wev) != 0) { err = errno; break; }
+        for (int r = 0; r < g_replicas && !err; r++) {
+            struct epoll_event lev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &g_listen_tags[r] };
+            if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, g_listen_fds[r], &lev) != 0) err = errno;
+        }
+        if (err) break;
     }
     if (!err) {
         for (int i = 0; i < threads; i++) {
@@ -800,8 +965,7 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
     if (err) {
         stop_threads(started);
         destroy_threads(made);
-        close(lfd);
-        g_listen_fd = -1;
+        close_listeners(g_replicas);
         pthread_mutex_unlock(&g_lock);
         errno = err;
         return -1;
@@ -809,7 +973,7 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
     g_nthreads = threads;
     g_running = true;
     pthread_mutex_unlock(&g_lock);
-    if (bound_port) *bound_port = bound;
+    if (bound_port) *bound_port = g_ports[0];
     return 0;
 }
 
@@ -822,8 +986,7 @@ void pkbs_stop(void) {
     stop_threads(g_nthreads);
     for (int i = 0; i < g_nthreads; i++) g_served_before += g_threads[i].served;
     destroy_threads(g_nthreads);
-    close(g_listen_fd);
-    g_listen_fd = -1;
+    close_listeners(g_replicas);
     g_running = false;
     g_nthreads = 0;
     pthread_mutex_unlock(&g_lock);

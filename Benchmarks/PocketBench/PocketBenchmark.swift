@@ -18,6 +18,11 @@ import Musl
 /// through one `PocketClient` whose pool allows C connections per origin.
 /// Warmup requests first (not measured), then N requests or `--max-seconds`.
 public enum PocketBenchmark {
+    /// Middleware every run's client installs after its own (pocket-bench's
+    /// `--integrations`: the metrics and tracing middleware). Set before
+    /// the first run, read by each.
+    nonisolated(unsafe) public static var extraMiddleware: [any PocketMiddleware] = []
+
     /// Why a run could not start; `exitCode` is 2 for bad input, 1 otherwise.
     public struct Failure: Error, CustomStringConvertible {
         /// What went wrong, in a sentence.
@@ -31,29 +36,45 @@ public enum PocketBenchmark {
         }
     }
 
-    /// One measurement: against `options.url`, or without one against the
+    /// One measurement: against `options.urls`, or without one against the
     /// embedded epoll server (`CPocketBenchServer`, 13-byte answers) on
-    /// 127.0.0.1.
+    /// 127.0.0.1, `options.tail.replicas` ports of it (some slow as
+    /// `options.tail.slowReplicas` say).
     public static func run(_ options: BenchOptions) async throws -> BenchMeasurement {
-        if let url = options.url {
-            return try await run(options, url: url)
+        if !options.urls.isEmpty {
+            return try await run(options, urls: options.urls)
         }
-        let port = try EmbeddedServer.start(answer: nil, cpu: options.serverCPU, threads: options.serverThreads)
+        let ports = try EmbeddedServer.start(answer: nil, cpu: options.serverCPU, threads: options.serverThreads,
+                                             replicas: options.tail.replicas, slow: options.tail.slowReplicas)
         defer { EmbeddedServer.stop() }
-        return try await run(options, url: "http://127.0.0.1:\(port)/", embedded: true)
+        return try await run(options, urls: ports.map { "http://127.0.0.1:\($0)/" }, embedded: true)
     }
 
-    /// One measurement against `url`. `embedded`: the server is
+    /// One measurement against `url` (see `run(_:urls:embedded:inProcessServer:scenario:instructions:)`).
+    public static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
+                           inProcessServer: Bool = false, scenario: String? = nil,
+                           instructions: InstructionCounter? = nil) async throws -> BenchMeasurement {
+        try await run(options, urls: [urlString], embedded: embedded, inProcessServer: inProcessServer,
+                      scenario: scenario, instructions: instructions)
+    }
+
+    /// One measurement against `urls`, the replicas of one set (one URL:
+    /// one server), taken in turn. `embedded`: the server is
     /// `CPocketBenchServer` in this process (its CPU is reported apart);
     /// `inProcessServer`: another server in this process (reported as
     /// embedded, its CPU not apart); `scenario` names the run in the report;
     /// `instructions` counts the measured phase's instructions.
-    public static func run(_ options: BenchOptions, url urlString: String, embedded: Bool = false,
+    public static func run(_ options: BenchOptions, urls urlStrings: [String], embedded: Bool = false,
                     inProcessServer: Bool = false, scenario: String? = nil,
                     instructions: InstructionCounter? = nil) async throws -> BenchMeasurement {
-        guard let url = URL(string: urlString), url.scheme == "http" || url.scheme == "https" else {
-            throw Failure(description: "not an http(s) URL: \(urlString)", exitCode: 2)
+        var urls: [URL] = []
+        for urlString in urlStrings {
+            guard let url = URL(string: urlString), url.scheme == "http" || url.scheme == "https" else {
+                throw Failure(description: "not an http(s) URL: \(urlString)", exitCode: 2)
+            }
+            urls.append(url)
         }
+        guard let urlString = urlStrings.first else { throw Failure(description: "no URL to load", exitCode: 2) }
         var config = PocketClient.Configuration()
         config.maxConnectionsPerOrigin = options.connections
         config.engineThreads = options.engineThreads
@@ -80,13 +101,14 @@ public enum PocketBenchmark {
             })]
             config.handling.retry = PocketRetryPolicy()
         }
+        config.handling.middleware += extraMiddleware
         let client: PocketClient
         do {
             client = try PocketClient(configuration: config)
         } catch {
             throw Failure(description: "cannot start the client: \(error)", exitCode: 1)
         }
-        var request = PocketRequest(method: .get, url: url)
+        var request = PocketRequest(method: .get, url: urls[0])
         if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
         var uploadBytes = 0
         if let path = options.uploadFile {
@@ -106,6 +128,7 @@ public enum PocketBenchmark {
             uploadBytes = Int(st.st_size)
         }
         var setup = MeasureSetup(clientName: "pocket", scenario: scenario, url: urlString)
+        setup.replicas = urls.count
         setup.embedded = embedded || inProcessServer
         if embedded { setup.serverCPUNanos = { pkbs_cpu_time_ns() } }
         setup.engineAllocations = { PocketClient.engineAllocationCount }
@@ -124,8 +147,12 @@ public enum PocketBenchmark {
         defer { listener?.cancel() }
         setup.versions["pocket"] = pocketVersion
         setup.instructions = instructions
-        let bench = PocketBenchClient(client: client, request: request, transfer: Transfer(options.bodySink),
-                                      uploadBytes: uploadBytes)
+        if !options.tail.policyFlags.isEmpty {
+            eprint("pocket-bench: not applied by this build: \(options.tail.policyFlags.joined(separator: ", "))"
+                + " (requests go round-robin, without hedges, budget, ejection or deadline)")
+        }
+        let bench = PocketBenchClient(client: client, targets: BenchTargets(request, replicas: urls),
+                                      transfer: Transfer(options.bodySink), uploadBytes: uploadBytes)
         let measurement = await measure(bench, options: options, setup: setup)
         try? await client.shutdown()
         return measurement
@@ -146,6 +173,24 @@ public enum EmbeddedServer {
     /// makes now, whose PEM it writes at that path (the client's CA file).
     public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1,
                              tlsCertificate: String? = nil) throws(PocketBenchmark.Failure) -> UInt16 {
+        try start(answer: answer, cpu: cpu, threads: threads, tlsCertificate: tlsCertificate, replicas: 1, slow: [])[0]
+    }
+
+    /// Starts it as `start(answer:cpu:threads:tlsCertificate:)` does, on
+    /// `replicas` ports (the replicas of one set, served by the same
+    /// threads), replica `slow[i].index` (from 1) answering a share of its
+    /// requests late; returns the ports, replica 1's first.
+    public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1, tlsCertificate: String? = nil,
+                             replicas: Int, slow: [TailOptions.SlowReplica]) throws(PocketBenchmark.Failure) -> [UInt16] {
+        guard pkbs_set_replicas(Int32(clamping: replicas)) == 0 else {
+            throw .init(description: "--replicas \(replicas): \(String(cString: strerror(errno)))", exitCode: 2)
+        }
+        for i in Int32(0)..<64 { _ = pkbs_set_slow(i, 0, 0) } // no replica slow but those given
+        for s in slow {
+            guard pkbs_set_slow(Int32(clamping: s.index - 1), s.share, TailOptions.nanoseconds(s.delay)) == 0 else {
+                throw .init(description: "--slow-replica \(s.index): \(String(cString: strerror(errno)))", exitCode: 2)
+            }
+        }
         let set = answer.map { bytes in bytes.withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { pkbs_set_answer($0.baseAddress, $0.count) }
         } } ?? pkbs_set_answer(nil, 0)
@@ -156,11 +201,10 @@ public enum EmbeddedServer {
         if let cpu, pkbs_set_cpu(Int32(clamping: cpu)) != 0 {
             throw .init(description: "--server-cpu \(cpu): no such CPU", exitCode: 2)
         }
-        var port: UInt16 = 0
-        guard pkbs_start("127.0.0.1", 0, Int32(clamping: threads), &port) == 0 else {
+        guard pkbs_start("127.0.0.1", 0, Int32(clamping: threads), nil) == 0 else {
             throw .init(description: "embedded server: \(String(cString: strerror(errno)))", exitCode: 1)
         }
-        return port
+        return (0..<Int32(replicas)).map { pkbs_replica_port($0) }
     }
 
     /// Stops it (a no-op when none runs).

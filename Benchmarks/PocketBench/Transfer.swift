@@ -29,16 +29,17 @@ enum Transfer: Sendable {
     }
 }
 
-/// Pocket as a benchmark client: one `PocketClient`, one request, sent the
-/// way `transfer` says. `bytes` is the request body's size for uploads
-/// (`uploadBytes` > 0), else the response body's.
+/// Pocket as a benchmark client: one `PocketClient`, one request (to the
+/// replica `targets` gives), sent the way `transfer` says. `bytes` is the
+/// request body's size for uploads (`uploadBytes` > 0), else the response body's.
 struct PocketBenchClient: BenchClient {
     let client: PocketClient
-    let request: PocketRequest
+    let targets: BenchTargets
     let transfer: Transfer
     let uploadBytes: Int
 
     func perform() async throws -> BenchOutcome {
+        let request = targets.next()
         switch transfer {
         case .memory:
             let r = try await client.send(request)

@@ -8,8 +8,21 @@ import Musl
 /// `Benchmarks/Peers`), parsed by hand so every client takes the same flags
 /// the same way (`--name value` or `--name=value`). Defaults are pocket-bench's.
 public struct BenchOptions: Sendable {
-    /// The server to load; nil: pocket-bench starts its embedded server.
-    public var url: String?
+    /// The server to load: the first `--url`; nil: pocket-bench starts its
+    /// embedded server(s).
+    public var url: String? {
+        get { urls.first }
+        set { urls = newValue.map { [$0] } ?? [] }
+    }
+    /// Every `--url`, in order: the replicas of one set (requests go to them
+    /// as `tail.balance` says).
+    public var urls: [String] = []
+    /// `--rate R`: send R requests a second whatever the answers do (open
+    /// loop, latency from each request's due time: `OpenLoopSchedule`);
+    /// nil (default): each task sends its next request when its last is answered.
+    public var rate: Double?
+    /// Replicas, a slow one, and the policies against slow replicas.
+    public var tail = TailOptions()
     /// Measured requests in total (default 100000; with `count`, per case, default 2000).
     public var requests = 100_000
     /// `--requests` was given (`count` has a default of its own).
@@ -41,6 +54,11 @@ public struct BenchOptions: Sendable {
     /// Engage Pocket's whole request path: one middleware that adds a
     /// header, a retry policy and one live `events()` subscription.
     public var pipeline = false
+    /// Install PocketMetrics' and PocketTracing's middleware, with backends
+    /// bootstrapped: `noop` (swift-metrics' and swift-distributed-tracing's
+    /// no-op ones) or `memory` (in-memory: every metric value and span
+    /// kept); nil: none.
+    public var integrations: String?
     /// A PEM CA file for https URLs instead of the system store.
     public var caFile: String?
     /// No certificate verification (benchmarks against throwaway certificates).
@@ -80,10 +98,15 @@ public struct BenchOptions: Sendable {
                             [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|sink|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
-                            [--unix-socket PATH] [--count]
+                            [--unix-socket PATH] [--integrations noop|memory] [--count]
+                            [--rate R] [--replicas N] [--slow-replica K:P:DELAY]
+                            [--hedge-after DURATION|pNN] [--max-hedges N]
+                            [--balance round-robin|p2c] [--retry-budget PCT]
+                            [--eject-after N] [--deadline DURATION]
 
           --url URL            server to load (http://...); without it an embedded epoll
-                               server is started on 127.0.0.1 (random port)
+                               server is started on 127.0.0.1 (random port). Given
+                               several times: the replicas of one set, taken in turn
           --requests N         measured requests in total (default 100000)
           --connections C      concurrent tasks, each sending back to back over the
                                client's keep-alive pool (default 64; also the pool size)
@@ -121,6 +144,10 @@ public struct BenchOptions: Sendable {
           --proxy URL          through this HTTP proxy (http://[user:pass@]host:port):
                                forwarded for http URLs, a CONNECT tunnel for https
           --unix-socket PATH   connect to this Unix domain socket (the URL names the origin)
+          --integrations B     PocketMetricsMiddleware and PocketTracingMiddleware on every
+                               request, swift-metrics and swift-distributed-tracing
+                               bootstrapped with B: noop (their no-op backends) or
+                               memory (in-memory ones that keep every value and span)
           --count              counts instead of times: user-space instructions and heap
                                allocations per request of send, sink, stream and
                                --pipeline, at 1 connection and at 64, the sending
@@ -128,6 +155,24 @@ public struct BenchOptions: Sendable {
                                Needs LD_PRELOAD=$(scripts/malloc-count/build.sh); counts
                                instructions with perf_event_open, or else under
                                valgrind's callgrind (scripts/perf-gate.sh)
+
+        Fixed rate and replicas (tail latency; durations as 800ns, 250us, 50ms, 1.5s):
+          --rate R             open loop: R requests a second, each due at its time
+                               whatever the answers do, at most C in flight; latency is
+                               measured from the due time (coordinated omission corrected).
+                               Offered = R x --max-seconds (default 10), or --requests N;
+                               a request not started by the end is offered, not sent
+          --replicas N         N embedded servers, each on its own port (default 1)
+          --slow-replica K:P:DELAY
+                               embedded replica K (from 1) answers a share P (0.05 or 5%)
+                               of its requests DELAY late; may be given for several K
+          --hedge-after D|pNN  send a hedge after D, or after that percentile of the
+                               recent latencies (p95)
+          --max-hedges N       extra attempts per request at most (needs --hedge-after)
+          --balance B          round-robin (default) or p2c (power of two choices)
+          --retry-budget PCT   retries at most PCT% of requests
+          --eject-after N      eject a replica after N consecutive failures
+          --deadline D         every request, its retries and hedges end by D
         """
 
     /// A flag that is unknown or lacks a valid value.
@@ -140,7 +185,7 @@ public struct BenchOptions: Sendable {
 
     /// Parses arguments (without the program name). `-h`/`--help` prints
     /// `usage` and exits.
-    /// `--count` is accepted only with `countAllowed` (pocket-bench's own).
+    /// `--count` and `--integrations` are accepted only with `countAllowed` (pocket-bench's own).
     public static func parse(_ args: ArraySlice<String>, usage: String = BenchOptions.usage,
                              countAllowed: Bool = false) throws(ParseError) -> BenchOptions {
         var o = BenchOptions()
@@ -168,7 +213,13 @@ public struct BenchOptions: Sendable {
         }
         while let arg = it.next() {
             switch arg {
-            case "--url": o.url = try value(arg)
+            case "--url": o.urls.append(try value(arg))
+            case "--rate":
+                let s = try value(arg)
+                guard let v = Double(s.filter { $0 != "_" }), v.isFinite, v > 0, v <= 10_000_000 else {
+                    throw .message("\(arg): expected requests per second > 0 (at most 10000000), got '\(s)'")
+                }
+                o.rate = v
             case "--requests", "-n":
                 o.requests = try int(arg, min: 1)
                 o.requestsGiven = true
@@ -209,13 +260,23 @@ public struct BenchOptions: Sendable {
             case "--soak": o.soakRounds = try int(arg, min: 1)
             case "--proxy": o.proxy = try value(arg)
             case "--unix-socket": o.unixSocket = try value(arg)
+            case "--integrations":
+                guard countAllowed else { throw .message("--integrations: pocket-bench's only") }
+                let s = try value(arg)
+                guard s == "noop" || s == "memory" else { throw .message("\(arg): expected noop or memory, got '\(s)'") }
+                o.integrations = s
             case "-h", "--help":
                 print(usage)
                 exit(0)
             default:
-                throw .message("unknown argument '\(arg)'")
+                guard try o.tail.parse(arg, value: { () throws(ParseError) in try value(arg) }) else {
+                    throw .message("unknown argument '\(arg)'")
+                }
             }
         }
+        try o.tail.validate(urls: o.urls)
+        if o.rate != nil && o.soakRounds != nil { throw .message("--rate and --soak: one or the other") }
+        if o.rate != nil && o.count { throw .message("--rate and --count: one or the other (--count counts, it does not time)") }
         return o
     }
 }

@@ -1,54 +1,96 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CPocketBenchCount
 import Histogram
 import Synchronization
 
 /// What the tasks of one phase share: the ticket counter that hands out
-/// request numbers, the stop conditions and the latency slots.
+/// request numbers, the stop conditions and the latency counts.
 ///
-/// Latencies go into one buffer preallocated (and touched) before the
-/// measured phase: request number `t` writes slot `t % capacity`, so a
-/// request costs the bench no allocation, and no merge is needed at the end.
-/// With more requests than `capacity` the slots keep the most recent ones.
-/// After the phase the slots go into an HDR histogram (`histogram(count:)`).
+/// Latencies are counted as they come, into log-linear buckets shared by
+/// every task (a relaxed atomic add per request, no allocation): values
+/// below 2,048 ns each have their own, above that each power of two is
+/// split into 1,024, which is the bucketing of an HDR histogram with three
+/// significant digits, so `histogram()` loses nothing. The buckets take at
+/// most 272 KiB however many requests and connections the phase has, and
+/// only those touched are resident: a benchmark's memory stays the client's.
 public final class BenchPhase: @unchecked Sendable {
-    // Invariant: each slot is written only by the task that drew its ticket,
-    // and read only after every task of the phase has finished.
+    // Invariant: `counts` is written only through pkbc_count_add (atomic)
+    // while the phase runs, and read only after every task has finished.
     let tickets = Atomic<Int>(0)
     let limit: Int
     /// When the phase stops drawing tickets (monotonic ns); `.max` by default
     /// (no deadline). Set it before the phase's tasks start.
     public var deadline: UInt64
-    let samples: UnsafeMutablePointer<UInt64>?
-    let capacity: Int
+    let counts: UnsafeMutablePointer<UInt64>?
 
-    /// The sample value of a request that failed.
-    static let failed = UInt64.max
+    /// Sub-buckets per power of two (3 significant digits: 2 × 1,024 > 2 × 10³).
+    static let subBuckets = 1024
+    /// The largest latency counted (1 h); longer ones count as 1 h.
+    static let highest: UInt64 = 3_600_000_000_000
+    /// Buckets up to `highest`.
+    static let bucketCount = bucket(for: highest) + 1
 
-    /// A phase of at most `limit` requests, recording up to `sampleCapacity`
-    /// latencies (0: none, for warmups).
-    public init(limit: Int, deadline: UInt64 = .max, sampleCapacity: Int) {
+    /// A phase of at most `limit` requests; `recordsLatencies` false for
+    /// warmups (nothing counted).
+    public init(limit: Int, deadline: UInt64 = .max, recordsLatencies: Bool) {
         self.limit = limit
         self.deadline = deadline
-        if sampleCapacity > 0 {
-            let p = UnsafeMutablePointer<UInt64>.allocate(capacity: sampleCapacity)
-            p.initialize(repeating: BenchPhase.failed, count: sampleCapacity) // faults the pages in now
-            samples = p
+        if recordsLatencies {
+            // calloc: the zeroed pages are faulted in by the first count that lands on them.
+            counts = calloc(BenchPhase.bucketCount, MemoryLayout<UInt64>.stride)?
+                .bindMemory(to: UInt64.self, capacity: BenchPhase.bucketCount)
         } else {
-            samples = nil
+            counts = nil
         }
-        capacity = sampleCapacity
     }
 
-    deinit { samples?.deallocate() }
+    deinit { free(counts) }
 
-    /// The latencies (ns) of the successful requests among the first `count`
-    /// slots, in an HDR histogram (1 ns to 1 h, 3 significant digits).
-    /// Allocates; call after the phase.
-    public func histogram(count: Int) -> Histogram<UInt64> {
-        var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000,
+    /// The bucket of `ns`: below 2 × subBuckets the value itself; above,
+    /// `subBuckets` per power of two.
+    @inline(__always)
+    static func bucket(for ns: UInt64) -> Int {
+        let v = min(ns, highest)
+        let shift = max(0, (63 - v.leadingZeroBitCount) - 10)
+        return subBuckets * shift + Int(truncatingIfNeeded: v >> UInt64(shift))
+    }
+
+    /// The lowest value of bucket `i` (the inverse of `bucket(for:)`).
+    static func lowestValue(ofBucket i: Int) -> UInt64 {
+        if i < 2 * subBuckets { return UInt64(i) }
+        let shift = i / subBuckets - 1
+        return UInt64(i - subBuckets * shift) << UInt64(shift)
+    }
+
+    /// Counts one successful request's latency (ns). Any task, any thread.
+    @inline(__always)
+    func record(_ ns: UInt64) {
+        guard let counts else { return }
+        pkbc_count_add(counts, BenchPhase.bucket(for: ns))
+    }
+
+    /// The sample value of a request that failed: not counted.
+    static let failed = UInt64.max
+
+    /// Counts request `ticket`'s latency (`failed` for one that threw: not
+    /// counted). Every loop, closed or open, records through this.
+    @inline(__always)
+    func record(_ ticket: Int, _ sample: UInt64) {
+        if sample != BenchPhase.failed { record(sample) }
+    }
+
+    /// The latencies (ns) of the successful requests, in an HDR histogram
+    /// (1 ns to 1 h, 3 significant digits). Allocates; call after the phase.
+    public func histogram() -> Histogram<UInt64> {
+        var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: BenchPhase.highest,
                                   numberOfSignificantValueDigits: .three)
-        guard let samples else { return h }
-        for i in 0..<min(count, capacity) where samples[i] != BenchPhase.failed {
-            _ = h.record(max(samples[i], 1))
+        guard let counts else { return h }
+        for i in 0..<BenchPhase.bucketCount where counts[i] != 0 {
+            _ = h.record(max(BenchPhase.lowestValue(ofBucket: i), 1), count: counts[i])
         }
         return h
     }
@@ -105,6 +147,27 @@ public struct BenchTally: Sendable {
     /// An empty tally.
     public init() {}
 
+    /// Counts one request answered with `outcome`.
+    @inline(__always)
+    mutating func count(_ outcome: BenchOutcome) {
+        requests += 1
+        bytes &+= outcome.bytes
+        switch outcome.reused {
+        case false?: newConnections += 1
+        case nil: connectionUnknown += 1
+        case true?: break
+        }
+        if outcome.tlsResumed { tlsResumed += 1 }
+        if outcome.status < 200 || outcome.status > 399 { badStatus += 1 }
+    }
+
+    /// Counts one request that threw `error`.
+    mutating func count(_ error: any Error) {
+        requests += 1
+        errors += 1
+        if firstError == nil { firstError = String(describing: error) }
+    }
+
     mutating func add(_ o: BenchTally) {
         requests += o.requests
         errors += o.errors
@@ -120,8 +183,6 @@ public struct BenchTally: Sendable {
 /// Sends requests back to back until the phase's tickets or time run out.
 func runTask<C: BenchClient>(_ client: C, phase: BenchPhase) async -> BenchTally {
     var tally = BenchTally()
-    let samples = phase.samples
-    let capacity = phase.capacity
     var now = monotonicNanos()
     while now < phase.deadline {
         let ticket = phase.tickets.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -132,21 +193,12 @@ func runTask<C: BenchClient>(_ client: C, phase: BenchPhase) async -> BenchTally
             let outcome = try await client.perform()
             now = monotonicNanos()
             sample = now &- start
-            tally.bytes &+= outcome.bytes
-            switch outcome.reused {
-            case false?: tally.newConnections += 1
-            case nil: tally.connectionUnknown += 1
-            case true?: break
-            }
-            if outcome.tlsResumed { tally.tlsResumed += 1 }
-            if outcome.status < 200 || outcome.status > 399 { tally.badStatus += 1 }
+            tally.count(outcome)
         } catch {
             now = monotonicNanos()
-            tally.errors += 1
-            if tally.firstError == nil { tally.firstError = String(describing: error) }
+            tally.count(error)
         }
-        tally.requests += 1
-        if let samples { samples[ticket % capacity] = sample }
+        phase.record(ticket, sample)
     }
     return tally
 }

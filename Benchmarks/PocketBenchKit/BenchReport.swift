@@ -8,6 +8,13 @@ public struct BenchReport: Sendable {
     /// The scenario's name (`pocket bench`'s embedded scenarios), or nil.
     public var scenario: String?
     var url: String
+    /// The replicas loaded (1: one server).
+    public var replicas = 1
+    /// `--rate`'s requests per second; nil: closed loop.
+    public var rate: Double?
+    /// Requests a fixed-rate phase offered (`OpenLoopSchedule`); nil: closed loop.
+    /// The requests sent are `tally.requests`.
+    public var offered: Int?
     var embedded: Bool
     /// Concurrent requests (and the pool size).
     public var connections: Int
@@ -26,6 +33,12 @@ public struct BenchReport: Sendable {
     var engineAllocations: UInt64?  // Pocket's engine counter; nil for other clients
     var heapAllocations: UInt64?     // with scripts/malloc-count preloaded
     var userInstructions: UInt64?    // with an InstructionCounter (pocket-bench --count)
+    /// Hedges sent, as the client counts them (0 for a client without hedging).
+    public var hedgesFired = 0
+    /// Hedges whose answer was the one used (0 for a client without hedging).
+    public var hedgesWon = 0
+    /// Replicas ejected during the run (0 for a client without ejection).
+    public var ejections = 0
     /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
@@ -88,7 +101,15 @@ public struct BenchReport: Sendable {
             ("p90_us", fixedPoint(percentileMicros(0.90), 1)),
             ("p99_us", fixedPoint(percentileMicros(0.99), 1)),
             ("p999_us", fixedPoint(percentileMicros(0.999), 1)),
+            ("p9999_us", fixedPoint(percentileMicros(0.9999), 1)),
             ("max_us", fixedPoint(maxMicros, 1)),
+            ("rate", rate.map { fixedPoint($0, 1) } ?? "null"),
+            ("offered", offered.map(String.init) ?? "null"),
+            ("sent", "\(tally.requests)"),
+            ("replicas", "\(replicas)"),
+            ("hedges_fired", "\(hedgesFired)"),
+            ("hedges_won", "\(hedgesWon)"),
+            ("ejections", "\(ejections)"),
             ("cpu_s", fixedPoint(cpuSeconds, 6)),
             ("cpu_us_per_req", fixedPoint(cpuMicrosPerRequest, 3)),
             ("client_cpu_us_per_req", fixedPoint(clientCPUMicrosPerRequest, 3)),
@@ -117,6 +138,7 @@ public struct BenchReport: Sendable {
         let m = MachineInfo.current
         fields.append(("machine", "{\"cpus\":\(m.cpus.map(String.init) ?? "null"),\"cpu_model\":"
             + "\(m.cpuModel.map(jsonString) ?? "null"),\"kernel\":\(m.kernel.map(jsonString) ?? "null")}"))
+        fields.append(("date", jsonString(MachineInfo.today)))
         fields.append(("versions", "{" + versions.sorted { $0.key < $1.key }
             .map { "\(jsonString($0.key)):\(jsonString($0.value))" }.joined(separator: ",") + "}"))
         fields.append(("command", jsonString(MachineInfo.commandLine)))
@@ -126,7 +148,9 @@ public struct BenchReport: Sendable {
     /// A few lines for people.
     public func text() -> String {
         var lines: [String] = []
-        lines.append("\(scenario.map { "[\($0)] " } ?? "")\(client)  \(url)\(embedded ? "  (embedded server)" : "")")
+        lines.append("\(scenario.map { "[\($0)] " } ?? "")\(client)  \(url)"
+            + (replicas > 1 ? " and \(replicas - 1) more replica\(replicas == 2 ? "" : "s"), in turn" : "")
+            + (embedded ? "  (embedded server\(replicas > 1 ? "s" : ""))" : ""))
         lines.append("  connections \(connections), engine threads \(engineThreads), "
             + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests"
             + (ioBackend.map { ", I/O \($0)" } ?? "")
@@ -134,8 +158,17 @@ public struct BenchReport: Sendable {
         lines.append("  requests    \(tally.requests) in \(fixedPoint(elapsedSeconds, 3)) s"
             + "  (errors \(tally.errors), non-2xx/3xx \(tally.badStatus))")
         lines.append("  requests/s  \(fixedPoint(rps, 0))")
+        if let rate, let offered {
+            let share = offered == 0 ? 0 : 100 * Double(tally.requests) / Double(offered)
+            lines.append("  fixed rate  \(fixedPoint(rate, 0))/s: sent \(tally.requests) of \(offered) offered "
+                + "(\(fixedPoint(share, 1))%); latency from each request's due time")
+        }
         lines.append("  latency µs  p50 \(fixedPoint(percentileMicros(0.50), 1))  p90 \(fixedPoint(percentileMicros(0.90), 1))"
-            + "  p99 \(fixedPoint(percentileMicros(0.99), 1))  p99.9 \(fixedPoint(percentileMicros(0.999), 1))  max \(fixedPoint(maxMicros, 1))")
+            + "  p99 \(fixedPoint(percentileMicros(0.99), 1))  p99.9 \(fixedPoint(percentileMicros(0.999), 1))"
+            + "  p99.99 \(fixedPoint(percentileMicros(0.9999), 1))  max \(fixedPoint(maxMicros, 1))")
+        if replicas > 1 || rate != nil || hedgesFired + ejections > 0 {
+            lines.append("  hedges      \(hedgesFired) fired, \(hedgesWon) won; ejections \(ejections)")
+        }
         var cpu = "  cpu         \(fixedPoint(cpuSeconds, 3)) s, \(fixedPoint(cpuMicrosPerRequest, 2)) µs/request (process)"
         if embedded {
             cpu += "; client only \(fixedPoint(clientCPUMicrosPerRequest, 2)) µs/request"

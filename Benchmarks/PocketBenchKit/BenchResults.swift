@@ -29,7 +29,11 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var p90Us: Double?
     public var p99Us: Double?
     public var p999Us: Double?
+    public var p9999Us: Double?
     public var maxUs: Double?
+    /// A fixed-rate run's requests offered and sent (`--rate`), nil for a closed loop.
+    public var offered: Int?
+    public var sent: Int?
     /// Process CPU per request (µs).
     public var cpuUsPerReq: Double?
     /// Peak resident set size of the client process (KiB).
@@ -40,6 +44,8 @@ public struct BenchRun: Codable, Sendable, Equatable {
     public var firstError: String?
     /// Where it ran, with which versions (`"pocket"`, `"swift"`, `"nginx"`, …) and command line.
     public var machine: Machine?
+    /// The day it ran, `YYYY-MM-DD` (UTC); every chart names it.
+    public var date: String?
     public var versions: [String: String]?
     public var command: String?
     /// Where a transcribed figure came from (a log file and its line).

@@ -26,6 +26,15 @@ public enum MachineInfo {
         #endif
     }
 
+    /// Today's date in UTC, `YYYY-MM-DD`.
+    public static var today: String {
+        var t = time(nil)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
+    }
+
     /// The process's command line, words with spaces or quotes in single quotes.
     public static var commandLine: String {
         CommandLine.arguments.enumerated().map { i, a in

@@ -5,8 +5,10 @@ public struct MeasureSetup: Sendable {
     public var clientName: String
     /// The scenario's name, or nil.
     public var scenario: String?
-    /// The URL loaded.
+    /// The URL loaded (the first replica's).
     public var url: String
+    /// The replicas the requests went to (URLs, or embedded servers).
+    public var replicas = 1
     /// The server runs in this process (its CPU is then subtracted for `client_cpu_us_per_req`).
     public var embedded = false
     /// CPU time of the in-process server's threads (ns), when `embedded`.
@@ -52,17 +54,29 @@ public struct BenchMeasurement: Sendable {
     }
 }
 
+extension BenchOptions {
+    /// The requests a fixed-rate phase offers: `--requests` when given,
+    /// else rate x `--max-seconds` (10 s without it), the smaller when both
+    /// are given; nil without `--rate`.
+    public var offered: Int? {
+        guard let rate else { return nil }
+        let timed = OpenLoopSchedule.offered(rate: rate, seconds: maxSeconds ?? 10)
+        if requestsGiven { return maxSeconds == nil ? requests : min(requests, timed) }
+        return timed
+    }
+}
+
 /// Runs `options.effectiveWarmup` unmeasured requests, then the measured
-/// phase (`options.requests`, or until `options.maxSeconds`), each with
+/// phase (`options.requests`, or until `options.maxSeconds`; with
+/// `options.rate`, the `offered` requests at that rate), each with
 /// `options.connections` concurrent tasks, and reports the measured phase:
 /// CPU from getrusage, latencies in an HDR histogram.
 public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: MeasureSetup) async -> BenchMeasurement {
-    let warmup = BenchPhase(limit: options.effectiveWarmup, sampleCapacity: 0)
+    let warmup = BenchPhase(limit: options.effectiveWarmup, recordsLatencies: false)
     let warmTally = await runPhase(client, phase: warmup, connections: options.connections, executor: setup.executor)
 
-    // The latency buffer is allocated and touched before the clock starts.
-    let maxSamples = 1 << 24 // 128 MiB of UInt64; beyond it the most recent requests are kept
-    let measured = BenchPhase(limit: options.requests, sampleCapacity: min(options.requests, maxSamples))
+    let offered = options.offered
+    let measured = BenchPhase(limit: offered ?? options.requests, recordsLatencies: true)
     let mallocCounter = MallocCounter()
 
     let heap0 = mallocCounter.count()
@@ -74,6 +88,9 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     if let s = options.maxSeconds { measured.deadline = t0 &+ UInt64(s * 1e9) }
     let tally = if let rounds = options.soakRounds {
         await soak(client, rounds: rounds, options: options, setup: setup)
+    } else if let rate = options.rate, let offered {
+        await runOpenLoopPhase(client, phase: measured, schedule: OpenLoopSchedule(start: t0, rate: rate, offered: offered),
+                               connections: options.connections, executor: setup.executor)
     } else {
         await runPhase(client, phase: measured, connections: options.connections, executor: setup.executor)
     }
@@ -89,6 +106,9 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         client: setup.clientName,
         scenario: setup.scenario,
         url: setup.url,
+        replicas: max(setup.replicas, 1),
+        rate: options.rate,
+        offered: offered,
         embedded: setup.embedded,
         connections: options.connections,
         engineThreads: setup.engineThreads,
@@ -98,7 +118,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         warmup: options.effectiveWarmup,
         tally: tally,
         elapsedNanos: t1 &- t0,
-        latencies: measured.histogram(count: tally.requests),
+        latencies: measured.histogram(),
         cpuNanos: cpu1 &- cpu0,
         serverCPUNanos: server1 &- server0,
         engineAllocations: engine0.flatMap { e0 in engine1.map { $0 &- e0 } },

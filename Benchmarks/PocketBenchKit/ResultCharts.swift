@@ -1,7 +1,8 @@
 /// The charts of a results set, per scenario: requests/s bars by connection
 /// count and client; the latency percentile curves; and, when a scenario ran
 /// at three or more connection counts (the scaling run), p99 and peak RSS
-/// bars with the memory per connection stated beside them. The requests/s
+/// bars with the memory per connection stated beside them, and the memory
+/// per connection at each count. The requests/s
 /// chart also carries each client's `note`; a client that was `skipped` is
 /// named, with the reason, on every chart of its scenario.
 public struct ResultCharts {
@@ -9,7 +10,7 @@ public struct ResultCharts {
     public struct Chart: Sendable {
         /// The scenario drawn.
         public var scenario: String
-        /// `rps`, `latency`, `p99`, `rss`.
+        /// `rps`, `latency`, `p99`, `rss`, `memory`.
         public var kind: String
         /// The standalone SVG document.
         public var svg: String
@@ -40,7 +41,9 @@ public struct ResultCharts {
         }
         let categories = counts.map { "\($0)" }
         let failing = groups.filter { $0.failures > 0 }
-        var rpsNotes: [String] = []
+        // Every chart says when and where its runs ran.
+        let provenance = Self.provenance(groups.flatMap(\.runs))
+        var rpsNotes: [String] = provenance
         if !failing.isEmpty {
             rpsNotes.append("ERRORS: " + failing.map { "\($0.seriesName) \($0.failures) failed" }.joined(separator: ", "))
         }
@@ -63,17 +66,31 @@ public struct ResultCharts {
 
         if counts.count >= 3 {
             let p99 = BarChart(kind: "p99", scenario: scenario, title: "\(scenario): p99 latency (lower is better)",
-                               yLabel: "p99 latency", xLabel: "concurrent connections", categories: categories,
+                               notes: provenance, yLabel: "p99 latency", xLabel: "concurrent connections", categories: categories,
                                series: barSeries, values: values(\.p99Micros), label: latencyLabel)
             if p99.values.contains(where: { $0.contains { $0 != nil } }) {
                 out.append(Chart(scenario: scenario, kind: "p99", svg: p99.svg()))
             }
             let rss = BarChart(kind: "rss", scenario: scenario, title: "\(scenario): peak RSS (lower is better)",
-                               notes: memoryPerConnection(groups, names: names), yLabel: "peak RSS (MiB)",
+                               notes: provenance + memoryPerConnection(groups, names: names), yLabel: "peak RSS (MiB)",
                                xLabel: "concurrent connections", categories: categories, series: barSeries,
                                values: values { $0.peakRSSKiB.map { $0 / 1024 } })
             if rss.values.contains(where: { $0.contains { $0 != nil } }) {
                 out.append(Chart(scenario: scenario, kind: "rss", svg: rss.svg()))
+            }
+            // Memory per connection at each count above the fewest: what one
+            // more connection costs, without the process's fixed part.
+            let lo = counts[0]
+            let perConnection = BarChart(
+                kind: "memory", scenario: scenario, title: "\(scenario): memory per connection (lower is better)",
+                notes: provenance + ["(peak RSS at c connections - at \(lo)) / (c - \(lo))"], yLabel: "KiB per connection",
+                xLabel: "concurrent connections", categories: counts.dropFirst().map { "\($0)" }, series: barSeries,
+                values: names.map { name in
+                    let rss = { (c: Int) in groups.first { $0.displayName == name && $0.connections == c }?.peakRSSKiB }
+                    return counts.dropFirst().map { c in rss(lo).flatMap { a in rss(c).map { ($0 - a) / Double(c - lo) } } }
+                })
+            if perConnection.values.contains(where: { $0.contains { $0 != nil } }) {
+                out.append(Chart(scenario: scenario, kind: "memory", svg: perConnection.svg()))
             }
         }
 
@@ -91,7 +108,7 @@ public struct ResultCharts {
             }
         }
         if !curves.isEmpty {
-            var notes: [String] = []
+            var notes: [String] = provenance
             if !withoutLatency.isEmpty { notes += wrapped("no latency measured: " + withoutLatency.joined(separator: ", ")) }
             notes += notRun
             let chart = PercentileChart(scenario: scenario, title: "\(scenario): latency by percentile (lower is better)",
@@ -99,6 +116,18 @@ public struct ResultCharts {
             out.append(Chart(scenario: scenario, kind: "latency", svg: chart.svg()))
         }
         return out
+    }
+
+    /// "measured 2026-11-28 on 2 CPUs, AMD EPYC, Linux 6.18.44": the days
+    /// and machines `runs` carry (none when they carry neither).
+    static func provenance(_ runs: [BenchRun]) -> [String] {
+        let dates = Set(runs.compactMap(\.date)).sorted()
+        let machines = ordered(runs.compactMap(\.machine)).map(\.summary).filter { !$0.isEmpty }
+        guard !dates.isEmpty || !machines.isEmpty else { return [] }
+        var text = "measured"
+        if let first = dates.first, let last = dates.last { text += first == last ? " \(first)" : " \(first) to \(last)" }
+        if !machines.isEmpty { text += " on " + machines.joined(separator: "; ") }
+        return wrapped(text)
     }
 
     /// "Pocket 22.1 KiB/connection", from the peak RSS at the fewest and the

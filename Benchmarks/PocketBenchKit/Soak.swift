@@ -23,7 +23,7 @@ func soak<C: BenchClient>(_ client: C, rounds: Int, options: BenchOptions, setup
     sample()
     let perRound = max(1, options.requests / rounds)
     for _ in 0..<rounds {
-        let phase = BenchPhase(limit: perRound, sampleCapacity: 0)
+        let phase = BenchPhase(limit: perRound, recordsLatencies: false)
         tally.add(await runPhase(client, phase: phase, connections: options.connections, executor: setup.executor))
         sample()
     }

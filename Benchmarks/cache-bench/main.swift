@@ -115,4 +115,17 @@ for c in contenders {
                  median(cpu[c.name]!) / Double(requests) * 1e6, network / s)
     print(line)
 }
+// The same medians as a Markdown table (scripts/bench-page.py puts it in
+// docs/BENCHMARKS.md).
+let networkCPU = median(cpu[contenders[0].name]!)
+print("")
+print("| contender | req/s | CPU µs/req | CPU against the network GET |")
+print("|---|---:|---:|---:|")
+for c in contenders {
+    let s = median(seconds[c.name]!), cpuSeconds = median(cpu[c.name]!)
+    let against = cpuSeconds <= networkCPU ? String(format: "%.1f× less", networkCPU / cpuSeconds)
+        : String(format: "%.1f× more", cpuSeconds / networkCPU)
+    let rps = String(format: "%.0f", Double(requests) / s), perRequest = String(format: "%.0f", cpuSeconds / Double(requests) * 1e6)
+    print("| \(c.name) | \(rps) | \(perRequest) | \(c.name == contenders[0].name ? "1.00×" : against) |")
+}
 for c in contenders { try await c.client.shutdown() }

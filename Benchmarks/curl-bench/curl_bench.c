@@ -7,8 +7,19 @@
  *   curl-bench --url URL --requests N --connections C [--warmup W]
  *              [--sink discard|file:PATH] [--compressed]
  *              [--upload-file PATH] [--max-seconds T] [--buffer-size BYTES]
- *              [--cacert FILE]
+ *              [--cacert FILE] [--rate R]
  *
+ * --url URL          given several times: the replicas of one set, each
+ *                    request to the next in turn (round-robin)
+ * --rate R           open loop: request i of the measured phase is due at
+ *                    i / R seconds, whatever the earlier answers did, and
+ *                    goes out then on a free slot (at most C in flight);
+ *                    its latency runs from its due time, not from when it
+ *                    went out (the correction for coordinated omission, as
+ *                    wrk2 makes it). --requests is then the requests offered;
+ *                    one not started within 10 ms of the last due time is
+ *                    offered, not sent. A pacer thread wakes the multi
+ *                    handle at each due time (curl_multi_wakeup).
  * --sink discard     the write callback only counts the bytes (default)
  * --sink file:PATH   the write callback fwrite()s them to PATH, truncated at
  *                    the start of each request (with C > 1, connection i > 0
@@ -27,14 +38,15 @@
  *
  * Prints one JSON line:
  *   {"requests":N,"errors":E,"elapsed_s":S,"rps":R,"bytes":B,"mb_per_s":M,
- *    "p50_us":…,"p90_us":…,"p99_us":…,"p999_us":…,"latency_percentiles":[[50,…],…],
- *    "peak_rss_kib":K}
+ *    "p50_us":…,"p90_us":…,"p99_us":…,"p999_us":…,"p9999_us":…,"offered":O|null,"sent":S,
+ *    "latency_percentiles":[[50,…],…],"peak_rss_kib":K}
  * requests = measured requests finished, errors = those that failed (curl
  * error or status outside 2xx; the first is printed to stderr), rps =
  * successful requests / elapsed, bytes = body bytes of the successful ones
  * (decoded response bytes, or uploaded bytes), mb_per_s = bytes / 1e6 /
  * elapsed. Latencies are libcurl's CURLINFO_TOTAL_TIME_T of each successful
- * measured request (the last 16M of them), the percentiles nearest-rank;
+ * measured request (with --rate: from its due time to its end), the last 16M
+ * of them, the percentiles nearest-rank;
  * peak_rss_kib is getrusage's ru_maxrss (the charts' scaling run).
  * Exits 1 when every measured request failed, 2 on bad usage.
  *
@@ -44,17 +56,23 @@
 #include <curl/curl.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_URLS 64
+
 struct options {
-    const char *url;
+    const char *urls[MAX_URLS];
+    int nurls;
+    double rate;         /* 0: closed loop */
     long requests, connections, warmup, buffer_size;
     double max_seconds;  /* 0: no limit */
     const char *sink_path; /* NULL: discard */
@@ -69,6 +87,7 @@ struct slot {
     FILE *sink;     /* --sink file: */
     FILE *upload;   /* --upload-file */
     curl_off_t body; /* body bytes of the current request (received or sent) */
+    double due;     /* --rate: the current request's due time (now_s clock) */
     char error[CURL_ERROR_SIZE];
 };
 
@@ -145,7 +164,14 @@ static void parse_options(int argc, char **argv, struct options *o) {
         }
         if (i + 1 >= argc) die_usage("missing value");
         const char *v = argv[++i];
-        if (strcmp(a, "--url") == 0) o->url = v;
+        if (strcmp(a, "--url") == 0) {
+            if (o->nurls == MAX_URLS) die_usage("at most 64 --url");
+            o->urls[o->nurls++] = v;
+        } else if (strcmp(a, "--rate") == 0) {
+            char *end = NULL;
+            o->rate = strtod(v, &end);
+            if (end == v || *end || !(o->rate > 0)) die_usage("--rate needs requests per second > 0");
+        }
         else if (strcmp(a, "--requests") == 0) o->requests = parse_long(a, v, 1);
         else if (strcmp(a, "--connections") == 0) o->connections = parse_long(a, v, 1);
         else if (strcmp(a, "--warmup") == 0) o->warmup = parse_long(a, v, 0);
@@ -166,7 +192,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
             die_usage("unknown option");
         }
     }
-    if (!o->url) die_usage("--url is required");
+    if (!o->nurls) die_usage("--url is required");
     if (o->requests < 0) die_usage("--requests is required");
     if (o->cacert && access(o->cacert, R_OK) != 0) {
         fprintf(stderr, "curl-bench: --cacert %s: %s\n", o->cacert, strerror(errno));
@@ -213,7 +239,7 @@ static void setup_slot(struct slot *s, long index, const struct options *o, curl
         s->sink = open_or_die(path, "wb");
     }
     CURL *e = s->easy;
-    curl_easy_setopt(e, CURLOPT_URL, o->url);
+    curl_easy_setopt(e, CURLOPT_URL, o->urls[0]);
     curl_easy_setopt(e, CURLOPT_PROXY, o->proxy ? o->proxy : ""); /* never a proxy from the environment */
     if (o->unix_socket) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
     if (o->cacert) curl_easy_setopt(e, CURLOPT_CAINFO, o->cacert);
@@ -233,8 +259,12 @@ static void setup_slot(struct slot *s, long index, const struct options *o, curl
     }
 }
 
+static const struct options *g_options;
+static unsigned long g_turn; /* the next replica (--url given several times) */
+
 /* Resets the slot for its next request and hands it to the multi handle. */
 static void start_request(CURLM *multi, struct slot *s) {
+    if (g_options->nurls > 1) curl_easy_setopt(s->easy, CURLOPT_URL, g_options->urls[g_turn++ % (unsigned long)g_options->nurls]);
     s->body = 0;
     s->error[0] = 0;
     if (s->sink) {
@@ -252,6 +282,49 @@ static void first_error(const char *what) {
     fprintf(stderr, "curl-bench: first error: %s\n", what);
 }
 
+/* Counts the transfer that `msg` says has ended, takes its handle off the
+ * multi handle and returns its slot. A success's latency goes into `lat`:
+ * with `open_loop` from the slot's due time, else libcurl's total time. */
+static struct slot *finish_transfer(CURLM *multi, CURLMsg *msg, struct tally *t, struct latencies *lat,
+                                    bool open_loop) {
+    CURL *e = msg->easy_handle;
+    CURLcode rc = msg->data.result;
+    struct slot *s = NULL;
+    curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(multi, e);
+    double done = now_s();
+    t->finished++;
+    if (rc != CURLE_OK) {
+        t->errors++;
+        first_error(s->error[0] ? s->error : curl_easy_strerror(rc));
+    } else if (status < 200 || status > 299) {
+        t->errors++;
+        char what[48];
+        snprintf(what, sizeof(what), "HTTP status %ld", status);
+        first_error(what);
+    } else {
+        t->bytes += s->body;
+        curl_off_t us = 0;
+        if (open_loop) us = (curl_off_t)((done - s->due) * 1e6);
+        else if (curl_easy_getinfo(e, CURLINFO_TOTAL_TIME_T, &us) != CURLE_OK) return s;
+        if (lat->capacity > 0) lat->us[lat->count++ % lat->capacity] = us > 1 ? us : 1;
+    }
+    return s;
+}
+
+/* curl_multi_perform, or exit on its failure; returns the transfers running. */
+static int perform(CURLM *multi) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(multi, &running);
+    if (mc != CURLM_OK) {
+        fprintf(stderr, "curl-bench: curl_multi_perform: %s\n", curl_multi_strerror(mc));
+        exit(1);
+    }
+    return running;
+}
+
 /* Runs `count` requests (fewer if the deadline passes) on the slots, each
  * slot starting its next request as soon as its last one finished. */
 static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, long count, double deadline,
@@ -261,39 +334,13 @@ static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, lon
     for (long i = 0; i < nslots && t.started < count; i++, t.started++, active++)
         start_request(multi, &slots[i]);
     while (active > 0) {
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(multi, &running);
-        if (mc != CURLM_OK) {
-            fprintf(stderr, "curl-bench: curl_multi_perform: %s\n", curl_multi_strerror(mc));
-            exit(1);
-        }
+        int running = perform(multi);
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(multi, &left))) {
             if (msg->msg != CURLMSG_DONE) continue;
-            CURL *e = msg->easy_handle;
-            CURLcode rc = msg->data.result;
-            struct slot *s = NULL;
-            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s);
-            long status = 0;
-            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-            curl_multi_remove_handle(multi, e);
+            struct slot *s = finish_transfer(multi, msg, &t, lat, false);
             active--;
-            t.finished++;
-            if (rc != CURLE_OK) {
-                t.errors++;
-                first_error(s->error[0] ? s->error : curl_easy_strerror(rc));
-            } else if (status < 200 || status > 299) {
-                t.errors++;
-                char what[48];
-                snprintf(what, sizeof(what), "HTTP status %ld", status);
-                first_error(what);
-            } else {
-                t.bytes += s->body;
-                curl_off_t us = 0;
-                if (lat->capacity > 0 && curl_easy_getinfo(e, CURLINFO_TOTAL_TIME_T, &us) == CURLE_OK)
-                    lat->us[lat->count++ % lat->capacity] = us;
-            }
             if (t.started < count && (deadline == 0 || now_s() < deadline)) {
                 start_request(multi, s);
                 t.started++;
@@ -305,9 +352,77 @@ static struct tally run_phase(CURLM *multi, struct slot *slots, long nslots, lon
     return t;
 }
 
+/* --rate: wakes the multi handle at each due time until the phase ends. */
+struct pacer {
+    CURLM *multi;
+    double start, interval;
+    long offered;
+    atomic_bool done;
+};
+
+static void *pace(void *arg) {
+    struct pacer *p = arg;
+    for (long i = 0; i < p->offered && !atomic_load(&p->done); i++) {
+        double due = p->start + (double)i * p->interval;
+        struct timespec ts = { .tv_sec = (time_t)due, .tv_nsec = (long)((due - (double)(time_t)due) * 1e9) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+        curl_multi_wakeup(p->multi);
+    }
+    return NULL;
+}
+
+/* The open loop: request i is due at t0 + i / rate and starts then on a
+ * free slot, or as soon as one is free; its latency runs from its due time.
+ * Requests not started by 10 ms after the last due time are not sent. */
+static struct tally run_open_phase(CURLM *multi, struct slot *slots, long nslots, long offered, double rate,
+                                   struct latencies *lat, long *sent) {
+    struct tally t = {0};
+    struct slot **free_slots = malloc((size_t)nslots * sizeof(*free_slots));
+    if (!free_slots) exit(1);
+    long nfree = nslots, active = 0;
+    for (long i = 0; i < nslots; i++) free_slots[i] = &slots[nslots - 1 - i];
+    struct pacer p = { .multi = multi, .start = now_s(), .interval = 1.0 / rate, .offered = offered };
+    atomic_init(&p.done, false);
+    double closes = p.start + (double)(offered - 1) * p.interval + 0.010;
+    pthread_t pacer;
+    if (pthread_create(&pacer, NULL, pace, &p) != 0) exit(1);
+    bool sending = true;
+    for (;;) {
+        double now = now_s();
+        if (sending && now > closes) sending = false;
+        while (sending && t.started < offered && nfree > 0 && p.start + (double)t.started * p.interval <= now) {
+            struct slot *s = free_slots[--nfree];
+            s->due = p.start + (double)t.started * p.interval;
+            start_request(multi, s);
+            t.started++;
+            active++;
+        }
+        if (t.started == offered) sending = false;
+        if (!sending && active == 0) break;
+        (void)perform(multi);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(multi, &left))) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            free_slots[nfree++] = finish_transfer(multi, msg, &t, lat, true);
+            active--;
+        }
+        /* Due requests with a free slot go out at once; else the pacer or a socket wakes us. */
+        bool due_now = sending && nfree > 0 && t.started < offered && p.start + (double)t.started * p.interval <= now_s();
+        if (!due_now) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    atomic_store(&p.done, true);
+    curl_multi_wakeup(multi);
+    pthread_join(pacer, NULL);
+    free(free_slots);
+    *sent = t.started;
+    return t;
+}
+
 int main(int argc, char **argv) {
     struct options o;
     parse_options(argc, argv, &o);
+    g_options = &o;
 
     curl_off_t upload_size = 0;
     if (o.upload_path) {
@@ -344,8 +459,11 @@ int main(int argc, char **argv) {
     if (!lat.us) return 1;
     if (o.warmup > 0) (void)run_phase(multi, slots, o.connections, o.warmup, 0, &none);
     double t0 = now_s();
-    struct tally t = run_phase(multi, slots, o.connections, o.requests,
-                               o.max_seconds > 0 ? t0 + o.max_seconds : 0, &lat);
+    long sent = 0;
+    struct tally t = o.rate > 0 ? run_open_phase(multi, slots, o.connections, o.requests, o.rate, &lat, &sent)
+                                : run_phase(multi, slots, o.connections, o.requests,
+                                            o.max_seconds > 0 ? t0 + o.max_seconds : 0, &lat);
+    if (o.rate == 0) sent = t.started;
     for (long i = 0; i < o.connections; i++)
         if (slots[i].sink) fflush(slots[i].sink); /* the last body is on its way to the file */
     double elapsed = now_s() - t0;
@@ -356,10 +474,13 @@ int main(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"requests\":%ld,\"errors\":%ld,\"elapsed_s\":%.6f,\"rps\":%.1f,\"bytes\":%lld,\"mb_per_s\":%.1f,"
-           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"latency_percentiles\":[",
+           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"p9999_us\":%.1f,",
            t.finished, t.errors, elapsed, elapsed > 0 ? (double)ok / elapsed : 0.0, (long long)t.bytes,
            elapsed > 0 ? (double)t.bytes / 1e6 / elapsed : 0.0, percentile(&lat, n, 50), percentile(&lat, n, 90),
-           percentile(&lat, n, 99), percentile(&lat, n, 99.9));
+           percentile(&lat, n, 99), percentile(&lat, n, 99.9), percentile(&lat, n, 99.99));
+    if (o.rate > 0) printf("\"rate\":%.1f,\"offered\":%ld,", o.rate, o.requests);
+    else printf("\"offered\":null,");
+    printf("\"sent\":%ld,\"replicas\":%d,\"latency_percentiles\":[", sent, o.nurls);
     /* The percentiles pocket-bench's report draws, each once the samples can tell it from the maximum. */
     static const double curve[] = {0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999};
     for (size_t i = 0, first = 1; n > 0 && i < sizeof(curve) / sizeof(curve[0]); i++) {

@@ -23,6 +23,7 @@ final class ExitStatus: @unchecked Sendable {
 }
 
 let options = BenchOptions.parseOrExit("pocket-bench")
+if let backend = options.integrations { PocketBenchmark.extraMiddleware = Integrations.bootstrap(backend) }
 let status = ExitStatus()
 Task.detached {
     defer { status.done.signal() }

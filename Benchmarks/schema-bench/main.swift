@@ -103,3 +103,13 @@ for (index, contender) in contenders.enumerated() where !samples[index].isEmpty 
     print(contender.name.padding(toLength: 28, withPad: " ", startingAt: 0)
           + String(format: "%8.2f ms   %5.2fx JSONDecoder (median of per-rep ratios %.2fx)", m, m / base, median(ratios)))
 }
+
+// The same medians as a Markdown table (scripts/bench-page.py puts it in
+// docs/BENCHMARKS.md).
+print("")
+print("| contender | ms | ÷ JSONDecoder (paired) |")
+print("|---|---:|---:|")
+for (index, contender) in contenders.enumerated() where !samples[index].isEmpty {
+    let paired = median(zip(samples[index], samples[0]).map { $0 / $1 })
+    print("| \(contender.name) | \(String(format: "%.2f", median(samples[index]))) | \(String(format: "%.2f", paired)) |")
+}

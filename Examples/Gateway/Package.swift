@@ -3,8 +3,11 @@
 // service through Pocket (tracing, metrics and a retry policy on) or
 // through AsyncHTTPClient, or answers by itself (the floor: what
 // Hummingbird alone costs). Measured by scripts/bench-gateway.sh, built and
-// smoke-tested by scripts/ci.sh. A package of its own, so Hummingbird
-// and AsyncHTTPClient never enter Pocket's package graph.
+// smoke-tested by scripts/gateway-smoke.sh. A package of its own, so
+// Hummingbird and AsyncHTTPClient never enter the graph of a package that
+// depends on Pocket. (CI builds these same sources as a target of Pocket's
+// own build, POCKET_GATEWAY_EXAMPLE=1 at the end of Pocket's Package.swift,
+// to compile Pocket and swift-nio once; keep the two target lists alike.)
 import Foundation
 import PackageDescription
 

@@ -63,13 +63,20 @@ static void begin_request(pk__loop *loop, pk__conn *conn) {
   conn->read_again = 0;
   conn->clean = 0;
   pk__req_begin_exchange(loop, req);
+  /* Each exchange starts small (a buffer grown by the last one, or the
+   * tunnel's, goes back): a busy connection costs PK_RBUF_SMALL until its
+   * response asks for more (pk_conn_read.c). */
+  if (conn->rbuf && conn->rcap != PK_RBUF_SMALL) {
+    pk__rbuf_put(loop, conn->rbuf, conn->rcap);
+    conn->rbuf = NULL;
+  }
   if (!conn->rbuf) {
-    conn->rbuf = pk__rbuf_get(loop);
+    conn->rbuf = pk__rbuf_get(loop, PK_RBUF_SMALL);
     if (!conn->rbuf) {
       pk__conn_fail(loop, conn, PK_E_NOMEM, 0);
       return;
     }
-    conn->rcap = PK_RBUF_SIZE;
+    conn->rcap = PK_RBUF_SMALL;
   }
   pk__conn_write(loop, conn);
   if (conn->req == req) pk__req_update_timer(loop, req);

@@ -17,14 +17,16 @@ enum {
   STEP_ENDED, /* the request ended (completed or failed) */
 };
 
-/* A head larger than the buffer: grow it, up to the head limit. */
+/* A head larger than the buffer: grow it (a small one to PK_RBUF_SIZE,
+ * then doubling), up to the head limit. */
 static int grow_for_head(pk__loop *loop, pk__conn *conn, const pk_parse_limits *lim) {
-  size_t ncap = conn->rcap * 2 > lim->max_head_bytes ? lim->max_head_bytes : conn->rcap * 2;
+  size_t want = conn->rcap < PK_RBUF_SIZE ? PK_RBUF_SIZE : conn->rcap * 2;
+  size_t ncap = want > lim->max_head_bytes ? lim->max_head_bytes : want;
   if (ncap <= conn->rcap) {
     pk__conn_up_fail(loop, conn, PK_E_HEAD_TOO_LARGE, 0);
     return STEP_ENDED;
   }
-  char *nb = pk__malloc(ncap);
+  char *nb = pk__rbuf_get(loop, ncap);
   if (!nb) {
     pk__conn_up_fail(loop, conn, PK_E_NOMEM, 0);
     return STEP_ENDED;
@@ -240,11 +242,42 @@ static bool read_later(pk__loop *loop, pk__conn *conn) {
   return true;
 }
 
+/* A body with much still to come (plain connections): reading it 256 KiB
+ * at a time instead of 16 KiB cuts syscalls, callbacks and sink writes
+ * sixteen-fold; that is how a download outruns a 16 KiB-read client. */
+static bool large_body(const pk__req *req) {
+  if (!req->got_head) return false;
+  switch (req->body_info.framing) {
+  case PK_FRAMING_LENGTH: return req->remaining >= 4 * PK_RBUF_SIZE;
+  case PK_FRAMING_CHUNKED:
+  case PK_FRAMING_CLOSE: return req->body_wire >= 4 * PK_RBUF_SIZE;
+  default: return false;
+  }
+}
+
+/* The buffer for the next read, between reads (nothing held in it): a
+ * large body on a plain connection reads into PK_BIGBUF_SIZE; a body that
+ * filled the small buffer goes on in PK_RBUF_SIZE. If the larger one cannot
+ * be had, the one in hand still works. */
+static void fit_buffer(pk__loop *loop, pk__conn *conn, const pk__req *req) {
+  if (conn->rlen || !req->got_head || conn->rcap >= PK_BIGBUF_SIZE) return;
+  size_t want = !conn->tls && large_body(req) ? PK_BIGBUF_SIZE
+                : conn->rcap == PK_RBUF_SMALL && conn->read_full ? PK_RBUF_SIZE
+                                                                 : 0;
+  if (!want) return;
+  char *nb = pk__rbuf_get(loop, want);
+  if (!nb) return;
+  pk__rbuf_put(loop, conn->rbuf, conn->rcap);
+  conn->rbuf = nb;
+  conn->rcap = want;
+}
+
 static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
   size_t got = 0;
   for (;;) {
     pk__req *req = conn->req;
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
+    fit_buffer(loop, conn, req);
     size_t space = conn->rcap - conn->rlen;
     int detail = 0;
     size_t n;
@@ -269,28 +302,6 @@ static void conn_read_tls(pk__loop *loop, pk__conn *conn) {
   }
 }
 
-/* A body with much still to come (plain connections): reading it 256 KiB
- * at a time instead of 16 KiB cuts syscalls, callbacks and sink writes
- * sixteen-fold; that is how a download outruns a 16 KiB-read client. */
-static bool large_body(const pk__req *req) {
-  if (!req->got_head) return false;
-  switch (req->body_info.framing) {
-  case PK_FRAMING_LENGTH: return req->remaining >= 4 * PK_RBUF_SIZE;
-  case PK_FRAMING_CHUNKED:
-  case PK_FRAMING_CLOSE: return req->body_wire >= 4 * PK_RBUF_SIZE;
-  default: return false;
-  }
-}
-
-static void use_big_buffer(pk__loop *loop, pk__conn *conn) {
-  char *big = loop->bigbuf;
-  loop->bigbuf = NULL;
-  if (!big && !(big = pk__malloc(PK_BIGBUF_SIZE))) return; /* the small one still works */
-  pk__rbuf_put(loop, conn->rbuf, conn->rcap);
-  conn->rbuf = big;
-  conn->rcap = PK_BIGBUF_SIZE;
-}
-
 void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   if (conn->tls) {
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn->hup_seen = 1;
@@ -310,7 +321,7 @@ void pk__conn_read(pk__loop *loop, pk__conn *conn, uint32_t events) {
   for (;;) {
     pk__req *req = conn->req;
     if (!req || conn->state != PK_CONN_ACTIVE || req->paused) return;
-    if (conn->rlen == 0 && conn->rcap == PK_RBUF_SIZE && large_body(req)) use_big_buffer(loop, conn);
+    fit_buffer(loop, conn, req);
     size_t space = conn->rcap - conn->rlen;
     /* recv(2), not read(2): on a socket it skips the file layer's
      * position lock, permission hook and fsnotify (about 0.1 µs a call). */

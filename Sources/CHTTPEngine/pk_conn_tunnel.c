@@ -34,7 +34,7 @@ static void tunnel_write(pk__loop *loop, pk__conn *conn) {
 void pk__conn_tunnel_start(pk__loop *loop, pk__conn *conn) {
   pk__origin *o = conn->origin;
   if (!conn->rbuf) {
-    if (!(conn->rbuf = pk__rbuf_get(loop))) {
+    if (!(conn->rbuf = pk__rbuf_get(loop, PK_RBUF_SIZE))) {
       pk__conn_up_fail(loop, conn, PK_E_NOMEM, 0);
       return;
     }

@@ -127,7 +127,7 @@ static ssize_t put_file_plain(pk__loop *loop, pk__conn *conn, int fd, uint64_t a
 static ssize_t put_file_tls(pk__loop *loop, pk__conn *conn, int fd, uint64_t at, uint64_t left) {
   pk__req *req = conn->req;
   if (req->wbuf_off == req->wbuf_len) {
-    if (!req->wbuf && !(req->wbuf = pk__rbuf_get(loop))) {
+    if (!req->wbuf && !(req->wbuf = pk__rbuf_get(loop, PK_RBUF_SIZE))) {
       pk__conn_up_fail(loop, conn, PK_E_NOMEM, 0);
       return PK_W_FAILED;
     }

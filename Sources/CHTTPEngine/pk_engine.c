@@ -358,9 +358,7 @@ static void loop_free(pk__loop *loop) {
     }
   }
   pk__conn_free_all(loop);
-  for (uint32_t i = 0; i < loop->rbufs_len; i++) pk__free(loop->rbufs[i]);
-  pk__free(loop->bigbuf);
-  pk__free(loop->rbufs);
+  pk__rbufs_free(loop);
   pk__free(loop->timers.items);
   pk__free(loop->posts);
   pk__free(loop->run_posts);

@@ -92,13 +92,28 @@ typedef struct pk__post {
 /* A loop with timers armed sleeps at most this long, so a submission run on
  * the caller's thread (direct pass) rarely needs to wake it for a deadline. */
 #define PK_SLEEP_CAP_MS 1000
+/* Read buffers come in three sizes, each from its own free list on the loop
+ * (pk__rbuf_get): an exchange starts with a small one, which holds a typical
+ * head and a small body, so a busy connection costs little; a read that
+ * fills it in the body, or a longer head, moves to PK_RBUF_SIZE (one TLS
+ * record), and a large body on a plain connection to PK_BIGBUF_SIZE. */
+#define PK_RBUF_SMALL 2048
 #define PK_RBUF_SIZE 16384
-#define PK_BIGBUF_SIZE (256 * 1024) /* read buffer for large bodies (plain connections) */
+#define PK_BIGBUF_SIZE (256 * 1024)
+/* PK_RBUF_SIZE buffers a loop keeps free (beyond: freed); small ones it
+ * keeps all, as many as it had busy connections at once. */
+#define PK_RBUF_KEEP 64
 /* Bytes one connection may read, and bytes it may write, in one event
  * before the loop moves on: a fast body must not hold the loop (other
  * connections, timers, cancels, an early response to an upload) for the
  * whole transfer. */
 #define PK_IO_BUDGET (1024 * 1024)
+
+/* A loop's free buffers of one size (pk__rbuf_get, pk__rbuf_put). */
+typedef struct pk__buflist {
+  char **items;
+  uint32_t len, cap;
+} pk__buflist;
 
 typedef struct pk__loop {
   pk_engine *eng;
@@ -139,9 +154,9 @@ typedef struct pk__loop {
   pk__req *done_reqs;         /* finished; recycled at the next swap */
   pk__conn *free_conns;
   pk__conn *dead_conns;       /* closed this iteration; recycled after the batch */
-  char **rbufs;               /* free read buffers */
+  pk__buflist small_bufs;     /* free PK_RBUF_SMALL buffers */
+  pk__buflist rbufs;          /* free PK_RBUF_SIZE buffers, at most PK_RBUF_KEEP */
   char *bigbuf;               /* one free PK_BIGBUF_SIZE buffer */
-  uint32_t rbufs_len, rbufs_cap;
   pk__origin *origins[PK_ORIGIN_BUCKETS];
   pk__link short_origins;     /* origins whose waiters wait for a descriptor (EMFILE/ENFILE) */
   pk__timer fd_timer;         /* while any does: try again, for descriptors freed outside this loop */
@@ -221,8 +236,15 @@ void pk__loop_flush(pk__loop *loop);
 /* Before its descriptor or buffer goes away: waits until `op` (queued) is
  * completed or cancelled; its done function runs. */
 void pk__loop_send_settle(pk__loop *loop, pk__send *op);
-char *pk__rbuf_get(pk__loop *loop);
+/* A buffer of `cap` bytes (PK_RBUF_SMALL, PK_RBUF_SIZE or PK_BIGBUF_SIZE),
+ * from the loop's free list of that size, else allocated; NULL when out of
+ * memory. */
+char *pk__rbuf_get(pk__loop *loop, size_t cap);
+/* Gives back a buffer of `cap` bytes: onto its free list, or freed (a size
+ * without a list, a full list). NULL is allowed. */
 void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap);
+/* Frees every buffer the loop keeps (at its end). */
+void pk__rbufs_free(pk__loop *loop);
 
 /* Engine data the lower files read (no call into pk_engine.c). */
 static inline pk__tls_ctx *pk__engine_tls(pk_engine *eng, uint32_t id) {

@@ -361,30 +361,46 @@ int pk__loop_next_timeout(pk__loop *loop) {
 
 /* ---------------------------------------------------------- read buffers */
 
-char *pk__rbuf_get(pk__loop *loop) {
-  if (loop->rbufs_len) return loop->rbufs[--loop->rbufs_len];
-  return pk__malloc(PK_RBUF_SIZE);
+char *pk__rbuf_get(pk__loop *loop, size_t cap) {
+  if (cap == PK_RBUF_SMALL && loop->small_bufs.len) return loop->small_bufs.items[--loop->small_bufs.len];
+  if (cap == PK_RBUF_SIZE && loop->rbufs.len) return loop->rbufs.items[--loop->rbufs.len];
+  if (cap == PK_BIGBUF_SIZE && loop->bigbuf) {
+    char *b = loop->bigbuf;
+    loop->bigbuf = NULL;
+    return b;
+  }
+  return pk__malloc(cap);
 }
 
-void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap) {
-  if (cap == PK_BIGBUF_SIZE && !loop->bigbuf) {
-    loop->bigbuf = buf; /* one kept: large bodies come one after another */
-    return;
-  }
-  if (cap != PK_RBUF_SIZE) {
-    pk__free(buf); /* grown for a large head: rare, not worth keeping */
-    return;
-  }
-  if (loop->rbufs_len == loop->rbufs_cap) {
-    uint32_t ncap = loop->rbufs_cap ? loop->rbufs_cap * 2 : 64;
-    char **nb = pk__realloc(loop->rbufs, ncap * sizeof *nb);
+static void list_put(pk__buflist *l, char *buf, uint32_t keep) {
+  if (l->len == l->cap) {
+    uint32_t ncap = l->cap ? l->cap * 2 : 64;
+    char **nb = l->cap < keep ? pk__realloc(l->items, ncap * sizeof *nb) : NULL;
     if (!nb) {
       pk__free(buf);
       return;
     }
-    loop->rbufs = nb;
-    loop->rbufs_cap = ncap;
+    l->items = nb;
+    l->cap = ncap;
   }
-  loop->rbufs[loop->rbufs_len++] = buf;
+  l->items[l->len++] = buf;
 }
 
+void pk__rbuf_put(pk__loop *loop, char *buf, size_t cap) {
+  if (!buf) return;
+  if (cap == PK_RBUF_SMALL) list_put(&loop->small_bufs, buf, UINT32_MAX);
+  else if (cap == PK_RBUF_SIZE) list_put(&loop->rbufs, buf, PK_RBUF_KEEP);
+  else if (cap == PK_BIGBUF_SIZE && !loop->bigbuf) loop->bigbuf = buf; /* large bodies come one after another */
+  else pk__free(buf); /* grown for a large head: rare, not worth keeping */
+}
+
+void pk__rbufs_free(pk__loop *loop) {
+  pk__buflist *lists[2] = {&loop->small_bufs, &loop->rbufs};
+  for (int i = 0; i < 2; i++) {
+    for (uint32_t j = 0; j < lists[i]->len; j++) pk__free(lists[i]->items[j]);
+    pk__free(lists[i]->items);
+    *lists[i] = (pk__buflist){0};
+  }
+  pk__free(loop->bigbuf);
+  loop->bigbuf = NULL;
+}

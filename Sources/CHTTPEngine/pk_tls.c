@@ -13,9 +13,11 @@
  * SBOM scanners see them); a missing one stops the program at load. */
 #include "pk_tls.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
@@ -171,6 +173,10 @@ static int build(pk__tls_ctx *c, const pk_tls_config *cfg) {
 
   if (!SSL_CTX_set_min_proto_version(c->ctx, c->min_version == PK_TLS_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION))
     goto fail;
+  /* A server's HelloRequest is answered with a no_renegotiation alert: the
+   * peer cannot change keys, certificate or cipher under a request already
+   * checked (TLS 1.2 and older; TLS 1.3 has no renegotiation). */
+  SSL_CTX_set_options(c->ctx, SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                SSL_MODE_RELEASE_BUFFERS);
   /* One recv(2) takes what the socket has (not a record's 5-byte header,
@@ -182,9 +188,9 @@ static int build(pk__tls_ctx *c, const pk_tls_config *cfg) {
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
     /* The trust store is loaded once per context, never per connection. A
      * named one here, so a bad path fails the engine's creation; the system
-     * default at the first connection (ready): its ~4 MB are not paid by a
-     * client that never speaks https, and loading it does not fail (OpenSSL
-     * skips a missing default file or directory). */
+     * default at the first connection (ready, load_default_store): it is not
+     * paid by a client that never speaks https, and loading it does not fail
+     * (OpenSSL skips a missing default file or directory). */
     if (cfg->ca_file || cfg->ca_dir) {
       if (!SSL_CTX_load_verify_locations(c->ctx, cfg->ca_file, cfg->ca_dir)) goto fail;
     } else {
@@ -261,6 +267,43 @@ bool pk__tls_ctx_built(pk__tls_ctx *c) {
 
 /* ------------------------------------------------------------ connection */
 
+/* True if `dir` holds a hash link ("5ad8a5d6.0": 8 hex digits, ".0"), the
+ * names OpenSSL's directory lookup opens. */
+static bool has_hash_links(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  struct dirent *e;
+  while (!found && (e = readdir(d))) {
+    const char *n = e->d_name;
+    if (strlen(n) != 10 || strcmp(n + 8, ".0") != 0) continue;
+    found = true;
+    for (int i = 0; i < 8; i++)
+      if (!strchr("0123456789abcdef", n[i])) found = false;
+  }
+  closedir(d);
+  return found;
+}
+
+/* The system trust store into `ctx`. OpenSSL's default paths read the whole
+ * bundle file (SSL_CERT_FILE, else the default file: 1.4 MB of heap for
+ * Debian's 139 certificates) and search a directory (SSL_CERT_DIR, else the
+ * default directory) by subject hash. When no SSL_CERT_FILE is set and the
+ * default directory has hash links (update-ca-certificates writes them for
+ * the same certificates as the bundle), the bundle is skipped: the
+ * directories alone (SSL_CERT_DIR's, then the default one) are searched, and
+ * a certificate is read only when a chain needs it. */
+static bool load_default_store(SSL_CTX *ctx) {
+  const char *dir = X509_get_default_cert_dir();
+  if (secure_getenv(X509_get_default_cert_file_env()) || !has_hash_links(dir))
+    return SSL_CTX_set_default_verify_paths(ctx) == 1;
+  X509_LOOKUP *lookup = X509_STORE_add_lookup(SSL_CTX_get_cert_store(ctx), X509_LOOKUP_hash_dir());
+  if (!lookup) return false;
+  const char *env_dir = secure_getenv(X509_get_default_cert_dir_env());
+  if (env_dir && X509_LOOKUP_add_dir(lookup, env_dir, X509_FILETYPE_PEM) != 1) return false;
+  return X509_LOOKUP_add_dir(lookup, dir, X509_FILETYPE_PEM) == 1;
+}
+
 /* What waits for the first connection, once per context, by whichever loop
  * gets here first: a default context's SSL_CTX, and the system trust store. */
 static int ready(pk__tls_ctx *c) {
@@ -269,7 +312,7 @@ static int ready(pk__tls_ctx *c) {
   int err = 0;
   if (!atomic_load_explicit(&c->ready, memory_order_relaxed)) {
     if (!c->ctx) err = build(c, &(pk_tls_config){0});
-    if (!err && c->default_store && SSL_CTX_set_default_verify_paths(c->ctx) != 1) err = -PK_E_TLS_CONFIG;
+    if (!err && c->default_store && !load_default_store(c->ctx)) err = -PK_E_TLS_CONFIG;
     if (!err) atomic_store_explicit(&c->ready, true, memory_order_release);
   }
   pthread_mutex_unlock(&c->lock);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,13 @@ struct pktt_ctx {
     SSL_CTX *ssl_ctx;
     unsigned char alpn_wire[256]; /* length-prefixed list */
     unsigned int alpn_wire_len;
+    atomic_int renegotiations; /* ClientHellos on connections already established */
 };
 
 struct pktt_conn {
     SSL *ssl;
     int fd;
+    int established; /* the first handshake completed */
 };
 
 /* ---- errors ---- */
@@ -109,6 +112,16 @@ static void make_method(void) {
 
 /* ---- context ---- */
 
+/* Every ClientHello: one on a connection whose first handshake is done is a
+ * renegotiation the client agreed to. */
+static int count_hello(SSL *ssl, int *alert, void *arg) {
+    (void)alert;
+    struct pktt_ctx *ctx = arg;
+    struct pktt_conn *conn = SSL_get_app_data(ssl);
+    if (conn && conn->established) atomic_fetch_add(&ctx->renegotiations, 1);
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
 static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *out_len,
                        const unsigned char *in, unsigned int in_len, void *arg) {
     (void)ssl;
@@ -182,6 +195,9 @@ pktt_ctx *pktt_ctx_new(const pktt_ctx_options *o, char *err, size_t err_len) {
         snprintf(what, sizeof what, "unsupported max_version 0x%x", o->max_version);
         goto fail;
     }
+    /* OpenSSL 3 allows TLS 1.0 and 1.1 only at security level 0 (their
+     * handshakes sign with SHA-1 and MD5): a server limited to them is one. */
+    if (o->max_version && o->max_version < TLS1_2_VERSION) SSL_CTX_set_security_level(c, 0);
     if (o->client_ca_file && o->client_ca_file[0]) {
         if (SSL_CTX_load_verify_locations(c, o->client_ca_file, NULL) != 1) {
             snprintf(what, sizeof what, "cannot load client CA %s", o->client_ca_file);
@@ -201,6 +217,7 @@ pktt_ctx *pktt_ctx_new(const pktt_ctx_options *o, char *err, size_t err_len) {
     }
     SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (ctx->alpn_wire_len) SSL_CTX_set_alpn_select_cb(c, select_alpn, ctx);
+    SSL_CTX_set_client_hello_cb(c, count_hello, ctx);
     return ctx;
 
 fail:
@@ -209,6 +226,8 @@ fail:
     free(ctx);
     return NULL;
 }
+
+int pktt_ctx_renegotiations(pktt_ctx *ctx) { return atomic_load(&ctx->renegotiations); }
 
 void pktt_ctx_free(pktt_ctx *ctx) {
     if (!ctx) return;
@@ -240,6 +259,7 @@ pktt_conn *pktt_conn_new(pktt_ctx *ctx, int fd, char *err, size_t err_len) {
     BIO_set_data(bio, (void *)(intptr_t)fd);
     SSL_set_bio(conn->ssl, bio, bio);
     SSL_set_accept_state(conn->ssl);
+    SSL_set_app_data(conn->ssl, conn);
     return conn;
 }
 
@@ -274,7 +294,10 @@ int pktt_handshake(pktt_conn *conn, int timeout_ms, char *err, size_t err_len) {
     for (;;) {
         ERR_clear_error();
         int r = SSL_do_handshake(conn->ssl);
-        if (r == 1) return PKTT_OK;
+        if (r == 1) {
+            conn->established = 1;
+            return PKTT_OK;
+        }
         int code = SSL_get_error(conn->ssl, r);
         short events;
         if (code == SSL_ERROR_WANT_READ) events = POLLIN;
@@ -358,6 +381,24 @@ long pktt_write(pktt_conn *conn, const void *buffer, size_t length, int timeout_
         if (w == 0) return PKTT_TIMEOUT;
         if (w < 0) { snprintf(err, err_len, "poll: %s", strerror(errno)); return PKTT_ERROR; }
     }
+}
+
+int pktt_request_renegotiation(pktt_conn *conn, char *err, size_t err_len) {
+    ERR_clear_error();
+    if (!SSL_is_init_finished(conn->ssl) || SSL_version(conn->ssl) > TLS1_2_VERSION) {
+        snprintf(err, err_len, "renegotiation needs an established TLS 1.2 (or older) connection");
+        return PKTT_ERROR;
+    }
+    if (SSL_renegotiate(conn->ssl) != 1) {
+        set_error(err, err_len, "SSL_renegotiate failed");
+        return PKTT_ERROR;
+    }
+    /* Sends the HelloRequest; the handshake then waits for the client. */
+    int r = SSL_do_handshake(conn->ssl);
+    int code = r == 1 ? SSL_ERROR_NONE : SSL_get_error(conn->ssl, r);
+    if (code == SSL_ERROR_NONE || code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) return PKTT_OK;
+    describe_failure(conn, code, "HelloRequest failed", err, err_len, NULL);
+    return PKTT_ERROR;
 }
 
 int pktt_pending(pktt_conn *conn) { return SSL_pending(conn->ssl); }

@@ -22,7 +22,8 @@ struct BenchCommand: Sendable {
         servers inside the process, at 1 and at 64 connections (--connections C: only C),
         each a few seconds' worth of requests (--requests N: N) for at most 3 s
         (--max-seconds), then a table. With --url: that server, 100000 requests at 64
-        connections by default. The flags are pocket-bench's, and
+        connections by default. With --rate or --replicas (and no --url): one run
+        against the embedded replicas. The flags are pocket-bench's, and
 
           --report FILE.html   also write an HTML report of the runs (charts inline, no
                                scripts); `pocket bench report --help` draws saved --json
@@ -68,7 +69,7 @@ struct BenchCommand: Sendable {
         var reports: [BenchReport] = []
         var runs: [String] = [] // each run's JSON, as printed with --json
         do {
-            if options.url != nil {
+            if options.url != nil || options.rate != nil || options.tail.replicas > 1 || !options.tail.slowReplicas.isEmpty {
                 failed = report(try await PocketBenchmark.run(options), into: &reports, &runs)
             } else {
                 for scenario in BenchScenario.standard {

@@ -143,6 +143,8 @@ final class ServerConnection: @unchecked Sendable {
             case .closeWithoutTLSNotify:
                 transport.closeWithoutNotify()
                 return false
+            case .requestTLSRenegotiation:
+                guard transport.requestRenegotiation() else { return false }
             }
         }
         return true

@@ -11,9 +11,18 @@ extension TestServer {
     public struct TLSOptions: Sendable {
         /// A protocol version bound.
         public enum Version: Sendable, Equatable {
-            case tls1_2, tls1_3
+            /// TLS 1.0 and 1.1 (as a `maxVersion`, the server runs at
+            /// OpenSSL's security level 0, which they need).
+            case tls1_0, tls1_1, tls1_2, tls1_3
 
-            var wireValue: Int32 { self == .tls1_2 ? 0x0303 : 0x0304 }
+            var wireValue: Int32 {
+                switch self {
+                case .tls1_0: 0x0301
+                case .tls1_1: 0x0302
+                case .tls1_2: 0x0303
+                case .tls1_3: 0x0304
+                }
+            }
         }
 
         /// PEM certificate (chain) the server presents.
@@ -273,6 +282,12 @@ final class TLSTransport: Transport, @unchecked Sendable {
     }
 
     func cork(_ on: Bool) { Sockets.setCork(fd, on) }
+
+    func requestRenegotiation() -> Bool {
+        guard state == .established, let connection else { return false }
+        var error = [CChar](repeating: 0, count: 512)
+        return pktt_request_renegotiation(connection, &error, error.count) == PKTT_OK
+    }
 
     func shutdownWrite() {
         let fd = self.fd

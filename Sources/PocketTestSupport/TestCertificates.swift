@@ -189,6 +189,7 @@ public final class TestCertificates: Sendable {
 
     /// Runs `openssl ARGUMENTS` (stdin from `input`); returns stdout or throws
     /// with stderr on a non-zero exit.
+    @discardableResult
     static func openssl(_ arguments: [String], input: Data? = nil) throws -> Data {
         guard let executable = opensslPath else {
             throw GenerationError(description: "the openssl CLI is not installed")
@@ -200,6 +201,20 @@ public final class TestCertificates: Sendable {
                 + (timedOut ? "timed out" : "exited with \(result.status)") + ": \(result.stderrText)")
         }
         return result.stdout
+    }
+
+    /// A new directory under this one holding a copy of each of `certificates`
+    /// and the hash links `openssl rehash` makes for them: a CA directory
+    /// OpenSSL searches by subject hash (SSL_CERT_DIR, `--capath`).
+    public func hashedDirectory(of certificates: [String]) throws -> String {
+        let hashed = directory.appendingPathComponent("hashed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: hashed, withIntermediateDirectories: false)
+        for (i, certificate) in certificates.enumerated() {
+            try FileManager.default.copyItem(atPath: certificate,
+                                             toPath: hashed.appendingPathComponent("ca-\(i).pem").path)
+        }
+        try Self.openssl(["rehash", hashed.path])
+        return hashed.path
     }
 
     /// The base64 SHA-256 of `certificate`'s DER SubjectPublicKeyInfo: the

@@ -23,6 +23,13 @@ extension TestServer {
         /// Over TLS: closes with a bare FIN and no close_notify (over plain
         /// TCP the same as `.close`). Ends the script and the connection.
         case closeWithoutTLSNotify
+        /// Over TLS 1.2 or older: asks the client to renegotiate (a
+        /// HelloRequest) and goes on at once. The next read takes the
+        /// client's answer: a ClientHello (counted in
+        /// `TestServer.tlsRenegotiations`), or a `no_renegotiation` alert,
+        /// on which OpenSSL ends the connection with a fatal alert. Ends
+        /// the script over plain TCP or TLS 1.3.
+        case requestTLSRenegotiation
         /// Aborts with a TCP RST (`SO_LINGER` {1, 0} then close): the client
         /// sees `ECONNRESET`. Ends the script and the connection.
         case reset

@@ -1,3 +1,4 @@
+import CPocketTestTLS
 import Foundation
 
 /// An in-process HTTP/1.1 server on a loopback port, for tests.
@@ -57,6 +58,9 @@ public final class TestServer: Sendable {
         try self.init(listener: fd, host: "localhost", port: 0, socketPath: unixSocketPath, tls: tls)
     }
 
+    /// The OpenSSL context of a TLS server (kept for its counters).
+    private let tlsContext: TLSContext?
+
     /// The Unix domain socket it listens on, or nil for TCP.
     public let socketPath: String?
 
@@ -79,6 +83,7 @@ public final class TestServer: Sendable {
         self.port = boundPort
         self.socketPath = socketPath
         self.tls = tls
+        self.tlsContext = context
         if let context {
             self.core = ServerCore(listenerFD: fd) { fd, core in
                 TLSTransport(fd: fd, context: context) { [weak core] outcome in
@@ -189,6 +194,10 @@ public final class TestServer: Sendable {
     public var tlsHandshakeDetails: [TLSHandshake] { core.locked { core.tlsHandshakes } }
     /// Completed TLS handshakes that resumed a session (`SSL_session_reused`).
     public var resumedHandshakes: Int { core.locked { core.tlsHandshakes.filter(\.resumed).count } }
+    /// ClientHellos that arrived on connections whose first handshake had
+    /// completed: renegotiations a client agreed to (after
+    /// `RawStep.requestTLSRenegotiation`, or of its own accord).
+    public var tlsRenegotiations: Int { tlsContext.map { Int(pktt_ctx_renegotiations($0.pointer)) } ?? 0 }
     /// The error of each TLS handshake that failed, in order (e.g. the
     /// client rejected the certificate, or sent none to an mTLS server).
     public var failedTLSHandshakes: [String] { core.locked { core.failedTLSHandshakes } }

@@ -40,6 +40,10 @@ protocol Transport: AnyObject, Sendable {
     /// Holds back partial segments (`TCP_CORK`) until uncorked, when what
     /// was written meanwhile leaves together.
     func cork(_ on: Bool)
+    /// Over TLS 1.2 or older: sends a HelloRequest (the server asks to
+    /// renegotiate) without waiting for the answer. False over plain TCP or
+    /// TLS 1.3, or if it could not be sent.
+    func requestRenegotiation() -> Bool
     /// Half-closes: sends FIN, keeps reading possible.
     func shutdownWrite()
     /// Closes the connection (idempotent).
@@ -129,6 +133,8 @@ final class PlainTransport: Transport, @unchecked Sendable {
     }
 
     func cork(_ on: Bool) { Sockets.setCork(fd, on) }
+
+    func requestRenegotiation() -> Bool { false }
 
     func closeWithoutNotify() { close() }
 

@@ -118,9 +118,24 @@ final class ResultChartsTests: XCTestCase {
         XCTAssertEqual(Set(xs).count, xs.count)
     }
 
+    func testEveryChartNamesTheDayAndTheMachineOfItsRuns() throws {
+        let dated = Fixture.scaling.replacingOccurrences(
+            of: #""client":"#, with: #""date":"2026-11-28","machine":{"cpus":2,"cpu_model":"AMD EPYC","kernel":"6.18.44"},"client":"#)
+        let all = try charts(dated)
+        XCTAssertEqual(all.map(\.0.kind), ["rps", "p99", "rss", "memory", "latency"])
+        for (chart, svg) in all {
+            let notes = svg.all(class: "chart-note").map(\.allText)
+            XCTAssertEqual(notes.first, "measured 2026-11-28 on 2 CPUs, AMD EPYC, Linux 6.18.44", "\(chart.kind): \(notes)")
+        }
+        // Runs that carry neither say nothing of it.
+        for (_, svg) in try charts(Fixture.scaling) {
+            XCTAssertFalse(svg.all(class: "chart-note").contains { $0.allText.hasPrefix("measured") })
+        }
+    }
+
     func testScalingChartsStateMemoryPerConnection() throws {
         let all = try charts(Fixture.scaling)
-        XCTAssertEqual(all.map(\.0.kind), ["rps", "p99", "rss", "latency"])
+        XCTAssertEqual(all.map(\.0.kind), ["rps", "p99", "rss", "memory", "latency"])
         let rss = all[2].1
         XCTAssertEqual(rss.all(class: "category").map(\.allText), ["64", "256", "1024", "4096"])
         let note = rss.all(class: "chart-note").map(\.allText).joined()
@@ -132,6 +147,14 @@ final class ResultChartsTests: XCTestCase {
         XCTAssertEqual(mib, kib.map { (($0 / 1024 * 1000).rounded()) / 1000 }, "MiB, as drawn")
         let p99 = all[1].1.all(class: "series").first { $0["data-series"] == "libcurl" }!.all(class: "bar")
         XCTAssertEqual(p99.map { Double($0["data-value"]!)! }, [1920, 7680, 30720, 122_880])
+        // Per connection at each count above 64: (RSS(c) - RSS(64)) / (c - 64).
+        let memory = all[3].1
+        XCTAssertEqual(memory.all(class: "category").map(\.allText), ["256", "1024", "4096"])
+        let perConnection = memory.all(class: "series").first { $0["data-series"] == "Pocket" }!.all(class: "bar")
+            .map { Double($0["data-value"]!)! }
+        let expected = [4_000.0 / 192, 20_000.0 / 960, 88_224.0 / 4032]
+        XCTAssertEqual(perConnection.count, expected.count)
+        for (drawn, want) in zip(perConnection, expected) { XCTAssertEqual(drawn, want, accuracy: 0.001) }
     }
 
     func testSkippedClientsAreNamedNotDrawnAndNotesAreStated() throws {

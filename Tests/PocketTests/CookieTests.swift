@@ -109,16 +109,23 @@ final class CookieTests: XCTestCase {
             Step(url: "http://example.com/", expect: "lang=en-US"), // Secure: https only
             Step(url: "http://www.example.com/", expect: "lang=en-US"),
         ]),
-        ("§3.1 Expires replaces, a past Expires deletes", [
+        ("§3.1 Expires replaces, a past Expires deletes (same Domain: RFC 6265bis §5.7 counts the host-only flag)", [
             Step(url: "https://example.com/", sets: ["SID=31d4d96e407aad42; Path=/; Secure; HttpOnly",
                                                      "lang=en-US; Path=/; Domain=example.com"]),
-            Step(url: "https://example.com/", sets: ["lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT"],
+            Step(url: "https://example.com/", sets: ["lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT; Domain=example.com"],
                  expect: "SID=31d4d96e407aad42; lang=en-US"),
             Step(url: "https://example.com/", expect: "SID=31d4d96e407aad42; lang=en-US"),
-            Step(url: "http://www.example.com/", expect: nil), // now host-only: it replaced the Domain one
-            Step(url: "https://example.com/", sets: ["lang=; Expires=Sun, 06 Nov 1994 08:49:37 GMT"],
+            Step(url: "http://www.example.com/", expect: "lang=en-US"),
+            Step(url: "https://example.com/", sets: ["lang=; Expires=Sun, 06 Nov 1994 08:49:37 GMT; Domain=example.com"],
                  expect: "SID=31d4d96e407aad42; lang=en-US"),
             Step(url: "https://example.com/", expect: "SID=31d4d96e407aad42"),
+        ]),
+        ("RFC 6265bis §5.7: a host-only cookie and a Domain one of the same name are two cookies", [
+            Step(url: "https://example.com/", sets: ["lang=fr; Domain=example.com", "lang=de"]),
+            Step(url: "https://example.com/", expect: "lang=fr; lang=de"),
+            Step(url: "http://www.example.com/", expect: "lang=fr"),
+            Step(url: "https://example.com/", sets: ["lang=; Max-Age=0"], expect: "lang=fr; lang=de"),
+            Step(url: "https://example.com/", expect: "lang=fr"),
         ]),
         ("§5.1.4 default path and path-match", [
             Step(url: "http://example.com/docs/index.html", sets: ["a=1"]),
@@ -231,16 +238,21 @@ final class CookieTests: XCTestCase {
     func testCookieSizeLimit() {
         let store = PocketCookieStore()
         let url = URL(string: "http://example.com/")!
-        let fits = "a=" + String(repeating: "x", count: 4094)
-        XCTAssertEqual(fits.utf8.count, 4096)
-        guard case .stored = store.store(fits, from: url) else { return XCTFail("4096 bytes fit") }
-        XCTAssertEqual(store.store("b=" + String(repeating: "x", count: 4095), from: url), .rejected(.tooLarge(bytes: 4097)))
-        // Attributes count too.
-        XCTAssertEqual(store.store("c=" + String(repeating: "x", count: 4080) + "; Path=/; Secure", from: url),
-                       .rejected(.tooLarge(bytes: 4098)))
+        // Name and value together (RFC 6265bis §5.6), as curl counts them.
+        let fits = "a=" + String(repeating: "x", count: 4095)
+        guard case .stored = store.store(fits, from: url) else { return XCTFail("4096 bytes of name and value fit") }
+        XCTAssertEqual(store.store("b=" + String(repeating: "x", count: 4096), from: url), .rejected(.tooLarge(bytes: 4097)))
+        // Attributes do not count.
+        guard case .stored = store.store("c=" + String(repeating: "x", count: 4095) + "; Path=/; HttpOnly", from: url) else {
+            return XCTFail("attributes are not part of the size")
+        }
+        // Every cookie stored survives its own file.
+        let again = PocketCookieStore()
+        again.importNetscape(store.netscapeFile())
+        XCTAssertEqual(again.cookies(for: url).map(\.name), ["a", "c"])
         let small = PocketCookieStore(limits: .init(maxCookieBytes: 10))
         XCTAssertEqual(small.add(PocketCookie(name: "n", value: String(repeating: "v", count: 20), domain: "example.com")),
-                       .rejected(.tooLarge(bytes: 33)))
+                       .rejected(.tooLarge(bytes: 21)), "name and value: 1 + 20 bytes")
     }
 
     func testPerDomainLimitEvictsTheLeastRecentlyUsed() {
@@ -305,6 +317,24 @@ final class CookieTests: XCTestCase {
 
     // MARK: public suffixes
 
+    /// The rules where a differential run against curl's cookie engine
+    /// (scripts/differential.py cookies) found Pocket apart from RFC 6265bis.
+    func testIdentityTrailingDotAndPrefixCaseFollowRFC6265bis() {
+        let store = PocketCookieStore()
+        let url = URL(string: "http://example.com/")!
+        // §5.7: the host-only flag is part of a cookie's identity.
+        guard case .stored = store.store("a=1", from: url), case .stored = store.store("a=2; Domain=example.com", from: url) else {
+            return XCTFail("both stored")
+        }
+        XCTAssertEqual(store.cookieHeader(for: url), "a=1; a=2")
+        XCTAssertEqual(store.cookieHeader(for: URL(string: "http://sub.example.com/")!), "a=2")
+        // §5.6: a Domain attribute with a trailing dot domain-matches no host without one.
+        XCTAssertEqual(store.store("b=1; Domain=example.com.", from: url), .rejected(.domainMismatch(domain: "example.com.")))
+        // §4.1.3: prefixes in any case.
+        XCTAssertEqual(store.store("__host-c=1; Path=/", from: url), .rejected(.prefixRequirements))
+        XCTAssertEqual(store.store("__SECURE-c=1", from: url), .rejected(.prefixRequirements))
+    }
+
     func testPublicSuffixRejection() {
         let store = PocketCookieStore()
         XCTAssertEqual(store.store("a=1; Domain=co.uk", from: URL(string: "http://www.example.co.uk/")!),
@@ -312,7 +342,7 @@ final class CookieTests: XCTestCase {
         XCTAssertEqual(store.store("a=1; Domain=com", from: URL(string: "http://example.com/")!),
                        .rejected(.publicSuffix(domain: "com")))
         XCTAssertEqual(store.store("a=1; Domain=COM.", from: URL(string: "http://example.com/")!),
-                       .rejected(.publicSuffix(domain: "com")))
+                       .rejected(.publicSuffix(domain: "com.")), "the trailing dot is kept")
         XCTAssertEqual(store.store("a=1; Domain=github.io", from: URL(string: "https://user.github.io/")!),
                        .rejected(.publicSuffix(domain: "github.io")))
         guard case .stored(let c, _) = store.store("b=1; Domain=example.co.uk", from: URL(string: "http://www.example.co.uk/")!) else {

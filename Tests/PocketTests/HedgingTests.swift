@@ -111,6 +111,34 @@ final class HedgingTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 3)
     }
 
+    func testAHedgeForAReplicaSetGoesThroughTheHopToAnotherReplica() async throws {
+        // Replica 0 stalls; the hedge, a hop of its own, leases a replica
+        // the request has not used.
+        let servers = try (0..<2).map { i in
+            let server = try TestServer()
+            server.route("/x") { _ in i == 0 ? .raw([.sleep(milliseconds: 2000), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n0")])
+                                             : .text("\(i)") }
+            return server
+        }
+        defer { servers.forEach { $0.shutdown() } }
+        let set = PocketReplicaSet(name: "svc", endpoints: servers.map { PocketReplicaEndpoint(host: $0.host, port: UInt16($0.port)) },
+                                   balancing: .roundRobin)
+        let client = try makeClient {
+            $0.replicaSets = [set]
+            $0.handling.hedging = .after(.milliseconds(50))
+        }
+        let (collected, _) = states(client)
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: URL(string: "http://svc/x")!))
+        XCTAssertEqual(response.text, "1", "the other replica's answer")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertEqual(servers.map(\.requestCount), [1, 1])
+        XCTAssertEqual(set.statistics.map(\.failures), [0, 0], "the cancelled loser does not count against its replica")
+        try await client.shutdown()
+        let events = await collected.value
+        XCTAssertEqual(events.filter { $0.state == .hedgeWon }.map(\.hedge), [1])
+    }
+
     func testAPercentileDelayWaitsForSamples() async throws {
         let server = try server(stalled: 0)
         defer { server.shutdown() }

@@ -180,6 +180,9 @@ final class ProxyTests: XCTestCase {
 
         let lower = try XCTUnwrap(ProxyRules.make(config, environment: ["http_proxy": "proxy:8", "no_proxy": "*"]))
         XCTAssertNil(try chosen("http://example.com/", lower), "* sends everything direct")
+        let starAmongOthers = try XCTUnwrap(ProxyRules.make(config, environment: ["http_proxy": "proxy:8", "no_proxy": "*,internal.example"]))
+        XCTAssertEqual(try chosen("http://example.com/", starAmongOthers), "proxy:8", "* is the wildcard only alone (curl's rule)")
+        XCTAssertNil(try chosen("http://internal.example/", starAmongOthers))
         XCTAssertNil(ProxyRules.make(config, environment: ["HTTP_PROXY": "http://upper:1"]), "nothing applies")
 
         config.proxy = try PocketProxy("http://client:6")

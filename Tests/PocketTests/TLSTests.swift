@@ -81,6 +81,58 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
     }
 
+    /// Runs `body` with the environment's `variables` set (nil: unset), then
+    /// restores them. The system store reads SSL_CERT_FILE and SSL_CERT_DIR
+    /// at a context's first connection.
+    private func withEnvironment<T>(_ variables: [String: String?], _ body: () async throws -> T) async rethrows -> T {
+        let environment = ProcessInfo.processInfo.environment
+        func apply(_ name: String, _ value: String?) {
+            if let value { setenv(name, value, 1) } else { unsetenv(name) }
+        }
+        for (name, value) in variables { apply(name, value) }
+        defer { for name in variables.keys { apply(name, environment[name]) } }
+        return try await body()
+    }
+
+    func testTheSystemStoreSearchesAHashedSSLCertDir() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let directory = try c.hashedDirectory(of: [c.caCert])
+        // No SSL_CERT_FILE: the bundle is skipped for the hashed directories.
+        let r = try await withEnvironment(["SSL_CERT_DIR": directory, "SSL_CERT_FILE": nil]) {
+            // The store is loaded at a context's first connection.
+            try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertEqual(r.text, "secure", "the test CA is found by its hash link in SSL_CERT_DIR")
+    }
+
+    func testAHashedSSLCertDirWithoutTheIssuerStillFailsVerification() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        // A CA directory that holds another certificate, not the server's issuer.
+        let directory = try c.hashedDirectory(of: [c.selfSignedCert])
+        let error = await withEnvironment(["SSL_CERT_DIR": directory, "SSL_CERT_FILE": nil]) {
+            await assertPocketError(.tlsUntrustedCertificate) {
+                try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0, "no request is sent over an unverified connection")
+        XCTAssertTrue(error?.message.contains("issuer") ?? false, error?.message ?? "")
+    }
+
+    func testSSLCertFileIsStillReadWhenSet() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey)
+        defer { server.shutdown() }
+        let empty = try c.hashedDirectory(of: [])
+        let r = try await withEnvironment(["SSL_CERT_DIR": empty, "SSL_CERT_FILE": c.caCert]) {
+            try await makeClient().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        }
+        XCTAssertEqual(r.text, "secure", "the test CA comes from SSL_CERT_FILE")
+    }
+
     func testInsecureModeAcceptsASelfSignedCertificate() async throws {
         let c = try certs()
         let server = try server(cert: c.selfSignedCert, key: c.selfSignedKey)
@@ -164,6 +216,56 @@ final class TLSTests: XCTestCase {
         await assertPocketError(.tlsProtocolVersion) {
             try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
         }
+    }
+
+    func testAServerLimitedToTLS11OrOlderIsRefused() async throws {
+        let c = try certs()
+        for version in [TestServer.TLSOptions.Version.tls1_1, .tls1_0] {
+            let server = try server(cert: c.serverCert, key: c.serverKey) {
+                $0.minVersion = version
+                $0.maxVersion = version
+            }
+            defer { server.shutdown() }
+            let client = try client()
+            await assertPocketError(.tlsProtocolVersion) {
+                try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+            }
+            XCTAssertEqual(server.tlsHandshakes, 0, "no \(version) handshake completes")
+            XCTAssertEqual(server.requestCount, 0)
+        }
+        // The same server allowed TLS 1.2 is reached: the refusal is the version's.
+        let server = try server(cert: c.serverCert, key: c.serverKey) {
+            $0.minVersion = .tls1_0
+            $0.maxVersion = .tls1_2
+        }
+        defer { server.shutdown() }
+        let r = try await client().send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/"))!))
+        XCTAssertEqual(r.text, "secure")
+        XCTAssertEqual(server.tlsHandshakeDetails.map(\.version), ["TLSv1.2"])
+    }
+
+    func testAServerCannotRenegotiate() async throws {
+        let c = try certs()
+        let server = try server(cert: c.serverCert, key: c.serverKey) { $0.maxVersion = .tls1_2 }
+        defer { server.shutdown() }
+        // A HelloRequest, then the answer: a client that agrees sends a
+        // ClientHello, which the server reads before the next request on
+        // the connection; one that refuses sends a no_renegotiation alert,
+        // on which OpenSSL's server ends the connection.
+        server.route("/renegotiate") { _ in
+            .raw([.requestTLSRenegotiation, .sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
+        }
+        let client = try client { $0.timeouts.total = .seconds(5) }
+        let first = try await client.send(PocketRequest(url: URL(string: server.url(host: "localhost", path: "/renegotiate"))!))
+        XCTAssertEqual(first.text, "ok", "the answer after the refused request arrives")
+        // The server reads the client's answer while it waits for the next
+        // request: a ClientHello (agreed), or the alert, on which it closes.
+        let deadline = Date().addingTimeInterval(10)
+        while server.tlsRenegotiations == 0 && server.openConnections > 0 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(server.tlsRenegotiations, 0, "no ClientHello after the first handshake")
+        XCTAssertEqual(server.openConnections, 0, "the refusal ended the connection")
     }
 
     func testSessionsAreResumedOnNewConnections() async throws {

@@ -37,7 +37,7 @@ static void inspect(void *ctx, void *arg) {
         p->idle++;
         if (c->rbuf || c->rcap || c->state != PK_CONN_IDLE) p->holding++;
       }
-  p->free_bufs = loop->rbufs_len;
+  p->free_bufs = loop->small_bufs.len;
   pthread_mutex_lock(&p->lock);
   p->done = 1;
   pthread_cond_signal(&p->cond);

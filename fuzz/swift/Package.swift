@@ -12,7 +12,8 @@ let package = Package(
     // Named: a path package is otherwise known by its folder's name.
     dependencies: [.package(name: "Pocket", path: "../..")],
     targets: [
-        .target(name: "FuzzDriver"),
+        .target(name: "FuzzAllocations"),
+        .target(name: "FuzzDriver", dependencies: ["FuzzAllocations"]),
         .executableTarget(name: "FuzzMultipart", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
         .executableTarget(name: "FuzzSchema", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),
         .executableTarget(name: "FuzzCookies", dependencies: ["FuzzDriver", .product(name: "Pocket", package: "Pocket")]),

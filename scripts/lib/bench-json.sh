@@ -4,7 +4,8 @@
 #
 #   json_machine                  {"cpus":…,"cpu_model":…,"kernel":…} of this machine
 #   json_str TEXT                 TEXT as a JSON string literal
-#   json_tag LINE FIELDS          the JSON object LINE with FIELDS ('"k":v,…') put first
+#   json_tag LINE FIELDS          the JSON object LINE with FIELDS ('"k":v,…') put first,
+#                                 and today's "date" unless LINE or FIELDS has one
 #   wrk_json OUT                  a run object of wrk's --latency output OUT (rps,
 #                                 requests, errors, p50/p90/p99 and the curve it prints)
 
@@ -21,6 +22,8 @@ json_machine() {
 
 json_tag() {
   local line=$1 fields=$2
+  # Every run carries its day (the charts print it), unless it has one.
+  case "$line$fields" in *'"date":'*) ;; *) fields="$fields,\"date\":\"$(date -u +%F)\"" ;; esac
   printf '{%s,%s\n' "$fields" "${line#\{}"
 }
 

@@ -6,18 +6,59 @@
 #                                then SIGKILL 20 s later, and the run fails
 #                                with "TIMED OUT", naming the step. A failing
 #                                step ends the run with its exit status.
+#   step_bg NAME LIMIT CMD ARG...  the same, in the background, its output
+#                                kept in a file: for a step that uses one
+#                                core (libFuzzer, the C tests) beside the
+#                                steps in the foreground
+#   steps_wait                   waits for the background steps, prints
+#                                each one's output and time; fails, naming
+#                                it, if one failed or passed its limit
 #   steps_summary                each step's time, one line each, and the total
+#                                (wall and CPU)
+#
+# STEPS_LIMIT_FACTOR (default 1) multiplies every limit: for a rehearsal on
+# a machine that other work keeps busy. STEPS_TIMES_FILE, when set, gets
+# each step's time line as well (.ci/run lists the steps of scripts/ci.sh
+# with its own at the end).
+#
+# A step's time is its wall time and its CPU time (user + system of every
+# process it ran): on a shared machine the wall time grows with the load,
+# the CPU time much less.
 STEP_TIMES=()
 STEPS_T0=$SECONDS
 
+# The CPU seconds (user + system) in the `times` output file $1: the
+# finished children of the subshell that wrote it. Each step runs in a
+# subshell of its own, so a step's CPU time is its own even while a
+# background step finishes (and is counted by this shell) meanwhile.
+steps_cpu() {
+  local _self children
+  { read -r _self; read -r children; } <"$1"
+  # "0m12.345s 0m1.230s" -> 13 (rounded)
+  echo "$children" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }; printf "%d\n", t + 0.5 }'
+}
+
+steps_record() {
+  STEP_TIMES+=("$1")
+  if [ -n "${STEPS_TIMES_FILE:-}" ]; then echo "$1" >>"$STEPS_TIMES_FILE"; fi
+}
+
 step() {
-  local name=$1 limit=$2
+  local name=$1 limit=$(($2 * ${STEPS_LIMIT_FACTOR:-1}))
   shift 2
-  local t0=$SECONDS rc=0
+  local t0=$SECONDS rc=0 cpu timesfile
+  timesfile=$(mktemp /tmp/pocket-step.XXXXXX)
   echo "== $name (time limit ${limit} s)"
-  timeout --kill-after=20 "$limit" "$@" || rc=$?
+  (
+    rc=0
+    timeout --kill-after=20 "$limit" "$@" || rc=$?
+    times >"$timesfile"
+    exit "$rc"
+  ) || rc=$?
   local took=$((SECONDS - t0))
-  STEP_TIMES+=("$(printf '%6d s  %s' "$took" "$name")")
+  cpu=$(steps_cpu "$timesfile")
+  rm -f "$timesfile"
+  steps_record "$(printf '%6d s %6d s  %s' "$took" "$cpu" "$name")"
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
     steps_summary
@@ -28,11 +69,71 @@ step() {
     steps_summary
     exit "$rc"
   fi
-  echo "== $name: ok in $took s"
+  echo "== $name: ok in $took s (CPU $cpu s)"
 }
 
+STEPS_BG=()
+step_bg() {
+  local name=$1 limit=$(($2 * ${STEPS_LIMIT_FACTOR:-1}))
+  shift 2
+  local dir
+  dir=$(mktemp -d /tmp/pocket-step.XXXXXX)
+  echo "== $name (in the background, time limit ${limit} s)"
+  # The subshell times its command (`times`: CPU of its finished children)
+  # and records the exit status and the wall time.
+  (
+    t0=$SECONDS
+    rc=0
+    timeout --kill-after=20 "$limit" "$@" >"$dir/out" 2>&1 </dev/null || rc=$?
+    times >"$dir/times"
+    echo "$rc $((SECONDS - t0))" >"$dir/rc"
+  ) &
+  STEPS_BG+=("$!|$limit|$dir|$name")
+}
+
+steps_wait() {
+  local entry pid limit dir name rc took cpu failed=0
+  for entry in "${STEPS_BG[@]}"; do
+    IFS='|' read -r pid limit dir name <<<"$entry"
+    wait "$pid" || true
+    echo "== $name (background) output:"
+    cat "$dir/out"
+    read -r rc took <"$dir/rc"
+    cpu=$(steps_cpu "$dir/times")
+    rm -rf "$dir"
+    steps_record "$(printf '%6d s %6d s  %s (background)' "$took" "$cpu" "$name")"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
+      failed=1
+    elif [ "$rc" -ne 0 ]; then
+      echo "== $name: FAILED (exit $rc) after $took s"
+      failed=$rc
+    else
+      echo "== $name: ok in $took s (CPU $cpu s)"
+    fi
+  done
+  STEPS_BG=()
+  if [ "$failed" -ne 0 ]; then
+    steps_summary
+    exit "$failed"
+  fi
+}
+
+# steps_summary: this script's steps. With STEPS_TIMES_FILE set, the caller
+# that set it prints every step instead, with `steps_summary --all`.
 steps_summary() {
-  echo "== step times"
-  printf '%s\n' "${STEP_TIMES[@]}"
-  printf '%6d s  total\n' "$((SECONDS - STEPS_T0))"
+  if [ "${1:-}" = --all ]; then
+    echo "== step times (wall, CPU)"
+    cat "$STEPS_TIMES_FILE"
+  elif [ -n "${STEPS_TIMES_FILE:-}" ]; then
+    return 0
+  else
+    echo "== step times (wall, CPU)"
+    printf '%s\n' "${STEP_TIMES[@]}"
+  fi
+  local f
+  f=$(mktemp /tmp/pocket-step.XXXXXX)
+  times >"$f"
+  printf '%6d s %6d s  total\n' "$((SECONDS - STEPS_T0))" "$(steps_cpu "$f")"
+  rm -f "$f"
 }

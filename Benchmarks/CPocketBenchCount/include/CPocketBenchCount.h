@@ -1,5 +1,6 @@
 /*
- * CPocketBenchCount: the instruction counters of `pocket-bench --count`.
+ * CPocketBenchCount: the instruction counters of `pocket-bench --count`,
+ * and the shared counters of its latency histogram.
  *
  * Two sources of user-space instruction counts:
  *  - perf: one hardware counter (PERF_COUNT_HW_INSTRUCTIONS, exclude_kernel,
@@ -36,5 +37,11 @@ typedef struct pkbc_perf {
 int pkbc_perf_start(pkbc_perf *p, const char *skip_comm);
 /* Reads the sum of the counters into *out and closes them; 0 or -errno. */
 int pkbc_perf_stop(pkbc_perf *p, uint64_t *out);
+
+/* One more at counts[i], from any thread (a relaxed atomic add): the
+ * latency buckets every request task of a phase records into. */
+static inline void pkbc_count_add(uint64_t *counts, long i) {
+    __atomic_fetch_add(&counts[i], 1, __ATOMIC_RELAXED);
+}
 
 #endif

@@ -67,6 +67,27 @@ size_t pkbs_gzip(const void *in, size_t n, void *out, size_t cap);
  * (EBUSY if a server is already running). */
 int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_port);
 
+/* Servers started from now on listen on `count` ports (1 to 64; 1 by
+ * default), the replicas 0..count-1 of one set, served by the same threads:
+ * replica r on pkbs_start's port + r, or each on a free port when that port
+ * is 0 (pkbs_replica_port says which). Returns 0, or -1 with errno EBUSY while a server
+ * runs, EINVAL out of range. */
+int pkbs_set_replicas(int count);
+
+/* Replica `replica` (from 0) of servers started from now on answers a
+ * `share` (0 to 1) of its requests `delay_ns` late; 0 restores prompt
+ * answers. A late answer holds its connection: the requests behind it on
+ * that connection are answered after it, in order. Returns 0, or -1 with
+ * errno EBUSY while a server runs, EINVAL out of range. */
+int pkbs_set_slow(int replica, double share, uint64_t delay_ns);
+
+/* The running server's port for replica `replica`, or 0. */
+uint16_t pkbs_replica_port(int replica);
+
+/* Requests the running server's replica `replica` has answered or is
+ * holding (a moment stale while running), or 0. */
+uint64_t pkbs_replica_requests(int replica);
+
 /* Stops the server: wakes and joins its threads, closes every connection and
  * the listening socket. A no-op if none is running. */
 void pkbs_stop(void);

@@ -38,13 +38,16 @@ typedef struct {
      * (a deliberate mismatch, for testing how clients react). */
     const char *alpn;
     int min_version;                /* e.g. 0x0303 (TLS 1.2), 0x0304 (TLS 1.3); 0: library default */
-    int max_version;                /* 0: library default (highest) */
+    int max_version;                /* 0: library default (highest); below 0x0303: security level 0 (OpenSSL 3 needs it for TLS 1.0 and 1.1) */
     int session_tickets;            /* nonzero: issue session tickets (resumption) */
 } pktt_ctx_options;
 
 /* Builds a server context; NULL on failure with a message in err. */
 pktt_ctx *pktt_ctx_new(const pktt_ctx_options *options, char *err, size_t err_len);
 void pktt_ctx_free(pktt_ctx *ctx);
+/* ClientHellos received on connections whose first handshake had completed:
+ * renegotiations clients agreed to. */
+int pktt_ctx_renegotiations(pktt_ctx *ctx);
 
 /* Wraps an accepted socket (sets O_NONBLOCK; does not take ownership of fd). */
 pktt_conn *pktt_conn_new(pktt_ctx *ctx, int fd, char *err, size_t err_len);
@@ -70,6 +73,10 @@ long pktt_read(pktt_conn *conn, void *buffer, size_t length, int timeout_ms, int
 /* Writes (partial writes allowed): >0 count, PKTT_TIMEOUT, PKTT_ERROR. Retry a
  * timed-out write with the same (or longer) bytes. */
 long pktt_write(pktt_conn *conn, const void *buffer, size_t length, int timeout_ms, char *err, size_t err_len);
+/* On an established TLS 1.2 (or older) connection: sends a HelloRequest
+ * (server-initiated renegotiation) and returns PKTT_OK without waiting; the
+ * client's answer is read by the next pktt_read/pktt_write. */
+int pktt_request_renegotiation(pktt_conn *conn, char *err, size_t err_len);
 /* Decrypted bytes buffered inside OpenSSL, not returned by pktt_read yet. */
 int pktt_pending(pktt_conn *conn);
 /* Sends close_notify (best effort, never waits). */

@@ -49,6 +49,15 @@ public final class PocketClient: Sendable {
         /// Addresses to connect to instead of resolving a host and port
         /// (curl's `--resolve`); empty by default. See `PocketAddressOverride`.
         public var addressOverrides: [PocketAddressOverride] = []
+        /// Replica sets: a request whose URL host is a set's name goes to one
+        /// of its replicas, balanced, with failing replicas ejected (see
+        /// `PocketReplicaSet`). Empty by default.
+        public var replicaSets: [PocketReplicaSet] = []
+        /// Outlier ejection for plain origins (hosts that name no replica
+        /// set): an origin that keeps failing is treated as a set of one,
+        /// and while it is ejected its requests fail at once with
+        /// `.circuitOpen`. nil (the default): off.
+        public var originEjection: PocketOutlierEjection?
         /// Happy eyeballs (RFC 8305): when a host has several addresses, a
         /// new connection attempt starts this long after the previous one
         /// if that has not connected yet (at once when it fails), IPv6 and
@@ -263,6 +272,8 @@ public final class PocketClient: Sendable {
     let latencies = OriginLatencies()
     /// `configuration.handling.deadlineHeader`, read once.
     let deadlineHeader: String?
+    /// Its replica sets and origin breakers; nil when none is configured (Sources/Pocket/Replicas).
+    let replicas: ReplicaRouter?
 
     /// Starts the engine's threads. Fails only if threads or descriptors
     /// cannot be created.
@@ -289,6 +300,7 @@ public final class PocketClient: Sendable {
         self.deadlineHeader = configuration.handling.deadlineHeader
         self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)
         self.hedging = configuration.handling.hedging
+        self.replicas = ReplicaRouter(configuration)
     }
 
     /// Fails every request in flight with `.shutdown`, closes every

@@ -85,9 +85,11 @@ public struct PocketCookie: Sendable, Hashable, Codable {
     /// `name=value`, as the `Cookie` field carries it.
     public var pair: String { name + "=" + value }
 
-    /// Cookies are the same cookie when name, domain and path are (RFC 6265 §5.3 step 11).
+    /// Cookies are the same cookie when name, domain, host-only flag and path
+    /// are (RFC 6265bis §5.7): a host-only `a` and a `Domain` `a` for the
+    /// same host are two cookies.
     func sameIdentity(as other: PocketCookie) -> Bool {
-        name == other.name && domain == other.domain && path == other.path
+        name == other.name && domain == other.domain && hostOnly == other.hostOnly && path == other.path
     }
 
     /// Every field compared, the times included (two cookies of the same

@@ -44,14 +44,17 @@ import Musl
 /// **From RFC 6265bis, as curl and browsers do:** a `Secure` cookie is only
 /// stored from https; a cookie from http cannot replace or shadow a
 /// `Secure` one of the same name; `__Secure-` names need `Secure`, and
-/// `__Host-` names need `Secure`, no `Domain` and `Path=/`. `SameSite` is
+/// `__Host-` names need `Secure`, no `Domain` and `Path=/` (the prefixes in
+/// any case); a host-only cookie and a `Domain` one of the same name, domain
+/// and path are two cookies. `SameSite` is
 /// parsed and kept but not enforced: it protects a browser's cross-site
 /// requests, and a client that is not a browser has no site that starts
 /// them. `HttpOnly` is kept (and exported); Pocket is an HTTP API, so such
 /// cookies are sent.
 ///
-/// **Limits** (`Limits`, each with its own outcome): a cookie longer than
-/// 4096 bytes is refused (`.tooLarge`); past 50 cookies for one domain, or
+/// **Limits** (`Limits`, each with its own outcome): a cookie whose name
+/// and value together exceed 4096 bytes is refused (`.tooLarge`, RFC 6265bis
+/// §5.6); past 50 cookies for one domain, or
 /// 3000 in all, cookies are evicted as §5.3 says: expired ones first, then
 /// those least recently used (`.stored(_, evicted:)` lists them).
 ///
@@ -64,9 +67,10 @@ import Musl
 public final class PocketCookieStore: Sendable {
     /// How much the store keeps. RFC 6265 §6.1 asks for at least these.
     public struct Limits: Sendable, Hashable {
-        /// The longest cookie, in bytes: a `Set-Cookie` value's length (name,
-        /// value and attributes), or name, value, domain and path for a
-        /// cookie added or imported. Longer ones are refused (`.tooLarge`).
+        /// The longest cookie, in bytes: its name and value together (RFC
+        /// 6265bis §5.6), whether from a `Set-Cookie` field (the attributes
+        /// are not counted), added or read from a cookie file, so that every
+        /// cookie stored survives its own file. Longer ones are refused (`.tooLarge`).
         public var maxCookieBytes = 4096
         /// Cookies per domain (the cookie's domain field); past it the
         /// domain's expired, then least recently used cookies are evicted.
@@ -190,21 +194,22 @@ public final class PocketCookieStore: Sendable {
         let now = clock()
         return state.withLock { s in
             if let problem = Self.check(cookie) { return .rejected(problem) }
-            let size = cookie.name.utf8.count + cookie.value.utf8.count + cookie.domain.utf8.count + cookie.path.utf8.count
+            let size = cookie.name.utf8.count + cookie.value.utf8.count
             if size > limits.maxCookieBytes { return .rejected(.tooLarge(bytes: size)) }
             return insert(cookie, now: now, sequence: nil, in: &s)
         }
     }
 
     private func store(_ line: String, origin: Origin, now: Date, in s: inout State) -> Outcome {
-        let size = line.utf8.count
-        if size > limits.maxCookieBytes { return .rejected(.tooLarge(bytes: size)) }
         guard let parsed = SetCookieLine(line) else { return .rejected(.malformed) }
-        // §5.3 steps 4-6: the domain, refusing public suffixes.
+        // RFC 6265bis §5.6: the name and the value together, not the attributes.
+        let size = parsed.name.utf8.count + parsed.value.utf8.count
+        if size > limits.maxCookieBytes { return .rejected(.tooLarge(bytes: size)) }
+        // §5.3 steps 4-6: the domain, refusing public suffixes. A trailing
+        // dot stays: `example.com.` does not domain-match `example.com`.
         var hostOnly = true
         var domain = origin.host
-        if var attribute = parsed.domain {
-            if attribute.hasSuffix(".") { attribute.removeLast() }
+        if let attribute = parsed.domain {
             if !origin.isIP, PublicSuffixList.isPublicSuffix(attribute) {
                 guard attribute == origin.host else { return .rejected(.publicSuffix(domain: attribute)) }
                 // The host itself (e.g. `localhost`): a host-only cookie.
@@ -219,8 +224,11 @@ public final class PocketCookieStore: Sendable {
         // RFC 6265bis: Secure only from a secure origin; prefixes.
         let secureOrigin = isSecure(origin)
         if parsed.secure && !secureOrigin { return .rejected(.secureFromInsecureOrigin) }
-        if parsed.name.hasPrefix("__Secure-") && !parsed.secure { return .rejected(.prefixRequirements) }
-        if parsed.name.hasPrefix("__Host-") && (!parsed.secure || !hostOnly || parsed.path != "/") {
+        // Prefixes are matched without regard to case (RFC 6265bis §4.1.3):
+        // `__host-` asks for what `__Host-` does.
+        let name = parsed.name.lowercased()
+        if name.hasPrefix("__secure-") && !parsed.secure { return .rejected(.prefixRequirements) }
+        if name.hasPrefix("__host-") && (!parsed.secure || !hostOnly || parsed.path != "/") {
             return .rejected(.prefixRequirements)
         }
         var expires: Date?
@@ -669,7 +677,7 @@ public final class PocketCookieStore: Sendable {
                     continue
                 }
                 let c = entry.cookie
-                let size = c.name.utf8.count + c.value.utf8.count + c.domain.utf8.count + c.path.utf8.count
+                let size = c.name.utf8.count + c.value.utf8.count
                 if size > limits.maxCookieBytes {
                     summary.rejected += 1
                     continue

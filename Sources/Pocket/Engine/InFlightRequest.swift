@@ -23,15 +23,75 @@ import Musl
 /// (lock-free, and visible to ThreadSanitizer, which does not see through the
 /// futex-based `Mutex`).
 final class InFlightRequest: @unchecked Sendable {
-    private enum State {
+    /// Where the request is between submit, cancel and completion: one
+    /// atomic word that the submitting thread, a cancelling thread and the
+    /// loop thread move along (idle, then running or cancelled early, then
+    /// finished, then resumed). Each transition says what its caller must do.
+    struct State: ~Copyable {
         static let idle = 0
         static let running = 1        // handleReq/handleID are valid
         static let cancelledEarly = 2 // cancelled before the handle was published
         static let finished = 3
         static let resumed = 4        // the waiting task was handed its outcome
+
+        private let word = Atomic<Int>(State.idle)
+
+        init() {}
+
+        /// The current state (acquiring: the fields written before it are seen).
+        var current: Int { word.load(ordering: .acquiring) }
+
+        /// Back to idle, for a spare about to be reused.
+        func reset() { word.store(State.idle, ordering: .relaxed) }
+
+        /// Whether a cancel came before the submit (checked just before it).
+        var isCancelledEarly: Bool { current == State.cancelledEarly }
+
+        /// The engine has the request: idle becomes running. False when a
+        /// cancel came first (cancelled early): the caller passes the cancel
+        /// on to the engine, which now has the request.
+        func publish() -> Bool {
+            let (published, seen) = word.compareExchange(expected: State.idle, desired: State.running,
+                                                         ordering: .acquiringAndReleasing)
+            return published || seen != State.cancelledEarly
+        }
+
+        /// What a cancel must do.
+        enum CancelAction: Equatable {
+            /// Nothing more: marked cancelled early (the submit refuses it),
+            /// or already finished.
+            case none
+            /// The request is running: cancel it in the engine.
+            case cancelInEngine
+        }
+
+        /// A cancel from any thread: idle becomes cancelled early; a running
+        /// request is cancelled in the engine; later states ignore it.
+        func cancel() -> CancelAction {
+            var current = word.load(ordering: .acquiring)
+            while true {
+                switch current {
+                case State.idle:
+                    let (done, seen) = word.compareExchange(expected: State.idle, desired: State.cancelledEarly,
+                                                            ordering: .acquiringAndReleasing)
+                    if done { return .none }
+                    current = seen
+                case State.running:
+                    return .cancelInEngine
+                default:
+                    return .none
+                }
+            }
+        }
+
+        /// The request ended (releasing: its fields are written).
+        func finish() { word.store(State.finished, ordering: .releasing) }
+
+        /// The waiting task was handed its outcome (releasing: see `takeResponse`).
+        func resume() { word.store(State.resumed, ordering: .releasing) }
     }
 
-    private let state = Atomic<Int>(State.idle)
+    private let state = State()
     // Written once by the submitter before `state` becomes `running` (release);
     // read by `cancel` only after it observes `running` (acquire).
     private var handleReq: UInt = 0
@@ -115,7 +175,7 @@ final class InFlightRequest: @unchecked Sendable {
     /// a spare must keep nothing alive (`InFlightSpares.recycle`). Only for
     /// a finished `.collect` request nothing else references.
     func reset(progress: PocketProgressHandler?) {
-        state.store(State.idle, ordering: .relaxed)
+        state.reset()
         handleReq = 0
         handleID = 0
         handleLoop = 0
@@ -145,7 +205,7 @@ final class InFlightRequest: @unchecked Sendable {
         guard case .collect = delivery else { return false }
         // The acquiring load pairs with `takeResumption`'s releasing store:
         // every field below was last written before it, on another thread.
-        return state.load(ordering: .acquiring) == State.resumed && continuation == nil && ready == .none
+        return state.current == State.resumed && continuation == nil && ready == .none
             && nextCompleted == nil && pump == nil && multipart == nil && bodyCopy == nil && uploadFD < 0
     }
 
@@ -306,7 +366,7 @@ final class InFlightRequest: @unchecked Sendable {
                 spec.tls_id = tlsID
                 spec.ctx = Unmanaged.passRetained(self).toOpaque()
 
-                if state.load(ordering: .acquiring) == State.cancelledEarly {
+                if state.isCancelledEarly {
                     return -Int32(PK_E_CANCELLED.rawValue)
                 }
                 return pk_engine_submit(raw, &spec, &handle)
@@ -316,11 +376,9 @@ final class InFlightRequest: @unchecked Sendable {
         handleReq = UInt(bitPattern: handle.req)
         handleID = handle.id
         handleLoop = handle.loop
-        let (published, seen) = state.compareExchange(expected: State.idle, desired: State.running,
-                                                      ordering: .acquiringAndReleasing)
         // Cancelled between our check and the submit: the engine has
         // the request now, so the cancel is ours to pass on.
-        if !published && seen == State.cancelledEarly { pk_engine_cancel(raw, handle) }
+        if !state.publish() { pk_engine_cancel(raw, handle) }
         return 0
     }
 
@@ -332,26 +390,13 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// Called from Task cancellation on any thread.
     func cancel() {
-        var current = state.load(ordering: .acquiring)
-        while true {
-            switch current {
-            case State.idle:
-                let (done, seen) = state.compareExchange(expected: State.idle, desired: State.cancelledEarly,
-                                                         ordering: .acquiringAndReleasing)
-                if done { return }
-                current = seen
-            case State.running:
-                let handle = self.handle
-                pk_engine_cancel(engine.raw, handle) // a no-op if it already finished
-                return
-            default:
-                return
-            }
+        if state.cancel() == .cancelInEngine {
+            pk_engine_cancel(engine.raw, handle) // a no-op if it already finished
         }
     }
 
     private func finishEarly(_ error: PocketError) {
-        state.store(State.finished, ordering: .releasing)
+        state.finish()
         freeBody()
         progress?.finish?()
         let c = continuation
@@ -490,7 +535,7 @@ final class InFlightRequest: @unchecked Sendable {
     }
 
     func didFinish(error: Int32, sysErrno: Int32, timings t: pk_timings) {
-        state.store(State.finished, ordering: .releasing)
+        state.finish()
         let pumpError = pump?.failure
         freeBody()
         progress?.finish?()
@@ -588,7 +633,7 @@ final class InFlightRequest: @unchecked Sendable {
             resumption = .failure(c, error)
         }
         ready = .none
-        state.store(State.resumed, ordering: .releasing)
+        state.resume()
         return resumption
     }
 
@@ -606,7 +651,7 @@ final class InFlightRequest: @unchecked Sendable {
             headHandedOver.store(false, ordering: .relaxed)
             if let head = headResponse.take() { return head }
         }
-        _ = state.load(ordering: .acquiring)
+        _ = state.current
         // Moved out, not copied: the object is done with them (a spare is
         // reset before its next use).
         var bytes = Data(), fields = PocketHeaders(), phrase = ""

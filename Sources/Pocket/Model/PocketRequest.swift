@@ -44,6 +44,7 @@ public struct PocketRequest: Sendable, Hashable, Codable {
             var authentication: PocketAuthentication?
             var cachePolicy: PocketCachePolicy?
             var proxyAnswer: ProxyAnswer?
+            var replicaAddress: String?
         }
 
         init(method: PocketMethod, url: URL, body: PocketRequestBody?) {
@@ -254,6 +255,26 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     var proxyAnswer: ProxyAnswer? {
         get { storage.f.proxyAnswer }
         set { unique().f.proxyAnswer = newValue }
+    }
+
+    /// The numeric address of the replica this hop goes to (a replica set
+    /// found in DNS: the URL keeps the name), or nil (Sources/Pocket/Replicas).
+    /// Not compared, hashed or archived.
+    var replicaAddress: String? {
+        get { storage.f.replicaAddress }
+        set { unique().f.replicaAddress = newValue }
+    }
+
+    /// Sends this request to another origin (a replica) with `url` kept:
+    /// the target's scheme, host and port replaced (what the engine writes
+    /// and connects to), connected through `address` when given. No URL is
+    /// parsed.
+    mutating func moveTarget(https: Bool, host: String, port: UInt16, address: String?) {
+        let s = unique()
+        s.f.target.https = https
+        s.f.target.host = host
+        s.f.target.port = port
+        s.f.replicaAddress = address
     }
 
     /// Whether sending this request twice has the effect of sending it once:

@@ -144,7 +144,8 @@ struct ProxyRules: Sendable {
 }
 
 /// Hosts reached without the proxy, in `NO_PROXY`'s syntax as curl reads
-/// it: comma-separated entries; `*` alone matches every host; a name
+/// it: comma-separated entries; `*` alone matches every host (`*` among
+/// other entries matches none); a name
 /// matches itself and its subdomains (`example.com` and `.example.com` both
 /// match `api.example.com`); an IP address matches itself; a CIDR block
 /// (`10.0.0.0/8`, `fd00::/8`) matches the addresses in it. Ports are not
@@ -159,9 +160,13 @@ struct NoProxyList: Sendable {
     }
 
     init(_ entries: [String]) {
+        let entries = entries.map { $0.filter { !$0.isWhitespace }.lowercased() }.filter { !$0.isEmpty }
+        // `*` is the wildcard only as the whole list (curl's rule); among
+        // other entries it names no host.
+        if entries == ["*"] { all = true }
         for raw in entries {
-            var entry = raw.filter { !$0.isWhitespace }.lowercased()
-            if entry == "*" { all = true; continue }
+            var entry = raw
+            if entry == "*" { continue }
             if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
                 entry = String(entry[entry.index(after: entry.startIndex)..<close]) + entry[entry.index(after: close)...]
             }

@@ -20,7 +20,9 @@ import Foundation
 //      policy (`fetching`, Sources/Pocket/Cache)
 //   4. redirects (`followingRedirects`, RedirectFollower.swift): each hop
 //      goes through the cookie store, then
-//   5. `hop`: the configured `PocketTransport`, or the engine (the hop's
+//   5. `hop`: for a replica set's name (or an origin with a breaker), a
+//      replica chosen and the request moved to it (Sources/Pocket/Replicas);
+//      then the configured `PocketTransport`, or the engine (the hop's
 //      proxy challenge answered): the request is prepared (a pure value
 //      step: `PreparedRequest`) and submitted (`InFlightRequest`), its body
 //      delivered as the delivery says
@@ -37,8 +39,9 @@ import Foundation
 //
 // With no middleware, no retry or hedging policy, no authentication, no
 // task deadline and nobody listening, `execute` skips 1, 2, 6's hooks and
-// 7: one attempt, then validation (and one count for the budgets). Every other stage checks for its own work (a cache, a
-// redirect, a cookie store, a proxy) with a nil or status check.
+// 7: one attempt, then validation (and one count for the budgets). Every
+// other stage checks for its own work (a cache, a redirect, a cookie
+// store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -104,28 +107,55 @@ extension PocketClient {
     /// Runs `request` through the stages (see the top of this file) and
     /// returns its response in `delivery`'s form, reporting to `sink` (or to
     /// a sink made here when anyone listens).
+    ///
+    /// `execute` and the stages under it down to the engine (`fetching`,
+    /// `followingRedirects`, the cookie hop, `hop`, `engineHop`, `run`) are
+    /// inlined into their callers: an async call of its own would add a
+    /// task-allocated frame, and a suspension's resume, to every request.
+    /// The stages that run only for some requests (`executeAdapted`, the
+    /// redirects after a 3xx, the cache, authentication) stay calls.
+    @inline(__always)
     nonisolated(nonsending) func execute<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
     ) async throws -> D.Response {
+        // A request for a replica set keeps the replicas its attempts and
+        // hedges used, so each prefers another (ReplicaHistory).
+        if let replicas, replicas.namesSet(request.target), ReplicaHistory.current == nil {
+            return try await executeRemembering(request, options: options, progress: progress, sink: given, delivery)
+        }
         extraRequests.deposit()   // the budgets' count of requests
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
         if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
            !hub.isListening, request.authentication == nil, PocketDeadline.isAbsent {
             var response = try await fetching(request, progress: progress, delivery)
-            if let failure = validationFailure(of: response, for: request) {
+            if let failure = accept(&response, sent: request) {
                 await response.discardBody()
                 throw failure
             }
-            response.keep(request: request)
             return response
         }
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
     }
 
+    /// `execute` with a fresh `ReplicaHistory` bound for the request's
+    /// attempts and hedges. A call of its own, so that the task-local
+    /// binding (a closure and its context) stays out of `execute`, which is
+    /// inlined into every way of sending.
+    @inline(never)
+    nonisolated(nonsending) func executeRemembering<D: ResponseDelivery>(
+        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
+        _ delivery: D
+    ) async throws -> D.Response {
+        try await ReplicaHistory.$current.withValue(ReplicaHistory()) {
+            try await execute(request, options: options, progress: progress, sink: given, delivery)
+        }
+    }
+
     /// One attempt's exchange: the cache step (with a cache or a cache
     /// policy), else redirects and their hops.
+    @inline(__always)
     nonisolated(nonsending) func fetching<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                                _ delivery: D) async throws -> D.Response {
         if responseCache != nil || request.cachePolicy != nil {
@@ -134,10 +164,24 @@ extension PocketClient {
         return try await followingRedirects(request, progress: progress, delivery)
     }
 
-    /// One hop: the configured transport, or the engine (through the hop's
-    /// proxy, whose challenge is answered: Sources/Pocket/Proxy).
+    /// One hop: through a replica set when the URL's host names one (or
+    /// the origin has a breaker: Sources/Pocket/Replicas), which moves it to
+    /// a replica; then `directHop`.
+    @inline(__always)
     nonisolated(nonsending) func hop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                           _ delivery: D) async throws -> D.Response {
+        if let replicas, let set = replicas.set(for: request.target) {
+            return try await routedHop(request, through: set, progress: progress, delivery)
+        }
+        return try await directHop(request, progress: progress, delivery)
+    }
+
+    /// A hop to the request's own origin: the configured transport, or the
+    /// engine (through the hop's proxy, whose challenge is answered:
+    /// Sources/Pocket/Proxy).
+    @inline(__always)
+    nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                                _ delivery: D) async throws -> D.Response {
         if let transport = configuration.handling.transport {
             return try delivery.deliver(await transport.send(request, progress: progress))
         }
@@ -147,6 +191,7 @@ extension PocketClient {
 
     /// The one place a request enters the engine: an engine request made
     /// for `delivery`, submitted, and its response handed to `delivery`.
+    @inline(__always)
     nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                                 _ delivery: D) async throws -> D.Response {
         var inflight = delivery.engineRequest(client: self, progress: progress)
@@ -162,6 +207,7 @@ extension PocketClient {
 
     /// Submits `inflight` and waits for its continuation: the complete
     /// response, or only its head for a body delivered as it arrives.
+    @inline(__always)
     nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
@@ -284,10 +330,10 @@ extension PocketClient {
                     ? try await fetching(sent, hedging: hedging, context: context, attempt: attempt, sink: sink,
                                      progress: progress, delivery)
                     : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
-                failure = validationFailure(of: response, for: sent)
+                failure = accept(&response, sent: sent)
                 // A success no hook observes is the caller's at once.
                 observing = observed && chain.observes(context)
-                if failure == nil, !observing, delivered(&response, sent: sent, attempt: attempt, sink: sink) { return response }
+                if failure == nil, !observing, delivered(response, sent: sent, attempt: attempt, sink: sink) { return response }
                 outcome = .success(response)
             } catch {
                 outcome = .failure(bound ? Self.deadlineReached(error, attempt: attempt) : error)
@@ -417,13 +463,12 @@ extension PocketClient {
 
     /// Whether a response that passed validation is the caller's at once
     /// (a success: it passes a validation, or is 2xx/3xx with none); then
-    /// `.finished` is reported and the request kept in it.
-    private func delivered<R: ExchangedResponse>(_ response: inout R, sent: PocketRequest, attempt: Int, sink: EventSink?) -> Bool {
+    /// `.finished` is reported.
+    private func delivered<R: ExchangedResponse>(_ response: R, sent: PocketRequest, attempt: Int, sink: EventSink?) -> Bool {
         guard configuration.validation != nil || sent.validation != nil || (200..<400).contains(response.redirectStatus) else {
             return false
         }
         sink?.emit(.finished, attempt: attempt, status: response.attemptView.status)
-        response.keep(request: sent)
         return true
     }
 
@@ -507,14 +552,13 @@ extension PocketClient {
     private func finish<R: ExchangedResponse>(_ outcome: Result<R, any Error>, validationFailure: PocketError?,
                                               request: PocketRequest, attempt: Int, sink: EventSink?) throws -> R {
         switch outcome {
-        case .success(var response):
+        case .success(let response):
             if var failure = validationFailure {
                 if attempt > 1 { failure.message += " (after \(attempt) attempts)" }
                 sink?.emit(.finished, attempt: attempt, status: response.attemptView.status, error: failure)
                 throw failure
             }
             sink?.emit(.finished, attempt: attempt, status: response.attemptView.status)
-            response.keep(request: request)
             return response
         case .failure(var error):
             if attempt > 1, var pocket = error as? PocketError {
@@ -524,6 +568,15 @@ extension PocketClient {
             sink?.emit(.finished, attempt: attempt, error: error)
             throw error
         }
+    }
+
+    /// The one acceptance step of an attempt's response: why it fails
+    /// `sent`'s validation (else the client's), or nil when it passes, with
+    /// `sent` kept in it as the request that got it.
+    func accept<R: ExchangedResponse>(_ response: inout R, sent: PocketRequest) -> PocketError? {
+        if let failure = validationFailure(of: response, for: sent) { return failure }
+        response.keep(request: sent)
+        return nil
     }
 
     /// Why `response` fails the request's validation (else the client's), or

@@ -31,7 +31,8 @@ struct PreparedRequest {
     /// The proxy it goes through, or nil (direct).
     let proxy: ProxyRoute?
     /// Numeric addresses to connect to instead of resolving the host
-    /// ("a,b"; `Configuration.addressOverrides`), or nil.
+    /// ("a,b"; the replica's in a DNS-found set, else
+    /// `Configuration.addressOverrides`), or nil.
     let addresses: String?
     /// May the engine send it again on a new connection when a reused one
     /// failed before any response byte (`PocketRequest.isIdempotent`)? A
@@ -107,8 +108,9 @@ struct PreparedRequest {
         }
         unixSocketPath = unix
         proxy = route
-        addresses = route == nil && !addressOverrides.isEmpty
-            ? PocketAddressOverride.list(host: request.target.host, port: request.target.port, in: addressOverrides) : nil
+        // A replica's own address (a set found in DNS), else an override.
+        addresses = route != nil ? nil : request.replicaAddress ?? (addressOverrides.isEmpty ? nil
+            : PocketAddressOverride.list(host: request.target.host, port: request.target.port, in: addressOverrides))
         idempotent = request.isIdempotent
     }
 }

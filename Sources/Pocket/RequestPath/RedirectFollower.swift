@@ -26,15 +26,12 @@ extension PocketClient {
     /// A progress handler's `finish` (the end of `PocketProgressHandler.stream`)
     /// comes once, when the final response is complete: the stream of
     /// updates spans every hop, and a redirect's end does not close it.
+    @inline(__always) // into the request path: see `execute`
     nonisolated(nonsending) func followingRedirects<D: ResponseDelivery>(
         _ request: PocketRequest, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
-        guard request.redirects?.follows ?? configuration.redirects.follows else {
-            var response = try await hopWithCookies(request, progress, delivery)
-            response.record(url: request.url, redirects: [])
-            return response
-        }
-        let gate = ProgressFinishGate.wrap(progress)
+        let follows = request.redirects?.follows ?? configuration.redirects.follows
+        let gate = follows ? ProgressFinishGate.wrap(progress) : nil
         var response: D.Response
         do {
             response = try await hopWithCookies(request, gate?.handler ?? progress, delivery)
@@ -42,7 +39,7 @@ extension PocketClient {
             gate?.gate.markFinal()
             throw error
         }
-        guard RedirectFollower.isRedirect(response.redirectStatus) else {
+        guard follows, RedirectFollower.isRedirect(response.redirectStatus) else {
             gate?.gate.markFinal()
             response.record(url: request.url, redirects: [])
             return response

@@ -1,21 +1,32 @@
 // ahc-bench: AsyncHTTPClient 1.37.0 under pocket-bench's loop and report
 // (PocketBenchKit): C concurrent tasks, each awaiting `client.execute` back to
 // back and reading the whole body, on one HTTPClient whose pool allows C
-// connections per host. Flags: --url (required) --requests --connections
-// --warmup --max-seconds --json --cacert -k --compressed.
+// connections per host. Flags: --url (required; given several times, the
+// replicas of one set, taken in turn) --requests --connections --warmup
+// --max-seconds --json --cacert -k --compressed --rate (open loop, latency
+// from each request's due time: PocketBenchKit's OpenLoopSchedule).
 import AsyncHTTPClient
 import NIOCore
 import NIOSSL
 import PocketBenchKit
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-struct AHCClient: BenchClient {
+/// AsyncHTTPClient has no replica sets: the requests go to the URLs in turn.
+final class AHCClient: BenchClient {
     let client: HTTPClient
-    let request: HTTPClientRequest
+    let requests: [HTTPClientRequest]
+    let turn = Atomic<Int>(0)
+
+    init(client: HTTPClient, requests: [HTTPClientRequest]) {
+        self.client = client
+        self.requests = requests
+    }
 
     func perform() async throws -> BenchOutcome {
+        let request = requests[turn.wrappingAdd(1, ordering: .relaxed).oldValue % requests.count]
         let response = try await client.execute(request, timeout: .seconds(60))
         var n = 0
         for try await buffer in response.body { n += buffer.readableBytes }
@@ -23,7 +34,7 @@ struct AHCClient: BenchClient {
     }
 }
 
-let usage = "usage: ahc-bench --url URL [--requests N] [--connections C] [--warmup W] [--max-seconds T] [--json] [--cacert FILE] [-k] [--compressed]"
+let usage = "usage: ahc-bench --url URL [--url URL...] [--requests N] [--connections C] [--warmup W] [--max-seconds T] [--json] [--cacert FILE] [-k] [--compressed] [--rate R]"
 let options = BenchOptions.parseOrExit("ahc-bench", usage: usage, requireURL: true)
 let url = options.url!
 
@@ -38,10 +49,16 @@ if options.caFile != nil || options.insecure {
     configuration.tlsConfiguration = tls
 }
 let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-var request = HTTPClientRequest(url: url)
-if options.compressed == true { request.headers.add(name: "Accept-Encoding", value: "gzip, deflate") }
-
-let measurement = await measure(AHCClient(client: client, request: request), options: options,
-                                setup: MeasureSetup(clientName: "ahc", url: url))
+let requests = options.urls.map { url in
+    var request = HTTPClientRequest(url: url)
+    if options.compressed == true { request.headers.add(name: "Accept-Encoding", value: "gzip, deflate") }
+    return request
+}
+if !options.tail.policyFlags.isEmpty {
+    eprint("ahc-bench: AsyncHTTPClient has no \(options.tail.policyFlags.joined(separator: ", ")); ignored")
+}
+var setup = MeasureSetup(clientName: "ahc", url: url)
+setup.replicas = requests.count
+let measurement = await measure(AHCClient(client: client, requests: requests), options: options, setup: setup)
 try? await client.shutdown()
 measurement.finish("ahc-bench", json: options.json)

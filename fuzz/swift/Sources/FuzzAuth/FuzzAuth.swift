@@ -8,6 +8,8 @@
 //     back (as an auth-param list) to the realm, nonce, opaque and uri it
 //     was computed for: the quoting round trip holds;
 //   - the answer holds no CR, LF or NUL when the challenge held none;
+//   - parsing the challenges and choosing one allocate at most a fixed
+//     amount plus a multiple of the input's size (allocationBounded);
 //   - the Digest nonce kept for one origin is never offered to another
 //     (DigestNonces: a challenge is answered only for its own origin).
 import FuzzDriver
@@ -29,12 +31,14 @@ let uri = "/dir/index.html?a=\"b\""
 @_cdecl("FuzzAuth_main")
 func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     runFuzzer(argc, argv) { data in
-        let text = String(decoding: data, as: UTF8.self)
-        let values = text.split(separator: "\n").map(String.init)
-        let all = AuthChallenge.parse(values)
+        let (values, all) = allocationBounded("AuthChallenge.parse", inputBytes: data.count) {
+            let values = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            return (values, AuthChallenge.parse(values))
+        }
         for c in all where c.scheme.isEmpty { fail("a challenge without a scheme: \(c)") }
         for schemes in [Set<PocketAuthentication.Scheme>([.digest, .basic]), [.basic], [.digest]] {
-            guard let chosen = ChosenChallenge(values, schemes: schemes) else { continue }
+            let chosen = allocationBounded("ChosenChallenge", inputBytes: data.count) { ChosenChallenge(values, schemes: schemes) }
+            guard let chosen else { continue }
             if !schemes.contains(chosen.scheme) { fail("\(chosen.scheme) chosen from \(schemes)") }
             guard let digest = chosen.digest else { continue }
             guard let answer = digest.answer(credential, method: "GET", uri: uri, nc: 1, cnonce: "0a4f113b") else { continue }

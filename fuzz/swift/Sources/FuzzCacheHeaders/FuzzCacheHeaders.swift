@@ -12,7 +12,10 @@
 //     no-store or Vary: *;
 //   - an HTTP-date that parses names a real day, and formatted as an
 //     IMF-fixdate it parses to the same instant (a round trip);
-//   - Retry-After is never negative.
+//   - Retry-After is never negative;
+//   - the directives, lifetime, age and Retry-After of the headers are
+//     parsed with at most a fixed amount plus a multiple of the input's size
+//     allocated (allocationBounded).
 import FuzzDriver
 @testable import Pocket
 
@@ -49,6 +52,15 @@ func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<C
             let name = String(line[..<colon]), value = line[line.index(after: colon)...].trimmingSpaces
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { continue }
             headers.add(name: name, value: value)
+        }
+        // What the cache and the retry loop parse, measured apart from the checks.
+        _ = allocationBounded("the cache headers", inputBytes: data.count) {
+            let directives = CacheDirectives(headers)
+            let lifetime = CacheRules.lifetime(headers, directives: directives, status: 200, heuristic: true,
+                                               responseTime: 1_700_000_000)
+            let age = CacheRules.age(headers, requestTime: 1_699_999_999, responseTime: 1_700_000_000, now: 1_700_000_005)
+            let waits = headers.map { RetryAfter.delay($0.value, now: Date(timeIntervalSince1970: 1_700_000_000)) }
+            return (directives, lifetime, age, waits)
         }
         let status = statuses[Int(first & 0x0F) % statuses.count]
         var request = PocketRequest(method: .get, url: URL(string: "https://example.com/r")!)

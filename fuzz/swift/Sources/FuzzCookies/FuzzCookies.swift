@@ -13,6 +13,8 @@
 //   - no stored cookie's Domain is a public suffix unless host-only, and
 //     `__Host-`/`__Secure-` names carry what their prefix demands;
 //   - the Cookie field value never holds CR, LF or NUL;
+//   - storing the lines (or reading the file) allocates at most a fixed
+//     amount plus a multiple of the input's size (allocationBounded);
 //   - the store's Netscape file, read into a new store, writes the same
 //     file again (a write-then-read round trip).
 import FuzzDriver
@@ -77,13 +79,21 @@ func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<C
         guard let first = data.first else { return }
         let origin = URL(string: origins[Int(first & 0x7F) % origins.count])!
         let text = String(decoding: data.dropFirst(), as: UTF8.self)
-        let store = PocketCookieStore(clock: { clockNow })
+        let store: PocketCookieStore
         if first & 0x80 != 0 {
-            let summary = store.importNetscape(text, setCookieOrigin: origin)
+            let (read, summary) = allocationBounded("importNetscape", inputBytes: data.count) {
+                let store = PocketCookieStore(clock: { clockNow })
+                return (store, store.importNetscape(text, setCookieOrigin: origin))
+            }
+            store = read
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
             if summary.imported > lines { fail("more cookies than lines") }
         } else {
-            for line in text.split(separator: "\n") { store.store(String(line), from: origin) }
+            store = allocationBounded("Set-Cookie into the store", inputBytes: data.count) {
+                let store = PocketCookieStore(clock: { clockNow })
+                for line in text.split(separator: "\n") { store.store(String(line), from: origin) }
+                return store
+            }
             for url in probes {
                 for cookie in store.cookies(for: url) {
                     check(url, cookie)

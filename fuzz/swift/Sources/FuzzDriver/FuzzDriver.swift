@@ -6,6 +6,8 @@
 // and hands its check to libFuzzer's driver, which parses the
 // usual libFuzzer flags.
 
+import FuzzAllocations
+
 @_silgen_name("LLVMFuzzerRunDriver")
 private func LLVMFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<Int32>,
@@ -41,4 +43,30 @@ public func ignoringLeaks<T>(_ body: () -> T) -> T {
     lsanDisable()
     defer { lsanEnable() }
     return body()
+}
+
+/// Runs `body`, the parsing of `inputBytes` bytes of the input, and traps
+/// when it allocated more than `fixed + perByte × inputBytes` heap bytes in
+/// all (frees not subtracted): what a server sends may cost memory in
+/// proportion to its size, never more. `body` builds whatever it parses
+/// into afresh, so a second call measures the same work: an excess is
+/// reported only when it repeats, which leaves out the one-time
+/// initialisation of a global on the first input.
+/// With FUZZ_ALLOCATIONS_REPORT set, each measurement is printed to stderr
+/// (`allocated WHAT BYTES INPUT`), to see how close the corpus comes.
+public func allocationBounded<T>(_ what: String, inputBytes: Int, fixed: Int = 1 << 20, perByte: Int = 1024,
+                                 _ body: () -> T) -> T {
+    let bound = fixed + perByte * inputBytes
+    fuzz_allocations_begin()
+    let result = body()
+    let first = fuzz_allocations_end()
+    fuzz_allocations_report(what, first, inputBytes)
+    if first <= bound { return result }
+    fuzz_allocations_begin()
+    let again = body()
+    let second = fuzz_allocations_end()
+    if second > bound {
+        fatalError("\(what): \(second) bytes allocated for \(inputBytes) bytes of input (bound \(bound))")
+    }
+    return again
 }

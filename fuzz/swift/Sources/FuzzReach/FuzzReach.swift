@@ -15,8 +15,12 @@
 //   - NO_PROXY: a host equal to a listed name, or under it, never goes
 //     through the proxy, a host that is neither never is bypassed by a name
 //     (checked apart from the matcher); an IPv4 host inside a listed CIDR
-//     block is bypassed (prefix checked on 32-bit integers);
-//   - HTTP_PROXY in upper case alone is never used (httpoxy).
+//     block is bypassed (prefix checked on 32-bit integers); `*` as the
+//     whole list bypasses every host, `*` among other entries none;
+//   - HTTP_PROXY in upper case alone is never used (httpoxy);
+//   - resolving the Location, reading NO_PROXY and the proxy variables
+//     allocate at most a fixed amount plus a multiple of the input's size
+//     (allocationBounded).
 import FuzzDriver
 @testable import Pocket
 
@@ -47,9 +51,12 @@ func ipv4(_ text: String) -> UInt32? {
 
 func location(_ text: String, base: URL) {
     let trimmed = String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-    guard !trimmed.isEmpty, let resolved = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return }
-    let target = Target(resolved)
-    guard target.problem == nil else { return }
+    guard !trimmed.isEmpty else { return }
+    let parsed = allocationBounded("Location resolution", inputBytes: text.utf8.count) { () -> (URL, Target)? in
+        guard let resolved = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return nil }
+        return (resolved, Target(resolved))
+    }
+    guard let (resolved, target) = parsed, target.problem == nil else { return }
     if !PocketClient.sameOrigin(resolved, resolved) { fail("\(resolved) is not its own origin") }
     if PocketClient.sameOrigin(base, resolved) != PocketClient.sameOrigin(resolved, base) { fail("sameOrigin is not symmetric") }
     do {
@@ -72,13 +79,15 @@ func proxies(_ lines: [String]) {
     var environment = ["no_proxy": noProxy]
     for (i, value) in lines.dropFirst().prefix(4).enumerated() where !value.isEmpty { environment[names[i]] = value }
     let hosts = Array(lines.dropFirst(5)) + ["example.com", "a.b.example.com", "10.1.2.3", "::1"]
-    let list = NoProxyList(noProxy)
+    let list = allocationBounded("NoProxyList", inputBytes: noProxy.utf8.count) { NoProxyList(noProxy) }
     // The entries as the matcher reads them, checked apart.
     var entryNames: [String] = [], blocks: [(UInt32, Int)] = []
     var all = false, bracketed = false
-    for raw in noProxy.split(whereSeparator: { $0 == "," || $0.isWhitespace }) {
+    let raws = noProxy.split(whereSeparator: { $0 == "," || $0.isWhitespace })
+    all = raws.count == 1 && raws[0] == "*" // the wildcard only as the whole list (curl's rule)
+    for raw in raws {
         var entry = raw.filter { !$0.isWhitespace }.lowercased()
-        if entry == "*" { all = true; continue }
+        if entry == "*" { continue }
         let parts = entry.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         if let first = parts.first, let v4 = ipv4(String(first)), NoProxyList.address(String(first)) != nil {
             let prefix = parts.count == 2 ? Int(parts[1]) ?? -1 : 32
@@ -115,7 +124,10 @@ func proxies(_ lines: [String]) {
     }
     var configuration = PocketClient.Configuration()
     configuration.proxyFromEnvironment = true
-    guard let rules = ProxyRules.make(configuration, environment: environment) else {
+    let rules = allocationBounded("ProxyRules.make", inputBytes: lines.reduce(0) { $0 + $1.utf8.count + 1 }) {
+        ProxyRules.make(configuration, environment: environment)
+    }
+    guard let rules else {
         return
     }
     for host in hosts {

@@ -10,6 +10,8 @@
 //   - writer round trip: parse(write(v)) == v, and writing that again gives
 //     the same bytes;
 //   - `PocketSchema(data:)` fails only with `.invalidSchema`;
+//   - parsing the document and the schema allocates at most a fixed amount
+//     plus a multiple of their size (allocationBounded);
 //   - validation (response direction) fails only with the documented codes,
 //     and twice over the same input gives the same result and message;
 //   - the request direction (`encode`) on the document either fails with a
@@ -66,7 +68,7 @@ func check(_ input: UnsafeRawBufferPointer) {
     let document = nul.map { UnsafeRawBufferPointer(rebasing: rest[($0 + 1)...]) } ?? rest
 
     // Parser and writer.
-    if let value = parsed(document) {
+    if let value = allocationBounded("PocketJSONParser.parse", inputBytes: document.count, { parsed(document) }) {
         if (try? JSONSerialization.jsonObject(with: Data(document), options: [.fragmentsAllowed])) == nil {
             fail("JSONParser accepted what JSONSerialization rejects")
         }
@@ -80,7 +82,9 @@ func check(_ input: UnsafeRawBufferPointer) {
     // Schema and validator.
     let schema: PocketSchema
     do {
-        schema = try PocketSchema(data: Data(schemaText))
+        schema = try allocationBounded("PocketSchema(data:)", inputBytes: schemaText.count) {
+            Result { try PocketSchema(data: Data(schemaText)) }
+        }.get()
     } catch let error as PocketError {
         guard error.code == .invalidSchema else { fail("Schema(data:) failed with \(error.code)") }
         return

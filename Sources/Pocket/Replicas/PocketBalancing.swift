@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// How a `PocketReplicaSet` chooses the replica of each request among those
+/// not ejected.
+public enum PocketBalancing: Sendable, Hashable {
+    /// Power of two choices (Mitzenmacher), weighted as Finagle's and
+    /// Linkerd's peak-EWMA balancers are: two replicas are drawn at random
+    /// and the one with the lower cost is taken, the cost being
+    /// `(outstanding requests + 1) × latency`. The latency is an
+    /// exponentially weighted moving average of the replica's response
+    /// times that jumps at once to a slower sample (the peak) and decays
+    /// towards faster ones with time constant `decay`; between samples it
+    /// decays towards zero, so a replica that was slow is tried again
+    /// after a while. A replica slower than the others, or with more
+    /// requests waiting, therefore gets fewer requests, at the cost of two
+    /// random draws per request and no shared scan.
+    case powerOfTwoChoices(decay: Duration)
+    /// Each replica in turn, whatever its load or latency (what a client
+    /// without a balancer does with a list of URLs).
+    case roundRobin
+
+    /// Power of two choices with a 10 s decay (Finagle's and Linkerd's default).
+    public static let powerOfTwoChoices = PocketBalancing.powerOfTwoChoices(decay: .seconds(10))
+}
+
+/// A replica's latency as a peak-sensitive EWMA, in nanoseconds.
+struct PeakEWMA: Sendable {
+    /// The average at `stamp`, in nanoseconds (0: nothing measured yet).
+    private(set) var nanos: Double = 0
+    /// When it was last updated, in nanoseconds of the set's clock.
+    private(set) var stamp: Int64 = 0
+    /// The time constant, in nanoseconds.
+    let tau: Double
+
+    init(decay: Duration) {
+        tau = max(1, Double(decay.nanoseconds))
+    }
+
+    /// Adds a response time measured at `now`: a slower one replaces the
+    /// average (the peak), a faster one is weighted by how long ago the
+    /// last sample was (`exp(-Δt/τ)` for the old average).
+    mutating func add(_ sample: Duration, at now: Int64) {
+        let rtt = Double(max(0, sample.nanoseconds))
+        if rtt > nanos {
+            nanos = rtt
+        } else {
+            let w = exp(-Double(max(0, now - stamp)) / tau)
+            nanos = nanos * w + rtt * (1 - w)
+        }
+        stamp = now
+    }
+
+    /// The average at `now`, decayed towards zero since the last sample (a
+    /// replica that gets no traffic because it was slow is tried again).
+    func value(at now: Int64) -> Double {
+        nanos * exp(-Double(max(0, now - stamp)) / tau)
+    }
+}
+
+/// The pure choice of one replica among candidates, for either balancing.
+enum ReplicaChoice {
+    /// What the choice sees of one candidate.
+    struct Candidate {
+        var index: Int
+        var outstanding: Int
+        var latency: Double
+    }
+
+    /// The cost power of two choices compares: (outstanding + 1) ×
+    /// (latency + 1 µs). The microsecond keeps the outstanding count
+    /// deciding between replicas with no latency measured yet.
+    static func cost(_ c: Candidate) -> Double {
+        Double(c.outstanding + 1) * (c.latency + 1_000)
+    }
+
+    /// Two distinct candidates drawn at random, the cheaper taken (the first
+    /// drawn on a tie). One candidate is taken as it is.
+    static func powerOfTwo<G: RandomNumberGenerator>(_ candidates: [Candidate], using generator: inout G) -> Int {
+        precondition(!candidates.isEmpty)
+        if candidates.count == 1 { return candidates[0].index }
+        let a = Int.random(in: 0..<candidates.count, using: &generator)
+        var b = Int.random(in: 0..<(candidates.count - 1), using: &generator)
+        if b >= a { b += 1 }
+        return cost(candidates[b]) < cost(candidates[a]) ? candidates[b].index : candidates[a].index
+    }
+
+    /// The first candidate at or after `cursor` in replica order (wrapping),
+    /// for round-robin: the caller advances its cursor past the result.
+    static func roundRobin(_ candidates: [Candidate], cursor: Int) -> Int {
+        precondition(!candidates.isEmpty)
+        return candidates.first { $0.index >= cursor }?.index ?? candidates[0].index
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (s, a) = components
+        let (ns, overflow) = s.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? (s < 0 ? .min : .max) : ns &+ a / 1_000_000_000
+    }
+}

@@ -1,0 +1,40 @@
+extension PocketClient {
+    /// A hop through a replica set (or a plain origin's breaker): a replica
+    /// leased (the set's balancer, skipping ejected replicas and those this
+    /// request used already; `.circuitOpen` at once when all are ejected),
+    /// the request moved to it, sent, and its outcome (latency, status or
+    /// transport failure) reported to the set when the hop ends: at the
+    /// complete response, or at the head of a body delivered as it arrives.
+    nonisolated(nonsending) func routedHop<D: ResponseDelivery>(_ request: PocketRequest, through set: PocketReplicaSet,
+                                                                progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
+        if set.moves {
+            await set.waitForReplicas(upTo: (request.timeouts ?? configuration.timeouts).connect ?? .seconds(10))
+        }
+        let history = ReplicaHistory.current
+        let lease = try set.lease(avoiding: history?.endpoints ?? [])
+        history?.add(lease.endpoint)
+        var sent = request
+        if set.moves {
+            let endpoint = lease.endpoint
+            if configuration.handling.transport == nil {
+                // The engine reads the target alone: moved in place, no URL parsed.
+                sent.moveTarget(https: endpoint.scheme == "https", host: endpoint.host, port: endpoint.port,
+                                address: endpoint.address)
+            } else if let url = endpoint.url(for: request.target) {
+                sent.url = url   // a transport reads the URL
+            } else {
+                set.finish(lease, failure: nil)
+                throw PocketError(.invalidURL, "\(request.url.absoluteString) cannot be moved to replica \(endpoint)")
+            }
+        }
+        let response: D.Response
+        do {
+            response = try await directHop(sent, progress: progress, delivery)
+        } catch {
+            set.finish(lease, failure: ReplicaRouter.countsAgainstReplica(error))
+            throw error
+        }
+        set.finish(lease, failure: set.isFailure(status: response.redirectStatus))
+        return response
+    }
+}

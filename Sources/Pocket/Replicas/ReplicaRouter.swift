@@ -1,0 +1,91 @@
+/// The client's replica sets by name, and the breakers of plain origins
+/// (`Configuration.originEjection`): what the hop consults to route a
+/// request. Made once per client; nil when neither is configured, so a
+/// client without them pays one nil check per hop.
+final class ReplicaRouter: Sendable {
+    /// The sets by their lower-case name.
+    let sets: [String: PocketReplicaSet]
+    /// The breaker settings of plain origins, or nil.
+    let originEjection: PocketOutlierEjection?
+    /// One single-replica set per origin seen, made on first use.
+    private let origins = Lock<[OriginKey: PocketReplicaSet]>([:])
+
+    /// An origin as the breakers key it (no string is made per request).
+    private struct OriginKey: Hashable {
+        var https: Bool
+        var host: String
+        var port: UInt16
+    }
+    /// The most origins that get a breaker (a client that talks to more
+    /// sends to the rest unguarded, so memory stays bounded).
+    static let maxOrigins = 1024
+
+    init?(_ configuration: PocketClient.Configuration) {
+        guard !configuration.replicaSets.isEmpty || configuration.originEjection != nil else { return nil }
+        var sets: [String: PocketReplicaSet] = [:]
+        for set in configuration.replicaSets { sets[set.name] = sets[set.name] ?? set }
+        self.sets = sets
+        originEjection = configuration.originEjection
+    }
+
+    /// The set a hop to `target` goes through: the set named by its host,
+    /// else its origin's breaker (when configured), else nil.
+    func set(for target: Target) -> PocketReplicaSet? {
+        if target.unixPath != nil { return nil }
+        if !sets.isEmpty, let set = sets[target.host.lowercased()] { return set }
+        guard let originEjection else { return nil }
+        let key = OriginKey(https: target.https, host: target.host, port: target.port)
+        return origins.withLock { origins in
+            if let set = origins[key] { return set }
+            guard origins.count < Self.maxOrigins else { return nil }
+            let origin = PocketReplicaEndpoint(scheme: target.https ? "https" : "http", host: target.host, port: target.port)
+            let set = PocketReplicaSet(name: origin.origin, balancing: .roundRobin, ejection: originEjection, moves: false)
+            set.update([origin])
+            origins[key] = set
+            return set
+        }
+    }
+
+    /// Whether `target` names a replica set (its requests then keep the
+    /// replicas they used: `ReplicaHistory`).
+    func namesSet(_ target: Target) -> Bool {
+        !sets.isEmpty && target.unixPath == nil && sets[target.host.lowercased()] != nil
+    }
+
+    /// Whether an error that ended a hop counts against the replica: a
+    /// transport failure or a timeout does; a cancelled request, or one
+    /// that could not be sent for reasons of its own (its URL, its body,
+    /// the client shut down), does not.
+    static func countsAgainstReplica(_ error: any Error) -> Bool? {
+        guard let error = error as? PocketError else { return nil }
+        switch error.code {
+        case .cancelled, .shutdown, .invalidURL, .unsupportedScheme, .bodyNotReplayable, .requestBodyStreamFailed,
+             .fileReadFailed, .requestBodyLengthMismatch, .circuitOpen, .noReplicas, .invalidArgument, .invalidHeaderName,
+             .invalidHeaderValue, .invalidMethod, .invalidTarget, .requestHeadTooLarge, .tlsConfiguration:
+            return nil
+        default:
+            return true
+        }
+    }
+}
+
+/// The replicas one request has been sent to, so that its next attempt (a
+/// retry) or a parallel one (a hedge) prefers a replica it has not used
+/// yet. Bound as a task-local for the whole request by the request path
+/// when the request's URL names a replica set (`PocketClient.execute`).
+/// Child tasks inherit it (a task group's, or `Task {}`; not
+/// `Task.detached`), so a hedge started as one adds to and reads the same
+/// history as the attempts: each hop leases a replica avoiding those in
+/// it, then adds its own. A hop with none bound has no preference.
+final class ReplicaHistory: Sendable {
+    @TaskLocal static var current: ReplicaHistory?
+
+    private let used = Lock<[PocketReplicaEndpoint]>([])
+
+    /// The replicas used so far, in order.
+    var endpoints: [PocketReplicaEndpoint] { used.withLock { $0 } }
+
+    func add(_ endpoint: PocketReplicaEndpoint) {
+        used.withLock { if !$0.contains(endpoint) { $0.append(endpoint) } }
+    }
+}

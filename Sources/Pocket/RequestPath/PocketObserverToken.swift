@@ -1,0 +1,4 @@
+/// Identifies a registered endpoint observer, for removal.
+public struct PocketObserverToken: Sendable, Hashable {
+    let id: UInt64
+}
