@@ -267,7 +267,7 @@ public final class PocketClient: Sendable {
     /// The budgets of retries and hedges, in one place.
     let extraRequests: ExtraRequestBudget
     /// `configuration.handling.hedging`, read once.
-    let hedging: PocketHedgingPolicy?
+    let hedging: HedgingPolicyBox?
     /// Recent latencies by origin, for percentile hedging delays.
     let latencies = OriginLatencies()
     /// `configuration.handling.deadlineHeader`, read once.
@@ -299,7 +299,7 @@ public final class PocketClient: Sendable {
         self.answersChallenges = configuration.handling.authentication != nil
         self.deadlineHeader = configuration.handling.deadlineHeader
         self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)
-        self.hedging = configuration.handling.hedging
+        self.hedging = configuration.handling.hedging.map(HedgingPolicyBox.init)
         self.replicas = ReplicaRouter(configuration)
     }
 

@@ -10,9 +10,11 @@ public struct PocketSendOptions: Sendable {
     }
     /// Replaces the client's hedging policy for this request; nil keeps it.
     public var hedging: PocketHedgingPolicy? {
-        get { policies?.hedging }
+        get { policies?.hedging?.policy }
         set { policies = Policies.make(retry: retry, hedging: newValue) }
     }
+    /// `hedging`, as the request path carries it.
+    var hedgingBox: HedgingPolicyBox? { policies?.hedging }
     /// Neither a retry nor a hedging policy of its own (one nil check).
     var hasNoPolicies: Bool { policies == nil }
     // Boxed: a policy is over a hundred bytes, and the options are passed
@@ -20,8 +22,10 @@ public struct PocketSendOptions: Sendable {
     private var policies: Policies?
     private final class Policies: Sendable {
         let retry: PocketRetryPolicy?
-        let hedging: PocketHedgingPolicy?
-        init(_ retry: PocketRetryPolicy?, _ hedging: PocketHedgingPolicy?) { (self.retry, self.hedging) = (retry, hedging) }
+        let hedging: HedgingPolicyBox?
+        init(_ retry: PocketRetryPolicy?, _ hedging: PocketHedgingPolicy?) {
+            (self.retry, self.hedging) = (retry, hedging.map(HedgingPolicyBox.init))
+        }
         static func make(retry: PocketRetryPolicy?, hedging: PocketHedgingPolicy?) -> Policies? {
             retry == nil && hedging == nil ? nil : Policies(retry, hedging)
         }

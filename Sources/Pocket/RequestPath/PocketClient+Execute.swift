@@ -227,7 +227,7 @@ extension PocketClient {
         let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
         if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
         do {
-            return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedging ?? hedging,
+            return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedgingBox ?? hedging,
                                       progress: progress, sink: sink, delivery)
         } catch {
             throw Self.cancellationReported(error, context: context, sink: sink)
@@ -292,7 +292,7 @@ extension PocketClient {
     /// whoever asks for it.
     nonisolated(nonsending) private func attempts<D: ResponseDelivery>(
         _ request: PocketRequest, chain: MiddlewareChain, context: PocketMiddlewareContext,
-        started firstStart: ContinuousClock.Instant, hedging: PocketHedgingPolicy?, progress: PocketProgressHandler?,
+        started firstStart: ContinuousClock.Instant, hedging: HedgingPolicyBox?, progress: PocketProgressHandler?,
         sink: EventSink?, _ delivery: D
     ) async throws -> D.Response {
         typealias R = D.Response

@@ -13,14 +13,26 @@ import Foundation
 // request's connection is never pooled).
 
 extension PocketClient {
-    /// One attempt's exchange: hedged under `policy` when the request may be
-    /// (idempotent, a body that can be sent again, a collected response),
-    /// else `fetching` alone.
+    /// One attempt's exchange: hedged under `hedging` when the request may
+    /// be (idempotent, a body that can be sent again, a collected response),
+    /// else `fetching` alone. Inlined into `attempts`: without a policy it
+    /// adds a nil check, not an async call's frame.
+    @inline(__always)
     nonisolated(nonsending) func fetching<D: ResponseDelivery>(
-        _ request: PocketRequest, hedging policy: PocketHedgingPolicy?, context: PocketMiddlewareContext, attempt: Int,
+        _ request: PocketRequest, hedging: HedgingPolicyBox?, context: PocketMiddlewareContext, attempt: Int,
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
-        guard let policy, policy.maxHedges > 0, D.hedges, request.isIdempotent, request.body?.isReplayable ?? true else {
+        guard let hedging, D.hedges else { return try await fetching(request, progress: progress, delivery) }
+        return try await hedged(request, policy: hedging.policy, context: context, attempt: attempt, sink: sink, progress: progress,
+                                delivery)
+    }
+
+    /// `fetching` with hedges under `policy`, for a request that may have them.
+    nonisolated(nonsending) private func hedged<D: ResponseDelivery>(
+        _ request: PocketRequest, policy: PocketHedgingPolicy, context: PocketMiddlewareContext, attempt: Int,
+        sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
+        guard policy.maxHedges > 0, request.isIdempotent, request.body?.isReplayable ?? true else {
             return try await fetching(request, progress: progress, delivery)
         }
         let started = ContinuousClock.now
