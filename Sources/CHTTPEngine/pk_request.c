@@ -176,9 +176,11 @@ void pk__req_begin_exchange(pk__loop *loop, pk__req *req) {
 
 /* ------------------------------------------------------------------ end */
 
+/* How a server ends a kept-alive connection under a request: a reset, a
+ * close, a failed write or read; over TLS also a fatal alert. */
 static bool retryable(pk_error err) {
   return err == PK_E_CONN_RESET || err == PK_E_CLOSED_BEFORE_RESPONSE || err == PK_E_WRITE ||
-         err == PK_E_READ;
+         err == PK_E_READ || err == PK_E_TLS_ALERT;
 }
 
 bool pk__req_retry(pk__loop *loop, pk__req *req, pk_error *err, int *sys_errno) {

@@ -457,7 +457,13 @@ int pk__tls_read(pk__tls *t, char *buf, size_t len, size_t *n, int *detail) {
     /* OpenSSL 3 reports a bare TCP FIN as this error. */
     if (ERR_GET_REASON(le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return PK__TLS_EOF_UNCLEAN;
     *detail = ERR_GET_REASON(le);
-    return -PK_E_TLS_HANDSHAKE;
+    /* Reads follow the handshake, so a fatal error here ends the
+     * connection with an alert: one the server sent (it could not decrypt
+     * a record, or gave up), or one OpenSSL sent for a record of the
+     * server's it could not accept. Not a handshake failure: the request's
+     * retry rule decides. (SSL_is_init_finished cannot tell: a fatal error
+     * puts the state machine back in init.) */
+    return -PK_E_TLS_ALERT;
   }
   }
 }
@@ -554,6 +560,19 @@ void pk__tls_free(pk__tls *t, bool clean) {
 
 /* Public, and callable before any context exists. */
 const char *pk_tls_verify_reason(int code) { return X509_verify_cert_error_string(code); }
+
+/* OpenSSL numbers the reason of a received alert SSL_AD_REASON_OFFSET plus
+ * the alert's description (RFC 8446 §6); its other reasons are its own. */
+const char *pk_tls_alert_reason(int detail, int *received) {
+  bool from_peer = detail >= SSL_AD_REASON_OFFSET && detail < SSL_AD_REASON_OFFSET + 256;
+  if (received) *received = from_peer;
+  const char *text = from_peer ? SSL_alert_desc_string_long(detail - SSL_AD_REASON_OFFSET) : NULL;
+  /* Names OpenSSL 3.0's alert table lacks (TLS 1.3's certificate_required)
+   * are in its reason strings: "tlsv13 alert certificate required". */
+  if (text && strcmp(text, "unknown") != 0) return text;
+  text = detail > 0 ? ERR_reason_error_string(ERR_PACK(ERR_LIB_SSL, 0, detail)) : NULL;
+  return text ? text : "unknown";
+}
 
 /* Here because this is the one file that includes OpenSSL; Digest
  * authentication needs MD5 and SHA-256 (RFC 7616 §3.4.2). */

@@ -47,7 +47,9 @@ int pk__tls_new(pk__tls_ctx *c, int fd, const char *host, size_t host_len, void 
 /* OK, WANT_READ, WANT_WRITE, or -PK_E_TLS_xxx / -PK_E_CONN_RESET with the
  * OpenSSL verify code or errno in *detail. */
 int pk__tls_handshake(pk__tls *t, int *detail);
-/* OK with *n > 0 bytes, WANT_*, CLOSED, EOF_UNCLEAN, or -PK_E_xxx (*detail: errno). */
+/* After the handshake: OK with *n > 0 bytes, WANT_*, CLOSED, EOF_UNCLEAN,
+ * or -PK_E_CONN_RESET / -PK_E_READ (*detail: errno) / -PK_E_TLS_ALERT
+ * (*detail: OpenSSL's reason, pk_tls_alert_reason). */
 int pk__tls_read(pk__tls *t, char *buf, size_t len, size_t *n, int *detail);
 /* OK with *n > 0 bytes, WANT_*, or -PK_E_CONN_RESET / -PK_E_WRITE (*detail: errno). */
 int pk__tls_write(pk__tls *t, const char *buf, size_t len, size_t *n, int *detail);

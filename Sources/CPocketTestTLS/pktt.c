@@ -29,6 +29,10 @@ struct pktt_conn {
     SSL *ssl;
     int fd;
     int established; /* the first handshake completed */
+    /* >= 0: the offset, in the bytes read from now on, of the one byte to
+     * flip (pktt_corrupt_next_record); -1: none. Only the connection's
+     * thread touches it. */
+    long corrupt_at;
 };
 
 /* ---- errors ---- */
@@ -68,7 +72,7 @@ static int wait_fd(int fd, short events, long long deadline) {
 
 static BIO_METHOD *nosigpipe_method;
 
-static int bio_fd(BIO *bio) { return (int)(intptr_t)BIO_get_data(bio); }
+static int bio_fd(BIO *bio) { return ((struct pktt_conn *)BIO_get_data(bio))->fd; }
 
 static int bio_write(BIO *bio, const char *data, int length) {
     BIO_clear_retry_flags(bio);
@@ -79,8 +83,17 @@ static int bio_write(BIO *bio, const char *data, int length) {
 
 static int bio_read(BIO *bio, char *data, int length) {
     BIO_clear_retry_flags(bio);
-    ssize_t n = recv(bio_fd(bio), data, (size_t)length, 0);
+    struct pktt_conn *conn = BIO_get_data(bio);
+    ssize_t n = recv(conn->fd, data, (size_t)length, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(bio);
+    if (n > 0 && conn->corrupt_at >= 0) {
+        if (conn->corrupt_at < n) {
+            data[conn->corrupt_at] ^= 0x01;
+            conn->corrupt_at = -1;
+        } else {
+            conn->corrupt_at -= n;
+        }
+    }
     return (int)n;
 }
 
@@ -247,6 +260,7 @@ pktt_conn *pktt_conn_new(pktt_ctx *ctx, int fd, char *err, size_t err_len) {
     struct pktt_conn *conn = calloc(1, sizeof *conn);
     if (!conn) { set_error(err, err_len, "out of memory"); return NULL; }
     conn->fd = fd;
+    conn->corrupt_at = -1;
     conn->ssl = SSL_new(ctx->ssl_ctx);
     BIO *bio = BIO_new(nosigpipe_method);
     if (!conn->ssl || !bio) {
@@ -256,7 +270,7 @@ pktt_conn *pktt_conn_new(pktt_ctx *ctx, int fd, char *err, size_t err_len) {
         free(conn);
         return NULL;
     }
-    BIO_set_data(bio, (void *)(intptr_t)fd);
+    BIO_set_data(bio, conn);
     SSL_set_bio(conn->ssl, bio, bio);
     SSL_set_accept_state(conn->ssl);
     SSL_set_app_data(conn->ssl, conn);
@@ -399,6 +413,14 @@ int pktt_request_renegotiation(pktt_conn *conn, char *err, size_t err_len) {
     if (code == SSL_ERROR_NONE || code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) return PKTT_OK;
     describe_failure(conn, code, "HelloRequest failed", err, err_len, NULL);
     return PKTT_ERROR;
+}
+
+/* The byte after the next record's 5-byte header (RFC 8446 §5.1) is the
+ * first of its ciphertext: flipped, the record fails its integrity check. */
+int pktt_corrupt_next_record(pktt_conn *conn) {
+    if (!SSL_is_init_finished(conn->ssl) || SSL_pending(conn->ssl) > 0 || SSL_has_pending(conn->ssl)) return PKTT_ERROR;
+    conn->corrupt_at = 5;
+    return PKTT_OK;
 }
 
 int pktt_pending(pktt_conn *conn) { return SSL_pending(conn->ssl); }

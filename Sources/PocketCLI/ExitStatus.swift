@@ -25,7 +25,7 @@ struct ExitStatus: Sendable, Equatable {
     static let tls = ExitStatus(code: 35, name: "TLS handshake or configuration")
     static let invalidRequest = ExitStatus(code: 43, name: "invalid request (method, header, body)")
     static let emptyReply = ExitStatus(code: 52, name: "empty reply: the server closed the connection without answering")
-    static let connectionLost = ExitStatus(code: 56, name: "connection lost (reset, read or write failed), or the proxy refused or broke the tunnel")
+    static let connectionLost = ExitStatus(code: 56, name: "connection lost (reset, read or write failed, a fatal TLS alert), or the proxy refused or broke the tunnel")
     static let tlsCertificate = ExitStatus(code: 60, name: "TLS certificate not trusted, expired or for another host")
     static let tooLarge = ExitStatus(code: 63, name: "too large: a response limit was exceeded")
     static let redirects = ExitStatus(code: 47, name: "redirects: too many, a loop, an https->http downgrade or a bad Location (-L)")
@@ -46,6 +46,7 @@ struct ExitStatus: Sendable, Equatable {
         .connectFailed: connect, .socketFailed: connect,
         .connectTimeout: timeout, .readTimeout: timeout, .totalTimeout: timeout, .deadlineExceeded: timeout,
         .connectionReset: connectionLost, .writeFailed: connectionLost, .readFailed: connectionLost,
+        .tlsAlert: connectionLost, // as curl exits when SSL_read fails after the handshake
         .closedBeforeResponse: emptyReply, .badStatusLine: protocolError, .unsupportedVersion: protocolError,
         .badHeader: protocolError, .badContentLength: protocolError, .conflictingContentLength: protocolError,
         .transferEncodingWithContentLength: protocolError, .unsupportedTransferEncoding: protocolError,

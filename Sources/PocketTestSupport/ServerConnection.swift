@@ -145,6 +145,8 @@ final class ServerConnection: @unchecked Sendable {
                 return false
             case .requestTLSRenegotiation:
                 guard transport.requestRenegotiation() else { return false }
+            case .corruptNextTLSRecord:
+                guard transport.corruptNextRecord() else { return false }
             }
         }
         return true

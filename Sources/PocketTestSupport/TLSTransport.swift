@@ -289,6 +289,11 @@ final class TLSTransport: Transport, @unchecked Sendable {
         return pktt_request_renegotiation(connection, &error, error.count) == PKTT_OK
     }
 
+    func corruptNextRecord() -> Bool {
+        guard state == .established, let connection else { return false }
+        return pktt_corrupt_next_record(connection) == PKTT_OK
+    }
+
     func shutdownWrite() {
         let fd = self.fd
         guard fd >= 0 else { return }

@@ -30,6 +30,12 @@ extension TestServer {
         /// on which OpenSSL ends the connection with a fatal alert. Ends
         /// the script over plain TCP or TLS 1.3.
         case requestTLSRenegotiation
+        /// Over TLS: the next record the client sends (the next request on
+        /// this connection) gets one bit flipped as it is read, so OpenSSL
+        /// fails to decrypt it, sends a fatal `bad_record_mac` alert and the
+        /// connection ends, as a server does on a corrupted record. Ends the
+        /// script over plain TCP.
+        case corruptNextTLSRecord
         /// Aborts with a TCP RST (`SO_LINGER` {1, 0} then close): the client
         /// sees `ECONNRESET`. Ends the script and the connection.
         case reset

@@ -44,6 +44,11 @@ protocol Transport: AnyObject, Sendable {
     /// renegotiate) without waiting for the answer. False over plain TCP or
     /// TLS 1.3, or if it could not be sent.
     func requestRenegotiation() -> Bool
+    /// Over TLS, between records: flips one bit of the next record the
+    /// client sends as it is read, so OpenSSL fails to decrypt it, answers
+    /// with a fatal `bad_record_mac` alert and the connection ends at that
+    /// read. False over plain TCP, or if OpenSSL still holds unread bytes.
+    func corruptNextRecord() -> Bool
     /// Half-closes: sends FIN, keeps reading possible.
     func shutdownWrite()
     /// Closes the connection (idempotent).
@@ -135,6 +140,8 @@ final class PlainTransport: Transport, @unchecked Sendable {
     func cork(_ on: Bool) { Sockets.setCork(fd, on) }
 
     func requestRenegotiation() -> Bool { false }
+
+    func corruptNextRecord() -> Bool { false }
 
     func closeWithoutNotify() { close() }
 

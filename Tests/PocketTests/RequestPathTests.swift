@@ -423,7 +423,7 @@ final class RequestPathTests: XCTestCase {
             .decodedBodyTooLarge, .tooManyContentEncodings, .fileWriteFailed, .fileReadFailed, .requestBodyLengthMismatch,
             .threadFailed, .unixSocketNotFound, .unixSocketRefused, .unixSocketPermissionDenied, .unixSocketPathTooLong,
             .tlsAnsweredByPlainHTTP, .proxyAuthenticationRequired, .proxyConnectFailed, .proxyTunnelClosed, .proxyBadResponse,
-            .ioUringUnavailable, .tooManyOpenFiles,
+            .ioUringUnavailable, .tooManyOpenFiles, .tlsAlert,
         ]
         let engine = PocketError.Code.engineCodes
         XCTAssertGreaterThan(engine.count, 50)

@@ -176,8 +176,11 @@ final class TLSTests: XCTestCase {
             XCTFail("a server requiring a client certificate must refuse")
         } catch let error as PocketError {
             // TLS 1.3 reports the refusal after the client's handshake finished:
-            // as an alert (handshake failure), a reset or a close.
-            XCTAssertTrue([.tlsHandshakeFailed, .connectionReset, .closedBeforeResponse].contains(error.code), "\(error)")
+            // as the server's alert (certificate_required), a reset or a close.
+            XCTAssertTrue([.tlsAlert, .connectionReset, .closedBeforeResponse].contains(error.code), "\(error)")
+            if error.code == .tlsAlert {
+                XCTAssertTrue(error.message.contains("the server sent: tlsv13 alert certificate required"), "\(error)")
+            }
         }
         XCTAssertEqual(server.requestCount, 1)
     }
@@ -340,6 +343,60 @@ final class TLSTests: XCTestCase {
                 XCTAssertLessThan(ContinuousClock.now - started, .seconds(1), "\(backend) run \(run)")
             }
             try await client.shutdown()
+        }
+    }
+
+    /// A server may end a kept-alive TLS connection with a fatal alert rather
+    /// than a close: here it cannot decrypt the next request's record and
+    /// answers `bad_record_mac`. Nothing of a response came, so an idempotent
+    /// request goes once more on a new connection; a POST fails with the
+    /// alert's own code, never "TLS handshake failed". TLS 1.3 and 1.2, on
+    /// both I/O backends.
+    func testAFatalAlertOnAReusedConnectionIsRetriedOnceForIdempotentMethods() async throws {
+        let c = try certs()
+        for version in [TestServer.TLSOptions.Version.tls1_3, .tls1_2] {
+            for backend in [PocketIOBackend.epoll, .ioUring] {
+                let server = try server(cert: c.serverCert, key: c.serverKey) { $0.maxVersion = version }
+                defer { server.shutdown() }
+                // The answer to /arm leaves its connection set to corrupt the
+                // next request's record as the server reads it.
+                server.route("/arm") { _ in
+                    .raw([.corruptNextTLSRecord, .sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
+                }
+                let client: PocketClient
+                do {
+                    client = try self.client {
+                        $0.ioBackend = backend
+                        $0.timeouts.total = .seconds(5)
+                    }
+                } catch let error as PocketError where error.code == .ioUringUnavailable {
+                    continue
+                }
+                let label = "\(version) \(backend)"
+                let arm = URL(string: server.url(host: "localhost", path: "/arm"))!
+                let plain = URL(string: server.url(host: "localhost", path: "/"))!
+                let first = try await client.send(PocketRequest(url: arm))
+                XCTAssertEqual(first.text, "ok", label)
+                let retriedBefore = client.engine.stats.requests_retried
+                let second = try await client.send(PocketRequest(url: plain))
+                XCTAssertEqual(second.status, 200, label)
+                XCTAssertEqual(second.text, "secure", label)
+                XCTAssertTrue(second.timings.retried, label)
+                XCTAssertFalse(second.timings.reusedConnection, label)
+                XCTAssertEqual(server.acceptedConnections, 2, label)
+                XCTAssertEqual(client.engine.stats.requests_retried, retriedBefore + 1, label)
+
+                // POST is not idempotent: the same situation is the alert's error.
+                _ = try await client.send(PocketRequest(url: arm))
+                let error = await assertPocketError(.tlsAlert) {
+                    try await client.send(PocketRequest(method: .post, url: plain, body: .bytes(Data("x".utf8))))
+                }
+                XCTAssertTrue(error?.message.contains("the server sent: bad record mac") == true,
+                              "\(label): \(error.map(String.init(describing:)) ?? "")")
+                XCTAssertEqual(server.acceptedConnections, 2, "\(label): the POST is not sent again")
+                XCTAssertEqual(client.engine.stats.requests_retried, retriedBefore + 1, label)
+                try await client.shutdown()
+            }
         }
     }
 

@@ -6,7 +6,8 @@
  * TLS: a handshake over a socketpair against a server made here with
  * OpenSSL directly and a throwaway self-signed certificate (made with the
  * OpenSSL API, no openssl CLI): success with the certificate trusted, then
- * an untrusted certificate and a host name mismatch.
+ * an untrusted certificate and a host name mismatch; a fatal alert after
+ * the handshake, sent by either side over a record with a flipped bit.
  * DNS: a numeric host (answered at once), "localhost" (a resolver thread,
  * then the cache), a reserved .invalid name (fails), and a cancelled query.
  * Digests: pk_digest (MD5, SHA-256) against published vectors. */
@@ -209,6 +210,68 @@ static void finish(pk__tls *t, SSL *s, int fds[2], bool clean) {
   ERR_clear_error();
 }
 
+/* Takes the records waiting to be read at `at` and puts them back through
+ * `peer` (the other end of the pair) with the first record's first byte of
+ * ciphertext (after its 5-byte header) flipped: it fails its integrity check. */
+static void corrupt_waiting(int at, int peer) {
+  char raw[4096];
+  ssize_t n = recv(at, raw, sizeof raw, 0);
+  EXPECT(n > 5);
+  if (n <= 5) return;
+  raw[5] ^= 0x01;
+  EXPECT_EQ(send(peer, raw, (size_t)n, 0), n);
+}
+
+/* Reads on the client until it is not waiting any more. */
+static int read_client(pk__tls *t, int *detail) {
+  char buf[64];
+  size_t n = 0;
+  int st = PK__TLS_WANT_READ;
+  for (int i = 0; i < 10 && st == PK__TLS_WANT_READ; i++) st = pk__tls_read(t, buf, sizeof buf, &n, detail);
+  return st;
+}
+
+/* Past the handshake a fatal alert is PK_E_TLS_ALERT, never a handshake
+ * failure: one the server sends because it cannot decrypt the client's
+ * record, and one OpenSSL sends for a server record it cannot decrypt. */
+static void test_tls_alerts(pk__tls_ctx *cctx, SSL_CTX *sctx) {
+  EXPECT(strcmp(pk_error_name(-PK_E_TLS_ALERT), "tls_alert") == 0);
+  for (int sent_by_server = 1; sent_by_server >= 0; sent_by_server--) {
+    session_owner so = {0};
+    int fds[2], detail = 0, received = -1;
+    pk__tls *t;
+    SSL *s;
+    char buf[64];
+    size_t n = 0;
+    EXPECT_EQ(handshake(cctx, sctx, "localhost", &so, &detail, &t, &s, fds), 0);
+    EXPECT_EQ(SSL_write(s, "hello", 5), 5); /* after the tickets: the client reads all the server sent */
+    EXPECT_EQ(read_client(t, &detail), PK__TLS_OK);
+    if (sent_by_server) {
+      EXPECT_EQ(pk__tls_write(t, "GET", 3, &n, &detail), PK__TLS_OK);
+      corrupt_waiting(fds[1], fds[0]);
+      EXPECT(SSL_read(s, buf, sizeof buf) <= 0); /* the server fails and sends its alert */
+      ERR_clear_error();
+    } else {
+      EXPECT_EQ(SSL_write(s, "data", 4), 4);
+      corrupt_waiting(fds[0], fds[1]);
+    }
+    detail = 0;
+    EXPECT_EQ(read_client(t, &detail), -PK_E_TLS_ALERT);
+    const char *reason = pk_tls_alert_reason(detail, &received);
+    EXPECT_EQ(received, sent_by_server);
+    EXPECT_EQ(detail, sent_by_server ? SSL_R_SSLV3_ALERT_BAD_RECORD_MAC : SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC);
+    EXPECT(strstr(reason, "bad record mac") != NULL);
+    finish(t, s, fds, false);
+  }
+  /* TLS 1.3's certificate_required (a server refusing to go on without a
+   * client certificate) is named though OpenSSL 3.0's alert table lacks it. */
+  int received = -1;
+  EXPECT(strstr(pk_tls_alert_reason(SSL_AD_REASON_OFFSET + 116, &received), "certificate required") != NULL);
+  EXPECT_EQ(received, 1);
+  EXPECT(strcmp(pk_tls_alert_reason(0, &received), "unknown") == 0);
+  EXPECT_EQ(received, 0);
+}
+
 static void test_tls(void) {
   EVP_PKEY *key;
   X509 *cert;
@@ -254,6 +317,8 @@ static void test_tls(void) {
   SSL_free(s);
   close(fds[0]);
   close(fds[1]);
+
+  test_tls_alerts(cctx, sctx);
 
   /* The same trusted certificate for another name: a hostname mismatch. */
   EXPECT_EQ(handshake(cctx, sctx, "other.example", &so, &detail, &t, &s, fds), -PK_E_TLS_HOSTNAME);

@@ -171,6 +171,13 @@ typedef struct pk_tls_config {
  * static string. Any thread, with or without an engine. */
 const char *pk_tls_verify_reason(int code);
 
+/* OpenSSL's text for the sys_errno of PK_E_TLS_ALERT (its reason code):
+ * "bad record mac". *received (if not NULL) is 1 when the server sent the
+ * alert, 0 when OpenSSL sent one for a record of the server's it refused.
+ * Never NULL ("unknown"); a static string. Any thread, with or without an
+ * engine. */
+const char *pk_tls_alert_reason(int detail, int *received);
+
 /* Message digests for HTTP Digest authentication (RFC 7616 §3.4.2). */
 #define PK_DIGEST_MD5 0    /* 16 bytes */
 #define PK_DIGEST_SHA256 1 /* 32 bytes */

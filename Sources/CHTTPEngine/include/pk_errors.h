@@ -112,7 +112,9 @@ extern "C" {
   X(PK_E_IO_URING, "io_uring_unavailable",                                                \
     "io_uring was asked for but the kernel refuses it (kernel.io_uring_disabled, a seccomp filter, or too old)") \
   X(PK_E_TOO_MANY_OPEN_FILES, "too_many_open_files",                                      \
-    "no descriptor for a socket: the process's open-file limit (RLIMIT_NOFILE, ulimit -n; EMFILE) or the system's (fs.file-max; ENFILE) is reached, and no connection of this client is open to free one")
+    "no descriptor for a socket: the process's open-file limit (RLIMIT_NOFILE, ulimit -n; EMFILE) or the system's (fs.file-max; ENFILE) is reached, and no connection of this client is open to free one") \
+  X(PK_E_TLS_ALERT, "tls_alert",                                                          \
+    "the TLS connection ended with a fatal alert after its handshake")
 
 typedef enum pk_error {
 #define PK__ENUM(e, name, msg) e,

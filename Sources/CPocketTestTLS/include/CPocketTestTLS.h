@@ -77,6 +77,12 @@ long pktt_write(pktt_conn *conn, const void *buffer, size_t length, int timeout_
  * (server-initiated renegotiation) and returns PKTT_OK without waiting; the
  * client's answer is read by the next pktt_read/pktt_write. */
 int pktt_request_renegotiation(pktt_conn *conn, char *err, size_t err_len);
+/* On an established connection whose bytes read so far were all taken by
+ * OpenSSL (so the next byte read starts a record): flips one bit of the
+ * next record's ciphertext as it is read, so that OpenSSL fails to decrypt
+ * it, sends a fatal bad_record_mac alert and pktt_read fails. PKTT_OK, or
+ * PKTT_ERROR when not established or OpenSSL holds unread bytes. */
+int pktt_corrupt_next_record(pktt_conn *conn);
 /* Decrypted bytes buffered inside OpenSSL, not returned by pktt_read yet. */
 int pktt_pending(pktt_conn *conn);
 /* Sends close_notify (best effort, never waits). */

@@ -194,6 +194,10 @@ extension PocketError {
             } else if [PK_E_TLS_UNTRUSTED, PK_E_TLS_HOSTNAME, PK_E_TLS_EXPIRED, PK_E_TLS_NOT_YET_VALID]
                         .map({ Int32($0.rawValue) }).contains(c) {
                 message += " (\(String(cString: pk_tls_verify_reason(errno))))"
+            } else if c == PK_E_TLS_ALERT.rawValue {
+                var received: Int32 = 0
+                let reason = String(cString: pk_tls_alert_reason(errno, &received))
+                message += received != 0 ? " (the server sent: \(reason))" : " (\(reason))"
             } else if c >= Int32(PK_E_TLS_CONFIG.rawValue) {
                 // OpenSSL reason codes, not errno: the code alone is kept.
             } else if let posix = POSIXErrorCode(rawValue: errno) {

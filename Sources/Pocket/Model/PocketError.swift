@@ -165,6 +165,14 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         /// The server answered the TLS handshake with plain HTTP (an
         /// `https://` URL for a port that speaks `http://`).
         public static let tlsAnsweredByPlainHTTP = Code("tls_answered_by_plain_http")
+        /// The TLS connection ended with a fatal alert after its handshake: the
+        /// server sent one (e.g. `bad_record_mac`: it could not decrypt the
+        /// request), or Pocket sent one for a record of the server's it could not
+        /// accept. The message names the alert; `systemError` is OpenSSL's reason
+        /// code. Like `connectionReset`, a reused connection that fails so before
+        /// any response byte is retried once on a new one, when the request may be
+        /// sent again.
+        public static let tlsAlert = Code("tls_alert")
         /// The compressed (gzip or deflate) body is corrupt.
         public static let badContentEncoding = Code("bad_content_encoding")
         /// The compressed body ended before its end marker.

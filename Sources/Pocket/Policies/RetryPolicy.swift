@@ -112,7 +112,7 @@ public struct PocketRetryPolicy: Sendable {
     public static let defaultErrors: Set<PocketError.Code> = [
         .connectionRefused, .connectionReset, .closedBeforeResponse, .connectTimeout, .readTimeout,
         .dnsFailure, .networkUnreachable, .hostUnreachable, .connectFailed, .writeFailed, .readFailed,
-        .truncatedHead, .truncatedBody,
+        .truncatedHead, .truncatedBody, .tlsAlert,
     ]
 
     /// Whether `request`'s method may be retried under this policy.
