@@ -102,13 +102,14 @@ public enum PocketBenchmark {
             config.handling.retry = PocketRetryPolicy()
         }
         config.handling.middleware += extraMiddleware
+        let tail = try TailPolicies(options.tail, urls: urls, config: &config)
         let client: PocketClient
         do {
             client = try PocketClient(configuration: config)
         } catch {
             throw Failure(description: "cannot start the client: \(error)", exitCode: 1)
         }
-        var request = PocketRequest(method: .get, url: urls[0])
+        var request = tail.request(PocketRequest(method: .get, url: urls[0]))
         if options.closeEach { request.headers["Connection"] = "close" } // a new connection (and TLS handshake) per request
         var uploadBytes = 0
         if let path = options.uploadFile {
@@ -147,12 +148,11 @@ public enum PocketBenchmark {
         defer { listener?.cancel() }
         setup.versions["pocket"] = pocketVersion
         setup.instructions = instructions
-        if !options.tail.policyFlags.isEmpty {
-            eprint("pocket-bench: not applied by this build: \(options.tail.policyFlags.joined(separator: ", "))"
-                + " (requests go round-robin, without hedges, budget, ejection or deadline)")
-        }
-        let bench = PocketBenchClient(client: client, targets: BenchTargets(request, replicas: urls),
-                                      transfer: Transfer(options.bodySink), uploadBytes: uploadBytes)
+        if !options.tail.policyFlags.isEmpty { setup.tailCounts = { tail.counts() } }
+        setup.balancing = tail.balancing
+        let bench = PocketBenchClient(client: client, targets: BenchTargets(request, replicas: tail.targets(urls)),
+                                      transfer: Transfer(options.bodySink), uploadBytes: uploadBytes,
+                                      hedgeOptions: tail.hedgeOptions, deadline: tail.deadline)
         let measurement = await measure(bench, options: options, setup: setup)
         try? await client.shutdown()
         return measurement

@@ -37,12 +37,23 @@ struct PocketBenchClient: BenchClient {
     let targets: BenchTargets
     let transfer: Transfer
     let uploadBytes: Int
+    /// Options that count hedges, for a client that hedges (`--hedge-after`); nil: the defaults.
+    var hedgeOptions: PocketSendOptions? = nil
+    /// Each request's task deadline (`--deadline`), or nil.
+    var deadline: Duration? = nil
 
     func perform() async throws -> BenchOutcome {
+        guard let deadline else { return try await exchange() }
+        return try await PocketDeadline.withDeadline(in: deadline) { try await exchange() }
+    }
+
+    /// One request, sent the way `transfer` says.
+    @inline(__always)
+    private func exchange() async throws -> BenchOutcome {
         let request = targets.next()
         switch transfer {
         case .memory:
-            let r = try await client.send(request)
+            let r = if let hedgeOptions { try await client.send(request, options: hedgeOptions) } else { try await client.send(request) }
             return BenchOutcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.body.count,
                            reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         case .discard:

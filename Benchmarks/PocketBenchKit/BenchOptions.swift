@@ -170,7 +170,8 @@ public struct BenchOptions: Sendable {
                                recent latencies (p95)
           --max-hedges N       extra attempts per request at most (needs --hedge-after)
           --balance B          round-robin (default) or p2c (power of two choices)
-          --retry-budget PCT   retries at most PCT% of requests
+          --retry-budget PCT   the default retry policy, its retries at most PCT% of
+                               requests (plus 10 a second)
           --eject-after N      eject a replica after N consecutive failures
           --deadline D         every request, its retries and hedges end by D
         """

@@ -39,6 +39,9 @@ public struct BenchReport: Sendable {
     public var hedgesWon = 0
     /// Replicas ejected during the run (0 for a client without ejection).
     public var ejections = 0
+    /// How the requests were spread over the replicas, for people: nil is
+    /// "in turn", by the benchmark (`MeasureSetup.balancing`).
+    public var balancing: String?
     /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
@@ -149,7 +152,7 @@ public struct BenchReport: Sendable {
     public func text() -> String {
         var lines: [String] = []
         lines.append("\(scenario.map { "[\($0)] " } ?? "")\(client)  \(url)"
-            + (replicas > 1 ? " and \(replicas - 1) more replica\(replicas == 2 ? "" : "s"), in turn" : "")
+            + (replicas > 1 ? " and \(replicas - 1) more replica\(replicas == 2 ? "" : "s"), \(balancing ?? "in turn")" : "")
             + (embedded ? "  (embedded server\(replicas > 1 ? "s" : ""))" : ""))
         lines.append("  connections \(connections), engine threads \(engineThreads), "
             + "executor \(onLoop ? "engine loop" : "global"), warmup \(warmup) requests"

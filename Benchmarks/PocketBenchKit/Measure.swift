@@ -27,6 +27,12 @@ public struct MeasureSetup: Sendable {
     public var versions: [String: String] = [:]
     /// Counts the measured phase's user-space instructions (`pocket-bench --count`), or nil.
     public var instructions: InstructionCounter?
+    /// The client's hedges and ejections so far, read before and after the
+    /// measured phase (for `hedges_fired`, `hedges_won`, `ejections`), or nil.
+    public var tailCounts: (@Sendable () -> BenchTailCounts)?
+    /// How the client spreads the requests over the replicas when it does
+    /// (`"power of two choices"`), for the report; nil: in turn, by the benchmark.
+    public var balancing: String?
 
     /// A setup with no probes, the global executor and one engine thread.
     public init(clientName: String, scenario: String? = nil, url: String) {
@@ -79,6 +85,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let measured = BenchPhase(limit: offered ?? options.requests, recordsLatencies: true)
     let mallocCounter = MallocCounter()
 
+    let tail0 = setup.tailCounts?()
     let heap0 = mallocCounter.count()
     let engine0 = setup.engineAllocations?()
     let server0 = setup.serverCPUNanos?() ?? 0
@@ -101,8 +108,9 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let engine1 = setup.engineAllocations?()
     let heap1 = mallocCounter.count()
     let instructions = setup.instructions?.count() // reads a file: after heap1
+    let tail1 = setup.tailCounts?()
 
-    let report = BenchReport(
+    var report = BenchReport(
         client: setup.clientName,
         scenario: setup.scenario,
         url: setup.url,
@@ -126,5 +134,27 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         userInstructions: instructions,
         versions: setup.versions.merging(["swift": MachineInfo.swiftVersion]) { mine, _ in mine }
     )
+    report.balancing = setup.balancing
+    if let tail0, let tail1 {
+        report.hedgesFired = tail1.hedgesFired - tail0.hedgesFired
+        report.hedgesWon = tail1.hedgesWon - tail0.hedgesWon
+        report.ejections = tail1.ejections - tail0.ejections
+    }
     return BenchMeasurement(report: report, warmup: warmTally)
+}
+
+/// A client's counts of its tail-latency policies' work, as totals so far.
+public struct BenchTailCounts: Sendable, Equatable {
+    /// Hedges sent.
+    public var hedgesFired: Int
+    /// Hedges whose answer was the one used.
+    public var hedgesWon: Int
+    /// Replicas ejected.
+    public var ejections: Int
+
+    public init(hedgesFired: Int = 0, hedgesWon: Int = 0, ejections: Int = 0) {
+        self.hedgesFired = hedgesFired
+        self.hedgesWon = hedgesWon
+        self.ejections = ejections
+    }
 }

@@ -44,7 +44,7 @@ struct ExitStatus: Sendable, Equatable {
         .dnsFailure: dns,
         .connectionRefused: connect, .networkUnreachable: connect, .hostUnreachable: connect,
         .connectFailed: connect, .socketFailed: connect,
-        .connectTimeout: timeout, .readTimeout: timeout, .deadlineExceeded: timeout,
+        .connectTimeout: timeout, .readTimeout: timeout, .totalTimeout: timeout, .deadlineExceeded: timeout,
         .connectionReset: connectionLost, .writeFailed: connectionLost, .readFailed: connectionLost,
         .tlsAlert: connectionLost, // as curl exits when SSL_read fails after the handshake
         .closedBeforeResponse: emptyReply, .badStatusLine: protocolError, .unsupportedVersion: protocolError,

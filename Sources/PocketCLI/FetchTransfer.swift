@@ -32,7 +32,7 @@ struct FetchTransfer: Sendable {
         PocketRetryPolicy(maxAttempts: command.retry + 1,
                           backoff: command.retryDelay.map { .fixed(.milliseconds(Int64(max(0, $0) * 1000))) }
                               ?? .exponential(initial: .seconds(1), multiplier: 2, cap: .seconds(600), jitter: .none),
-                          retryableErrors: [.connectTimeout, .readTimeout, .deadlineExceeded, .dnsFailure, .connectionRefused,
+                          retryableErrors: [.connectTimeout, .readTimeout, .totalTimeout, .dnsFailure, .connectionRefused,
                                             .connectFailed, .networkUnreachable, .hostUnreachable],
                           nonIdempotent: .always, honoursRetryAfter: command.retryDelay == nil, maxRetryAfter: .seconds(600))
     }

@@ -17,6 +17,9 @@ import Tracing
 /// config.handling.middleware.append(PocketTracingMiddleware())
 /// ```
 ///
+/// A deadline the task's context carries (`ServiceContext.pocketDeadline`)
+/// bounds the request as `PocketDeadline` does.
+///
 /// Each attempt's span is a child of the task's current context
 /// (`ServiceContext.current`), of kind `.client`, named by the method
 /// (`GET`), with the attributes `http.request.method`, `url.full` (user and
@@ -71,6 +74,7 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver {
     /// Starts the attempt's span and injects its context into the
     /// request's header fields.
     public func adapt(_ request: PocketRequest, context: PocketMiddlewareContext) async throws -> PocketRequest {
+        if let deadline = ServiceContext.current?.pocketDeadline { context.deadline = deadline }
         let tracer: any Tracer
         if let own = self.tracer {
             tracer = own

@@ -69,4 +69,67 @@ final class BenchRateTests: XCTestCase {
         XCTAssertEqual(rate.status, 64)
         XCTAssertTrue(rate.stderrText.contains("--rate: expected requests per second > 0"), rate.stderrText)
     }
+
+    // MARK: the policy flags reach the client
+
+    /// Replica 2 of 3 answers half its requests 50 ms late; hedges after
+    /// 10 ms go out (within the client's hedging budget) and win.
+    func testHedgeAfterSendsHedgesThatWin() throws {
+        let r = try report(try PocketBinary.run(["bench", "--replicas", "3", "--slow-replica", "2:0.5:50ms", "--rate", "200",
+                                                 "--max-seconds", "1", "--connections", "16", "--warmup", "8",
+                                                 "--hedge-after", "10ms", "--json"], timeout: 120))
+        XCTAssertEqual(r["errors"] as? Int, 0)
+        let fired = try XCTUnwrap(r["hedges_fired"] as? Int)
+        XCTAssertGreaterThan(fired, 0)
+        XCTAssertGreaterThan(try XCTUnwrap(r["hedges_won"] as? Int), 0, "a hedge to a healthy replica beats a 50 ms answer")
+        XCTAssertLessThanOrEqual(fired, 20, "the hedging budget: 5 % of about 200 requests, plus 1 a second")
+    }
+
+    /// A replica that refuses connections is ejected after 2 failures in a
+    /// row; the requests after go to the other one.
+    func testEjectAfterEjectsAFailingReplica() throws {
+        let good = try TestServer()
+        defer { good.shutdown() }
+        good.route("/") { _ in .text("ok") }
+        let closed = try TestServer()
+        let refusing = closed.url("/")
+        closed.shutdown()
+        let r = try report(try PocketBinary.run(["bench", "--url", good.url("/"), "--url", refusing, "--rate", "200",
+                                                 "--max-seconds", "1", "--connections", "4", "--warmup", "0",
+                                                 "--eject-after", "2", "--json"], timeout: 120))
+        XCTAssertEqual(r["ejections"] as? Int, 1)
+        let errors = try XCTUnwrap(r["errors"] as? Int)
+        XCTAssertGreaterThan(errors, 0)
+        XCTAssertLessThanOrEqual(errors, 8, "no request goes to the ejected replica")
+    }
+
+    /// Every answer is a 503: the retry policy alone would triple the load;
+    /// the budget keeps retries to 10 % of the requests plus its floor (10 a
+    /// second over its 10 s window: 100).
+    func testRetryBudgetBoundsARetryStorm() throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/") { _ in .text("busy", status: 503) }
+        let r = try report(try PocketBinary.run(["bench", "--url", server.url("/"), "--rate", "200", "--max-seconds", "1",
+                                                 "--connections", "64", "--warmup", "0", "--retry-budget", "10",
+                                                 "--json"], timeout: 120))
+        let sent = try XCTUnwrap(r["sent"] as? Int)
+        XCTAssertGreaterThan(sent, 100)
+        XCTAssertLessThanOrEqual(server.requestCount, sent + sent / 10 + 101, "sent \(sent)")
+        XCTAssertGreaterThan(server.requestCount, sent, "some retries were made")
+    }
+
+    /// `--deadline` ends each request by then: the slow replica's answers
+    /// (all 200 ms late) fail, the fast one's do not.
+    func testDeadlineEndsLateRequests() throws {
+        let r = try report(try PocketBinary.run(["bench", "--replicas", "2", "--slow-replica", "2:1:200ms", "--rate", "100",
+                                                 "--max-seconds", "1", "--connections", "32", "--warmup", "0",
+                                                 "--deadline", "50ms", "--json"], timeout: 120))
+        let sent = try XCTUnwrap(r["sent"] as? Int)
+        let errors = try XCTUnwrap(r["errors"] as? Int)
+        XCTAssertGreaterThan(errors, sent / 3)
+        XCTAssertLessThan(errors, sent)
+        XCTAssertTrue((r["first_error"] as? String)?.contains("deadline") ?? false, "\(r["first_error"] ?? "none")")
+        XCTAssertLessThan(try XCTUnwrap(r["p99_us"] as? Double), 200_000)
+    }
 }

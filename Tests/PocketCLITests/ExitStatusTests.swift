@@ -30,7 +30,7 @@ final class ExitStatusTests: XCTestCase {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/stall") { _ in .stall(milliseconds: 30_000) }
-        try assertFails(["-m", "0.5", server.url("/stall")], status: 28, mentions: "deadline_exceeded")
+        try assertFails(["-m", "0.5", server.url("/stall")], status: 28, mentions: "total_timeout")
     }
 
     func testConnectionResetMidBodyIsExit56() throws {

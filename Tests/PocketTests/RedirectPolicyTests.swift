@@ -194,7 +194,7 @@ final class RedirectPolicyTests: XCTestCase {
         let next = try await follower.next(after: head, took: .milliseconds(300))
         XCTAssertEqual(next?.timeouts?.total, .milliseconds(700), "the next hop gets what is left")
         XCTAssertEqual(next?.timeouts?.read, .seconds(5))
-        let error = await assertPocketError(.deadlineExceeded) {
+        let error = await assertPocketError(.totalTimeout) {
             try await follower.next(after: PocketResponseHead(status: 307, reason: "", headers: ["Location": "/c"]), took: .milliseconds(800))
         }
         XCTAssertEqual(error?.response?.status, 307)

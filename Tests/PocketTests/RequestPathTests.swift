@@ -412,7 +412,7 @@ final class RequestPathTests: XCTestCase {
         let declared: Set<PocketError.Code> = [
             .outOfMemory, .invalidArgument, .invalidMethod, .invalidTarget, .invalidHeaderName, .invalidHeaderValue,
             .invalidHost, .requestHeadTooLarge, .shutdown, .cancelled, .dnsFailure, .connectionRefused,
-            .networkUnreachable, .hostUnreachable, .connectFailed, .connectTimeout, .readTimeout, .deadlineExceeded,
+            .networkUnreachable, .hostUnreachable, .connectFailed, .connectTimeout, .readTimeout, .totalTimeout,
             .connectionReset, .closedBeforeResponse, .writeFailed, .readFailed, .socketFailed, .responseHeadTooLarge,
             .tooManyHeaders, .badStatusLine, .unsupportedVersion, .badHeader, .badContentLength, .conflictingContentLength,
             .transferEncodingWithContentLength, .unsupportedTransferEncoding, .badChunk, .chunkSizeTooLong,

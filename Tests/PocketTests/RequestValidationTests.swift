@@ -70,7 +70,7 @@ final class RequestValidationTests: XCTestCase {
     }
 
     func testErrorCodesHaveDistinctNamesAndMessages() {
-        let codes: [PocketError.Code] = [.connectionRefused, .connectTimeout, .readTimeout, .deadlineExceeded,
+        let codes: [PocketError.Code] = [.connectionRefused, .connectTimeout, .readTimeout, .totalTimeout, .deadlineExceeded,
                                          .dnsFailure, .truncatedBody, .badChunk, .responseHeadTooLarge,
                                          .tooManyHeaders, .cancelled, .shutdown]
         XCTAssertEqual(Set(codes.map(\.name)).count, codes.count)

@@ -327,7 +327,7 @@ final class TLSTests: XCTestCase {
             do {
                 client = try self.client {
                     $0.ioBackend = backend
-                    $0.timeouts.total = .seconds(3) // a hang shows as deadline_exceeded, not as a stuck test
+                    $0.timeouts.total = .seconds(3) // a hang shows as total_timeout, not as a stuck test
                 }
             } catch let error as PocketError where error.code == .ioUringUnavailable {
                 continue

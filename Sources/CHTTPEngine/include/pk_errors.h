@@ -42,7 +42,7 @@ extern "C" {
   X(PK_E_CONNECT, "connect_failed", "connect failed")                                     \
   X(PK_E_CONNECT_TIMEOUT, "connect_timeout", "connect timed out")                         \
   X(PK_E_READ_TIMEOUT, "read_timeout", "no data received within the idle-read timeout")   \
-  X(PK_E_TOTAL_TIMEOUT, "deadline_exceeded", "request did not finish before its deadline") \
+  X(PK_E_TOTAL_TIMEOUT, "total_timeout", "request did not finish within its total timeout") \
   X(PK_E_CONN_RESET, "connection_reset", "connection reset by peer")                      \
   X(PK_E_CLOSED_BEFORE_RESPONSE, "closed_before_response",                                \
     "server closed the connection before sending a response")                             \

@@ -264,6 +264,14 @@ public final class PocketClient: Sendable {
     let answersChallenges: Bool
     /// Answers its proxies accepted, sent at once by later requests (Sources/Pocket/Proxy).
     let proxyAnswers = ProxyAnswers()
+    /// The budgets of retries and hedges, in one place.
+    let extraRequests: ExtraRequestBudget
+    /// `configuration.handling.hedging`, read once.
+    let hedging: HedgingPolicyBox?
+    /// Recent latencies by origin, for percentile hedging delays.
+    let latencies = OriginLatencies()
+    /// `configuration.handling.deadlineHeader`, read once.
+    let deadlineHeader: String?
     /// Its replica sets and origin breakers; nil when none is configured (Sources/Pocket/Replicas).
     let replicas: ReplicaRouter?
 
@@ -282,13 +290,16 @@ public final class PocketClient: Sendable {
         self.templates = templates
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
-            && configuration.handling.authentication == nil
+            && configuration.handling.authentication == nil && configuration.handling.hedging == nil
         self.responseCache = configuration.handling.cache
         self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
         self.answersChallenges = configuration.handling.authentication != nil
+        self.deadlineHeader = configuration.handling.deadlineHeader
+        self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)
+        self.hedging = configuration.handling.hedging.map(HedgingPolicyBox.init)
         self.replicas = ReplicaRouter(configuration)
     }
 

@@ -30,6 +30,7 @@ public final class PocketMiddlewareContext: Sendable {
         struct State {
             var validationFailure: PocketError?
             var values: [String: any Sendable] = [:]
+            var deadline: ContinuousClock.Instant?
         }
     }
 
@@ -58,6 +59,21 @@ public final class PocketMiddlewareContext: Sendable {
     /// is none (valid in `observe` and `retry`). Such a response reaches the
     /// hooks as `.success`; the caller gets this error.
     public var validationFailure: PocketError? { extras.load()?.state.withLock { $0.validationFailure } }
+
+    /// The request's deadline: the task's (`PocketDeadline.current`) when
+    /// the request started, or one a middleware's `adapt` set (PocketTracing
+    /// sets the one its `ServiceContext` carries); nil when none. Setting it
+    /// keeps the earlier of the two: a deadline is only ever tightened. Every
+    /// later attempt, hedge, backoff wait and redirect hop of the request
+    /// shares it; past it the request fails with `.deadlineExceeded`.
+    public var deadline: ContinuousClock.Instant? {
+        get { extras.load()?.state.withLock { $0.deadline } }
+        set {
+            guard let newValue else { return }
+            PocketDeadline.noteUse()
+            madeExtras.state.withLock { $0.deadline = PocketDeadline.earliest($0.deadline, newValue) }
+        }
+    }
 
     /// A value stored for this request under `key`, or nil.
     public subscript(key: String) -> (any Sendable)? {

@@ -46,6 +46,22 @@ public struct PocketRequestHandling: Sendable {
     public var proxyAuthentication: PocketAuthentication?
     /// The response cache (RFC 9111, private); nil (the default): none.
     public var cache: PocketResponseCache?
+    /// Hedged requests: a second request, after a delay, for an idempotent
+    /// one whose answer is late (`PocketHedgingPolicy`); nil (the default):
+    /// none, since hedging adds load. Requests can set their own
+    /// (`PocketSendOptions.hedging`).
+    public var hedging: PocketHedgingPolicy?
+    /// How many retries the client may make on top of the requests it sends
+    /// (`PocketRetryBudget`: 20 % of them plus 10 a second by default), shared
+    /// by all of its requests, so that retries can never multiply the load on
+    /// failing servers; nil: retries are bounded by `maxAttempts` alone.
+    public var retryBudget: PocketRetryBudget? = .default
+    /// The header field that carries the time left before the request's
+    /// deadline (`PocketDeadline`) downstream, in whole milliseconds, e.g.
+    /// `"X-Request-Timeout-Ms"`; nil (the default) sends none: the name is
+    /// an agreement between the services, and most do not read one. Each
+    /// attempt and hedge sends what is left when it starts.
+    public var deadlineHeader: String?
 
     /// Nothing configured: the direct path.
     public init() {}

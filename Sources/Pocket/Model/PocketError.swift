@@ -83,6 +83,10 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         public static let readTimeout = Code("read_timeout")
         /// The request did not finish within its total timeout
         /// (`PocketTimeouts.total`), or the retry policy's deadline passed.
+        public static let totalTimeout = Code("total_timeout")
+        /// The task's deadline passed (`PocketDeadline`, or one a middleware
+        /// set in `PocketMiddlewareContext.deadline`): every attempt, hedge,
+        /// backoff wait and redirect hop of the request shares it.
         public static let deadlineExceeded = Code("deadline_exceeded")
         /// The server reset the connection (TCP RST).
         public static let connectionReset = Code("connection_reset")
@@ -261,6 +265,9 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     /// request (a download's bytes in its file): the request path does not
     /// retry it.
     var bodyDelivered = false
+    /// The request would have been retried, but the client's retry budget
+    /// (`PocketRetryBudget`) was spent: this is the failure as it was.
+    public var retryBudgetSpent = false
     /// The response body, for errors raised on a complete response
     /// (`.unacceptableStatus`, `.unacceptableContentType`, `.decodingFailed`);
     /// nil otherwise.
@@ -290,9 +297,9 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     /// True for `.cancelled`.
     public var isCancellation: Bool { code == .cancelled }
 
-    /// True for the timeout codes.
+    /// True for the timeout codes, the task deadline's included.
     public var isTimeout: Bool {
-        code == .connectTimeout || code == .readTimeout || code == .deadlineExceeded
+        code == .connectTimeout || code == .readTimeout || code == .totalTimeout || code == .deadlineExceeded
     }
 }
 

@@ -70,7 +70,7 @@ public struct PocketPipeConfiguration: Sendable {
     /// `save` PUTs a record that has one and POSTs one that has none.
     public var recordIDKey = "id"
     /// Longest time one operation may take, 60 s by default (AGPipe's):
-    /// past it the operation fails with `.deadlineExceeded` (`isTimeout`).
+    /// past it the operation fails with `.totalTimeout` (`isTimeout`).
     /// The client's connect and read timeouts still apply within it.
     public var timeout: Duration = .seconds(60)
     /// Header fields sent with every operation of the pipe. Default none

@@ -7,6 +7,8 @@ import Foundation
 /// The body collected into `PocketResponse.body` (bounded by `maxBodyBytes`).
 /// Finished engine requests are kept for reuse (`InFlightSpares`).
 struct CollectDelivery: ResponseDelivery {
+    static var hedges: Bool { true }
+
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {
         client.spares.collectingRequest(engine: client.engine, progress: progress)
     }

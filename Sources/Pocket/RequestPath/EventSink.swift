@@ -39,12 +39,12 @@ struct EventSink: Sendable {
     }
 
     func emit(_ state: PocketTaskState, attempt: Int, status: Int? = nil, error: (any Error)? = nil,
-              retryDelay: Duration? = nil) {
+              retryDelay: Duration? = nil, hedge: Int? = nil) {
         let byEndpoint = hub.hasEndpointObservers
         let observers = task.map { self.observers + $0.observers } ?? self.observers
         guard !subscribers.isEmpty || byEndpoint || observers.contains(where: { $0.states.contains(state) }) else { return }
         let event = PocketTaskEvent(task: identity, state: state, attempt: attempt, status: status, error: error,
-                                    retryDelay: retryDelay)
+                                    retryDelay: retryDelay, hedge: hedge)
         for observer in observers where observer.states.contains(state) { observer.handler(event) }
         if byEndpoint { hub.publishToEndpointObservers(event) }
         for buffer in subscribers { buffer.yield(event) }

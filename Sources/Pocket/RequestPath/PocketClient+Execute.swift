@@ -14,6 +14,8 @@ import Foundation
 //      the retry policy is the chain's last middleware (`attempts`)
 //   2. authentication: a request with an `authentication` answers a 401
 //      challenge around 3-5 (`authenticating`, Sources/Pocket/Auth)
+//   2b. hedging, for an idempotent request under a hedging policy: the
+//      request and its hedges race through 4-5 (PocketClient+Hedge.swift)
 //   3. the cache step, when the client has a cache or the request a cache
 //      policy (`fetching`, Sources/Pocket/Cache)
 //   4. redirects (`followingRedirects`, RedirectFollower.swift): each hop
@@ -30,10 +32,16 @@ import Foundation
 //   7. events: `.running`, `.retrying`, `.finished` (carrying the error the
 //      caller gets, validation's included) or `.cancelled`
 //
-// With no middleware, no retry policy, no authentication and nobody
-// listening, `execute` skips 1, 2, 6's hooks and 7: one attempt, then
-// validation. Every other stage checks for its own work (a cache, a
-// redirect, a cookie store, a proxy) with a nil or status check.
+// A task deadline (`PocketDeadline`, `PocketMiddlewareContext.deadline`)
+// cuts each attempt's total timeout to what is left and ends the request
+// with `.deadlineExceeded`; a retry draws on the client's retry budget
+// (`ExtraRequestBudget`), a hedge on its hedging budget.
+//
+// With no middleware, no retry or hedging policy, no authentication, no
+// task deadline and nobody listening, `execute` skips 1, 2, 6's hooks and
+// 7: one attempt, then validation (and one count for the budgets). Every
+// other stage checks for its own work (a cache, a redirect, a cookie
+// store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -116,10 +124,11 @@ extension PocketClient {
         if let replicas, replicas.namesSet(request.target), ReplicaHistory.current == nil {
             return try await executeRemembering(request, options: options, progress: progress, sink: given, delivery)
         }
+        extraRequests.deposit()   // the budgets' count of requests
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
-        if given == nil, unadapted, options.retry == nil, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening, request.authentication == nil {
+        if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
+           !hub.isListening, request.authentication == nil, PocketDeadline.isAbsent {
             var response = try await fetching(request, progress: progress, delivery)
             if let failure = accept(&response, sent: request) {
                 await response.discardBody()
@@ -192,6 +201,7 @@ extension PocketClient {
         } catch {
             throw delivery.failed(error, inflight)
         }
+        if response.timings.retried { extraRequests.chargeResend() }
         return delivery.response(response, from: &inflight, client: self)
     }
 
@@ -215,9 +225,10 @@ extension PocketClient {
         _ delivery: D
     ) async throws -> D.Response {
         let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
+        if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
         do {
-            return try await attempts(request, chain: chain, context: context, started: started, progress: progress, sink: sink,
-                                      delivery)
+            return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedgingBox ?? hedging,
+                                      progress: progress, sink: sink, delivery)
         } catch {
             throw Self.cancellationReported(error, context: context, sink: sink)
         }
@@ -281,7 +292,8 @@ extension PocketClient {
     /// whoever asks for it.
     nonisolated(nonsending) private func attempts<D: ResponseDelivery>(
         _ request: PocketRequest, chain: MiddlewareChain, context: PocketMiddlewareContext,
-        started firstStart: ContinuousClock.Instant, progress: PocketProgressHandler?, sink: EventSink?, _ delivery: D
+        started firstStart: ContinuousClock.Instant, hedging: HedgingPolicyBox?, progress: PocketProgressHandler?,
+        sink: EventSink?, _ delivery: D
     ) async throws -> D.Response {
         typealias R = D.Response
         // Only the hooks that do something are called (`MiddlewareChain`):
@@ -292,6 +304,7 @@ extension PocketClient {
             let attempt = try Self.beginAttempt(context: context, sink: sink)
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var sent = request
+            var bound = false   // whether the task deadline cut the attempt's total timeout
             do {
                 for adapter in chain.adapters {
                     switch adapter {
@@ -300,6 +313,7 @@ extension PocketClient {
                     }
                 }
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
+                if PocketDeadline.inUse { bound = try limit(&sent, toDeadlineOf: context, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
                                                    attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
@@ -313,7 +327,8 @@ extension PocketClient {
             var observing = false
             do {
                 var response = sent.authentication == nil && !answersChallenges
-                    ? try await fetching(sent, progress: progress, delivery)
+                    ? try await fetching(sent, hedging: hedging, context: context, attempt: attempt, sink: sink,
+                                     progress: progress, delivery)
                     : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
                 failure = accept(&response, sent: sent)
                 // A success no hook observes is the caller's at once.
@@ -321,7 +336,7 @@ extension PocketClient {
                 if failure == nil, !observing, delivered(response, sent: sent, attempt: attempt, sink: sink) { return response }
                 outcome = .success(response)
             } catch {
-                outcome = .failure(error)
+                outcome = .failure(bound ? Self.deadlineReached(error, attempt: attempt) : error)
                 observing = observed && chain.observes(context)
             }
             if let response = try await settle(outcome, failure: failure, request: request, sent: sent, attempt: attempt,
@@ -369,7 +384,14 @@ extension PocketClient {
         guard let decision, decision != .stop else {
             return try finish(outcome, validationFailure: failure, request: sent, attempt: attempt, sink: sink)
         }
-        let next = retry(request, after: outcome, failure: failure, decision: decision, attempt: attempt, chain: chain)
+        let next = retry(request, after: outcome, failure: failure, decision: decision, attempt: attempt, chain: chain,
+                         deadline: context.deadline)
+        // The one place a retry draws on the client's budget: with it
+        // spent, the failure is the caller's as it is.
+        if case .success = next, !extraRequests.permitsRetry() {
+            sink?.emit(.retryRefused, attempt: attempt, status: Self.head(of: outcome)?.status, error: failure ?? outcome.failure)
+            return try finish(Self.refused(outcome), validationFailure: failure.map(Self.refused), request: sent, attempt: attempt, sink: sink)
+        }
         if case .success(let response) = outcome { await response.discardBody() }
         let delay: Duration
         switch next {
@@ -401,11 +423,42 @@ extension PocketClient {
     private func limit(_ sent: inout PocketRequest, to deadline: Duration, context: PocketMiddlewareContext, attempt: Int) throws {
         let remaining = deadline - context.elapsed
         guard remaining > .zero else {
-            throw PocketError(.deadlineExceeded, "the retry deadline of \(deadline) passed before attempt \(attempt)")
+            throw PocketError(.totalTimeout, "the retry deadline of \(deadline) passed before attempt \(attempt)")
         }
         var timeouts = sent.timeouts ?? configuration.timeouts
         timeouts.total = min(timeouts.total ?? remaining, remaining)
         sent.timeouts = timeouts
+    }
+
+    /// `sent`'s total timeout cut to what is left of the request's deadline
+    /// (`context.deadline`), the time left sent in the deadline header when
+    /// one is configured; returns whether the cut is what bounds the attempt
+    /// (its total timeout then means the deadline passed). Out of line and
+    /// synchronous: an optional `ContinuousClock.Instant` held in the async
+    /// `attempts` would cost it a task allocation on every attempt.
+    @inline(never)
+    private func limit(_ sent: inout PocketRequest, toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
+        guard let deadline = context.deadline else { return false }
+        let remaining = deadline - .now
+        guard remaining > .zero else {
+            throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")
+        }
+        var timeouts = sent.timeouts ?? configuration.timeouts
+        let bound = timeouts.total.map { remaining < $0 } ?? true
+        if bound {
+            timeouts.total = remaining
+            sent.timeouts = timeouts
+        }
+        if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(remaining)) }
+        return bound
+    }
+
+    /// An attempt's total timeout that the task's deadline had cut,
+    /// reported as the deadline it is.
+    static func deadlineReached(_ error: any Error, attempt: Int) -> any Error {
+        guard let error = error as? PocketError, error.code == .totalTimeout else { return error }
+        return PocketError(.deadlineExceeded, "the task's deadline passed during attempt \(attempt)", underlying: error,
+                           response: error.response)
     }
 
     /// Whether a response that passed validation is the caller's at once
@@ -442,8 +495,8 @@ extension PocketClient {
     /// The wait before the attempt after `attempt`, or the error that ends
     /// the request instead: the attempt cap reached, or a one-shot body.
     private func retry<R: ExchangedResponse>(_ request: PocketRequest, after outcome: Result<R, any Error>, failure: PocketError?,
-                                             decision: PocketRetryDecision, attempt: Int,
-                                             chain: MiddlewareChain) -> Result<Duration, PocketError> {
+                                             decision: PocketRetryDecision, attempt: Int, chain: MiddlewareChain,
+                                             deadline: ContinuousClock.Instant?) -> Result<Duration, PocketError> {
         let maxAttempts = chain.policy?.maxAttempts ?? PocketRetryPolicy.defaultMaxAttempts
         guard attempt < maxAttempts else {
             return .failure(PocketError(.tooManyAttempts, "\(request.method) \(request.url.absoluteString): \(attempt) attempts made, the most the retry policy's maxAttempts allows (\(maxAttempts))",
@@ -453,12 +506,34 @@ extension PocketClient {
             return .failure(PocketError(.bodyNotReplayable, "\(request.method) \(request.url.absoluteString) would be retried after attempt \(attempt) (\(Self.describe(outcome))), but its body is one-shot (a stream) and was already sent",
                                         underlying: failure ?? outcome.failure, response: Self.head(of: outcome)))
         }
+        let delay: Duration
         switch decision {
-        case .retryAfter(let d): return .success(max(.zero, d))
+        case .retryAfter(let d): delay = max(.zero, d)
         default: // `.retry` from a middleware: the policy's backoff, or at once
             var generator = SystemRandomNumberGenerator()
-            return .success(chain.policy?.backoff.delay(forRetry: attempt, using: &generator) ?? .zero)
+            delay = chain.policy?.backoff.delay(forRetry: attempt, using: &generator) ?? .zero
         }
+        // A wait never sleeps past the task's deadline: the attempt after
+        // it could not finish in time.
+        if let deadline, ContinuousClock.now + delay >= deadline {
+            if let error = outcome.failure as? PocketError, error.code == .deadlineExceeded { return .failure(error) }
+            return .failure(PocketError(.deadlineExceeded, "\(request.method) \(request.url.absoluteString): the task's deadline passes before attempt \(attempt + 1) could start (after \(Self.describe(outcome)))",
+                                        underlying: failure ?? outcome.failure, response: Self.head(of: outcome)))
+        }
+        return .success(delay)
+    }
+
+    /// A failure the retry budget kept from being retried, marked so.
+    private static func refused<R>(_ outcome: Result<R, any Error>) -> Result<R, any Error> {
+        guard case .failure(let error) = outcome, let pocket = error as? PocketError else { return outcome }
+        return .failure(refused(pocket))
+    }
+
+    private static func refused(_ error: PocketError) -> PocketError {
+        var error = error
+        error.retryBudgetSpent = true
+        error.message += " (not retried: the client's retry budget is spent)"
+        return error
     }
 
     /// `.retrying` reported, with the wait.

@@ -42,6 +42,9 @@ public struct PocketTaskEvent: Sendable {
     public var error: (any Error)?
     /// For `.retrying`: how long until the next attempt.
     public var retryDelay: Duration?
+    /// For `.hedging`, the hedge sent (1 for the first); for `.hedgeWon`,
+    /// the hedge whose response won; nil otherwise.
+    public var hedge: Int?
     /// The request's `metadata` (the caller's value: which operation this
     /// task belongs to), or nil.
     public var metadata: (any Sendable)? {
@@ -49,8 +52,10 @@ public struct PocketTaskEvent: Sendable {
         set { task = task.with { $0.metadata = newValue } }
     }
 
-    init(task: PocketMiddlewareContext, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?) {
+    init(task: PocketMiddlewareContext, state: PocketTaskState, attempt: Int, status: Int?, error: (any Error)?, retryDelay: Duration?,
+         hedge: Int? = nil) {
         self.task = task
+        self.hedge = hedge
         self.state = state
         self.attempt = attempt
         self.status = status

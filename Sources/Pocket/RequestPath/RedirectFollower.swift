@@ -151,7 +151,7 @@ struct RedirectFollower {
         if let total = chainTotal {
             // The total deadline covers the whole chain, not each hop.
             guard elapsed < total else {
-                throw PocketError(.deadlineExceeded, "the \(total) deadline passed during redirect \(hops.count + 1)", response: head)
+                throw PocketError(.totalTimeout, "the \(total) total timeout passed during redirect \(hops.count + 1)", response: head)
             }
             var t = chosen.timeouts ?? clientTimeouts
             t.total = total - elapsed

@@ -22,6 +22,9 @@ protocol ResponseDelivery: Sendable {
     /// The error a failed engine hop ends with (a sink is told of it first).
     func failed(_ error: any Error, _ inflight: InFlightRequest) -> any Error
 
+    /// Whether a hop's response may be raced by hedges.
+    static var hedges: Bool { get }
+
     /// A complete response (from a `PocketTransport`) in this delivery's form.
     func deliver(_ complete: PocketResponse) throws -> Response
 
@@ -32,4 +35,8 @@ protocol ResponseDelivery: Sendable {
 
 extension ResponseDelivery {
     func failed(_ error: any Error, _ inflight: InFlightRequest) -> any Error { error }
+
+    /// Whether a hop's response may be raced by hedges (only a collected
+    /// one: a streamed body or a file cannot be had twice).
+    static var hedges: Bool { false }
 }

@@ -14,7 +14,12 @@ import PocketTracing
 /// the engine straight into a `ByteBuffer` (PocketNIO), which becomes the
 /// response body as it is: one copy of the bytes, no `Data`. With `integrations`
 /// (the default) the client has tracing, metrics and a retry policy
-/// installed; without, none (the request path's shortcut).
+/// installed, and an incoming `X-Request-Timeout-Ms` becomes the deadline of
+/// the downstream call (and is sent on with what is left); without, none
+/// (the request path's shortcut).
+/// The header that carries a request's time left, in milliseconds, in and out.
+let deadlineHeader = "X-Request-Timeout-Ms"
+
 func pocketRouter(downstream: URL, integrations: Bool = true) throws -> (Router<BasicRequestContext>, PocketClient) {
     var config = PocketClient.Configuration()
     config.timeouts = PocketTimeouts(connect: .seconds(2), read: .seconds(10), total: .seconds(15))
@@ -22,12 +27,17 @@ func pocketRouter(downstream: URL, integrations: Bool = true) throws -> (Router<
     if integrations {
         config.handling.middleware = [PocketTracingMiddleware(), PocketMetricsMiddleware()]
         config.handling.retry = PocketRetryPolicy(maxAttempts: 2)
+        config.handling.deadlineHeader = deadlineHeader
     }
     let client = try PocketClient(configuration: config)
     let call = PocketRequest(url: downstream)
     let allocator = ByteBufferAllocator()
 
     let router = Router()
+    if integrations, let name = HTTPField.Name(deadlineHeader) {
+        // The caller's time left bounds the downstream call, and goes on with it.
+        router.add(middleware: PocketDeadlineMiddleware(header: name))
+    }
     router.get("/") { _, _ -> Response in
         let (answer, body): (PocketResponse, ByteBuffer) = try await client.send(call, into: allocator)
         var headers = HTTPFields()

@@ -1,0 +1,163 @@
+import Foundation
+import XCTest
+@testable import Pocket
+import PocketTestSupport
+
+/// `PocketHedgingPolicy`: hedges through real sockets against a server that
+/// stalls some requests, and the latency window on its own.
+final class HedgingTests: XCTestCase {
+    private let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    /// Answers the first `stalled` requests late (after `stallMilliseconds`;
+    /// with `midBody`, a head and 2 of 10 body bytes first), the rest at once.
+    private func server(stalled: Int, stallMilliseconds: Int = 2000, midBody: Bool = false) throws -> TestServer {
+        let server = try TestServer()
+        let seen = Lock(0)
+        let ok = self.ok
+        server.route("/") { _ in
+            let n = seen.withLock { $0 += 1; return $0 }
+            guard n <= stalled else { return .raw([.sendString(ok)]) }
+            if midBody {
+                return .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab"), .stall(milliseconds: stallMilliseconds), .close])
+            }
+            return .raw([.sleep(milliseconds: stallMilliseconds), .sendString(ok)])
+        }
+        return server
+    }
+
+    private func states(_ client: PocketClient) -> (Task<[PocketTaskEvent], Never>, PocketTaskEvents) {
+        let events = client.events()
+        return (Task { var seen: [PocketTaskEvent] = []; for await e in events { seen.append(e) }; return seen }, events)
+    }
+
+    func testAHedgeWinsAndTheLosersConnectionIsClosedNotPooled() async throws {
+        let server = try server(stalled: 1, stallMilliseconds: 3000, midBody: true)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = .after(.milliseconds(50)) }
+        let (collected, _) = states(client)
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: url(server, "/")))
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1), "the hedge's answer, not the stalled one")
+        XCTAssertEqual(server.requestCount, 2)
+        // The loser, cancelled mid-body, is closed: one connection stays open.
+        XCTAssertTrue(server.waitUntil(timeout: 2) { $0.openConnections == 1 }, "open: \(server.openConnections)")
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
+        let requests = server.receivedRequests
+        XCTAssertEqual(requests.count, 3)
+        XCTAssertEqual(requests[2].connectionIndex, requests[1].connectionIndex, "the winner's connection is reused")
+        XCTAssertEqual(server.acceptedConnections, 2, "and the loser's never is")
+        try await client.shutdown()
+        let events = await collected.value
+        XCTAssertEqual(events.filter { $0.state == .hedging }.map(\.hedge), [1])
+        XCTAssertEqual(events.filter { $0.state == .hedgeWon }.map(\.hedge), [1])
+    }
+
+    func testAPromptAnswerSendsNoHedge() async throws {
+        let server = try server(stalled: 0)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = .after(.milliseconds(500)) }
+        for _ in 0..<10 { _ = try await client.send(PocketRequest(url: url(server, "/"))) }
+        XCTAssertEqual(server.requestCount, 10)
+    }
+
+    func testANonIdempotentRequestIsNeverHedged() async throws {
+        let server = try server(stalled: 1, stallMilliseconds: 300)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = .after(.milliseconds(30)) }
+        var post = PocketRequest(url: url(server, "/"))
+        post.method = .post
+        _ = try await client.send(post)
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
+    func testAtMostMaxHedgesAreSent() async throws {
+        let server = try server(stalled: 10, stallMilliseconds: 400)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.milliseconds(40)), maxHedges: 2) }
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
+        XCTAssertEqual(server.requestCount, 3)
+    }
+
+    func testASpentHedgingBudgetSendsNoHedge() async throws {
+        let server = try server(stalled: 1, stallMilliseconds: 300)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.milliseconds(30)), budgetPercent: 0, budgetMinimumPerSecond: 0) }
+        _ = try await client.send(PocketRequest(url: url(server, "/")))
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
+    func testARequestCanHedgeOnItsOwn() async throws {
+        let server = try server(stalled: 1, stallMilliseconds: 2000)
+        defer { server.shutdown() }
+        let client = try makeClient()
+        let start = ContinuousClock.now
+        _ = try await client.send(PocketRequest(url: url(server, "/")), options: PocketSendOptions(hedging: .after(.milliseconds(40))))
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertEqual(server.requestCount, 2)
+    }
+
+    func testADeadlineBoundsTheRequestAndItsHedges() async throws {
+        let server = try server(stalled: 100, stallMilliseconds: 3000)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.milliseconds(50)), maxHedges: 2) }
+        let start = ContinuousClock.now
+        _ = await assertPocketError(.deadlineExceeded) {
+            try await PocketDeadline.withDeadline(in: .milliseconds(200)) {
+                try await client.send(PocketRequest(url: url(server, "/")))
+            }
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(240))
+        XCTAssertEqual(server.requestCount, 3)
+    }
+
+    func testAHedgeForAReplicaSetGoesThroughTheHopToAnotherReplica() async throws {
+        // Replica 0 stalls; the hedge, a hop of its own, leases a replica
+        // the request has not used.
+        let servers = try (0..<2).map { i in
+            let server = try TestServer()
+            server.route("/x") { _ in i == 0 ? .raw([.sleep(milliseconds: 2000), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n0")])
+                                             : .text("\(i)") }
+            return server
+        }
+        defer { servers.forEach { $0.shutdown() } }
+        let set = PocketReplicaSet(name: "svc", endpoints: servers.map { PocketReplicaEndpoint(host: $0.host, port: UInt16($0.port)) },
+                                   balancing: .roundRobin)
+        let client = try makeClient {
+            $0.replicaSets = [set]
+            $0.handling.hedging = .after(.milliseconds(50))
+        }
+        let (collected, _) = states(client)
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: URL(string: "http://svc/x")!))
+        XCTAssertEqual(response.text, "1", "the other replica's answer")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertEqual(servers.map(\.requestCount), [1, 1])
+        XCTAssertEqual(set.statistics.map(\.failures), [0, 0], "the cancelled loser does not count against its replica")
+        try await client.shutdown()
+        let events = await collected.value
+        XCTAssertEqual(events.filter { $0.state == .hedgeWon }.map(\.hedge), [1])
+    }
+
+    func testAPercentileDelayWaitsForSamples() async throws {
+        let server = try server(stalled: 0)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = PocketHedgingPolicy(delay: .percentile(95)) }
+        for _ in 0..<30 { _ = try await client.send(PocketRequest(url: url(server, "/"))) }
+        XCTAssertEqual(server.requestCount, 30)
+        XCTAssertNotNil(client.latencies.percentile(PocketClient.originKey(url(server, "/")), 95), "the latencies were kept")
+    }
+
+    func testLatencyWindowPercentile() {
+        var window = LatencyWindow(capacity: 100)
+        for i in 1...19 { window.record(Int64(i)) }
+        XCTAssertNil(window.percentile(95), "no delay before 20 samples")
+        for i in 20...100 { window.record(Int64(i)) }
+        XCTAssertEqual(window.percentile(95), 96)
+        XCTAssertEqual(window.percentile(50), 51)
+        XCTAssertEqual(window.percentile(100), 100)
+        // The ring keeps the newest: 100 samples of 1000 push the old ones out.
+        for _ in 0..<100 { window.record(1000) }
+        XCTAssertEqual(window.percentile(50), 1000)
+    }
+}
