@@ -181,6 +181,7 @@ if Context.environment["POCKET_GATEWAY_EXAMPLE"] == "1" && Context.environment["
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ], path: "Examples/Gateway/Sources/gateway"),
         .target(name: "CFloorClient", path: "Examples/Gateway/Sources/CFloorClient"),
     ]

@@ -3,7 +3,9 @@
 # Pocket (pocket-bench), AsyncHTTPClient 1.37.0 (Benchmarks/Peers' ahc-bench)
 # and libcurl (Benchmarks/curl-bench), each sending the same open-loop load
 # (--rate: latency from each request's due time, docs/BENCHMARKS.md) in turn
-# to the three replicas, side by side.
+# to the three replicas, side by side; Pocket once as the peers go (round-
+# robin, no hedges) and once with power-of-two-choices balancing and hedges
+# after the p95 (`pocket-policies`).
 #
 #   scripts/bench-tail.sh             # DUR=10
 #   scripts/bench-tail.sh --quick     # DUR=3 (smoke test)
@@ -166,6 +168,9 @@ run() { # SET CLIENT
     # shellcheck disable=SC2206
     pocket) cmd=("$POCKET" ${SETS[$set]} --rate "$RATE" --max-seconds "$DUR" --connections "$CONNECTIONS" --json) ;;
     # shellcheck disable=SC2206
+    pocket-policies) cmd=("$POCKET" ${SETS[$set]} --rate "$RATE" --max-seconds "$DUR" --connections "$CONNECTIONS" \
+      --balance p2c --hedge-after p95 --json) ;;
+    # shellcheck disable=SC2206
     ahc) cmd=("$AHC" ${SETS[$set]} --rate "$RATE" --max-seconds "$DUR" --connections "$CONNECTIONS" --json) ;;
     # shellcheck disable=SC2206
     libcurl) cmd=("$CURL_BENCH" ${SETS[$set]} --rate "$RATE" --requests "$OFFERED" --connections "$CONNECTIONS" \
@@ -183,8 +188,8 @@ run() { # SET CLIENT
   ROWS+=("| $set | $client | $(jget offered "$out") | $(jget sent "$out") | $(ms p50_us) | $(ms p99_us) | $(ms p999_us) | $(ms p9999_us) |")
 }
 if [ -n "$JSON_OUT" ]; then : >"$JSON_OUT"; fi
-clients=(pocket libcurl)
-[ -n "$AHC" ] && clients=(pocket ahc libcurl)
+clients=(pocket pocket-policies libcurl)
+[ -n "$AHC" ] && clients=(pocket pocket-policies ahc libcurl)
 for set in replicas-healthy replicas-slow nginx-healthy nginx-slow; do
   for client in "${clients[@]}"; do run "$set" "$client"; done
 done
@@ -194,6 +199,7 @@ run embedded-slow pocket-embedded
 echo
 echo "Three replicas, requests in turn, $RATE requests/s for $DUR s ($OFFERED offered), at most $CONNECTIONS in flight"
 echo "per client; slow: replica 2 answers 5% of its requests 50 ms late. Latency in ms from each request's due time."
+echo "pocket-policies: the same pocket-bench with --balance p2c --hedge-after p95 (the others go round-robin, no hedges)."
 echo "$(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), Linux $(uname -r)"
 [ -z "$AHC" ] && [ "$SKIP_AHC" != 1 ] && echo "AsyncHTTPClient: ahc-bench did not build here"
 echo
