@@ -14,7 +14,9 @@ import Tracing
 /// try await ServiceContext.withValue(context) { try await client.send(request) }
 /// ```
 public enum PocketDeadlineKey: ServiceContextKey {
+    /// The deadline: an instant of the continuous clock.
     public typealias Value = ContinuousClock.Instant
+    /// `pocket-deadline`: the key's name in a context's description.
     public static var nameOverride: String? { "pocket-deadline" }
 }
 
