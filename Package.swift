@@ -153,11 +153,13 @@ let package = Package(
 // CI's sanitizer runs (scripts/ci-sanitized.sh) build the library, the tool
 // and their tests: the integration products, their tests and the benchmark
 // kit's tests, which hold no code of the request path, stay in the plain run
-// (scripts/test.sh), and so does `pocket-bench`, which links two of them. POCKET_SANITIZER_CORE=1 selects this smaller graph.
+// (scripts/test.sh). PocketMetrics and PocketTracing stay: `pocket-bench`
+// (whose command line the CLI tests check) links them, and they are small.
+// POCKET_SANITIZER_CORE=1 selects this smaller graph.
 if Context.environment["POCKET_SANITIZER_CORE"] == "1" {
     let integrations: Set<String> = [
-        "PocketHTTPTypes", "PocketOpenAPI", "PocketMetrics", "PocketTracing", "PocketServiceLifecycle", "PocketNIO",
-        "PocketIntegrationTests", "PocketBenchKitTests", "schema-bench", "cache-bench", "pocket-bench",
+        "PocketHTTPTypes", "PocketOpenAPI", "PocketServiceLifecycle", "PocketNIO",
+        "PocketIntegrationTests", "PocketBenchKitTests", "schema-bench", "cache-bench",
     ]
     package.targets.removeAll { integrations.contains($0.name) }
     package.products.removeAll { integrations.contains($0.name) }
