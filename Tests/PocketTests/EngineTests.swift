@@ -81,7 +81,10 @@ final class EngineTests: XCTestCase {
         // its own deadline timer in the heap. Shutdown fails them all.
         let server = try TestServer()
         defer { server.shutdown() }
-        server.route("/") { _ in .stall(milliseconds: 20_000) }
+        // Stalled for longer than queueing them all takes, even under a
+        // sanitizer on a busy machine: once it answered, the next request
+        // would take the connection and the count below never reach n.
+        server.route("/") { _ in .stall(milliseconds: 600_000) }
         let client = try makeClient {
             $0.maxConnectionsPerOrigin = 1
             $0.timeouts = PocketTimeouts(connect: .seconds(30), read: .seconds(60), total: .seconds(120))
@@ -99,7 +102,13 @@ final class EngineTests: XCTestCase {
                 }
             }
             // Wait until the engine holds them all (one in flight, the rest queued).
-            while client.engine.pendingRequests < n { try await Task.sleep(for: .milliseconds(20)) }
+            while client.engine.pendingRequests < n {
+                guard ContinuousClock.now - start < .seconds(60) * sanitizerSlowdown else {
+                    XCTFail("the engine holds \(client.engine.pendingRequests) of \(n) requests after 60 s")
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
             try await client.shutdown()
             var count = 0
             for try await ok in group where ok { count += 1 }
