@@ -3,6 +3,8 @@
 
     scripts/bench-page.py RUN_DIR            # rewrite the generated blocks
     scripts/bench-page.py RUN_DIR --check    # exit 1 if a block would change
+    scripts/bench-page.py RUN_DIR --partial  # keep the blocks of scenarios the
+                                             # run lacks (each names its own run)
 
 RUN_DIR is what scripts/bench-all.sh wrote (.bench-results/DATE/): one
 NAME.txt per scenario, each ending in Markdown tables, and run.txt (the
@@ -83,11 +85,19 @@ def rows(table):
     return [dict(zip(header, r)) for r in cells[2:]]
 
 
-def scenario_block(name, run_dir, meta, commands):
+class Missing(Exception):
+    """A scenario the run lacks (kept as it is under --partial)."""
+
+
+def scenario_block(name, run_dir, meta, commands, partial=False):
     out = run_dir / f"{name}.txt"
     if not out.exists():
+        if partial:
+            raise Missing(name)
         fail(f"{out} is missing (was the scenario run? scripts/bench-all.sh --only {name})")
     found = tables(out.read_text())
+    if not found and partial:
+        raise Missing(name)
     if not found:
         fail(f"{out} has no Markdown table: the scenario failed or its script prints none")
     command = commands.get(name, f"scripts/bench-all.sh --only {name}")
@@ -128,7 +138,7 @@ def readme_block(run_dir, meta, commands):
         rps, wrps, lrps = number(p["req/s"]), number(w["req/s"]), number(l["req/s"])
         cpu, wcpu = number(p["CPU µs/req"]), number(w["CPU µs/req"])
         peers = []
-        for name, label in (("asynchttpclient", "AsyncHTTPClient"), ("urlsession", "URLSession")):
+        for name, label in (("ahc", "AsyncHTTPClient"), ("urlsession", "URLSession")):
             r = pick(plain, c, name)
             if r and number(r["req/s"]):
                 peers.append(f"{rps / number(r['req/s']):.1f}× {label}")
@@ -158,8 +168,13 @@ def rewrite(path, make):
     names = []
 
     def replace(m):
+        try:
+            block = make(m.group(2))
+        except Missing:
+            names.append(m.group(2) + " (kept: not in this run)")
+            return m.group(0)
         names.append(m.group(2))
-        return m.group(1) + make(m.group(2)) + m.group(4)
+        return m.group(1) + block + m.group(4)
 
     return text, BLOCK.sub(replace, text), names
 
@@ -170,11 +185,12 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     run_dir = pathlib.Path(argv[1])
     check = "--check" in argv[2:]
+    partial = "--partial" in argv[2:]
     meta, commands = read_run(run_dir)
     changed = False
-    for path, make in ((PAGE, lambda n: scenario_block(n, run_dir, meta, commands)),
+    for path, make in ((PAGE, lambda n: scenario_block(n, run_dir, meta, commands, partial)),
                        (README, lambda n: readme_block(run_dir, meta, commands) if n == "readme"
-                        else scenario_block(n, run_dir, meta, commands))):
+                        else scenario_block(n, run_dir, meta, commands, partial))):
         old, new, names = rewrite(path, make)
         if not names:
             fail(f"{path.relative_to(ROOT)} has no <!-- results: NAME --> block")
