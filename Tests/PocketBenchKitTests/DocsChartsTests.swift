@@ -43,24 +43,56 @@ final class DocsChartsTests: XCTestCase {
     }
 
     func testPeersChartsShowThePublishedMedians() throws {
-        // docs/BENCHMARKS.md, "Peers": the medians of the run of 2026-11-25 (docs/results/peers.json).
+        // The charts and the page's table come from one run: every bar of
+        // the requests/s chart is the median docs/BENCHMARKS.md prints in
+        // its generated "peers" block (scripts/bench-page.py).
         let file = root.appendingPathComponent("docs/results/peers.json")
         let results = try BenchResults.parse(try String(contentsOf: file, encoding: .utf8))
         let rps = try XCTUnwrap(ResultCharts(results).charts.first { $0.fileName == "plain-http-rps.svg" })
         var drawn: [String: Double] = [:]
         for series in try XMLTree.parse(rps.svg).all(class: "series") {
             for bar in series.all(class: "bar") {
-                drawn["\(series["data-series"]!)/\(bar["data-category"]!)"] = Double(bar["data-value"]!)
+                drawn["\(Self.tableLabel(series["data-series"]!))/\(bar["data-category"]!)"] = Double(bar["data-value"]!)
             }
         }
-        let published: [String: Double] = [
-            "wrk 4.1.0/64": 119_956, "libcurl 7.88.1 (multi)/64": 63_668, "Pocket/64": 113_164,
-            "AsyncHTTPClient/64": 25_492, "URLSession/64": 3_547, "wrk 4.1.0/1": 16_636,
-            "libcurl 7.88.1 (multi)/1": 13_635, "Pocket/1": 13_260, "AsyncHTTPClient/1": 6_107, "URLSession/1": 3_181,
-        ]
+        let published = try publishedPeersMedians()
         XCTAssertEqual(Set(drawn.keys), Set(published.keys))
         for (key, value) in published {
             XCTAssertEqual(drawn[key] ?? 0, value, accuracy: 1, key)
         }
+    }
+
+    /// The page's client label for a chart's series name.
+    private static func tableLabel(_ series: String) -> String {
+        let lower = series.lowercased()
+        if lower.hasPrefix("asynchttpclient") { return "ahc" }
+        return String(lower.split(separator: " ").first ?? "")
+    }
+
+    /// "client/connections" -> req/s, from the first table of the page's
+    /// generated peers block.
+    private func publishedPeersMedians() throws -> [String: Double] {
+        let page = try String(contentsOf: root.appendingPathComponent("docs/BENCHMARKS.md"), encoding: .utf8)
+        let start = try XCTUnwrap(page.range(of: "<!-- results: peers -->"), "docs/BENCHMARKS.md has no peers block")
+        let block = page[start.upperBound...]
+        let end = try XCTUnwrap(block.range(of: "<!-- /results -->"))
+        var medians: [String: Double] = [:]
+        var header: [String] = []
+        for line in block[..<end.lowerBound].split(separator: "\n") {
+            guard line.hasPrefix("|") else {
+                if !header.isEmpty { break } // the first table only
+                continue
+            }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            if header.isEmpty { header = cells; continue }
+            if cells.allSatisfy({ $0.allSatisfy { "-:".contains($0) } }) { continue }
+            guard let c = header.firstIndex(of: "c"), let client = header.firstIndex(of: "client"),
+                  let rps = header.firstIndex(of: "req/s"), let value = Double(cells[rps].replacingOccurrences(of: ",", with: ""))
+            else { continue }
+            medians["\(cells[client])/\(cells[c])"] = value
+        }
+        XCTAssertFalse(medians.isEmpty, "no table in the peers block")
+        return medians
     }
 }
