@@ -631,6 +631,15 @@ final class CookieTests: XCTestCase {
         let far = PocketCookieStore()
         XCTAssertEqual(far.importNetscape("example.com\tFALSE\t/\tFALSE\t9223372036854775807\tfar\t1\n").imported, 1)
         XCTAssertTrue(far.netscapeFile().contains("\t9223372036854775807\tfar\t1\n"), far.netscapeFile())
+        // A domain that is no host name is refused: written back, `.Set-Cookie: x` would read as a header line.
+        let odd = PocketCookieStore()
+        let o = odd.importNetscape(".Set-Cookie: e__Secure-x.example\tFALSE\t/\tFALSE\t4102444800\tlang\ten\n"
+            + "a b.example\tFALSE\t/\tFALSE\t0\tspace\t1\n::1\tFALSE\t/\tFALSE\t0\tv6\t1\n"
+            + "[::1]\tFALSE\t/\tFALSE\t0\tv6b\t1\n127.0.0.1\tFALSE\t/\tFALSE\t0\tv4\t1\n")
+        XCTAssertEqual(o.malformedLines, [1, 2])
+        XCTAssertEqual(odd.allCookies.map(\.name).sorted(), ["v4", "v6", "v6b"])
+        let back = PocketCookieStore()
+        XCTAssertEqual(back.importNetscape(odd.netscapeFile()).imported, 3, "every cookie it keeps survives a round trip")
         // Random bytes never crash it.
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<200 {

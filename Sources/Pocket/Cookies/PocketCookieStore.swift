@@ -250,14 +250,31 @@ public final class PocketCookieStore: Sendable {
         return insert(cookie, now: now, sequence: nil, in: &s)
     }
 
-    /// Control characters (tab included: it would break the Netscape file) or an empty name.
+    /// Control characters (tab included: it would break the Netscape file),
+    /// an empty name, or a domain that is no host name or IP address (a
+    /// cookie file's line can name anything, and one such as
+    /// `Set-Cookie: x` would be written back as a line that reads as a
+    /// header).
     private static func check(_ cookie: PocketCookie) -> Rejection? {
         func bad(_ s: String) -> Bool { s.utf8.contains { $0 < 0x20 || $0 == 0x7F } }
         if cookie.name.isEmpty || bad(cookie.name) || bad(cookie.value) || bad(cookie.domain) || bad(cookie.path)
-            || cookie.domain.isEmpty {
+            || cookie.domain.isEmpty || !isHostName(cookie.domain) {
             return .malformed
         }
         return nil
+    }
+
+    /// Letters, digits, `-`, `_` and `.` (a name, or an IPv4 address), or
+    /// hexadecimal digits, `:` and `.` (an IPv6 address, brackets allowed).
+    private static func isHostName(_ domain: String) -> Bool {
+        let bytes = domain.utf8
+        let name = bytes.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39)
+            || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || $0 >= 0x80 }
+        if name { return true }
+        var inner = Substring(domain)
+        if inner.hasPrefix("[") && inner.hasSuffix("]") { inner = inner.dropFirst().dropLast() }
+        return inner.contains(":") && inner.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66)
+            || ($0 >= 0x41 && $0 <= 0x46) || $0 == 0x3A || $0 == 0x2E }
     }
 
     /// RFC 6265bis §5.7 ("leave secure cookies alone"): a stored Secure
