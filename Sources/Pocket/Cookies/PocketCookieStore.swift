@@ -265,16 +265,15 @@ public final class PocketCookieStore: Sendable {
     }
 
     /// Letters, digits, `-`, `_` and `.` (a name, or an IPv4 address), or
-    /// hexadecimal digits, `:` and `.` (an IPv6 address, brackets allowed).
+    /// an IPv6 address (brackets allowed), as `inet_pton` reads one.
     private static func isHostName(_ domain: String) -> Bool {
-        let bytes = domain.utf8
-        let name = bytes.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39)
+        let name = domain.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39)
             || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || $0 >= 0x80 }
         if name { return true }
         var inner = Substring(domain)
         if inner.hasPrefix("[") && inner.hasSuffix("]") { inner = inner.dropFirst().dropLast() }
-        return inner.contains(":") && inner.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66)
-            || ($0 >= 0x41 && $0 <= 0x46) || $0 == 0x3A || $0 == 0x2E }
+        var address = in6_addr()
+        return inet_pton(AF_INET6, String(inner), &address) == 1
     }
 
     /// RFC 6265bis §5.7 ("leave secure cookies alone"): a stored Secure
