@@ -18,18 +18,20 @@
 #      on the debug build of step 1;
 #   7. the differential checks of the debug build's pocket CLI against
 #      curl (scripts/differential.py: cookies, NO_PROXY);
-#   8. the Swift suite under AddressSanitizer, on the epoll backend, then
+#   8. the Swift suite under AddressSanitizer, on the epoll backend, and
 #      under ThreadSanitizer (scripts/ci-sanitized.sh).
-# Steps 2 and 3 run in the background beside 4 to 7: the C tests and
-# libFuzzer use one core each, and none of them shares a build directory
-# with the package's own steps. The sanitized suites run last, alone, since
-# some of their tests measure memory and time.
+# Steps 2 and 3, and the two sanitizer builds of step 8, run in the
+# background beside 4 to 7: none of them shares a build directory with the
+# package's own steps, and on two cores a step that keeps one core busy
+# leaves the other to the rest. The two sanitized suites then run last, side
+# by side and alone: each takes about one core, and some of their tests
+# measure memory and time.
 # A step runs alone as its command: `make check`, `fuzz/run.sh all 5`,
 # `scripts/perf-gate.sh`, `scripts/gateway-smoke.sh`, `swift package
 # --disable-sandbox generate-documentation --target Pocket
 # --warnings-as-errors`, `scripts/check-doc-coverage.sh`,
 # `scripts/check-doc-snippets.sh`, `scripts/differential.py cookies|noproxy`,
-# `scripts/ci-sanitized.sh address|thread`.
+# `scripts/ci-sanitized.sh address|thread` (--build-only, then --skip-build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/steps.sh
@@ -39,6 +41,8 @@ leftovers_guard ci.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
 
+step_bg "sanitizer builds (ASan, then TSan)" 1800 \
+  bash -c 'scripts/ci-sanitized.sh address --build-only && scripts/ci-sanitized.sh thread --build-only'
 step_bg "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
 step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 fuzz/run.sh all "$FUZZ_SECONDS"
 step "counting gate (scripts/perf-gate.sh)" 900 scripts/perf-gate.sh
@@ -52,6 +56,7 @@ step "documentation examples compile" 900 scripts/check-doc-snippets.sh
 step "differential checks against curl (cookies, NO_PROXY)" 900 \
   bash -c 'python3 scripts/differential.py cookies && python3 scripts/differential.py noproxy'
 steps_wait
-step "swift test --sanitize=address (epoll backend)" 1800 scripts/ci-sanitized.sh address
-step "swift test --sanitize=thread" 1800 scripts/ci-sanitized.sh thread
+step_bg "swift test --sanitize=address (epoll backend)" 1500 scripts/ci-sanitized.sh address --skip-build
+step_bg "swift test --sanitize=thread" 1500 scripts/ci-sanitized.sh thread --skip-build
+steps_wait
 steps_summary

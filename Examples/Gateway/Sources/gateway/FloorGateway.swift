@@ -57,3 +57,15 @@ private struct FloorHandle: @unchecked Sendable {
         }
     }
 }
+
+/// The floor: the same answer as nginx's, with no downstream call.
+func staticRouter() -> Router<BasicRequestContext> {
+    let router = Router()
+    let hello = ByteBuffer(string: "Hello, World!")
+    router.get("/") { _, _ -> Response in
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: hello))
+    }
+    return router
+}

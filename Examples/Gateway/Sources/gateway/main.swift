@@ -53,7 +53,12 @@ case "pocket", "pocket-bare":
     }
     try await client.shutdown()
 case "ahc":
+    #if !GATEWAY_WITHOUT_AHC
     try await Application(router: ahcRouter(downstream: downstream), configuration: configuration).runService()
+    #else
+    FileHandle.standardError.write(Data("gateway: this build has no AsyncHTTPClient: build the package in Examples/Gateway\n".utf8))
+    exit(2)
+    #endif
 case "floor":
     try await Application(router: floorRouter(downstream: downstreamURL), configuration: configuration).runService()
 case "nio-floor":
