@@ -2,7 +2,8 @@
 # Builds and runs a libFuzzer harness of the C engine.
 #
 #   fuzz/run.sh TARGET SECONDS    fuzz for SECONDS over a copy of the corpus
-#   fuzz/run.sh TARGET --replay   run corpus + crashers once (regression check)
+#   fuzz/run.sh TARGET --replay   run corpus + crashers once (regression check;
+#                                 a Swift harness without optimization)
 #   fuzz/run.sh TARGET --coverage line coverage of the engine over the grown
 #                                 corpus (fuzz/out/TARGET/corpus, else the
 #                                 seeds) with llvm-cov: a plain build with
@@ -32,7 +33,9 @@
 # fuzz/crashers/TARGET/ (add every finding there). Output: fuzz/build/ (the
 # binary) and fuzz/out/TARGET/ (the growing corpus and crash artifacts).
 # Exits non-zero when the harness crashes.
-# Environment: CLANG (default /opt/swift/usr/bin/clang), FUZZ_MAX_LEN (16384).
+# Environment: CLANG (default /opt/swift/usr/bin/clang), FUZZ_MAX_LEN (16384),
+# FUZZ_QUICK=1 (a Swift harness fuzzes on the replay's build, without
+# optimization: for runs of a few seconds).
 set -euo pipefail
 
 # Engine sources (in Sources/CHTTPEngine) each harness needs.
@@ -170,9 +173,23 @@ if [ -n "${!svar:-}" ]; then
     report_coverage "$bin" "${files[@]}"
     exit 0
   fi
-  echo "building $product"
-  swift_build -Xswiftc -sanitize=fuzzer,address
-  bin="fuzz/swift/.build/release/$product"
+  # A replay (and a fuzzing run with FUZZ_QUICK=1, as CI's few seconds per
+  # harness) takes a build without optimization, in a scratch path of its
+  # own: it compiles in parallel in a fraction of the optimized build's
+  # time (whole-module optimization of Pocket under the sanitizers takes
+  # one core for minutes) and runs each input a few times slower, which a
+  # replay does not notice. Fuzzing for longer takes the optimized build.
+  if [ "$mode" = "--replay" ] || [ "${FUZZ_QUICK:-0}" = 1 ]; then
+    echo "building $product (no optimization)"
+    scratch=fuzz/swift/.build-quick
+    swift_build --scratch-path "$scratch" -Xswiftc -Onone -Xswiftc -no-whole-module-optimization \
+      -Xswiftc -sanitize=fuzzer,address
+    bin="$scratch/release/$product"
+  else
+    echo "building $product"
+    swift_build -Xswiftc -sanitize=fuzzer,address
+    bin="fuzz/swift/.build/release/$product"
+  fi
   run_harness "$bin" -dict="fuzz/swift/$target.dict"
 fi
 

@@ -17,11 +17,18 @@ scripts/setup.sh
 if grep -rnE '\bMutex *[<(]' --include='*.swift' --exclude-dir='.build*' Sources Tests Benchmarks; then
   echo "Synchronization.Mutex is not used in this package: use Lock (see Sources/Pocket/Engine/Lock.swift)"; exit 1
 fi
-swift build --build-tests
+# What the suite needs: its test bundle and the two executables the CLI
+# tests start; the two other benchmark executables are built to check that
+# they compile. (`swift build --build-tests` would also compile the
+# executables of every package in the graph: the documentation plugin's,
+# hdrhistogram's examples.)
+for product in PocketPackageTests pocket pocket-bench cache-bench schema-bench; do
+  swift build --product "$product"
+done
 mkdir -p .build
 # Fuzz regressions: every corpus input and saved crasher of every harness
-# (C and Swift), once. The Swift harnesses need a release build of Pocket
-# with the sanitizers first (CI's fuzzing step reuses it). That build and
+# (C and Swift), once. The Swift harnesses need a build of Pocket with the
+# sanitizers first (unoptimized; CI's fuzzing step reuses it). That build and
 # the replays run beside the suite, at a lower priority: the suite keeps
 # about one core busy, and they take the other.
 replay_fuzz() {
