@@ -42,13 +42,13 @@ leftovers_guard ci.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
 
-step_bg "sanitizer builds (ASan, then TSan)" 1800 \
+step_bg "sanitizer builds (ASan, then TSan)" 2400 \
   bash -c 'scripts/ci-sanitized.sh address --build-only && scripts/ci-sanitized.sh thread --build-only'
 step_bg "make check (wording, layering, C tests under ASan+UBSan)" 900 make check
 # FUZZ_QUICK=1: the Swift harnesses fuzz on the build the test command's
 # replay made (fuzz/run.sh).
 step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 env FUZZ_QUICK=1 fuzz/run.sh all "$FUZZ_SECONDS"
-step "counting gate (scripts/perf-gate.sh)" 1500 scripts/perf-gate.sh
+step "counting gate (scripts/perf-gate.sh)" 1800 scripts/perf-gate.sh
 if [ "${GATEWAY:-1}" = 1 ]; then
   step "gateway example: build, one request per variant" 1800 scripts/gateway-smoke.sh
 fi

@@ -12,10 +12,12 @@ final class RetryBudgetTests: XCTestCase {
         BudgetWindow(percent: percent, perSecond: perSecond, window: .seconds(seconds), now: 0)
     }
 
-    /// Withdraws until refused; returns how many were granted.
+    /// Withdraws until refused (or 100,000 times: a budget that never
+    /// refuses fails the test instead of hanging it); returns how many were
+    /// granted.
     private func drain(_ w: inout BudgetWindow, now: Int64, requests: UInt64) -> Int {
         var granted = 0
-        while w.withdraw(now: now, requests: requests) { granted += 1 }
+        while granted < 100_000, w.withdraw(now: now, requests: requests) { granted += 1 }
         return granted
     }
 
@@ -24,6 +26,17 @@ final class RetryBudgetTests: XCTestCase {
         XCTAssertFalse(w.withdraw(now: 0, requests: 4), "4 requests allow 0.8 retries")
         XCTAssertEqual(drain(&w, now: second / 2, requests: 100), 20)
         XCTAssertEqual(drain(&w, now: second, requests: 110), 2, "10 more requests, 2 more retries")
+    }
+
+    /// Two callers read the counter and the clock before the lock: the one
+    /// that lost the race brings a smaller count and an older time. That
+    /// count must not read as 2^64 new requests (which allowed every retry
+    /// for a whole window), nor the time move the window back.
+    func testAnOlderCountOrTimeDoesNotMoveTheWindowBack() {
+        var w = window(percent: 10)
+        XCTAssertEqual(drain(&w, now: 2 * second, requests: 100), 10)
+        XCTAssertFalse(w.withdraw(now: second, requests: 90), "an older reading grants nothing")
+        XCTAssertEqual(drain(&w, now: 3 * second, requests: 110), 1, "10 more requests than the largest count seen")
     }
 
     func testTheFloorAllowsRetriesWithoutRequests() {

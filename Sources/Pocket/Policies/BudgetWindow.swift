@@ -58,7 +58,11 @@ struct BudgetWindow: Sendable {
 
     /// Moves the window to `now` (buckets that fell out are emptied) and
     /// places the requests counted since the last call.
+    /// Callers read the clock and the request counter before they take the
+    /// budget's lock, so a caller that lost the race brings an older time
+    /// and a smaller count than the window has seen: neither moves it back.
     mutating func advance(to now: Int64, requests counter: UInt64) {
+        let now = max(now, placed)
         let index = now / width
         if index > newest {
             for i in 1...min(index - newest, Int64(Self.buckets)) {
@@ -67,8 +71,8 @@ struct BudgetWindow: Sendable {
             }
             newest = index
         }
-        let fresh = Double(counter &- seen)
-        seen = counter
+        let fresh = counter > seen ? Double(counter - seen) : 0
+        seen = max(seen, counter)
         guard fresh > 0 else {
             placed = max(placed, now)
             return
