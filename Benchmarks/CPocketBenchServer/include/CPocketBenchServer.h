@@ -6,7 +6,8 @@
  *   HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!
  *
  * whatever its method (GET, PUT, POST...), unless pkbs_set_answer gave
- * another answer. Keep-alive, pipelining (answers
+ * another answer (or pkbs_set_status a failing replica its status).
+ * Keep-alive, pipelining (answers
  * to all complete requests in one read go out in one send). A request body
  * is read to its end and discarded before the request is answered, never
  * buffered: a Content-Length body of any size, or a chunked body
