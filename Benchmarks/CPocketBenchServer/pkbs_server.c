@@ -43,6 +43,14 @@
  *    meanwhile (its epoll interest is empty), so later requests on it are
  *    answered in order after it. The loop's epoll_wait timeout is the
  *    earliest release (millisecond resolution, rounded up).
+ *  - A failing replica (pkbs_set_status) is a replica whose answer is
+ *    another: each connection points at its replica's block of copies
+ *    (struct pkbs_answer), so a status answer costs the others nothing.
+ *  - A killed replica (pkbs_kill_replica): its listener is shut down at
+ *    once (Linux then stops listening: a SYN gets a RST), and each loop
+ *    thread, woken through its eventfd, drops the listener from its epoll
+ *    set and resets its connections of that replica. The thread does it
+ *    after the events of its batch, which may name those connections.
  */
 #include "CPocketBenchServer.h"
 #include "pkbs_internal.h"
@@ -56,6 +64,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -89,9 +98,17 @@ static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
  * one), written by pkbs_start before the threads start. */
 static char *g_answer;      /* NULL: k_answer */
 static size_t g_answer_len = DEFAULT_ANSWER_LEN;
-static char *g_block;
-static size_t g_block_len;
-#define ANSWER_LEN g_answer_len
+
+/* What a connection's answers are cut from: `len`-byte answers back to back
+ * (at most PKBS_COPIES, about PKBS_BLOCK_TARGET bytes, at least one),
+ * written by pkbs_start before the threads start. */
+struct pkbs_answer {
+    char *block;
+    size_t block_len;
+    size_t len; /* one answer */
+};
+static struct pkbs_answer g_main;                              /* the answer's */
+static struct pkbs_answer g_status_answers[PKBS_MAX_REPLICAS]; /* failing replicas' */
 
 /* The body of the request being read (answered once it is all in). */
 enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
@@ -128,7 +145,8 @@ struct pkbs_conn {
     uint32_t cont_left; /* bytes of k_continue still to send (after out_left) */
     uint64_t skip;   /* request body (or chunk data) bytes still to discard */
     uint64_t chunk_size; /* the chunk size being read */
-    uint64_t out_off; /* offset in the answer stream (mod ANSWER_LEN matters) */
+    const struct pkbs_answer *ans; /* its replica's answers */
+    uint64_t out_off; /* offset in the answer stream (mod ans->len matters) */
     uint64_t out_left; /* answer bytes still to send */
     uint64_t post_left; /* answer bytes queued behind the 100 Continue */
     struct pkbs_conn *prev, *next;
@@ -146,6 +164,7 @@ struct pkbs_thread {
     uint64_t rng;            /* xorshift64 state: which requests a slow replica delays */
     uint64_t served;
     uint64_t served_by[PKBS_MAX_REPLICAS];
+    uint64_t killed_seen; /* the g_killed bits this thread has applied */
 };
 
 /* A replica that answers a share of its requests late. */
@@ -162,6 +181,9 @@ static int g_replicas = 1;
 static int g_listen_fds[PKBS_MAX_REPLICAS];
 static uint16_t g_ports[PKBS_MAX_REPLICAS];
 static struct pkbs_slow g_slow[PKBS_MAX_REPLICAS];
+static int g_status[PKBS_MAX_REPLICAS]; /* pkbs_set_status's; 0: the answer */
+static const struct pkbs_answer *g_replica_answers[PKBS_MAX_REPLICAS];
+static _Atomic uint64_t g_killed; /* bit r: replica r was killed (since pkbs_start) */
 static int g_nthreads;
 static int g_cpu = -1;
 static uint64_t g_served_before; /* by servers already stopped */
@@ -250,6 +272,40 @@ int pkbs_set_slow(int replica, double share, uint64_t delay_ns) {
     else g_slow[replica] = (struct pkbs_slow){ .share = delay_ns ? share : 0, .delay_ns = delay_ns };
     pthread_mutex_unlock(&g_lock);
     return rc;
+}
+
+int pkbs_set_status(int replica, int status) {
+    pthread_mutex_lock(&g_lock);
+    int rc = 0;
+    if (g_running) { errno = EBUSY; rc = -1; }
+    else if (replica < 0 || replica >= PKBS_MAX_REPLICAS || !(status == 0 || (status >= 400 && status <= 599))) {
+        errno = EINVAL;
+        rc = -1;
+    }
+    else g_status[replica] = status;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+int pkbs_kill_replica(int replica) {
+    pthread_mutex_lock(&g_lock);
+    if (!g_running || replica < 0 || replica >= g_replicas) {
+        pthread_mutex_unlock(&g_lock);
+        errno = EINVAL;
+        return -1;
+    }
+    uint64_t bit = 1ull << replica;
+    if (!(atomic_load(&g_killed) & bit)) {
+        /* The fd stays open (no number to reuse under the threads) until pkbs_stop. */
+        shutdown(g_listen_fds[replica], SHUT_RDWR);
+        atomic_fetch_or_explicit(&g_killed, bit, memory_order_release);
+        for (int i = 0; i < g_nthreads; i++) {
+            uint64_t one = 1;
+            (void)!write(g_threads[i].evfd, &one, sizeof(one));
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return 0;
 }
 
 uint16_t pkbs_replica_port(int replica) {
@@ -492,8 +548,8 @@ static double next_unit(struct pkbs_thread *t) {
 
 /* Queues one answer (behind a 100 Continue if one is queued). */
 static void queue_answer(struct pkbs_conn *c, bool close_after) {
-    if (c->cont_left) c->post_left += ANSWER_LEN;
-    else c->out_left += ANSWER_LEN;
+    if (c->cont_left) c->post_left += c->ans->len;
+    else c->out_left += c->ans->len;
     if (close_after) c->close_after = true;
 }
 
@@ -506,9 +562,10 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
         size_t n;
         bool answers = c->out_left != 0;
         if (answers) {
-            size_t start = (size_t)(c->out_off % ANSWER_LEN);
-            size_t avail = g_block_len - start;
-            src = g_block + start;
+            const struct pkbs_answer *a = c->ans;
+            size_t start = (size_t)(c->out_off % a->len);
+            size_t avail = a->block_len - start;
+            src = a->block + start;
             n = c->out_left < avail ? (size_t)c->out_left : avail;
         } else if (c->cont_left) {
             src = k_continue + (CONTINUE_LEN - c->cont_left);
@@ -746,6 +803,7 @@ static void on_accept(struct pkbs_thread *t, int replica) {
         }
         c->want_out = c->close_after = c->req_close = c->held = c->held_close = false;
         c->replica = (uint8_t)replica;
+        c->ans = g_replica_answers[replica];
         c->events = EPOLLIN;
         c->release_at = 0;
         c->hold_next = NULL;
@@ -766,6 +824,25 @@ static void on_accept(struct pkbs_thread *t, int replica) {
             close(fd);
             free(c);
         }
+    }
+}
+
+/* Applies the kills this thread has not seen: drops the killed listeners
+ * from its epoll set and resets its connections of those replicas. */
+static void apply_kills(struct pkbs_thread *t) {
+    uint64_t killed = atomic_load_explicit(&g_killed, memory_order_acquire);
+    uint64_t fresh = killed & ~t->killed_seen;
+    if (!fresh) return;
+    t->killed_seen = killed;
+    for (int r = 0; r < g_replicas; r++)
+        if (fresh & (1ull << r)) epoll_ctl(t->epfd, EPOLL_CTL_DEL, g_listen_fds[r], NULL);
+    struct pkbs_conn *next;
+    for (struct pkbs_conn *c = t->conns; c; c = next) {
+        next = c->next;
+        if (!(fresh & (1ull << c->replica))) continue;
+        struct linger reset = { .l_onoff = 1, .l_linger = 0 }; /* close sends a RST */
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+        conn_close(t, c);
     }
 }
 
@@ -794,6 +871,7 @@ static void *loop_main(void *arg) {
             if (errno == EINTR) continue;
             break;
         }
+        bool woken = false;
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
             if ((char *)p >= g_listen_tags && (char *)p < g_listen_tags + PKBS_MAX_REPLICAS) {
@@ -801,6 +879,7 @@ static void *loop_main(void *arg) {
             } else if (p == &g_wake_tag) {
                 uint64_t v;
                 (void)!read(t->evfd, &v, sizeof(v));
+                woken = true;
             } else {
                 struct pkbs_conn *c = p;
                 uint32_t e = evs[i].events;
@@ -821,6 +900,7 @@ static void *loop_main(void *arg) {
             }
         }
         if (t->held) release_held(t);
+        if (woken) apply_kills(t);
     }
     free(t->scratch);
     t->scratch = NULL;
@@ -896,6 +976,20 @@ static void stop_threads(int started) {
     for (int i = 0; i < started; i++) pthread_join(g_threads[i].tid, NULL);
 }
 
+/* Fills a's block with copies of the len-byte answer; false if out of memory. */
+static bool make_block(struct pkbs_answer *a, const char *answer, size_t len) {
+    size_t copies = PKBS_BLOCK_TARGET / len;
+    if (copies < 1) copies = 1;
+    if (copies > PKBS_COPIES) copies = PKBS_COPIES;
+    char *block = realloc(a->block, copies * len);
+    if (!block) return false;
+    a->block = block;
+    a->block_len = copies * len;
+    a->len = len;
+    for (size_t i = 0; i < copies; i++) memcpy(block + i * len, answer, len);
+    return true;
+}
+
 int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_port) {
     pthread_mutex_lock(&g_lock);
     if (g_running) {
@@ -905,20 +999,19 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
     }
     if (threads < 1) threads = 1;
     if (threads > PKBS_MAX_THREADS) threads = PKBS_MAX_THREADS;
-    {
-        const char *answer = g_answer ? g_answer : k_answer;
-        size_t copies = PKBS_BLOCK_TARGET / g_answer_len;
-        if (copies < 1) copies = 1;
-        if (copies > PKBS_COPIES) copies = PKBS_COPIES;
-        char *block = realloc(g_block, copies * g_answer_len);
-        if (!block) {
-            pthread_mutex_unlock(&g_lock);
-            errno = ENOMEM;
-            return -1;
-        }
-        g_block = block;
-        g_block_len = copies * g_answer_len;
-        for (size_t i = 0; i < copies; i++) memcpy(g_block + i * g_answer_len, answer, g_answer_len);
+    bool blocks = make_block(&g_main, g_answer ? g_answer : k_answer, g_answer_len);
+    for (int r = 0; r < g_replicas && blocks; r++) {
+        g_replica_answers[r] = &g_main;
+        if (!g_status[r]) continue;
+        char head[96];
+        int n = snprintf(head, sizeof(head), "HTTP/1.1 %d Replica Failing\r\nContent-Length: 0\r\n\r\n", g_status[r]);
+        blocks = make_block(&g_status_answers[r], head, (size_t)n);
+        g_replica_answers[r] = &g_status_answers[r];
+    }
+    if (!blocks) {
+        pthread_mutex_unlock(&g_lock);
+        errno = ENOMEM;
+        return -1;
     }
 
     /* Replica r on port + r, or each on a free port when port is 0. */
@@ -938,6 +1031,7 @@ int pkbs_start(const char *host, uint16_t port, int threads, uint16_t *bound_por
         }
     }
     atomic_store(&g_stopping, false);
+    atomic_store(&g_killed, 0);
     int err = 0, made = 0, started = 0;
     for (int i = 0; i < threads; i++) {
         struct pkbs_thread *t = &g_threads[i];

@@ -38,14 +38,16 @@ public enum PocketBenchmark {
 
     /// One measurement: against `options.urls`, or without one against the
     /// embedded epoll server (`CPocketBenchServer`, 13-byte answers) on
-    /// 127.0.0.1, `options.tail.replicas` ports of it (some slow as
-    /// `options.tail.slowReplicas` say).
+    /// 127.0.0.1, `options.tail.replicas` ports of it (some slow or failing
+    /// as `options.tail.slowReplicas` and `failingReplicas` say, one killed
+    /// during the measured phase with `killReplica`).
     public static func run(_ options: BenchOptions) async throws -> BenchMeasurement {
         if !options.urls.isEmpty {
             return try await run(options, urls: options.urls)
         }
         let ports = try EmbeddedServer.start(answer: nil, cpu: options.serverCPU, threads: options.serverThreads,
-                                             replicas: options.tail.replicas, slow: options.tail.slowReplicas)
+                                             replicas: options.tail.replicas, slow: options.tail.slowReplicas,
+                                             failing: options.tail.failingReplicas)
         defer { EmbeddedServer.stop() }
         return try await run(options, urls: ports.map { "http://127.0.0.1:\($0)/" }, embedded: true)
     }
@@ -131,7 +133,18 @@ public enum PocketBenchmark {
         var setup = MeasureSetup(clientName: "pocket", scenario: scenario, url: urlString)
         setup.replicas = urls.count
         setup.embedded = embedded || inProcessServer
-        if embedded { setup.serverCPUNanos = { pkbs_cpu_time_ns() } }
+        var failover: Failover?
+        if embedded {
+            setup.serverCPUNanos = { pkbs_cpu_time_ns() }
+            let replicas = Int32(urls.count)
+            setup.serverRequests = { (0..<replicas).reduce(0) { $0 + Int(pkbs_replica_requests($1)) } }
+            if let kill = options.tail.killReplica, let port = urls[kill.index - 1].port {
+                let watch = Failover(kill, port: UInt16(port), set: tail.set)
+                setup.measuredPhaseStarts = { watch.phaseStarted(at: $0) }
+                setup.failover = { watch.outcome() }
+                failover = watch
+            }
+        }
         setup.engineAllocations = { PocketClient.engineAllocationCount }
         setup.executor = options.onLoop ? client.executor : nil
         setup.engineThreads = options.engineThreads
@@ -152,7 +165,7 @@ public enum PocketBenchmark {
         setup.balancing = tail.balancing
         let bench = PocketBenchClient(client: client, targets: BenchTargets(request, replicas: tail.targets(urls)),
                                       transfer: Transfer(options.bodySink), uploadBytes: uploadBytes,
-                                      hedgeOptions: tail.hedgeOptions, deadline: tail.deadline)
+                                      hedgeOptions: tail.hedgeOptions, deadline: tail.deadline, failover: failover)
         let measurement = await measure(bench, options: options, setup: setup)
         try? await client.shutdown()
         return measurement
@@ -179,13 +192,23 @@ public enum EmbeddedServer {
     /// Starts it as `start(answer:cpu:threads:tlsCertificate:)` does, on
     /// `replicas` ports (the replicas of one set, served by the same
     /// threads), replica `slow[i].index` (from 1) answering a share of its
-    /// requests late; returns the ports, replica 1's first.
+    /// requests late and replica `failing[i].index` answering every request
+    /// with its status; returns the ports, replica 1's first.
     public static func start(answer: [UInt8]?, cpu: Int? = nil, threads: Int = 1, tlsCertificate: String? = nil,
-                             replicas: Int, slow: [TailOptions.SlowReplica]) throws(PocketBenchmark.Failure) -> [UInt16] {
+                             replicas: Int, slow: [TailOptions.SlowReplica],
+                             failing: [TailOptions.FailingReplica] = []) throws(PocketBenchmark.Failure) -> [UInt16] {
         guard pkbs_set_replicas(Int32(clamping: replicas)) == 0 else {
             throw .init(description: "--replicas \(replicas): \(String(cString: strerror(errno)))", exitCode: 2)
         }
-        for i in Int32(0)..<64 { _ = pkbs_set_slow(i, 0, 0) } // no replica slow but those given
+        for i in Int32(0)..<64 { // no replica slow or failing but those given
+            _ = pkbs_set_slow(i, 0, 0)
+            _ = pkbs_set_status(i, 0)
+        }
+        for f in failing {
+            guard pkbs_set_status(Int32(clamping: f.index - 1), Int32(clamping: f.status)) == 0 else {
+                throw .init(description: "--failing-replica \(f.index): \(String(cString: strerror(errno)))", exitCode: 2)
+            }
+        }
         for s in slow {
             guard pkbs_set_slow(Int32(clamping: s.index - 1), s.share, TailOptions.nanoseconds(s.delay)) == 0 else {
                 throw .init(description: "--slow-replica \(s.index): \(String(cString: strerror(errno)))", exitCode: 2)

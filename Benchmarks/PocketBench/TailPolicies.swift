@@ -10,9 +10,11 @@ import Foundation
 /// The tail-latency flags (`TailOptions`) as a Pocket client's
 /// configuration: `--hedge-after`/`--max-hedges` its hedging policy,
 /// `--retry-budget` its retry budget (with the default retry policy, so
-/// there are retries to bound), `--balance p2c` and `--eject-after` a
-/// replica set over the URLs (hedges of several replicas too, so that each
-/// hedge goes to another replica), `--deadline` each request's task
+/// there are retries to bound; `off`: none), `--retries N` a retry policy
+/// of N + 1 attempts, `--balance p2c` and `--eject-after` a
+/// replica set over the URLs (hedges of several replicas and
+/// `--kill-replica` too, so that each hedge or retry goes to another
+/// replica), `--deadline` each request's task
 /// deadline. Counts hedges sent and won from the requests' events, and
 /// ejections from the set.
 final class TailPolicies: Sendable {
@@ -38,10 +40,17 @@ final class TailPolicies: Sendable {
         }
         if let percent = tail.retryBudgetPercent {
             config.handling.retryBudget = PocketRetryBudget(percent: percent)
-            if config.handling.retry == nil { config.handling.retry = PocketRetryPolicy() }
+        } else if tail.retryBudgetOff {
+            config.handling.retryBudget = nil
+        }
+        if let retries = tail.retries {
+            config.handling.retry = PocketRetryPolicy(maxAttempts: retries + 1)
+        } else if (tail.retryBudgetPercent != nil || tail.retryBudgetOff) && config.handling.retry == nil {
+            config.handling.retry = PocketRetryPolicy()
         }
         deadline = tail.deadline
-        if tail.balance == .p2c || tail.ejectAfter != nil || (tail.hedgeAfter != nil && urls.count > 1) {
+        if tail.balance == .p2c || tail.ejectAfter != nil || (tail.hedgeAfter != nil && urls.count > 1)
+            || tail.killReplica != nil {
             do {
                 set = try PocketReplicaSet(name: Self.setName, urls: urls,
                                            balancing: tail.balance == .p2c ? .powerOfTwoChoices : .roundRobin,

@@ -41,8 +41,23 @@ struct PocketBenchClient: BenchClient {
     var hedgeOptions: PocketSendOptions? = nil
     /// Each request's task deadline (`--deadline`), or nil.
     var deadline: Duration? = nil
+    /// Told of each failed request and when it started (`--kill-replica`), or nil.
+    var failover: Failover? = nil
 
     func perform() async throws -> BenchOutcome {
+        guard let failover else { return try await exchangeByDeadline() }
+        let start = monotonicNanos()
+        do {
+            return try await exchangeByDeadline()
+        } catch {
+            failover.failed(startedAt: start)
+            throw error
+        }
+    }
+
+    /// One request, within `deadline` when there is one.
+    @inline(__always)
+    private func exchangeByDeadline() async throws -> BenchOutcome {
         guard let deadline else { return try await exchange() }
         return try await PocketDeadline.withDeadline(in: deadline) { try await exchange() }
     }

@@ -102,7 +102,8 @@ public struct BenchOptions: Sendable {
                             [--rate R] [--replicas N] [--slow-replica K:P:DELAY]
                             [--hedge-after DURATION|pNN] [--max-hedges N]
                             [--balance round-robin|p2c] [--retry-budget PCT]
-                            [--eject-after N] [--deadline DURATION]
+                            [--eject-after N] [--deadline DURATION] [--retries N]
+                            [--kill-replica K:T] [--failing-replica K:STATUS]
 
           --url URL            server to load (http://...); without it an embedded epoll
                                server is started on 127.0.0.1 (random port). Given
@@ -171,9 +172,24 @@ public struct BenchOptions: Sendable {
           --max-hedges N       extra attempts per request at most (needs --hedge-after)
           --balance B          round-robin (default) or p2c (power of two choices)
           --retry-budget PCT   the default retry policy, its retries at most PCT% of
-                               requests (plus 10 a second)
+                               requests (plus 10 a second); off: no budget (the
+                               client's default is 20%)
+          --retries N          a retry policy of N retries (N + 1 attempts; backoff
+                               exponential from 100 ms, full jitter) of the GETs on
+                               transport errors and 408, 429, 500, 502, 503, 504
           --eject-after N      eject a replica after N consecutive failures
           --deadline D         every request, its retries and hedges end by D
+          --kill-replica K:T   embedded replica K stops T into the measured phase (3 is
+                               seconds, or 500ms) as a killed process: connections
+                               refused, open ones reset. Reported: ms from the kill to
+                               the first ejection, failed requests started before and
+                               after it (ejected_after_kill_ms, errors_before_ejection,
+                               errors_after_ejection)
+          --failing-replica K:STATUS
+                               embedded replica K answers every request with STATUS
+                               (400 to 599, e.g. 503) and an empty body. With embedded
+                               replicas the report has server_requests: the requests
+                               they received, retries included
         """
 
     /// A flag that is unknown or lacks a valid value.

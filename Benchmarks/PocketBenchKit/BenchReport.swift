@@ -42,6 +42,11 @@ public struct BenchReport: Sendable {
     /// How the requests were spread over the replicas, for people: nil is
     /// "in turn", by the benchmark (`MeasureSetup.balancing`).
     public var balancing: String?
+    /// Requests the servers received during the phase, retries and hedges
+    /// included (embedded replicas); nil: unknown.
+    public var serverRequests: Int?
+    /// What a replica killed during the phase led to (`--kill-replica`), or nil.
+    public var failover: BenchFailover?
     /// Versions beside the machine in the JSON (`swift`, and the client's, `MeasureSetup.versions`).
     public var versions: [String: String] = ["swift": MachineInfo.swiftVersion]
 
@@ -113,6 +118,7 @@ public struct BenchReport: Sendable {
             ("hedges_fired", "\(hedgesFired)"),
             ("hedges_won", "\(hedgesWon)"),
             ("ejections", "\(ejections)"),
+            ("server_requests", serverRequests.map(String.init) ?? "null"),
             ("cpu_s", fixedPoint(cpuSeconds, 6)),
             ("cpu_us_per_req", fixedPoint(cpuMicrosPerRequest, 3)),
             ("client_cpu_us_per_req", fixedPoint(clientCPUMicrosPerRequest, 3)),
@@ -135,6 +141,13 @@ public struct BenchReport: Sendable {
         ]
         if let scenario { fields.insert(("scenario", jsonString(scenario)), at: 1) }
         if let e = tally.firstError { fields.append(("first_error", jsonString(e))) }
+        if let f = failover {
+            let ms = { (ns: UInt64?) in ns.map { fixedPoint(Double($0) / 1e6, 3) } ?? "null" }
+            fields += [("killed_replica", "\(f.replica)"), ("killed_at_ms", ms(f.killedAtNanos)),
+                       ("ejected_after_kill_ms", ms(f.ejectedAfterKillNanos)),
+                       ("errors_before_ejection", "\(f.errorsBeforeEjection)"),
+                       ("errors_after_ejection", "\(f.errorsAfterEjection)")]
+        }
         // Last: what the charts draw and where the run ran (`pocket bench report`).
         fields.append(("latency_percentiles", "[" + latencyCurve.map { "[\(fixedPoint($0.percent, 3)),\(fixedPoint($0.micros, 1))]" }
             .joined(separator: ",") + "]"))
@@ -171,6 +184,19 @@ public struct BenchReport: Sendable {
             + "  p99.99 \(fixedPoint(percentileMicros(0.9999), 1))  max \(fixedPoint(maxMicros, 1))")
         if replicas > 1 || rate != nil || hedgesFired + ejections > 0 {
             lines.append("  hedges      \(hedgesFired) fired, \(hedgesWon) won; ejections \(ejections)")
+        }
+        if let serverRequests {
+            let ratio = offered.map { $0 == 0 ? "" : " (\(fixedPoint(Double(serverRequests) / Double($0), 3)) x offered)" } ?? ""
+            lines.append("  servers     \(serverRequests) requests received\(ratio)")
+        }
+        if let f = failover {
+            if let killed = f.killedAtNanos {
+                let ejected = f.ejectedAfterKillNanos.map { "ejected \(fixedPoint(Double($0) / 1e6, 1)) ms later" } ?? "not ejected"
+                lines.append("  failover    replica \(f.replica) killed at \(fixedPoint(Double(killed) / 1e9, 3)) s, \(ejected); "
+                    + "failed requests \(f.errorsBeforeEjection) before the ejection, \(f.errorsAfterEjection) after")
+            } else {
+                lines.append("  failover    replica \(f.replica) not killed: the phase ended first")
+            }
         }
         var cpu = "  cpu         \(fixedPoint(cpuSeconds, 3)) s, \(fixedPoint(cpuMicrosPerRequest, 2)) µs/request (process)"
         if embedded {

@@ -33,6 +33,16 @@ public struct MeasureSetup: Sendable {
     /// How the client spreads the requests over the replicas when it does
     /// (`"power of two choices"`), for the report; nil: in turn, by the benchmark.
     public var balancing: String?
+    /// Called as the measured phase starts, with its start (monotonic ns):
+    /// where a fault due during the phase (`--kill-replica`) is timed from; nil: nothing.
+    public var measuredPhaseStarts: (@Sendable (UInt64) -> Void)?
+    /// The requests the servers have received so far, retries and hedges
+    /// included (the embedded replicas' count), read before and after the
+    /// measured phase for `server_requests`; nil: unknown (real servers).
+    public var serverRequests: (@Sendable () -> Int)?
+    /// What a replica killed during the phase led to (`--kill-replica`),
+    /// read after it; nil: no replica is killed.
+    public var failover: (@Sendable () -> BenchFailover)?
 
     /// A setup with no probes, the global executor and one engine thread.
     public init(clientName: String, scenario: String? = nil, url: String) {
@@ -86,6 +96,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let mallocCounter = MallocCounter()
 
     let tail0 = setup.tailCounts?()
+    let served0 = setup.serverRequests?()
     let heap0 = mallocCounter.count()
     let engine0 = setup.engineAllocations?()
     let server0 = setup.serverCPUNanos?() ?? 0
@@ -93,6 +104,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     setup.instructions?.start()
     let t0 = monotonicNanos()
     if let s = options.maxSeconds { measured.deadline = t0 &+ UInt64(s * 1e9) }
+    setup.measuredPhaseStarts?(t0)
     let tally = if let rounds = options.soakRounds {
         await soak(client, rounds: rounds, options: options, setup: setup)
     } else if let rate = options.rate, let offered {
@@ -109,6 +121,7 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
     let heap1 = mallocCounter.count()
     let instructions = setup.instructions?.count() // reads a file: after heap1
     let tail1 = setup.tailCounts?()
+    let served1 = setup.serverRequests?()
 
     var report = BenchReport(
         client: setup.clientName,
@@ -135,6 +148,8 @@ public func measure<C: BenchClient>(_ client: C, options: BenchOptions, setup: M
         versions: setup.versions.merging(["swift": MachineInfo.swiftVersion]) { mine, _ in mine }
     )
     report.balancing = setup.balancing
+    report.serverRequests = served0.flatMap { s0 in served1.map { $0 - s0 } }
+    report.failover = setup.failover?()
     if let tail0, let tail1 {
         report.hedgesFired = tail1.hedgesFired - tail0.hedgesFired
         report.hedgesWon = tail1.hedgesWon - tail0.hedgesWon
@@ -156,5 +171,30 @@ public struct BenchTailCounts: Sendable, Equatable {
         self.hedgesFired = hedgesFired
         self.hedgesWon = hedgesWon
         self.ejections = ejections
+    }
+}
+
+/// What a replica killed during the measured phase led to (`--kill-replica`).
+/// A failed request counts after the ejection when it started at or after
+/// the first ejection that followed the kill: by then the client knew.
+public struct BenchFailover: Sendable, Equatable {
+    /// The replica killed, 1-based.
+    public var replica: Int
+    /// When it was killed, from the start of the measured phase; nil: the phase ended first.
+    public var killedAtNanos: UInt64?
+    /// From the kill to the first ejection of that replica; nil: it was not ejected.
+    public var ejectedAfterKillNanos: UInt64?
+    /// Failed requests that started before that ejection (all of them without one).
+    public var errorsBeforeEjection: Int
+    /// Failed requests that started at or after it.
+    public var errorsAfterEjection: Int
+
+    public init(replica: Int, killedAtNanos: UInt64? = nil, ejectedAfterKillNanos: UInt64? = nil,
+                errorsBeforeEjection: Int = 0, errorsAfterEjection: Int = 0) {
+        self.replica = replica
+        self.killedAtNanos = killedAtNanos
+        self.ejectedAfterKillNanos = ejectedAfterKillNanos
+        self.errorsBeforeEjection = errorsBeforeEjection
+        self.errorsAfterEjection = errorsAfterEjection
     }
 }

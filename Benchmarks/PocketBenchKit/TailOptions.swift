@@ -16,6 +16,15 @@ public struct TailOptions: Sendable, Equatable {
     public var balance = Balance.roundRobin
     /// `--retry-budget PCT`: retries at most this percentage of requests; nil: the client's default.
     public var retryBudgetPercent: Double?
+    /// `--retry-budget off`: no retry budget at all (retries bounded by the policy's attempts alone).
+    public var retryBudgetOff = false
+    /// `--retries N`: the default retry policy with N retries (N + 1 attempts); nil: the
+    /// default policy when a retry budget is given, else none.
+    public var retries: Int?
+    /// `--kill-replica K:T`: embedded replica K stops as a killed process T into the measured phase.
+    public var killReplica: KillReplica?
+    /// `--failing-replica K:STATUS`: embedded replicas that answer every request with a status.
+    public var failingReplicas: [FailingReplica] = []
     /// `--eject-after N`: a replica is ejected after N consecutive failures; nil: no ejection.
     public var ejectAfter: Int?
     /// `--deadline DURATION`: each request, retries and hedges included, ends by then; nil: none.
@@ -38,6 +47,35 @@ public struct TailOptions: Sendable, Equatable {
             self.index = index
             self.share = share
             self.delay = delay
+        }
+    }
+
+    /// Replica `index` (1-based) stops `after` into the measured phase, as a
+    /// killed process does: connections refused, open ones reset.
+    public struct KillReplica: Sendable, Equatable {
+        /// Which replica, 1-based.
+        public var index: Int
+        /// When, from the start of the measured phase.
+        public var after: Duration
+
+        /// Replica `index` (from 1) killed `after` into the measured phase.
+        public init(index: Int, after: Duration) {
+            self.index = index
+            self.after = after
+        }
+    }
+
+    /// Replica `index` (1-based) answers every request with `status` and an empty body.
+    public struct FailingReplica: Sendable, Equatable {
+        /// Which replica, 1-based.
+        public var index: Int
+        /// The status of every answer, 400 to 599.
+        public var status: Int
+
+        /// Replica `index` (from 1) answers `status` to every request.
+        public init(index: Int, status: Int) {
+            self.index = index
+            self.status = status
         }
     }
 
@@ -64,7 +102,8 @@ public struct TailOptions: Sendable, Equatable {
         if hedgeAfter != nil { flags.append("--hedge-after") }
         if maxHedges != nil { flags.append("--max-hedges") }
         if balance != .roundRobin { flags.append("--balance \(balance.rawValue)") }
-        if retryBudgetPercent != nil { flags.append("--retry-budget") }
+        if retryBudgetPercent != nil || retryBudgetOff { flags.append("--retry-budget") }
+        if retries != nil { flags.append("--retries") }
         if ejectAfter != nil { flags.append("--eject-after") }
         if deadline != nil { flags.append("--deadline") }
         return flags
@@ -129,6 +168,38 @@ extension TailOptions {
         return SlowReplica(index: k, share: share, delay: delay)
     }
 
+    /// `K:T`: replica K (1-based) killed T into the measured phase; T is
+    /// seconds (`3`, `2.5`) or a duration with its unit (`500ms`).
+    static func killReplica(_ s: String) throws(ParseError) -> KillReplica {
+        let flag = "--kill-replica"
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 else { throw .message("\(flag): expected K:T (2:3s), got '\(s)'") }
+        guard let k = Int(parts[0]), k >= 1 else {
+            throw .message("\(flag): the replica K is a number from 1, got '\(parts[0])'")
+        }
+        if let seconds = Double(parts[1]) {
+            guard seconds.isFinite, seconds >= 0, seconds <= 3600 else {
+                throw .message("\(flag): the time T is 0 to 3600 seconds, got '\(parts[1])'")
+            }
+            return KillReplica(index: k, after: .nanoseconds(Int64((seconds * 1e9).rounded())))
+        }
+        return KillReplica(index: k, after: try duration(parts[1], flag: flag))
+    }
+
+    /// `K:STATUS`: replica K (1-based) answers every request with STATUS (400 to 599).
+    static func failingReplica(_ s: String) throws(ParseError) -> FailingReplica {
+        let flag = "--failing-replica"
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 else { throw .message("\(flag): expected K:STATUS (2:503), got '\(s)'") }
+        guard let k = Int(parts[0]), k >= 1 else {
+            throw .message("\(flag): the replica K is a number from 1, got '\(parts[0])'")
+        }
+        guard let status = Int(parts[1]), (400...599).contains(status) else {
+            throw .message("\(flag): the STATUS is a failure status from 400 to 599, got '\(parts[1])'")
+        }
+        return FailingReplica(index: k, status: status)
+    }
+
     /// Reads one tail flag's value into `self`; false: `flag` is not one.
     mutating func parse(_ flag: String, value: () throws(ParseError) -> String) throws(ParseError) -> Bool {
         switch flag {
@@ -165,7 +236,28 @@ extension TailOptions {
             guard let b = Balance(rawValue: s) else { throw .message("--balance: expected round-robin or p2c, got '\(s)'") }
             balance = b
         case "--retry-budget":
-            retryBudgetPercent = try TailOptions.percent(try value(), flag: flag, in: 0...100)
+            let s = try value()
+            if s == "off" {
+                retryBudgetOff = true
+                retryBudgetPercent = nil
+            } else {
+                retryBudgetPercent = try TailOptions.percent(s, flag: flag, in: 0...100)
+                retryBudgetOff = false
+            }
+        case "--retries":
+            let s = try value()
+            guard let n = Int(s), (0...10).contains(n) else {
+                throw .message("--retries: expected retries per request from 0 to 10, got '\(s)'")
+            }
+            retries = n
+        case "--kill-replica":
+            killReplica = try TailOptions.killReplica(try value())
+        case "--failing-replica":
+            let failing = try TailOptions.failingReplica(try value())
+            guard !failingReplicas.contains(where: { $0.index == failing.index }) else {
+                throw .message("--failing-replica: replica \(failing.index) given twice")
+            }
+            failingReplicas.append(failing)
         case "--eject-after":
             let s = try value()
             guard let n = Int(s), n >= 1 else {
@@ -189,8 +281,13 @@ extension TailOptions {
             throw .message("--slow-replica slows an embedded replica; with --url, put a delaying proxy in front of one "
                 + "(scripts/bench-tail.sh)")
         }
-        for slow in slowReplicas where slow.index > replicas {
-            throw .message("--slow-replica \(slow.index): there \(replicas == 1 ? "is 1 replica" : "are \(replicas) replicas")"
+        if !urls.isEmpty && (killReplica != nil || !failingReplicas.isEmpty) {
+            throw .message("--kill-replica and --failing-replica act on embedded replicas (--replicas N), not on --url")
+        }
+        let indexes = slowReplicas.map { ("--slow-replica", $0.index) } + failingReplicas.map { ("--failing-replica", $0.index) }
+            + (killReplica.map { [("--kill-replica", $0.index)] } ?? [])
+        for (flag, index) in indexes where index > replicas {
+            throw .message("\(flag) \(index): there \(replicas == 1 ? "is 1 replica" : "are \(replicas) replicas")"
                 + " (--replicas N)")
         }
         if maxHedges != nil && hedgeAfter == nil { throw .message("--max-hedges needs --hedge-after") }

@@ -69,7 +69,8 @@ struct BenchCommand: Sendable {
         var reports: [BenchReport] = []
         var runs: [String] = [] // each run's JSON, as printed with --json
         do {
-            if options.url != nil || options.rate != nil || options.tail.replicas > 1 || !options.tail.slowReplicas.isEmpty {
+            if options.url != nil || options.rate != nil || options.tail.replicas > 1 || !options.tail.slowReplicas.isEmpty
+                || !options.tail.failingReplicas.isEmpty || options.tail.killReplica != nil {
                 failed = report(try await PocketBenchmark.run(options), into: &reports, &runs)
             } else {
                 for scenario in BenchScenario.standard {

@@ -35,6 +35,38 @@ final class TailOptionsTests: XCTestCase {
         XCTAssertEqual(try parse("--deadline 800ns").tail.deadline, .nanoseconds(800))
     }
 
+    func testFaultFlagsRead() throws {
+        let o = try parse("--replicas 3 --kill-replica 2:3 --failing-replica 1:503 --failing-replica 3:500 --retries 2 "
+            + "--retry-budget off")
+        XCTAssertEqual(o.tail.killReplica, .init(index: 2, after: .seconds(3)))
+        XCTAssertEqual(o.tail.failingReplicas, [.init(index: 1, status: 503), .init(index: 3, status: 500)])
+        XCTAssertEqual(o.tail.retries, 2)
+        XCTAssertTrue(o.tail.retryBudgetOff)
+        XCTAssertNil(o.tail.retryBudgetPercent)
+        XCTAssertEqual(o.tail.policyFlags, ["--retry-budget", "--retries"])
+        XCTAssertEqual(try parse("--replicas 2 --kill-replica 2:500ms").tail.killReplica, .init(index: 2, after: .milliseconds(500)))
+        XCTAssertEqual(try parse("--replicas 2 --kill-replica 1:2.5").tail.killReplica, .init(index: 1, after: .milliseconds(2_500)))
+        let budget = try parse("--retry-budget off --retry-budget 10").tail
+        XCTAssertFalse(budget.retryBudgetOff, "the last one given")
+        XCTAssertEqual(budget.retryBudgetPercent, 10)
+    }
+
+    func testBadFaultFlagsRefused() {
+        assertRefused("--replicas 3 --kill-replica 2", "--kill-replica: expected K:T")
+        assertRefused("--replicas 3 --kill-replica 0:1s", "the replica K is a number from 1")
+        assertRefused("--replicas 3 --kill-replica 2:-1", "the time T is 0 to 3600 seconds")
+        assertRefused("--replicas 3 --kill-replica 2:soon", "--kill-replica: expected a duration")
+        assertRefused("--replicas 2 --kill-replica 3:1s", "--kill-replica 3: there are 2 replicas")
+        assertRefused("--replicas 3 --failing-replica 2", "--failing-replica: expected K:STATUS")
+        assertRefused("--replicas 3 --failing-replica 2:200", "a failure status from 400 to 599")
+        assertRefused("--replicas 3 --failing-replica 2:600", "a failure status from 400 to 599")
+        assertRefused("--replicas 3 --failing-replica 2:503 --failing-replica 2:500", "replica 2 given twice")
+        assertRefused("--failing-replica 2:503", "--failing-replica 2: there is 1 replica")
+        assertRefused("--url http://a/ --kill-replica 1:1s", "act on embedded replicas")
+        assertRefused("--retries 11", "--retries: expected retries per request from 0 to 10")
+        assertRefused("--retry-budget none", "--retry-budget: expected a percentage")
+    }
+
     func testDefaults() throws {
         let o = try parse("")
         XCTAssertNil(o.rate)

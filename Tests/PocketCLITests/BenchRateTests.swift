@@ -65,6 +65,9 @@ final class BenchRateTests: XCTestCase {
         let run = try PocketBinary.run(["bench", "--replicas", "2", "--slow-replica", "3:0.05:50ms"])
         XCTAssertEqual(run.status, 64)
         XCTAssertTrue(run.stderrText.contains("--slow-replica 3: there are 2 replicas"), run.stderrText)
+        let kill = try PocketBinary.run(["bench", "--replicas", "2", "--kill-replica", "3:1s"])
+        XCTAssertEqual(kill.status, 64)
+        XCTAssertTrue(kill.stderrText.contains("--kill-replica 3: there are 2 replicas"), kill.stderrText)
         let rate = try PocketBinary.run(["bench", "--rate", "0"])
         XCTAssertEqual(rate.status, 64)
         XCTAssertTrue(rate.stderrText.contains("--rate: expected requests per second > 0"), rate.stderrText)
@@ -123,6 +126,66 @@ final class BenchRateTests: XCTestCase {
         let windows = Int((elapsed / 10).rounded(.up)) + 1
         XCTAssertLessThanOrEqual(server.requestCount, sent + sent / 10 + 101 * windows, "sent \(sent) in \(elapsed) s")
         XCTAssertGreaterThan(server.requestCount, sent, "some retries were made")
+    }
+
+    // MARK: faults of embedded replicas
+
+    /// Replica 2 of 3 is killed 0.5 s into the run (connections refused,
+    /// open ones reset); ejection after 3 failures in a row takes it out
+    /// within a second of the kill, and no request started after that
+    /// ejection fails. With 2 retries, the requests it failed go to the
+    /// other replicas; with none, they fail, and count before the ejection.
+    /// The set goes round-robin, which sends the dead replica every third
+    /// request until it is out (power of two choices may avoid it after a
+    /// failure, and then take longer to see three in a row).
+    func testKilledReplicaIsEjectedAndLaterRequestsSucceed() throws {
+        let args = ["bench", "--replicas", "3", "--kill-replica", "2:500ms", "--rate", "400", "--max-seconds", "1.5",
+                    "--connections", "32", "--warmup", "60", "--eject-after", "3", "--json"]
+        for retries in ["2", "0"] {
+            let r = try report(try PocketBinary.run(args + ["--retries", retries], timeout: 120))
+            let run = "--retries \(retries): \(r)"
+            XCTAssertEqual(r["killed_replica"] as? Int, 2, run)
+            let killedAt = try XCTUnwrap(r["killed_at_ms"] as? Double, run)
+            XCTAssertGreaterThanOrEqual(killedAt, 500, run)
+            XCTAssertLessThan(killedAt, 1_500, run)
+            XCTAssertEqual(r["ejections"] as? Int, 1, run)
+            let ejectedAfter = try XCTUnwrap(r["ejected_after_kill_ms"] as? Double, "not ejected: \(run)")
+            XCTAssertLessThan(ejectedAfter, 1_000, "ejected within 1 s of the kill: \(run)")
+            XCTAssertEqual(r["errors_after_ejection"] as? Int, 0, run)
+            let before = try XCTUnwrap(r["errors_before_ejection"] as? Int, run)
+            XCTAssertEqual(r["errors"] as? Int, before, run)
+            let sent = try XCTUnwrap(r["sent"] as? Int, run)
+            XCTAssertGreaterThanOrEqual(sent, 540, "the live replicas keep up with 400/s: \(run)")
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(r["server_requests"] as? Int, run), sent - before, run)
+            if retries == "0" {
+                XCTAssertGreaterThan(before, 0, "without retries, the requests the dead replica fails fail: \(run)")
+            }
+        }
+    }
+
+    /// Both replicas answer 503 to everything and each GET may be tried 3
+    /// times: without a budget, the servers get 3 requests for each sent;
+    /// with a budget of 10 %, (1 + 10 %) x sent plus the budget's floor, as
+    /// in testRetryBudgetBoundsARetryStorm (each 10-s window: 100, plus 1).
+    /// At 2,000/s the floor is small beside the share, so the bound also
+    /// tells 10 % from the client's default 20 %.
+    func testFailingReplicasRetryStormIsBoundedByTheBudget() throws {
+        let args = ["bench", "--replicas", "2", "--failing-replica", "1:503", "--failing-replica", "2:503",
+                    "--max-seconds", "1", "--connections", "512", "--warmup", "0", "--retries", "2", "--json"]
+        let r = try report(try PocketBinary.run(args + ["--rate", "2000", "--retry-budget", "10"], timeout: 120))
+        let sent = try XCTUnwrap(r["sent"] as? Int)
+        XCTAssertGreaterThan(sent, 500)
+        XCTAssertEqual(r["bad_status"] as? Int, sent, "every answer is a 503")
+        let served = try XCTUnwrap(r["server_requests"] as? Int)
+        let elapsed = try XCTUnwrap(r["elapsed_s"] as? Double)
+        let windows = Int((elapsed / 10).rounded(.up)) + 1
+        XCTAssertLessThanOrEqual(served, sent + sent / 10 + 101 * windows, "sent \(sent) in \(elapsed) s")
+        XCTAssertGreaterThan(served, sent, "some retries were made")
+
+        let storm = try report(try PocketBinary.run(args + ["--rate", "200", "--retry-budget", "off"], timeout: 120))
+        let stormSent = try XCTUnwrap(storm["sent"] as? Int)
+        XCTAssertGreaterThan(stormSent, 100)
+        XCTAssertEqual(storm["server_requests"] as? Int, 3 * stormSent, "no budget: every attempt is made")
     }
 
     /// `--deadline` ends each request by then: the slow replica's answers

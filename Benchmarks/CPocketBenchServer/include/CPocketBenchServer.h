@@ -6,7 +6,8 @@
  *   HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!
  *
  * whatever its method (GET, PUT, POST...), unless pkbs_set_answer gave
- * another answer. Keep-alive, pipelining (answers
+ * another answer (or pkbs_set_status a failing replica its status).
+ * Keep-alive, pipelining (answers
  * to all complete requests in one read go out in one send). A request body
  * is read to its end and discarded before the request is answered, never
  * buffered: a Content-Length body of any size, or a chunked body
@@ -80,6 +81,21 @@ int pkbs_set_replicas(int count);
  * that connection are answered after it, in order. Returns 0, or -1 with
  * errno EBUSY while a server runs, EINVAL out of range. */
 int pkbs_set_slow(int replica, double share, uint64_t delay_ns);
+
+/* Replica `replica` (from 0) of servers started from now on answers every
+ * request with `status` (400 to 599) and an empty body instead of the
+ * answer, as an overloaded or broken replica does; 0 restores the answer.
+ * Returns 0, or -1 with errno EBUSY while a server runs, EINVAL out of range. */
+int pkbs_set_status(int replica, int status);
+
+/* Replica `replica` (from 0) of the running server stops as a killed
+ * process does, until the server stops: its listening socket stops
+ * listening now (connections are refused from now on), and its open
+ * connections are reset (closed with SO_LINGER 0: the peer reads
+ * ECONNRESET) by their threads at their next wake-up, which this call
+ * makes happen. Killing a killed replica does nothing. Returns 0, or -1
+ * with errno EINVAL (no server running, or no such replica). */
+int pkbs_kill_replica(int replica);
 
 /* The running server's port for replica `replica`, or 0. */
 uint16_t pkbs_replica_port(int replica);

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Failover and retry storms, with pocket-bench's embedded replicas
+# (Benchmarks/CPocketBenchServer, in its process) at a fixed rate:
+#
+#  (a) a replica killed mid-run: three replicas, replica 2 killed 3 s into
+#      the measured phase (--kill-replica 2:3: its port refuses connections,
+#      its open connections are reset), Pocket balancing by power of two
+#      choices (--balance p2c), ejecting a replica after 3 failures in a row
+#      (--eject-after 3), and retrying each GET twice (--retries 2: three
+#      attempts, backoff exponential from 100 ms with full jitter, each retry
+#      to another replica); once more with no retries. REPS runs each, medians:
+#      the failed requests that started before and after the first ejection,
+#      and the milliseconds from the kill to that ejection.
+#  (b) a retry storm: every replica answers 503 (--failing-replica K:503),
+#      each GET may be tried 3 times (--retries 2), without a retry budget,
+#      with Pocket's default one (20 %), and with --retry-budget 10 and 20:
+#      the requests the replicas received (retries included) per request
+#      offered, beside the bound: 1 + budget, plus the budget's floor (10
+#      retries a second over a sliding 10-s window: at most 10 x (DUR + 10)
+#      retries more).
+#
+#   scripts/bench-failover.sh            # DUR=10, RATE=2000
+#   scripts/bench-failover.sh --quick    # DUR=4, REPS=1 (smoke test)
+#   RATE=5000 DUR=20 scripts/bench-failover.sh
+#
+# Environment: DUR seconds per run (10; at least 4: the kill is at 3 s),
+# RATE requests/s (2000), REPS runs of (a) (3), CONNECTIONS (64: the most in
+# flight in (a)), STORM_CONNECTIONS (512 in (b): room for the retries'
+# backoffs, so the storm is not cut short by the client), POCKET_BENCH (a
+# built pocket-bench instead of the release build), SCRATCH (swift build
+# --scratch-path). No server to start: the replicas are pocket-bench's own.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+. scripts/lib/bench-common.sh
+
+quick=0
+for a in "$@"; do
+  case "$a" in
+    --quick) quick=1 ;;
+    -h|--help) sed -n 2,31p "$0"; exit 0 ;;
+    *) echo "bench-failover: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+DUR="${DUR:-$([ "$quick" = 1 ] && echo 4 || echo 10)}"
+REPS="${REPS:-$([ "$quick" = 1 ] && echo 1 || echo 3)}"
+RATE="${RATE:-2000}"
+CONNECTIONS="${CONNECTIONS:-64}"
+STORM_CONNECTIONS="${STORM_CONNECTIONS:-512}"
+if [ "$DUR" -lt 4 ]; then echo "bench-failover: DUR must be at least 4 (the kill is at 3 s)" >&2; exit 2; fi
+
+log() { echo "bench-failover: $*" >&2; }
+
+TMP="$(mktemp -d /tmp/pocket-bench-failover.XXXXXX)"
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT TERM
+
+if [ -n "${POCKET_BENCH:-}" ]; then POCKET="$POCKET_BENCH"; else POCKET="$(bench_build_pocket_bench)" || exit 1; fi
+OFFERED=$((RATE * DUR))
+
+# One pocket-bench run: NAME ARG... -> $TMP/NAME.json (its JSON line).
+bench() {
+  local name=$1
+  shift
+  log "$name"
+  "$POCKET" --rate "$RATE" --max-seconds "$DUR" --json "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" || {
+    log "$name failed:"
+    cat "$TMP/$name.err" >&2
+    exit 1
+  }
+}
+
+# ------------------------------------------------------------------ (a) a replica killed
+KILL_ROWS=()
+for retries in 2 0; do
+  sent=() before=() after=() ejected=()
+  for rep in $(seq "$REPS"); do
+    name="kill-r$retries-$rep"
+    bench "$name" --replicas 3 --kill-replica 2:3 --eject-after 3 --balance p2c --retries "$retries" \
+      --connections "$CONNECTIONS"
+    f="$TMP/$name.json"
+    sent+=("$(jget sent "$f")")
+    before+=("$(jget errors_before_ejection "$f")")
+    after+=("$(jget errors_after_ejection "$f")")
+    ejected+=("$(jget ejected_after_kill_ms "$f")")
+    log "  sent ${sent[-1]}, errors ${before[-1]} before the ejection and ${after[-1]} after, ejected ${ejected[-1]} ms after the kill"
+  done
+  largest() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | tail -1; }
+  unejected="$(printf '%s\n' "${ejected[@]}" | grep -c null || true)"
+  note=""
+  [ "$unejected" -gt 0 ] && note=", $unejected not ejected"
+  KILL_ROWS+=("| $retries | $OFFERED | $(median "${sent[@]}") | $(median "${before[@]}") | $(median "${after[@]}") ($(largest "${after[@]}")) | $(median "${ejected[@]}") ($(largest "${ejected[@]}")$note) |")
+done
+
+# ------------------------------------------------------------------ (b) a retry storm
+STORM_ROWS=()
+budget_bound() { # PERCENT -> "1.20 + 0.010": 1 + budget, + the floor per request offered
+  awk -v b="$1" -v d="$DUR" -v o="$OFFERED" 'BEGIN { printf "%.2f + %.3f", 1 + b / 100, 10 * (d + 10) / o }'
+}
+for budget in off default 10 20; do
+  args=(--replicas 3 --failing-replica 1:503 --failing-replica 2:503 --failing-replica 3:503 --retries 2 --warmup 0
+        --connections "$STORM_CONNECTIONS")
+  case "$budget" in
+    off) args+=(--retry-budget off); label="none (--retry-budget off)"; bound="3 (attempts)" ;;
+    default) label="Pocket's default (20 %)"; bound="$(budget_bound 20)" ;;
+    *) args+=(--retry-budget "$budget"); label="--retry-budget $budget"; bound="$(budget_bound "$budget")" ;;
+  esac
+  bench "storm-$budget" "${args[@]}"
+  f="$TMP/storm-$budget.json"
+  sent="$(jget sent "$f")"
+  served="$(jget server_requests "$f")"
+  ratio="$(awk -v s="$served" -v o="$OFFERED" 'BEGIN { printf "%.3f", s / o }')"
+  STORM_ROWS+=("| $label | $OFFERED | $sent | $served | $ratio | $bound |")
+done
+
+echo
+echo "Embedded replicas (pocket-bench, in its process), $RATE requests/s for $DUR s ($OFFERED offered)."
+echo "$(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), Linux $(uname -r)"
+echo
+echo "(a) Three replicas, replica 2 killed at 3 s; --balance p2c --eject-after 3, at most $CONNECTIONS in flight;"
+echo "medians of $REPS runs, the largest in parentheses."
+echo
+echo "| retries | offered | sent | failed, started before the ejection | failed, started after it | ms from the kill to the ejection |"
+echo "|---:|---:|---:|---:|---:|---:|"
+printf '%s\n' "${KILL_ROWS[@]}"
+echo
+echo "(b) Three replicas answering 503 to everything; --retries 2 (3 attempts), at most $STORM_CONNECTIONS in flight."
+echo
+echo "| retry budget | offered | sent | requests the replicas received | received / offered | bound: 1 + budget + floor |"
+echo "|---|---:|---:|---:|---:|---:|"
+printf '%s\n' "${STORM_ROWS[@]}"
