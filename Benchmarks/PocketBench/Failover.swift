@@ -18,7 +18,7 @@ final class Failover: Sendable {
     private let ejectedAt = Atomic<UInt64>(0)
     private let errorsBefore = Atomic<Int>(0)
     private let errorsAfter = Atomic<Int>(0)
-    private let timer = Mutex<Task<Void, Never>?>(nil)
+    private let timer = Lock<Task<Void, Never>?>(nil)
 
     /// Kills replica `kill.index` (from 1), listening on `port`; its
     /// ejections are heard from `set` (none without one).
