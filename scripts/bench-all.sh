@@ -60,7 +60,7 @@ selected() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 if [ -n "$ONLY" ]; then
   for n in $ONLY; do
-    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas charts " in
+    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas failover charts " in
       *" $n "*) ;; *) echo "bench-all: unknown scenario: $n" >&2; exit 2 ;;
     esac
   done
