@@ -270,6 +270,8 @@ public final class PocketClient: Sendable {
     let hedging: HedgingPolicyBox?
     /// Recent latencies by origin, for percentile hedging delays.
     let latencies = OriginLatencies()
+    /// The hedging delays of its requests in flight, on one timer.
+    let hedgeTimers = HedgeTimers()
     /// `configuration.handling.deadlineHeader`, read once.
     let deadlineHeader: String?
     /// Its replica sets and origin breakers; nil when none is configured (Sources/Pocket/Replicas).
@@ -307,6 +309,7 @@ public final class PocketClient: Sendable {
     /// connection and stops the engine's threads. Later sends fail with
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
+        hedgeTimers.stop()
         engine.shutdown()
         hub.finishAll()
     }
