@@ -37,11 +37,11 @@ import Foundation
 // with `.deadlineExceeded`; a retry draws on the client's retry budget
 // (`ExtraRequestBudget`), a hedge on its hedging budget.
 //
-// With no middleware, no retry or hedging policy, no authentication, no
-// task deadline and nobody listening, `execute` skips 1, 2, 6's hooks and
-// 7: one attempt, then validation (and one count for the budgets). Every
-// other stage checks for its own work (a cache, a redirect, a cookie
-// store, a proxy) with a nil or status check.
+// With no middleware, no retry or hedging policy, no authentication and
+// nobody listening, `execute` skips 1, 2, 6's hooks and 7: one attempt
+// (its total timeout cut to a task deadline), then validation (and one
+// count for the budgets). Every other stage checks for its own work (a
+// cache, a redirect, a cookie store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -128,9 +128,18 @@ extension PocketClient {
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
         if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening, request.authentication == nil, PocketDeadline.isAbsent {
-            var response = try await fetching(request, progress: progress, delivery)
-            if let failure = accept(&response, sent: request) {
+           !hub.isListening, request.authentication == nil {
+            // A task deadline cuts the attempt's total timeout (no context
+            // is made for it: there is nothing else to carry).
+            var sent = request
+            let bound = PocketDeadline.inUse ? try limitToTaskDeadline(&sent) : false
+            var response: D.Response
+            do {
+                response = try await fetching(sent, progress: progress, delivery)
+            } catch {
+                throw bound ? Self.deadlineReached(error, attempt: 1) : error
+            }
+            if let failure = accept(&response, sent: sent) {
                 await response.discardBody()
                 throw failure
             }
@@ -439,6 +448,18 @@ extension PocketClient {
     @inline(never)
     private func limit(_ sent: inout PocketRequest, toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
         guard let deadline = context.deadline else { return false }
+        return try limit(&sent, to: deadline, attempt: attempt)
+    }
+
+    /// `limit(_:toDeadlineOf:attempt:)` for a request sent without a
+    /// context (one attempt): the task's deadline, if it has one.
+    @inline(never)
+    private func limitToTaskDeadline(_ sent: inout PocketRequest) throws -> Bool {
+        guard let deadline = PocketDeadline.current else { return false }
+        return try limit(&sent, to: deadline, attempt: 1)
+    }
+
+    private func limit(_ sent: inout PocketRequest, to deadline: ContinuousClock.Instant, attempt: Int) throws -> Bool {
         let remaining = deadline - .now
         guard remaining > .zero else {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")
