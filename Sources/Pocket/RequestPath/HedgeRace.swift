@@ -55,8 +55,6 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let delivery: D
     private let validated: Bool
     private let priority: TaskPriority
-    /// The replicas the request used, shared with its hedges (`ReplicaHistory`).
-    private let history: ReplicaHistory?
 
     init(client: PocketClient, request: PocketRequest, policy: PocketHedgingPolicy, delay: Duration,
          deadline: ContinuousClock.Instant?, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
@@ -71,7 +69,6 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         self.delivery = delivery
         validated = request.validation != nil || client.configuration.validation != nil
         priority = Task.currentPriority
-        history = client.replicas == nil ? nil : ReplicaHistory.current
     }
 
     /// The request itself run in place by the caller: the timer armed, the
@@ -243,14 +240,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         let task = Task(priority: priority) {
             let outcome: Result<D.Response, any Error>
             do {
-                let response = if let history = self.history {
-                    try await ReplicaHistory.$current.withValue(history) {
-                        try await self.client.fetching(sent, progress: self.progress, self.delivery)
-                    }
-                } else {
-                    try await self.client.fetching(sent, progress: self.progress, self.delivery)
-                }
-                outcome = .success(response)
+                outcome = .success(try await self.client.fetching(sent, progress: self.progress, self.delivery))
             } catch {
                 outcome = .failure(error)
             }
@@ -280,10 +270,16 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
 /// wins (the request itself runs in the caller's task, which the race
 /// cannot cancel).
 struct HedgedDelivery<D: ResponseDelivery>: ResponseDelivery {
-    let base: D
+    var base: D
     let race: HedgeRace<D>
 
     static var hedges: Bool { D.hedges }
+
+    /// `base`'s: the request and its hedges share it.
+    var history: ReplicaHistory? {
+        get { base.history }
+        set { base.history = newValue }
+    }
 
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {
         let inflight = base.engineRequest(client: client, progress: progress)

@@ -119,11 +119,6 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
     ) async throws -> D.Response {
-        // A request for a replica set keeps the replicas its attempts and
-        // hedges used, so each prefers another (ReplicaHistory).
-        if let replicas, replicas.namesSet(request.target), ReplicaHistory.current == nil {
-            return try await executeRemembering(request, options: options, progress: progress, sink: given, delivery)
-        }
         extraRequests.deposit()   // the budgets' count of requests
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
@@ -146,20 +141,6 @@ extension PocketClient {
             return response
         }
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
-    }
-
-    /// `execute` with a fresh `ReplicaHistory` bound for the request's
-    /// attempts and hedges. A call of its own, so that the task-local
-    /// binding (a closure and its context) stays out of `execute`, which is
-    /// inlined into every way of sending.
-    @inline(never)
-    nonisolated(nonsending) func executeRemembering<D: ResponseDelivery>(
-        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ delivery: D
-    ) async throws -> D.Response {
-        try await ReplicaHistory.$current.withValue(ReplicaHistory()) {
-            try await execute(request, options: options, progress: progress, sink: given, delivery)
-        }
     }
 
     /// One attempt's exchange: the cache step (with a cache or a cache
@@ -235,6 +216,10 @@ extension PocketClient {
     ) async throws -> D.Response {
         let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
         if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
+        // A request to a replica set's name keeps the replicas its attempts
+        // and hedges used, so each prefers another.
+        var delivery = delivery
+        if let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
         do {
             return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedgingBox ?? hedging,
                                       progress: progress, sink: sink, delivery)
