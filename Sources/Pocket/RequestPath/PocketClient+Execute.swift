@@ -124,23 +124,38 @@ extension PocketClient {
         // then validation.
         if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
            !hub.isListening, request.authentication == nil {
-            // A task deadline cuts the attempt's total timeout (no context
-            // is made for it: there is nothing else to carry).
-            var sent = request
-            let bound = PocketDeadline.inUse ? try limitToTaskDeadline(&sent) : false
-            var response: D.Response
-            do {
-                response = try await fetching(sent, progress: progress, delivery)
-            } catch {
-                throw bound ? Self.deadlineReached(error, attempt: 1) : error
-            }
-            if let failure = accept(&response, sent: sent) {
+            if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
+            var response = try await fetching(request, progress: progress, delivery)
+            if let failure = accept(&response, sent: request) {
                 await response.discardBody()
                 throw failure
             }
             return response
         }
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
+    }
+
+    /// `execute`'s one attempt when a task deadline may be set: its total
+    /// timeout cut to what is left of the deadline (no middleware context
+    /// is made for it: there is nothing else to carry). Out of line: the
+    /// request's copy and the flag held across the exchange would grow every
+    /// request's frame.
+    @inline(never)
+    nonisolated(nonsending) func executeBounded<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                                     _ delivery: D) async throws -> D.Response {
+        var sent = request
+        let bound = try limitToTaskDeadline(&sent)
+        var response: D.Response
+        do {
+            response = try await fetching(sent, progress: progress, delivery)
+        } catch {
+            throw bound ? Self.deadlineReached(error, attempt: 1) : error
+        }
+        if let failure = accept(&response, sent: sent) {
+            await response.discardBody()
+            throw failure
+        }
+        return response
     }
 
     /// One attempt's exchange: the cache step (with a cache or a cache
