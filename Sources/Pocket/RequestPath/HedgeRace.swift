@@ -25,7 +25,9 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     typealias Arrival = (runner: Int, outcome: Result<D.Response, any Error>)
 
     private struct State {
-        /// The answer the race settled on (the caller's); nil while it runs.
+        var settled = false
+        /// The answer the race settled on, for the caller to take (kept
+        /// only when it is not the caller's own answer).
         var result: Arrival?
         /// The last unacceptable answer, the result when none is acceptable.
         var last: Arrival?
@@ -46,7 +48,8 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
 
     private let client: PocketClient
     private let request: PocketRequest
-    private let policy: PocketHedgingPolicy
+    private let box: HedgingPolicyBox
+    private var policy: PocketHedgingPolicy { box.policy }
     private let delay: Duration
     private let deadline: ContinuousClock.Instant?
     private let attempt: Int
@@ -56,11 +59,11 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let validated: Bool
     private let priority: TaskPriority
 
-    init(client: PocketClient, request: PocketRequest, policy: PocketHedgingPolicy, delay: Duration,
+    init(client: PocketClient, request: PocketRequest, policy: HedgingPolicyBox, delay: Duration,
          deadline: ContinuousClock.Instant?, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
         self.client = client
         self.request = request
-        self.policy = policy
+        self.box = policy
         self.delay = delay
         self.deadline = deadline
         self.attempt = attempt
@@ -81,10 +84,12 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         } catch {
             outcome = .failure(error)
         }
-        let after = answered(0, outcome)
+        let after = answered(0, outcome, inPlace: true)
         carryOut(after)
         if let discarded = after.discard { await discarded.discardBody() }
-        if let result = after.result { return result }
+        // The caller's own answer is the result (the common case): handed
+        // back as it is, never stored.
+        if after.mine { return (0, outcome) }
         return await result()
     }
 
@@ -120,7 +125,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The delay passed: the next hedge, when the request or a hedge still
     /// runs and the policy, the deadline and the budget allow one.
     func fire() {
-        let hedge = state.withLock { s in s.result == nil && s.running > 0 ? nextHedge(&s) : nil }
+        let hedge = state.withLock { s in !s.settled && s.running > 0 ? nextHedge(&s) : nil }
         if let hedge { launch(hedge) }
     }
 
@@ -130,7 +135,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 let settled = state.withLock { s in
-                    if s.result != nil { return true }
+                    if s.settled { return true }
                     s.waiter = continuation
                     return false
                 }
@@ -144,7 +149,8 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
 
     /// What an answer leaves to do once the lock is released.
     private struct After {
-        var result: Arrival?
+        /// The race settled on this answer, and it stays the caller's (not stored).
+        var mine = false
         var settledNow = false
         var waiter: UnsafeContinuation<Void, Never>?
         var cancel: [Task<Void, Never>] = []
@@ -152,41 +158,48 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         var hedge: Int?
     }
 
-    /// Runner `n`'s answer.
-    private func answered(_ n: Int, _ outcome: Result<D.Response, any Error>) -> After {
+    /// Runner `n`'s answer; `inPlace`: the caller's own (it takes the
+    /// result from here when the race settles on it).
+    private func answered(_ n: Int, _ outcome: Result<D.Response, any Error>, inPlace: Bool = false) -> After {
         let acceptable = wins(outcome)
         return state.withLock { s in
             var after = After()
             s.running -= 1
-            if s.result != nil {
+            if s.settled {
                 // A loser's answer (cancelled, or later than the winner).
                 if case .success(let response) = outcome { after.discard = response }
             } else if acceptable {
                 if case .success(let response)? = s.last?.outcome { after.discard = response }
                 s.last = nil
-                settle(&s, (n, outcome), &after)
+                settle(&s, n, &after)
+                if inPlace { after.mine = true } else { s.result = (n, outcome) }
             } else {
+                if s.running == 0 { after.hedge = nextHedge(&s) }
                 if case .success(let response)? = s.last?.outcome { after.discard = response }
-                s.last = (n, outcome)
-                if s.running == 0 {
-                    after.hedge = nextHedge(&s)
-                    if after.hedge == nil { settle(&s, (n, outcome), &after) }
+                if s.running > 0 {
+                    // Others run on (or the next hedge went at once): this
+                    // answer is the result if none better comes.
+                    s.last = (n, outcome)
+                } else {
+                    // None acceptable and none may follow: the last answer is the result.
+                    s.last = nil
+                    settle(&s, n, &after)
+                    if inPlace { after.mine = true } else { s.result = (n, outcome) }
                 }
             }
-            after.result = s.result
             return after
         }
     }
 
-    /// The race ends on `result`: the caller woken, every other runner cancelled.
-    private func settle(_ s: inout State, _ result: Arrival, _ after: inout After) {
-        s.result = result
-        s.last = nil
+    /// The race ends on runner `winner`'s answer: the caller woken, every
+    /// other runner cancelled.
+    private func settle(_ s: inout State, _ winner: Int, _ after: inout After) {
+        s.settled = true
         after.settledNow = true
         after.waiter = s.waiter.take()
         after.cancel = s.tasks
         s.tasks = []
-        if result.runner != 0 {
+        if winner != 0 {
             // Under the lock: the hop's engine request cannot be recycled
             // for another request meanwhile (`unregister` waits for it).
             s.primaryCancelled = true
@@ -206,8 +219,9 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private func cancelAll() {
         let after = state.withLock { s in
             var after = After()
-            if s.result == nil {
-                settle(&s, (0, .failure(PocketError(.cancelled, "the request was cancelled"))), &after)
+            if !s.settled {
+                settle(&s, 0, &after)
+                s.result = (0, .failure(PocketError(.cancelled, "the request was cancelled")))
                 s.primaryCancelled = true
                 s.primary?.cancel()
                 s.primary = nil
@@ -249,7 +263,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
             if let discarded = after.discard { await discarded.discardBody() }
         }
         let late = state.withLock { s in
-            if s.result != nil { return true }
+            if s.settled { return true }
             s.tasks.append(task)
             return false
         }
@@ -261,7 +275,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private func wins(_ outcome: Result<D.Response, any Error>) -> Bool {
         guard case .success(let response) = outcome else { return false }
         if validated { return client.validationFailure(of: response, for: request) == nil }
-        return !policy.nonFatalStatuses.contains(response.attemptView.status)
+        return !box.nonFatal.contains(response.attemptView.status)
     }
 }
 

@@ -24,15 +24,16 @@ extension PocketClient {
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
         guard let hedging, D.hedges else { return try await fetching(request, progress: progress, delivery) }
-        return try await hedged(request, policy: hedging.policy, context: context, attempt: attempt, sink: sink, progress: progress,
+        return try await hedged(request, policy: hedging, context: context, attempt: attempt, sink: sink, progress: progress,
                                 delivery)
     }
 
-    /// `fetching` with hedges under `policy`, for a request that may have them.
+    /// `fetching` with hedges under `box`'s policy, for a request that may have them.
     nonisolated(nonsending) private func hedged<D: ResponseDelivery>(
-        _ request: PocketRequest, policy: PocketHedgingPolicy, context: PocketMiddlewareContext, attempt: Int,
+        _ request: PocketRequest, policy box: HedgingPolicyBox, context: PocketMiddlewareContext, attempt: Int,
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
+        let policy = box.policy
         guard policy.maxHedges > 0, request.isIdempotent, request.body?.isReplayable ?? true else {
             return try await fetching(request, progress: progress, delivery)
         }
@@ -52,9 +53,9 @@ extension PocketClient {
             if let origin { latencies.record(origin, .now - started, capacity: policy.latencySamples) }
             return response
         }
-        let race = HedgeRace(client: self, request: request, policy: policy, delay: delay, deadline: context.deadline,
+        let race = HedgeRace(client: self, request: request, policy: box, delay: delay, deadline: context.deadline,
                              attempt: attempt, sink: sink, progress: progress, delivery: delivery)
-        let (winner, outcome) = configuration.handling.transport == nil ? await race.run() : await race.runDetached()
+        let (winner, outcome) = hasTransport ? await race.runDetached() : await race.run()
         if case .success = outcome, let origin {
             latencies.record(origin, .now - started, capacity: policy.latencySamples)
         }
