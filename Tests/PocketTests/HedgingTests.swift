@@ -194,6 +194,24 @@ final class HedgingTests: XCTestCase {
         XCTAssertTrue(server.waitUntil(timeout: 2) { $0.openConnections == 0 }, "every runner's connection is closed: \(server.openConnections) open")
     }
 
+    func testThroughATransportTheLosingRequestIsCancelled() async throws {
+        // A transport's call can only be ended by its task's cancellation:
+        // the request runs in a task of its own, which the winning hedge cancels.
+        let transport = StallingFirstTransport()
+        let client = try makeClient {
+            $0.handling.transport = transport
+            $0.handling.hedging = .after(.milliseconds(30))
+        }
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:9/")!))
+        XCTAssertEqual(response.text, "1", "the hedge's answer")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !transport.firstCancelled.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertTrue(transport.firstCancelled.withLock { $0 }, "the stalled request was cancelled")
+        XCTAssertEqual(transport.calls.withLock { $0 }, 2)
+    }
+
     func testHedgeTimersFireWhatIsDueInOrderAndNotWhatWasDisarmed() async throws {
         let timers = HedgeTimers()
         let fired = Lock<[Int]>([])
@@ -239,4 +257,24 @@ private final class TimerProbe: HedgeTimer, @unchecked Sendable {
     let onFire: @Sendable () -> Void
     init(_ onFire: @escaping @Sendable () -> Void) { self.onFire = onFire }
     func fire() { onFire() }
+}
+
+/// A transport whose first call stalls (10 s, or until its task is
+/// cancelled) and whose later calls answer at once with their number.
+private final class StallingFirstTransport: PocketTransport, Sendable {
+    let calls = Lock(0)
+    let firstCancelled = Lock(false)
+
+    func send(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        let n = calls.withLock { $0 += 1; return $0 }
+        if n == 1 {
+            do {
+                try await Task.sleep(for: .seconds(10))
+            } catch {
+                firstCancelled.withLock { $0 = true }
+                throw error
+            }
+        }
+        return PocketResponse(status: 200, reason: "OK", httpMinorVersion: 1, headers: PocketHeaders(), body: Data("\(n - 1)".utf8))
+    }
 }
