@@ -212,6 +212,23 @@ final class HedgingTests: XCTestCase {
         XCTAssertEqual(transport.calls.withLock { $0 }, 2)
     }
 
+    func testWithAResponseCacheTheLosingRequestIsStillCancelled() async throws {
+        // The request goes through the cache step, whose network hop the
+        // race must still be able to cancel when the hedge wins.
+        let server = try server(stalled: 1, stallMilliseconds: 5000, midBody: true)
+        defer { server.shutdown() }
+        let client = try makeClient {
+            $0.handling.cache = PocketResponseCache(memoryCapacity: 1 << 20)
+            $0.handling.hedging = .after(.milliseconds(50))
+        }
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: url(server, "/")))
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertEqual(server.requestCount, 2)
+        XCTAssertTrue(server.waitUntil(timeout: 2) { $0.openConnections == 1 }, "the loser's connection is closed: \(server.openConnections) open")
+    }
+
     func testHedgeTimersFireWhatIsDueInOrderAndNotWhatWasDisarmed() async throws {
         let timers = HedgeTimers()
         let fired = Lock<[Int]>([])
