@@ -148,6 +148,111 @@ final class HedgingTests: XCTestCase {
         XCTAssertNotNil(client.latencies.percentile(PocketClient.originKey(url(server, "/")), 95), "the latencies were kept")
     }
 
+    func testTheRequestItselfWinsAndTheRunningHedgeIsCancelled() async throws {
+        // The request answers after 200 ms; its hedge (sent at 50 ms) sends a
+        // head and stalls mid-body: the request wins, the hedge is cancelled
+        // and its connection closed, long before its stall ends.
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let seen = Lock(0)
+        let ok = self.ok
+        server.route("/") { _ in
+            let n = seen.withLock { $0 += 1; return $0 }
+            if n == 1 { return .raw([.sleep(milliseconds: 200), .sendString(ok)]) }
+            return .raw([.sendString("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab"), .stall(milliseconds: 5000), .close])
+        }
+        let client = try makeClient { $0.handling.hedging = .after(.milliseconds(50)) }
+        let (collected, _) = states(client)
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: url(server, "/")))
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertEqual(server.requestCount, 2, "one hedge was sent")
+        XCTAssertTrue(server.waitUntil(timeout: 2) { $0.openConnections == 1 }, "the hedge's connection is closed: \(server.openConnections) open")
+        try await client.shutdown()
+        let events = await collected.value
+        XCTAssertEqual(events.filter { $0.state == .hedging }.map(\.hedge), [1])
+        XCTAssertEqual(events.filter { $0.state == .hedgeWon }.count, 0, "the request itself won")
+    }
+
+    func testCancellingTheCallerCancelsTheRequestAndItsHedges() async throws {
+        let server = try server(stalled: 100, stallMilliseconds: 5000, midBody: true)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.milliseconds(30)), maxHedges: 2) }
+        let target = url(server, "/")
+        let task = Task { try await client.send(PocketRequest(url: target)) }
+        XCTAssertTrue(server.waitUntil(timeout: 2) { $0.requestCount == 3 }, "the request and two hedges")
+        let start = ContinuousClock.now
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("a cancelled request answered")
+        } catch {
+            XCTAssertEqual((error as? PocketError)?.code, .cancelled, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertTrue(server.waitUntil(timeout: 2) { $0.openConnections == 0 }, "every runner's connection is closed: \(server.openConnections) open")
+    }
+
+    func testThroughATransportTheLosingRequestIsCancelled() async throws {
+        // A transport's call can only be ended by its task's cancellation:
+        // the request runs in a task of its own, which the winning hedge cancels.
+        let transport = StallingFirstTransport()
+        let client = try makeClient {
+            $0.handling.transport = transport
+            $0.handling.hedging = .after(.milliseconds(30))
+        }
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:9/")!))
+        XCTAssertEqual(response.text, "1", "the hedge's answer")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !transport.firstCancelled.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertTrue(transport.firstCancelled.withLock { $0 }, "the stalled request was cancelled")
+        XCTAssertEqual(transport.calls.withLock { $0 }, 2)
+    }
+
+    func testWithAResponseCacheTheLosingRequestIsStillCancelled() async throws {
+        // The request goes through the cache step, whose network hop the
+        // race must still be able to cancel when the hedge wins.
+        let server = try server(stalled: 1, stallMilliseconds: 5000, midBody: true)
+        defer { server.shutdown() }
+        let client = try makeClient {
+            $0.handling.cache = PocketResponseCache(memoryCapacity: 1 << 20)
+            $0.handling.hedging = .after(.milliseconds(50))
+        }
+        let start = ContinuousClock.now
+        let response = try await client.send(PocketRequest(url: url(server, "/")))
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        XCTAssertEqual(server.requestCount, 2)
+        XCTAssertTrue(server.waitUntil(timeout: 2) { $0.openConnections == 1 }, "the loser's connection is closed: \(server.openConnections) open")
+    }
+
+    func testHedgeTimersFireWhatIsDueInOrderAndNotWhatWasDisarmed() async throws {
+        let timers = HedgeTimers()
+        let fired = Lock<[Int]>([])
+        let all = (0..<4).map { n in TimerProbe { fired.withLock { $0.append(n) } } }
+        let now = ContinuousClock.now
+        // Armed out of order; probe 1 is disarmed before it is due.
+        timers.arm(all[2], at: now + .milliseconds(60))
+        timers.arm(all[0], at: now + .milliseconds(20))
+        timers.arm(all[3], at: now + .milliseconds(80))
+        timers.arm(all[1], at: now + .milliseconds(40))
+        timers.disarm(all[1])
+        XCTAssertEqual(all[1].timerSlot, -1)
+        let deadline = ContinuousClock.now + .seconds(2)
+        while fired.withLock({ $0.count }) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(fired.withLock { $0 }, [0, 2, 3])
+        XCTAssertEqual(all.map(\.timerSlot), [-1, -1, -1, -1], "each left the heap")
+        // After a stop nothing is armed or fired.
+        timers.stop()
+        timers.arm(all[0], at: .now)
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(fired.withLock { $0 }, [0, 2, 3])
+    }
+
     func testLatencyWindowPercentile() {
         var window = LatencyWindow(capacity: 100)
         for i in 1...19 { window.record(Int64(i)) }
@@ -159,5 +264,34 @@ final class HedgingTests: XCTestCase {
         // The ring keeps the newest: 100 samples of 1000 push the old ones out.
         for _ in 0..<100 { window.record(1000) }
         XCTAssertEqual(window.percentile(50), 1000)
+    }
+}
+
+/// A timer that records its firing.
+private final class TimerProbe: HedgeTimer, @unchecked Sendable {
+    // Unchecked: `timerSlot` is touched under the timers' lock only.
+    var timerSlot = -1
+    let onFire: @Sendable () -> Void
+    init(_ onFire: @escaping @Sendable () -> Void) { self.onFire = onFire }
+    func fire() { onFire() }
+}
+
+/// A transport whose first call stalls (10 s, or until its task is
+/// cancelled) and whose later calls answer at once with their number.
+private final class StallingFirstTransport: PocketTransport, Sendable {
+    let calls = Lock(0)
+    let firstCancelled = Lock(false)
+
+    func send(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        let n = calls.withLock { $0 += 1; return $0 }
+        if n == 1 {
+            do {
+                try await Task.sleep(for: .seconds(10))
+            } catch {
+                firstCancelled.withLock { $0 = true }
+                throw error
+            }
+        }
+        return PocketResponse(status: 200, reason: "OK", httpMinorVersion: 1, headers: PocketHeaders(), body: Data("\(n - 1)".utf8))
     }
 }

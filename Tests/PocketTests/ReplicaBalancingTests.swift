@@ -129,4 +129,29 @@ final class ReplicaBalancingTests: XCTestCase {
         XCTAssertEqual(state.replicas[0].outstanding, 0)
         XCTAssertEqual(state.replicas[0].requests, 1)
     }
+
+    func testAHistoryKeepsThePlacesOfItsListAndStartsAfreshOnANewList() {
+        let history = ReplicaHistory()
+        XCTAssertEqual(history.used(generation: 1), 0)
+        history.add(index: 0, generation: 1)
+        history.add(index: 2, generation: 1)
+        history.add(index: 47, generation: 1)
+        history.add(index: 48, generation: 1)   // beyond the places kept: not remembered
+        XCTAssertEqual(history.used(generation: 1), 1 << 0 | 1 << 2 | 1 << 47)
+        XCTAssertEqual(history.used(generation: 2), 0, "places of an older list mean nothing in a newer one")
+        history.add(index: 1, generation: 2)
+        XCTAssertEqual(history.used(generation: 2), 1 << 1, "a newer list starts afresh")
+        XCTAssertEqual(history.used(generation: 1), 0)
+    }
+
+    func testTheChoiceAvoidsThePlacesInAMask() {
+        for balancing in [PocketBalancing.roundRobin, .powerOfTwoChoices] {
+            var state = ReplicaSetState(balancing: balancing, ejection: nil, seed: 5)
+            state.replace(with: endpoints(4))
+            for _ in 0..<100 {
+                guard case .replica(let i, _) = state.choose(at: 0, avoiding: 0b1011) else { return XCTFail() }
+                XCTAssertEqual(i, 2, "\(balancing)")
+            }
+        }
+    }
 }

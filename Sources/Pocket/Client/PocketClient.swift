@@ -270,6 +270,11 @@ public final class PocketClient: Sendable {
     let hedging: HedgingPolicyBox?
     /// Recent latencies by origin, for percentile hedging delays.
     let latencies = OriginLatencies()
+    /// The hedging delays of its requests in flight, on one timer.
+    let hedgeTimers = HedgeTimers()
+    /// `configuration.handling.transport` is set (read once: the optional
+    /// existential is copied out of the configuration on each read).
+    let hasTransport: Bool
     /// `configuration.handling.deadlineHeader`, read once.
     let deadlineHeader: String?
     /// Its replica sets and origin breakers; nil when none is configured (Sources/Pocket/Replicas).
@@ -301,12 +306,14 @@ public final class PocketClient: Sendable {
         self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)
         self.hedging = configuration.handling.hedging.map(HedgingPolicyBox.init)
         self.replicas = ReplicaRouter(configuration)
+        self.hasTransport = configuration.handling.transport != nil
     }
 
     /// Fails every request in flight with `.shutdown`, closes every
     /// connection and stops the engine's threads. Later sends fail with
     /// `.shutdown`. Idempotent.
     public func shutdown() async throws {
+        hedgeTimers.stop()
         engine.shutdown()
         hub.finishAll()
     }

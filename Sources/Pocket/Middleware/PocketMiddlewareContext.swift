@@ -23,6 +23,10 @@ public final class PocketMiddlewareContext: Sendable {
     // failure, stored values) lives behind a lock made on first use.
     private let attemptNumber = Atomic<Int>(0)
     private let elapsedNanos = Atomic<Int64>(0)
+    /// The deadline in nanoseconds after `PocketDeadline.origin`; `.max` for none.
+    /// Inline, not in the extras: a task deadline is set on every request
+    /// made under one, so it must not cost an allocation.
+    private let deadlineNanos = Atomic<Int64>(.max)
     private let extras = AtomicLazyReference<Extras>()
 
     private final class Extras: Sendable {
@@ -30,7 +34,6 @@ public final class PocketMiddlewareContext: Sendable {
         struct State {
             var validationFailure: PocketError?
             var values: [String: any Sendable] = [:]
-            var deadline: ContinuousClock.Instant?
         }
     }
 
@@ -67,11 +70,11 @@ public final class PocketMiddlewareContext: Sendable {
     /// later attempt, hedge, backoff wait and redirect hop of the request
     /// shares it; past it the request fails with `.deadlineExceeded`.
     public var deadline: ContinuousClock.Instant? {
-        get { extras.load()?.state.withLock { $0.deadline } }
+        get { PocketDeadline.instant(deadlineNanos.load(ordering: .acquiring)) }
         set {
             guard let newValue else { return }
             PocketDeadline.noteUse()
-            madeExtras.state.withLock { $0.deadline = PocketDeadline.earliest($0.deadline, newValue) }
+            deadlineNanos.min(PocketDeadline.nanoseconds(newValue), ordering: .acquiringAndReleasing)
         }
     }
 

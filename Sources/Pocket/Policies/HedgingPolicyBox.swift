@@ -5,6 +5,13 @@
 /// witness calls; a reference costs a nil check.
 final class HedgingPolicyBox: Sendable {
     let policy: PocketHedgingPolicy
+    /// `policy.nonFatalStatuses` as a short array: a hedged request's answer
+    /// is checked against it, and a linear look at a few integers costs
+    /// less than hashing one.
+    let nonFatal: [Int]
 
-    init(_ policy: PocketHedgingPolicy) { self.policy = policy }
+    init(_ policy: PocketHedgingPolicy) {
+        self.policy = policy
+        nonFatal = policy.nonFatalStatuses.sorted()
+    }
 }

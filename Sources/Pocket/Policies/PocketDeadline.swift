@@ -41,23 +41,14 @@ public enum PocketDeadline {
     @inline(__always)
     static func noteUse() { everSet.store(true, ordering: .relaxed) }
 
-    /// Whether the current task has no deadline: one relaxed load while no
-    /// deadline has ever been set, else the task-local, read out of line.
-    @inline(__always)
-    static var isAbsent: Bool { !inUse || storedIsNil() }
-
-    /// The current task's deadline, if any, made `context`'s (out of line:
-    /// see `storedIsNil`).
+    /// The current task's deadline, if any, made `context`'s. Out of line
+    /// and synchronous: an optional `ContinuousClock.Instant` (a type whose
+    /// size is known only at run time outside the standard library) held in
+    /// an async caller costs that caller a task allocation.
     @inline(never)
     static func adopt(into context: PocketMiddlewareContext) {
         if let deadline = current { context.deadline = deadline }
     }
-
-    /// Out of line and synchronous: an optional `ContinuousClock.Instant`
-    /// (a type whose size is known only at run time outside the standard
-    /// library) held in an async caller costs that caller a task allocation.
-    @inline(never)
-    private static func storedIsNil() -> Bool { stored == nil }
 
     /// Runs `operation` with `deadline` as the task's deadline (or the
     /// current one when that is earlier).
@@ -65,7 +56,9 @@ public enum PocketDeadline {
                                        isolation: isolated (any Actor)? = #isolation,
                                        _ operation: () async throws -> R) async rethrows -> R {
         noteUse()
-        return try await $stored.withValue(earliest(current, deadline), operation: operation, isolation: isolation)
+        // An earlier deadline already bound holds: nothing to bind.
+        if let current, current <= deadline { return try await operation() }
+        return try await $stored.withValue(deadline, operation: operation, isolation: isolation)
     }
 
     /// Runs `operation` with a deadline `duration` from now (or the
@@ -73,8 +66,7 @@ public enum PocketDeadline {
     public static func withDeadline<R>(in duration: Duration,
                                        isolation: isolated (any Actor)? = #isolation,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        noteUse()
-        return try await $stored.withValue(earliest(current, .now + duration), operation: operation, isolation: isolation)
+        try await withDeadline(at: .now + duration, isolation: isolation, operation)
     }
 
     /// The time left before the current deadline (negative once it has
@@ -86,6 +78,20 @@ public enum PocketDeadline {
         guard let a else { return b }
         guard let b else { return a }
         return min(a, b)
+    }
+
+    /// The instant deadlines are kept from as whole nanoseconds (in an
+    /// atomic of the middleware context).
+    static let origin = ContinuousClock.now
+
+    /// `instant` in nanoseconds after `origin` (saturating).
+    static func nanoseconds(_ instant: ContinuousClock.Instant) -> Int64 {
+        (instant - origin).nanoseconds
+    }
+
+    /// The instant `nanoseconds` after `origin`; nil for `.max` (none).
+    static func instant(_ nanoseconds: Int64) -> ContinuousClock.Instant? {
+        nanoseconds == .max ? nil : origin + .nanoseconds(nanoseconds)
     }
 
     /// `d` in whole milliseconds, rounded down and never negative: the form

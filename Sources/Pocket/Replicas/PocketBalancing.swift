@@ -80,19 +80,31 @@ enum ReplicaChoice {
     /// Two distinct candidates drawn at random, the cheaper taken (the first
     /// drawn on a tie). One candidate is taken as it is.
     static func powerOfTwo<G: RandomNumberGenerator>(_ candidates: [Candidate], using generator: inout G) -> Int {
-        precondition(!candidates.isEmpty)
-        if candidates.count == 1 { return candidates[0].index }
-        let a = Int.random(in: 0..<candidates.count, using: &generator)
-        var b = Int.random(in: 0..<(candidates.count - 1), using: &generator)
+        powerOfTwo(count: candidates.count, { candidates[$0] }, using: &generator)
+    }
+
+    /// `powerOfTwo` over `count` candidates read by position (no array made).
+    static func powerOfTwo<G: RandomNumberGenerator>(count: Int, _ candidate: (Int) -> Candidate, using generator: inout G) -> Int {
+        precondition(count > 0)
+        if count == 1 { return candidate(0).index }
+        let a = Int.random(in: 0..<count, using: &generator)
+        var b = Int.random(in: 0..<(count - 1), using: &generator)
         if b >= a { b += 1 }
-        return cost(candidates[b]) < cost(candidates[a]) ? candidates[b].index : candidates[a].index
+        let (first, second) = (candidate(a), candidate(b))
+        return cost(second) < cost(first) ? second.index : first.index
     }
 
     /// The first candidate at or after `cursor` in replica order (wrapping),
     /// for round-robin: the caller advances its cursor past the result.
     static func roundRobin(_ candidates: [Candidate], cursor: Int) -> Int {
-        precondition(!candidates.isEmpty)
-        return candidates.first { $0.index >= cursor }?.index ?? candidates[0].index
+        roundRobin(count: candidates.count, { candidates[$0] }, cursor: cursor)
+    }
+
+    /// `roundRobin` over `count` candidates in replica order, read by position.
+    static func roundRobin(count: Int, _ candidate: (Int) -> Candidate, cursor: Int) -> Int {
+        precondition(count > 0)
+        for n in 0..<count where candidate(n).index >= cursor { return candidate(n).index }
+        return candidate(0).index
     }
 }
 

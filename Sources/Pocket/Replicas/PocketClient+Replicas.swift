@@ -10,9 +10,9 @@ extension PocketClient {
         if set.moves {
             await set.waitForReplicas(upTo: (request.timeouts ?? configuration.timeouts).connect ?? .seconds(10))
         }
-        let history = ReplicaHistory.current
-        let lease = try set.lease(avoiding: history?.endpoints ?? [])
-        history?.add(lease.endpoint)
+        let history = delivery.history
+        let lease = try set.lease(avoiding: history)
+        history?.add(index: lease.index, generation: lease.generation)
         var sent = request
         if set.moves {
             let endpoint = lease.endpoint

@@ -196,12 +196,13 @@ public final class PocketReplicaSet: Sendable {
         let started: Int64
     }
 
-    /// The replica for the next hop, avoiding `used`; throws `.circuitOpen`
+    /// The replica for the next hop, avoiding those in `history`; throws `.circuitOpen`
     /// when every replica is ejected, `.noReplicas` when there is none.
-    func lease(avoiding used: [PocketReplicaEndpoint]) throws(PocketError) -> Lease {
+    func lease(avoiding history: ReplicaHistory?) throws(PocketError) -> Lease {
         let time = now()
         let (choice, replicas, generation, problem) = state.withLock { inner in
-            (inner.set.choose(at: time, avoiding: used), inner.set.replicas, inner.set.generation, inner.discoveryProblem)
+            (inner.set.choose(at: time, avoiding: history?.used(generation: inner.set.generation) ?? 0), inner.set.replicas,
+             inner.set.generation, inner.discoveryProblem)
         }
         switch choice {
         case .replica(let index, _):

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The client's replica sets by name, and the breakers of plain origins
 /// (`Configuration.originEjection`): what the hop consults to route a
 /// request. Made once per client; nil when neither is configured, so a
@@ -71,21 +73,46 @@ final class ReplicaRouter: Sendable {
 
 /// The replicas one request has been sent to, so that its next attempt (a
 /// retry) or a parallel one (a hedge) prefers a replica it has not used
-/// yet. Bound as a task-local for the whole request by the request path
-/// when the request's URL names a replica set (`PocketClient.execute`).
-/// Child tasks inherit it (a task group's, or `Task {}`; not
-/// `Task.detached`), so a hedge started as one adds to and reads the same
-/// history as the attempts: each hop leases a replica avoiding those in
-/// it, then adds its own. A hop with none bound has no preference.
+/// yet: their places in the set's list (the first 48), as bits, with the
+/// list's generation, in one atomic word (no array, no lock). Made by the
+/// request path for a request to a set's name that may be sent more than
+/// once (it goes through the middleware chain: `executeAdapted`), and
+/// carried to each hop by its delivery (`ResponseDelivery.history`), the
+/// hedges' included. A hop with none has no preference.
 final class ReplicaHistory: Sendable {
-    @TaskLocal static var current: ReplicaHistory?
+    /// Bits 0-47: the places used; bits 48-63: the list's generation (mod 2^16).
+    private let word = Atomic<UInt64>(0)
+    private static let places: UInt64 = (1 << 48) - 1
 
-    private let used = Lock<[PocketReplicaEndpoint]>([])
+    init() {}
 
-    /// The replicas used so far, in order.
-    var endpoints: [PocketReplicaEndpoint] { used.withLock { $0 } }
+    /// The places used in list `generation`: none when the list changed since.
+    func used(generation: Int) -> UInt64 {
+        let w = word.load(ordering: .relaxed)
+        return w >> 48 == UInt64(truncatingIfNeeded: generation) & 0xFFFF ? w & Self.places : 0
+    }
 
-    func add(_ endpoint: PocketReplicaEndpoint) {
-        used.withLock { if !$0.contains(endpoint) { $0.append(endpoint) } }
+    /// Adds place `index` of list `generation` (a newer list starts afresh).
+    func add(index: Int, generation: Int) {
+        let tag = (UInt64(truncatingIfNeeded: generation) & 0xFFFF) << 48
+        var current = word.load(ordering: .relaxed)
+        while true {
+            let kept = current & ~Self.places == tag ? current & Self.places : 0
+            let (done, seen) = word.compareExchange(expected: current, desired: tag | Self.adding(index, to: kept),
+                                                    ordering: .relaxed)
+            if done { return }
+            current = seen
+        }
+    }
+
+    /// Whether place `index` is in `used`.
+    @inline(__always)
+    static func contains(_ used: UInt64, _ index: Int) -> Bool {
+        index < 48 && used & (1 << UInt64(index)) != 0
+    }
+
+    /// `used` with place `index` (beyond the 48th, not remembered).
+    static func adding(_ index: Int, to used: UInt64) -> UInt64 {
+        index < 48 ? used | (1 << UInt64(index)) : used
     }
 }

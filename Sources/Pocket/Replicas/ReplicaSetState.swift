@@ -59,40 +59,60 @@ struct ReplicaSetState {
     }
 
     /// The replica for the next request at `now`, preferring those not in
-    /// `used` (the replicas this request already tried). A half-open
-    /// replica due back is chosen first, as the probe; then the balancer
-    /// chooses among the replicas in rotation; with none left the circuit
-    /// is open. The choice is counted outstanding until `finish`.
-    mutating func choose(at now: Int64, avoiding used: [PocketReplicaEndpoint] = []) -> Choice {
+    /// `used` (the places in the list this request already tried: bit i for
+    /// replica i, `ReplicaHistory`). A half-open replica due back is chosen
+    /// first, as the probe; then the balancer chooses among the replicas in
+    /// rotation; with none left the circuit is open. The choice is counted
+    /// outstanding until `finish`. Allocates nothing.
+    mutating func choose(at now: Int64, avoiding used: UInt64 = 0) -> Choice {
         guard !replicas.isEmpty else { return .empty }
         if ejection != nil, let due = replicas.indices.first(where: { replicas[$0].health.isDue(at: now) }) {
             replicas[due].health.beginProbe()
             replicas[due].outstanding += 1
             return .replica(index: due, probe: true)
         }
-        var candidates: [ReplicaChoice.Candidate] = []
-        var fresh: [ReplicaChoice.Candidate] = []
-        candidates.reserveCapacity(replicas.count)
-        for (i, r) in replicas.enumerated() where !r.health.isOut {
-            let c = ReplicaChoice.Candidate(index: i, outstanding: r.outstanding, latency: r.latency.value(at: now))
-            candidates.append(c)
-            if !used.contains(r.endpoint) { fresh.append(c) }
+        // The pool: the replicas not ejected, only those not used yet when
+        // there are any.
+        var candidates = 0, fresh = 0
+        for i in replicas.indices where !replicas[i].health.isOut {
+            candidates += 1
+            if !ReplicaHistory.contains(used, i) { fresh += 1 }
         }
-        if candidates.isEmpty {
+        if candidates == 0 {
             let next = replicas.compactMap(\.health.ejectedUntil).min() ?? now
             return .circuitOpen(ejected: replicas.count, dueIn: .nanoseconds(max(0, next - now)))
         }
-        let pool = fresh.isEmpty ? candidates : fresh
+        let freshOnly = fresh > 0
+        /// The pool's n-th member, in list order.
+        func member(_ n: Int) -> ReplicaChoice.Candidate {
+            var left = n
+            for i in replicas.indices where !replicas[i].health.isOut && !(freshOnly && ReplicaHistory.contains(used, i)) {
+                if left == 0 {
+                    return ReplicaChoice.Candidate(index: i, outstanding: replicas[i].outstanding,
+                                                   latency: replicas[i].latency.value(at: now))
+                }
+                left -= 1
+            }
+            preconditionFailure("the pool has \(freshOnly ? fresh : candidates) members")
+        }
+        let count = freshOnly ? fresh : candidates
         let index: Int
         switch balancing {
         case .powerOfTwoChoices:
-            index = ReplicaChoice.powerOfTwo(pool, using: &generator)
+            index = ReplicaChoice.powerOfTwo(count: count, member, using: &generator)
         case .roundRobin:
-            index = ReplicaChoice.roundRobin(pool, cursor: cursor)
+            index = ReplicaChoice.roundRobin(count: count, member, cursor: cursor)
             cursor = (index + 1) % replicas.count
         }
         replicas[index].outstanding += 1
         return .replica(index: index, probe: false)
+    }
+
+    /// `choose(at:avoiding:)` avoiding the places of `endpoints`.
+    mutating func choose(at now: Int64, avoiding endpoints: [PocketReplicaEndpoint]) -> Choice {
+        var used: UInt64 = 0
+        for (i, r) in replicas.enumerated() where endpoints.contains(r.endpoint) { used = ReplicaHistory.adding(i, to: used) }
+        return choose(at: now, avoiding: used)
     }
 
     /// What `finish` reports to the set's observers.

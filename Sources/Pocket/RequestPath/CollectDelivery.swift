@@ -7,6 +7,7 @@ import Foundation
 /// The body collected into `PocketResponse.body` (bounded by `maxBodyBytes`).
 /// Finished engine requests are kept for reuse (`InFlightSpares`).
 struct CollectDelivery: ResponseDelivery {
+    var history: ReplicaHistory?
     static var hedges: Bool { true }
 
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {

@@ -37,11 +37,11 @@ import Foundation
 // with `.deadlineExceeded`; a retry draws on the client's retry budget
 // (`ExtraRequestBudget`), a hedge on its hedging budget.
 //
-// With no middleware, no retry or hedging policy, no authentication, no
-// task deadline and nobody listening, `execute` skips 1, 2, 6's hooks and
-// 7: one attempt, then validation (and one count for the budgets). Every
-// other stage checks for its own work (a cache, a redirect, a cookie
-// store, a proxy) with a nil or status check.
+// With no middleware, no retry or hedging policy, no authentication and
+// nobody listening, `execute` skips 1, 2, 6's hooks and 7: one attempt
+// (its total timeout cut to a task deadline), then validation (and one
+// count for the budgets). Every other stage checks for its own work (a
+// cache, a redirect, a cookie store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -119,16 +119,12 @@ extension PocketClient {
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
         _ delivery: D
     ) async throws -> D.Response {
-        // A request for a replica set keeps the replicas its attempts and
-        // hedges used, so each prefers another (ReplicaHistory).
-        if let replicas, replicas.namesSet(request.target), ReplicaHistory.current == nil {
-            return try await executeRemembering(request, options: options, progress: progress, sink: given, delivery)
-        }
         extraRequests.deposit()   // the budgets' count of requests
         // Nothing to adapt, retry, authenticate or report: one attempt,
         // then validation.
         if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening, request.authentication == nil, PocketDeadline.isAbsent {
+           !hub.isListening, request.authentication == nil {
+            if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
             var response = try await fetching(request, progress: progress, delivery)
             if let failure = accept(&response, sent: request) {
                 await response.discardBody()
@@ -139,18 +135,27 @@ extension PocketClient {
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
     }
 
-    /// `execute` with a fresh `ReplicaHistory` bound for the request's
-    /// attempts and hedges. A call of its own, so that the task-local
-    /// binding (a closure and its context) stays out of `execute`, which is
-    /// inlined into every way of sending.
+    /// `execute`'s one attempt when a task deadline may be set: its total
+    /// timeout cut to what is left of the deadline (no middleware context
+    /// is made for it: there is nothing else to carry). Out of line: the
+    /// request's copy and the flag held across the exchange would grow every
+    /// request's frame.
     @inline(never)
-    nonisolated(nonsending) func executeRemembering<D: ResponseDelivery>(
-        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ delivery: D
-    ) async throws -> D.Response {
-        try await ReplicaHistory.$current.withValue(ReplicaHistory()) {
-            try await execute(request, options: options, progress: progress, sink: given, delivery)
+    nonisolated(nonsending) func executeBounded<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
+                                                                     _ delivery: D) async throws -> D.Response {
+        var sent = request
+        let bound = try limitToTaskDeadline(&sent)
+        var response: D.Response
+        do {
+            response = try await fetching(sent, progress: progress, delivery)
+        } catch {
+            throw bound ? Self.deadlineReached(error, attempt: 1) : error
         }
+        if let failure = accept(&response, sent: sent) {
+            await response.discardBody()
+            throw failure
+        }
+        return response
     }
 
     /// One attempt's exchange: the cache step (with a cache or a cache
@@ -226,6 +231,10 @@ extension PocketClient {
     ) async throws -> D.Response {
         let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
         if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
+        // A request to a replica set's name keeps the replicas its attempts
+        // and hedges used, so each prefers another.
+        var delivery = delivery
+        if let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
         do {
             return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedgingBox ?? hedging,
                                       progress: progress, sink: sink, delivery)
@@ -439,6 +448,18 @@ extension PocketClient {
     @inline(never)
     private func limit(_ sent: inout PocketRequest, toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
         guard let deadline = context.deadline else { return false }
+        return try limit(&sent, to: deadline, attempt: attempt)
+    }
+
+    /// `limit(_:toDeadlineOf:attempt:)` for a request sent without a
+    /// context (one attempt): the task's deadline, if it has one.
+    @inline(never)
+    private func limitToTaskDeadline(_ sent: inout PocketRequest) throws -> Bool {
+        guard let deadline = PocketDeadline.current else { return false }
+        return try limit(&sent, to: deadline, attempt: 1)
+    }
+
+    private func limit(_ sent: inout PocketRequest, to deadline: ContinuousClock.Instant, attempt: Int) throws -> Bool {
         let remaining = deadline - .now
         guard remaining > .zero else {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")

@@ -25,6 +25,10 @@ protocol ResponseDelivery: Sendable {
     /// Whether a hop's response may be raced by hedges.
     static var hedges: Bool { get }
 
+    /// The replicas the request used so far (a request to a replica set's
+    /// name that may be sent more than once), or nil: no preference.
+    var history: ReplicaHistory? { get set }
+
     /// A complete response (from a `PocketTransport`) in this delivery's form.
     func deliver(_ complete: PocketResponse) throws -> Response
 

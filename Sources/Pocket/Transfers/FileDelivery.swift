@@ -12,6 +12,7 @@ import Musl
 /// The body written by the engine to a file (a download), when `decide`
 /// says so at the head (loop thread); else collected in memory.
 struct FileDelivery: ResponseDelivery {
+    var history: ReplicaHistory?
     let fd: Int32
     let decide: @Sendable (PocketResponseHead) -> InFlightRequest.FileDecision
     /// Set once the file is written to: the attempt's bytes reached the

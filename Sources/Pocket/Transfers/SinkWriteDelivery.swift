@@ -8,6 +8,7 @@ import Foundation
 /// the send returns once the body is complete, or at the head when
 /// `returnsAtHead` (the body then goes on into the sink).
 struct SinkWriteDelivery: ResponseDelivery {
+    var history: ReplicaHistory?
     let returnsAtHead: Bool
     let make: @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
 

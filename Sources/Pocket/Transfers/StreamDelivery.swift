@@ -7,6 +7,7 @@ import Foundation
 /// The body handed to a `PocketResponseBodyStream` as it arrives, at most
 /// `bufferSize` bytes waiting for the reader; the send returns at the head.
 struct StreamDelivery: ResponseDelivery {
+    var history: ReplicaHistory?
     let bufferSize: Int
 
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {

@@ -1,0 +1,338 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One hedged request in flight (PocketClient+Hedge.swift): the request
+/// itself, run in place by the calling task (`HedgedDelivery` lets the race
+/// cancel its engine request); the hedges, each a task of its own, started
+/// when the client's timer (`HedgeTimers`) says the delay passed; and the
+/// first acceptable answer. A request answered before its delay costs this
+/// object, a timer armed and disarmed, and a few lock steps: no task, sleep
+/// or continuation.
+///
+/// Runner 0 is the request, runner n its n-th hedge. The race settles on the
+/// first acceptable answer (the others are cancelled: their connections are
+/// closed, never pooled), or on the last answer when none was acceptable and
+/// no hedge may follow. A non-fatal answer with nothing else running sends
+/// the next hedge at once, as the timer would.
+final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
+    // Unchecked: `state` is read and written under its lock only,
+    // `timerSlot` under the client's `HedgeTimers` lock only; every other
+    // field is set at init. An answer is handed from the runner that got
+    // it to the caller once, through `state`.
+    typealias Arrival = (runner: Int, outcome: Result<D.Response, any Error>)
+
+    private struct State {
+        var settled = false
+        /// The answer the race settled on, for the caller to take (kept
+        /// only when it is not the caller's own answer).
+        var result: Arrival?
+        /// The last unacceptable answer, the result when none is acceptable.
+        var last: Arrival?
+        var hedges = 0
+        /// Runners not yet answered (the request itself included).
+        var running = 1
+        /// The request's engine request of its current hop, cancelled when a hedge wins.
+        var primary: InFlightRequest?
+        var primaryCancelled = false
+        /// The hedges' tasks (and the request's, through a transport).
+        var tasks: [Task<Void, Never>] = []
+        /// The caller, waiting for the result while hedges run.
+        var waiter: UnsafeContinuation<Void, Never>?
+    }
+
+    private let state = Lock(State())
+    var timerSlot = -1
+
+    private let client: PocketClient
+    private let request: PocketRequest
+    private let box: HedgingPolicyBox
+    private var policy: PocketHedgingPolicy { box.policy }
+    private let delay: Duration
+    private let deadline: ContinuousClock.Instant?
+    private let attempt: Int
+    private let sink: EventSink?
+    private let progress: PocketProgressHandler?
+    private let delivery: D
+    private let validated: Bool
+    private let priority: TaskPriority
+
+    init(client: PocketClient, request: PocketRequest, policy: HedgingPolicyBox, delay: Duration,
+         deadline: ContinuousClock.Instant?, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
+        self.client = client
+        self.request = request
+        self.box = policy
+        self.delay = delay
+        self.deadline = deadline
+        self.attempt = attempt
+        self.sink = sink
+        self.progress = progress
+        self.delivery = delivery
+        validated = request.validation != nil || client.configuration.validation != nil
+        priority = Task.currentPriority
+    }
+
+    /// The request itself run in place by the caller: the timer armed, the
+    /// request sent, and the race's result (waited for while hedges run).
+    nonisolated(nonsending) func run() async -> Arrival {
+        client.hedgeTimers.arm(self, at: .now + delay)
+        let outcome: Result<D.Response, any Error>
+        do {
+            outcome = .success(try await client.fetching(request, progress: progress, HedgedDelivery(base: delivery, race: self)))
+        } catch {
+            outcome = .failure(error)
+        }
+        let after = answered(0, outcome, inPlace: true)
+        carryOut(after)
+        if let discarded = after.discard { await discarded.discardBody() }
+        // The caller's own answer is the result (the common case): handed
+        // back as it is, never stored.
+        if after.mine { return (0, outcome) }
+        return await result()
+    }
+
+    /// The request and its hedges all as tasks of their own (a request
+    /// through a `PocketTransport`, whose call only the task's cancellation
+    /// can end): the race's result.
+    nonisolated(nonsending) func runDetached() async -> Arrival {
+        client.hedgeTimers.arm(self, at: .now + delay)
+        start(0, request)
+        return await result()
+    }
+
+    // MARK: the engine request of the request itself (HedgedDelivery)
+
+    /// The request's hop made `inflight`: cancelled at once when a hedge
+    /// has won already, else kept to cancel when one does.
+    func register(_ inflight: InFlightRequest) {
+        state.withLock { s in
+            if s.primaryCancelled { inflight.cancel() } else { s.primary = inflight }
+        }
+    }
+
+    /// The hop ended: `inflight` is no longer cancelled by the race (it may
+    /// be reused for another request now).
+    func unregister(_ inflight: InFlightRequest) {
+        state.withLock { s in
+            if s.primary === inflight { s.primary = nil }
+        }
+    }
+
+    // MARK: the race
+
+    /// The delay passed: the next hedge, when the request or a hedge still
+    /// runs and the policy, the deadline and the budget allow one.
+    func fire() {
+        let hedge = state.withLock { s in !s.settled && s.running > 0 ? nextHedge(&s) : nil }
+        if let hedge { launch(hedge) }
+    }
+
+    /// The caller's result: at once when settled, else when the race settles
+    /// (or the caller is cancelled: then every runner is).
+    nonisolated(nonsending) private func result() async -> Arrival {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let settled = state.withLock { s in
+                    if s.settled { return true }
+                    s.waiter = continuation
+                    return false
+                }
+                if settled { continuation.resume() }
+            }
+            return state.withLock { $0.result! }
+        } onCancel: {
+            cancelAll()
+        }
+    }
+
+    /// What an answer leaves to do once the lock is released.
+    private struct After {
+        /// The race settled on this answer, and it stays the caller's (not stored).
+        var mine = false
+        var settledNow = false
+        var waiter: UnsafeContinuation<Void, Never>?
+        var cancel: [Task<Void, Never>] = []
+        var discard: D.Response?
+        var hedge: Int?
+    }
+
+    /// Runner `n`'s answer; `inPlace`: the caller's own (it takes the
+    /// result from here when the race settles on it).
+    private func answered(_ n: Int, _ outcome: Result<D.Response, any Error>, inPlace: Bool = false) -> After {
+        let acceptable = wins(outcome)
+        return state.withLock { s in
+            var after = After()
+            s.running -= 1
+            if s.settled {
+                // A loser's answer (cancelled, or later than the winner).
+                if case .success(let response) = outcome { after.discard = response }
+            } else if acceptable {
+                if case .success(let response)? = s.last?.outcome { after.discard = response }
+                s.last = nil
+                settle(&s, n, &after)
+                if inPlace { after.mine = true } else { s.result = (n, outcome) }
+            } else {
+                if s.running == 0 { after.hedge = nextHedge(&s) }
+                if case .success(let response)? = s.last?.outcome { after.discard = response }
+                if s.running > 0 {
+                    // Others run on (or the next hedge went at once): this
+                    // answer is the result if none better comes.
+                    s.last = (n, outcome)
+                } else {
+                    // None acceptable and none may follow: the last answer is the result.
+                    s.last = nil
+                    settle(&s, n, &after)
+                    if inPlace { after.mine = true } else { s.result = (n, outcome) }
+                }
+            }
+            return after
+        }
+    }
+
+    /// The race ends on runner `winner`'s answer: the caller woken, every
+    /// other runner cancelled.
+    private func settle(_ s: inout State, _ winner: Int, _ after: inout After) {
+        s.settled = true
+        after.settledNow = true
+        after.waiter = s.waiter.take()
+        after.cancel = s.tasks
+        s.tasks = []
+        if winner != 0 {
+            // Under the lock: the hop's engine request cannot be recycled
+            // for another request meanwhile (`unregister` waits for it).
+            s.primaryCancelled = true
+            s.primary?.cancel()
+            s.primary = nil
+        }
+    }
+
+    private func carryOut(_ after: After) {
+        if after.settledNow { client.hedgeTimers.disarm(self) }
+        for task in after.cancel { task.cancel() }
+        if let hedge = after.hedge { launch(hedge) }
+        after.waiter?.resume()
+    }
+
+    /// The caller was cancelled: every runner is, and the caller gets `.cancelled`.
+    private func cancelAll() {
+        let after = state.withLock { s in
+            var after = After()
+            if !s.settled {
+                settle(&s, 0, &after)
+                s.result = (0, .failure(PocketError(.cancelled, "the request was cancelled")))
+                s.primaryCancelled = true
+                s.primary?.cancel()
+                s.primary = nil
+            }
+            return after
+        }
+        carryOut(after)
+    }
+
+    /// The next hedge's number, counted as sent, when the policy, the
+    /// deadline and the client's hedging budget allow one.
+    private func nextHedge(_ s: inout State) -> Int? {
+        guard s.hedges < policy.maxHedges, deadline.map({ $0 > .now }) ?? true, client.extraRequests.permitsHedge() else {
+            return nil
+        }
+        s.hedges += 1
+        s.running += 1
+        return s.hedges
+    }
+
+    /// Sends hedge `n` (reported as `.hedging`), and arms the timer for the next.
+    private func launch(_ n: Int) {
+        sink?.emit(.hedging, attempt: attempt, hedge: n)
+        start(n, deadline.map { client.bounded(request, by: $0) } ?? request)
+        if n < policy.maxHedges { client.hedgeTimers.arm(self, at: .now + delay) }
+    }
+
+    /// Runner `n` as a task of its own.
+    private func start(_ n: Int, _ sent: PocketRequest) {
+        let task = Task(priority: priority) {
+            let outcome: Result<D.Response, any Error>
+            do {
+                outcome = .success(try await self.client.fetching(sent, progress: self.progress, self.delivery))
+            } catch {
+                outcome = .failure(error)
+            }
+            let after = self.answered(n, outcome)
+            self.carryOut(after)
+            if let discarded = after.discard { await discarded.discardBody() }
+        }
+        let late = state.withLock { s in
+            if s.settled { return true }
+            s.tasks.append(task)
+            return false
+        }
+        if late { task.cancel() }
+    }
+
+    /// Whether an answer ends the race: a response that passes the request's
+    /// validation, or (with none) whose status is not non-fatal.
+    private func wins(_ outcome: Result<D.Response, any Error>) -> Bool {
+        guard case .success(let response) = outcome else { return false }
+        if validated { return client.validationFailure(of: response, for: request) == nil }
+        return !box.nonFatal.contains(response.attemptView.status)
+    }
+}
+
+/// The delivery of a hedged request's own hops: `base`'s, with each hop's
+/// engine request made known to the race, which cancels it when a hedge
+/// wins (the request itself runs in the caller's task, which the race
+/// cannot cancel).
+struct HedgedDelivery<D: ResponseDelivery>: ResponseDelivery {
+    var base: D
+    let race: HedgeRace<D>
+
+    static var hedges: Bool { D.hedges }
+
+    /// `base`'s: the request and its hedges share it.
+    var history: ReplicaHistory? {
+        get { base.history }
+        set { base.history = newValue }
+    }
+
+    func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {
+        let inflight = base.engineRequest(client: client, progress: progress)
+        race.register(inflight)
+        return inflight
+    }
+
+    func response(_ response: consuming PocketResponse, from inflight: inout InFlightRequest, client: PocketClient) -> D.Response {
+        race.unregister(inflight)
+        return base.response(response, from: &inflight, client: client)
+    }
+
+    func failed(_ error: any Error, _ inflight: InFlightRequest) -> any Error {
+        race.unregister(inflight)
+        return base.failed(error, inflight)
+    }
+
+    func deliver(_ complete: PocketResponse) throws -> D.Response { try base.deliver(complete) }
+
+    /// The cache step with this delivery (its network hops still known to
+    /// the race), when `base` is served by the cache step.
+    nonisolated(nonsending) func cached(_ request: PocketRequest, client: PocketClient,
+                                        progress: PocketProgressHandler?) async throws -> D.Response {
+        guard let caching = self as? any CachingDelivery else {
+            return try await base.cached(request, client: client, progress: progress)
+        }
+        return try await client.caching(request, progress: progress, caching) as! D.Response
+    }
+}
+
+extension HedgedDelivery: CachingDelivery where D: CachingDelivery {
+    func stored(_ entry: CacheEntry, head: CachedHead, age: Double, request: PocketRequest,
+                cache: PocketResponseCache) -> D.Response? {
+        base.stored(entry, head: head, age: age, request: request, cache: cache)
+    }
+
+    func store(_ response: inout D.Response, stored: PocketResponse, into writer: any CacheWriter) -> Bool {
+        base.store(&response, stored: stored, into: writer)
+    }
+
+    func revalidated(_ answer: inout D.Response, by response: D.Response) { base.revalidated(&answer, by: response) }
+}
