@@ -610,7 +610,9 @@ static bool flush_out(struct pkbs_thread *t, struct pkbs_conn *c) {
 static bool finish_request(struct pkbs_thread *t, struct pkbs_conn *c, uint64_t *answers) {
     (*answers)++;
     c->body = BODY_NONE;
-    t->served_by[c->replica]++; /* one writer; read relaxed */
+    /* One writer (this thread); pkbs_replica_requests reads it from another,
+     * so both sides are atomic (relaxed: a count, no ordering). */
+    __atomic_store_n(&t->served_by[c->replica], t->served_by[c->replica] + 1, __ATOMIC_RELAXED);
     const struct pkbs_slow *slow = &g_slow[c->replica];
     if (slow->share > 0 && next_unit(t) < slow->share) {
         c->held = true;
