@@ -10,7 +10,7 @@
 #   scripts/bench-all.sh --only "peers tls"   # some scenarios (names below)
 #
 # Scenarios: peers tls-peers nginx tls scaling bodies backends gateway reach
-# cache cli schemas failover, then charts.
+# cache cli schemas failover policies, then charts.
 #
 # Raw output: .bench-results/DATE/NAME.txt (ignored by git; never commit
 # it). A full run writes the charted JSON to docs/results/ and redraws
@@ -54,13 +54,14 @@ scenarios=(
   "cli|$([ "$QUICK" = 1 ] && echo 'REPS=1 UPLOAD_REPS=1 UPLOAD_MIB=64' || echo 'REPS=9 UPLOAD_REPS=7')|scripts/bench-cli.sh"
   "schemas|REPS=21|scripts/bench-schemas.sh ${Q[*]}"
   "failover|DUR=10 REPS=3|scripts/bench-failover.sh ${Q[*]}"
+  "policies|REQUESTS=1000|scripts/bench-policies.sh ${Q[*]}"
 )
 
 selected() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 if [ -n "$ONLY" ]; then
   for n in $ONLY; do
-    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas failover charts " in
+    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas failover policies charts " in
       *" $n "*) ;; *) echo "bench-all: unknown scenario: $n" >&2; exit 2 ;;
     esac
   done
