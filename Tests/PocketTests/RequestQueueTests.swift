@@ -278,23 +278,24 @@ final class RequestQueueTests: XCTestCase {
         let client = try makeClient()
         let queue = PocketRequestQueue(client: client, maxConcurrent: 8, maxConcurrentPerHost: 8)
         let request = PocketRequest(url: url(server, "/tiny"))
+        let count = sanitizedScale(10_000) // 2,500 under a sanitizer
         let before = residentBytes()
         var tasks: [PocketQueuedTask] = []
-        tasks.reserveCapacity(10_000)
-        for _ in 0..<10_000 { tasks.append(try queue.enqueue(request)) }
+        tasks.reserveCapacity(count)
+        for _ in 0..<count { tasks.append(try queue.enqueue(request)) }
         let queued = residentBytes()
         gate.release()
-        XCTAssertEqual(queue.metrics.peakPending, 10_000 - 8, "all but the running ones waited")
+        XCTAssertEqual(queue.metrics.peakPending, count - 8, "all but the running ones waited")
         // About 2 KiB each in a debug build (19 MiB measured); no task or
         // connection per pending request. A sanitizer's shadow memory and
         // redzones multiply what the process holds.
         let scale = sanitizerMemoryFactor
-        XCTAssertLessThan(queued - before, scale * (4 << 10) * 10_000, "10,000 pending requests cost a small record each")
+        XCTAssertLessThan(queued - before, scale * (4 << 10) * count, "\(count) pending requests cost a small record each")
         var ok = 0
         for task in tasks where try await task.response().status == 200 { ok += 1 }
         tasks.removeAll()
-        XCTAssertEqual(ok, 10_000)
-        XCTAssertEqual(queue.metrics.completed, 10_000)
+        XCTAssertEqual(ok, count)
+        XCTAssertEqual(queue.metrics.completed, count)
         XCTAssertLessThanOrEqual(queue.metrics.peakRunning, 8)
         XCTAssertLessThan(residentBytes() - before, scale * (96 << 20))
     }

@@ -7,12 +7,17 @@
 #                                with "TIMED OUT", naming the step. A failing
 #                                step ends the run with its exit status.
 #   step_bg NAME LIMIT CMD ARG...  the same, in the background, its output
-#                                kept in a file: for a step that uses one
-#                                core (libFuzzer, the C tests) beside the
-#                                steps in the foreground
+#                                kept in a file and printed when it ends:
+#                                for the work that fills a core the
+#                                foreground steps leave free
+#   steps_poll                   fails the run now, naming it, if a
+#                                background step has already failed (call
+#                                it between foreground steps: a broken build
+#                                in the background fails CI in minutes)
 #   steps_wait                   waits for the background steps, prints
 #                                each one's output and time; fails, naming
-#                                it, if one failed or passed its limit
+#                                it, as soon as one has failed or passed its
+#                                limit, and stops the others
 #   steps_summary                each step's time, one line each, and the total
 #                                (wall and CPU)
 #
@@ -61,15 +66,18 @@ step() {
   steps_record "$(printf '%6d s %6d s  %s' "$took" "$cpu" "$name")"
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
+    steps_stop_bg
     steps_summary
     exit 1
   fi
   if [ "$rc" -ne 0 ]; then
     echo "== $name: FAILED (exit $rc) after $took s"
+    steps_stop_bg
     steps_summary
     exit "$rc"
   fi
   echo "== $name: ok in $took s (CPU $cpu s)"
+  steps_poll
 }
 
 STEPS_BG=()
@@ -81,18 +89,73 @@ step_bg() {
   echo "== $name (in the background, time limit ${limit} s)"
   # The subshell times its command (`times`: CPU of its finished children)
   # and records the exit status and the wall time.
+  # `timeout` leads a process group of its own: its PID (in tpid) is what
+  # steps_stop_bg signals to stop the step and all it started.
   (
     t0=$SECONDS
     rc=0
-    timeout --kill-after=20 "$limit" "$@" >"$dir/out" 2>&1 </dev/null || rc=$?
+    timeout --kill-after=20 "$limit" "$@" >"$dir/out" 2>&1 </dev/null &
+    echo "$!" >"$dir/tpid"
+    wait "$!" || rc=$?
     times >"$dir/times"
-    echo "$rc $((SECONDS - t0))" >"$dir/rc"
+    echo "$rc $((SECONDS - t0))" >"$dir/rc.tmp"
+    mv "$dir/rc.tmp" "$dir/rc"
   ) &
   STEPS_BG+=("$!|$limit|$dir|$name")
 }
 
+# Stops the background steps still running (SIGTERM to each one's `timeout`,
+# which passes it to the step's process group), for a run that fails.
+steps_stop_bg() {
+  local entry pid limit dir name
+  for entry in "${STEPS_BG[@]}"; do
+    IFS='|' read -r pid limit dir name <<<"$entry"
+    if [ ! -e "$dir/rc" ] && [ -s "$dir/tpid" ]; then
+      echo "== $name (background): stopped, the run fails"
+      kill -TERM "$(cat "$dir/tpid")" 2>/dev/null || true
+    fi
+  done
+  for entry in "${STEPS_BG[@]}"; do
+    IFS='|' read -r pid limit dir name <<<"$entry"
+    wait "$pid" 2>/dev/null || true
+  done
+  STEPS_BG=()
+}
+
+steps_poll() {
+  local entry pid limit dir name rc took
+  for entry in "${STEPS_BG[@]}"; do
+    IFS='|' read -r pid limit dir name <<<"$entry"
+    [ -e "$dir/rc" ] || continue
+    read -r rc took <"$dir/rc"
+    [ "$rc" -ne 0 ] || continue
+    echo "== $name (background) output:"
+    cat "$dir/out"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      echo "== $name: TIMED OUT after $took s (limit $limit s): stopped, the run fails"
+    else
+      echo "== $name: FAILED (exit $rc) after $took s"
+    fi
+    steps_record "$(printf '%6d s %6s    %s (background, failed)' "$took" "" "$name")"
+    steps_stop_bg
+    steps_summary
+    exit 1
+  done
+}
+
 steps_wait() {
-  local entry pid limit dir name rc took cpu failed=0
+  local entry pid limit dir name rc took cpu failed=0 running
+  # Until all have ended; the first to fail ends the run at once.
+  while :; do
+    running=0
+    for entry in "${STEPS_BG[@]}"; do
+      IFS='|' read -r pid limit dir name <<<"$entry"
+      [ -e "$dir/rc" ] || running=1
+    done
+    [ "$running" = 1 ] || break
+    steps_poll
+    sleep 2
+  done
   for entry in "${STEPS_BG[@]}"; do
     IFS='|' read -r pid limit dir name <<<"$entry"
     wait "$pid" || true
