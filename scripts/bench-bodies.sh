@@ -106,31 +106,10 @@ cc "${CFLAGS_BENCH[@]}" -D_GNU_SOURCE -pthread -IBenchmarks/CPocketBenchServer/i
 
 BIN="${POCKET_BENCH:-}"
 if [ -z "$BIN" ]; then
-  # Statically linked Swift runtime by default (STATIC=0: shared), as Swift
-  # services are usually deployed on Linux: only the runtime pages a program
-  # touches count toward its RSS, as with curl's C libraries.
-  # Static binaries are linked with packed relative relocations (DT_RELR,
-  # glibc >= 2.36): a static Swift binary is position-independent and its
-  # ~40,000 RELATIVE relocations (0.9 MB of .rela.dyn, read in full at every
-  # start) would otherwise be about a megabyte of the peak RSS measured here.
-  # Packed, they take 8 KB; nothing else about the code changes (gold, the
-  # default linker here, cannot pack them: lld from the toolchain). Any Swift
-  # service can link the same way (see docs/BENCHMARKS.md). The static
-  # runtime's link arguments also export every symbol of the program's own
-  # objects (-export-dynamic, for dlsym); nothing here looks them up, and
-  # their dynamic symbol table is another 0.3 MB read at start.
-  SCRATCH_ARGS=()
-  if [ "${STATIC:-1}" = 1 ]; then
-    SCRATCH_ARGS=(--static-swift-stdlib --scratch-path "${SCRATCH:-.build-static}"
-      -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic)
-  elif [ -n "${SCRATCH:-}" ]; then
-    SCRATCH_ARGS=(--scratch-path "$SCRATCH")
-  fi
-  log "building pocket-bench (release ${SCRATCH_ARGS[*]})"
-  if swift build -c release --product pocket-bench "${SCRATCH_ARGS[@]}" >"$TMP/build.log" 2>&1; then
-    BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)/pocket-bench"
-  else
-    tail -n 30 "$TMP/build.log" >&2
+  # The static build by default (STATIC=0: shared; bench_swift_build_args,
+  # scripts/lib/bench-common.sh).
+  STATIC="${STATIC:-1}"
+  if ! BIN="$(bench_build_product pocket-bench)"; then
     log "pocket-bench did not build: its runs are marked fail"
     BIN="$TMP/no-pocket-bench"
   fi

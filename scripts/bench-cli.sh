@@ -10,13 +10,14 @@
 # REPS repetitions, interleaved (pocket, curl, pocket, ...); medians. With two
 # CPUs or more, the server runs on CPU 0 and the clients on CPU 1 (taskset).
 #   REPS=7 POCKET=.build/release/pocket scripts/bench-cli.sh
-# POCKET defaults to a release build (`swift build -c release --product pocket`;
-# docs/BENCHMARKS.md also measures a static one).
+# POCKET defaults to the command as shipped: a release build with the Swift
+# runtime linked statically (STATIC=0: shared; scripts/lib/bench-common.sh).
 # Environment: REPS (7), UPLOAD_REPS (7), PORT (18095), UPLOAD_MIB (1024).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS="${REPS:-7}"; UPLOAD_REPS="${UPLOAD_REPS:-7}"; PORT="${PORT:-18095}"; UPLOAD_MIB="${UPLOAD_MIB:-1024}"
 . scripts/lib/processes.sh
+. scripts/lib/bench-common.sh
 log() { echo "bench-cli: $*" >&2; }
 TMP="$(mktemp -d /tmp/pocket-bench-cli.XXXXXX)"
 SERVER_PID=""
@@ -24,9 +25,8 @@ cleanup() { if [ -n "$SERVER_PID" ]; then stop_pids "$SERVER_PID"; fi; rm -rf "$
 trap cleanup EXIT
 
 if [ -z "${POCKET:-}" ]; then
-  log "building pocket (release)"
-  swift build -c release --product pocket >"$TMP/build.log" 2>&1 || { cat "$TMP/build.log" >&2; exit 1; }
-  POCKET="$(swift build -c release --show-bin-path)/pocket"
+  STATIC="${STATIC:-1}"
+  POCKET="$(bench_build_product pocket)" || exit 1
 fi
 cc -O2 -D_GNU_SOURCE -pthread -IBenchmarks/CPocketBenchServer/include Benchmarks/CPocketBenchServer/pkbs_server.c \
   Benchmarks/CPocketBenchServer/pkbs_tls.c Benchmarks/bench-server/main.c -o "$TMP/bench-server" -lssl -lcrypto

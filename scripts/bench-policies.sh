@@ -4,6 +4,9 @@
 # and heap allocations per request, as the counting gate counts them) with
 # the policy's flag, minus the same without a flag, for send, the sink and
 # --pipeline at one connection and send at 64; then all of them together.
+# Then the same for the metrics and tracing middleware, with their
+# packages' no-op backends bootstrapped and with in-memory ones
+# (`--integrations noop|memory`).
 #
 #   scripts/bench-policies.sh            # REQUESTS=2000 per case
 #   scripts/bench-policies.sh --quick    # REQUESTS=300
@@ -18,7 +21,7 @@ REQUESTS="${REQUESTS:-2000}"
 for a in "$@"; do
   case "$a" in
     --quick) REQUESTS=300 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
     *) echo "bench-policies: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +43,8 @@ CASES=(
   "\`--balance p2c\` (a set of one)|--balance p2c"
   "\`--eject-after 5\`|--eject-after 5"
   "all of them|--hedge-after 100ms --deadline 10s --retry-budget 20 --balance p2c --eject-after 5"
+  "\`--integrations noop\`|--integrations noop"
+  "\`--integrations memory\`|--integrations memory"
 )
 i=0
 for entry in "${CASES[@]}"; do

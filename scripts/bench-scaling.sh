@@ -14,7 +14,9 @@
 #
 # Environment: REPS (1), DUR seconds per run (5), PORT (18086), SERVER_CPU
 # (0), CLIENT_CPU (1), CONNECTIONS ("64 256 1024 4096 10000"), JSON (the results
-# file, docs/results/scaling.json), SCRATCH (a swift build --scratch-path).
+# file, docs/results/scaling.json), STATIC (1: pocket-bench with the Swift
+# runtime linked statically, in .build-static, as services deploy it; 0: the
+# shared runtime), SCRATCH (a swift build --scratch-path).
 # Installs nginx-light, wrk, time, util-linux, gcc and libcurl4-openssl-dev
 # with apt-get when missing; raises the open-file limit to C + 1024 (it fails
 # if the hard limit is lower).
@@ -61,6 +63,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The static build by default (STATIC=0: shared; scripts/lib/bench-common.sh).
+STATIC="${STATIC:-1}"
 POCKET="$(bench_build_pocket_bench)" || exit 1
 CURL_BENCH="$TMP/curl-bench"
 log "building curl-bench"

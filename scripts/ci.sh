@@ -10,7 +10,8 @@
 #      the Swift ones on the replay's unoptimized build; fuzz for longer by
 #      hand, fuzz/run.sh TARGET SECONDS);
 #   5. the counting gate (scripts/perf-gate.sh): instructions and heap
-#      allocations per request against Benchmarks/baseline.json;
+#      allocations per request against Benchmarks/baseline.json, on a
+#      release build of its own (.build-gate) made from the start;
 #   6. the gateway example (Examples/Gateway): built, one request through
 #      each variant (GATEWAY=0 skips it); under .ci/run
 #      (POCKET_GATEWAY_EXAMPLE=1) it is a target of the package's own build;
@@ -25,8 +26,10 @@
 # On two cores nothing waits for a free core. Only the three suites (step 2's
 # and step 9's) measure time, so they run at normal priority, at most two at
 # once (step 2's alone, then the two sanitized ones side by side); every
-# build and every other step runs at nice 10 beside them and takes what
-# they leave.
+# build and every other step runs beside them at a lower priority and takes
+# what they leave: nice 10 for the sanitizer builds, which the suites wait
+# for, and for the steps after the test command; nice 15 for the gate,
+# make check and the fuzzing, which nothing waits for.
 # A step runs alone as its command: `scripts/test.sh`, `make check`,
 # `fuzz/run.sh all 5`, `scripts/perf-gate.sh`, `scripts/gateway-smoke.sh`,
 # `swift package --disable-sandbox generate-documentation --target Pocket
@@ -40,11 +43,15 @@ cd "$(dirname "$0")/.."
 # As in test.sh: a process this run starts and leaves behind fails it.
 . scripts/lib/processes.sh
 leftovers_guard ci.sh
+# swift-build starts its compilers at nice 0: the keeper gives them their
+# build's nice value back (scripts/lib/nice-keeper.sh).
+. scripts/lib/nice-keeper.sh
+nice_keeper_start
 FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
 # Step 9's suites wait for step 2 to end: this file appears when it has.
 SUITE_DONE=$(mktemp -u /tmp/pocket-ci-suite-done.XXXXXX)
-trap 'rc=$?; rm -f "$SUITE_DONE"; (exit "$rc"); leftovers_check' EXIT
+trap 'rc=$?; nice_keeper_stop; rm -f "$SUITE_DONE"; (exit "$rc"); leftovers_check' EXIT
 export SUITE_DONE
 
 step "system packages, package graph" 900 bash -c 'scripts/setup.sh && swift package resolve'
@@ -64,13 +71,17 @@ ci_sanitized() {
 export -f ci_sanitized
 step_bg "ThreadSanitizer: build, then the suite" 2700 bash -c 'ci_sanitized thread'
 step_bg "AddressSanitizer: build, then the suite (epoll backend)" 2700 bash -c 'ci_sanitized address'
-step_bg "make check (wording, layering, C tests under ASan+UBSan)" 900 nice -n 10 make check
+step_bg "make check (wording, layering, C tests under ASan+UBSan)" 900 nice -n 15 make check
+# The gate's release build has a scratch path of its own, so it runs beside
+# the test command's debug build (SwiftPM locks a scratch path per build).
+step_bg "counting gate: release build, then the count (scripts/perf-gate.sh)" 1800 nice -n 15 bash -c \
+  'swift build -c release --product pocket-bench --scratch-path .build-gate --disable-automatic-resolution \
+     && POCKET_BENCH=.build-gate/release/pocket-bench scripts/perf-gate.sh'
 step "README test command (scripts/test.sh)" 2400 scripts/test.sh
 touch "$SUITE_DONE"
 # FUZZ_QUICK=1: the Swift harnesses fuzz on the build the test command's
 # replay made (fuzz/run.sh).
-step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 env FUZZ_QUICK=1 nice -n 10 fuzz/run.sh all "$FUZZ_SECONDS"
-step "counting gate (scripts/perf-gate.sh)" 1800 nice -n 10 scripts/perf-gate.sh
+step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 env FUZZ_QUICK=1 nice -n 15 fuzz/run.sh all "$FUZZ_SECONDS"
 if [ "${GATEWAY:-1}" = 1 ]; then
   step "gateway example: build, one request per variant" 1800 nice -n 10 scripts/gateway-smoke.sh
 fi

@@ -35,11 +35,14 @@ import Tracing
 ///
 /// With no tracer (a process that bootstrapped none, outside any
 /// `withTracer` scope, or a `NoOpTracer`) the middleware starts no span and
-/// leaves the request alone, at the cost of reading the instrument. A span
+/// leaves the request alone, at the cost of reading the instrument: a client
+/// whose middleware are this one (and others with nothing to do, as
+/// `PocketMetricsMiddleware` without a metrics backend) then sends the
+/// request as a client without middleware does. A span
 /// that records nothing (a sampled-out trace) costs its start and the
 /// context injection only: no attributes are computed and the request is
 /// copied only if the tracer wrote a field.
-public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver {
+public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, PocketRequestGate {
     /// Whether `url.full` keeps the query (true by default). Queries can
     /// carry tokens or personal data; set false to strip it.
     public var recordsQuery: Bool
@@ -58,6 +61,18 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver {
     public var hooks: PocketMiddlewareHooks { tracer is NoOpTracer ? [] : [.adapt, .observe] }
 
     private static let spanKey = "pocket.tracing.span"
+
+    /// Whether `adapt` has work for a request made now: a deadline in the
+    /// task's `ServiceContext` to apply, or a tracer other than the no-op
+    /// one (its own, or the task's `withTracer` scope's, or the
+    /// bootstrapped one). A client whose other middleware can tell as well
+    /// sends a request without either as it sends one with no middleware.
+    package func engages(_ request: PocketRequest) -> Bool {
+        if ServiceContext.current?.pocketDeadline != nil { return true }
+        if let tracer { return !(tracer is NoOpTracer) }
+        let instrument = InstrumentationSystem.instrument
+        return !(instrument is NoOpInstrument || instrument is NoOpTracer)
+    }
 
     /// Only an attempt whose `adapt` started a span has one to end: without
     /// a tracer the request path returns the response as with no middleware.

@@ -128,6 +128,26 @@ final class TracingTests: XCTestCase {
         XCTAssertEqual(tracer.memory.finishedSpans.count, 1)
     }
 
+    func testWithoutATracerTheContextsDeadlineStillBoundsTheRequest() async throws {
+        // No tracer anywhere, so the middleware starts no span; but the
+        // deadline in the task's ServiceContext is its work too, and the
+        // request does not take the path of a client without middleware.
+        server.route("/slow") { _ in .raw([.sleep(milliseconds: 800), .sendString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]) }
+        let client = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware()] }
+        var context = ServiceContext.current ?? .topLevel
+        context.pocketDeadline = .now + .milliseconds(150)
+        let start = ContinuousClock.now
+        do {
+            _ = try await ServiceContext.withValue(context) { try await client.send(PocketRequest(url: URL(string: server.url("/slow"))!)) }
+            XCTFail("the deadline did not end the request")
+        } catch let error as PocketError {
+            XCTAssertEqual(error.code, .deadlineExceeded)
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(600))
+        let plain = try await client.send(PocketRequest(url: URL(string: server.url("/slow"))!))
+        XCTAssertEqual(plain.text, "ok", "without the deadline the same client waits for the answer")
+    }
+
     func testAFailedAttemptRecordsItsPocketErrorCode() async throws {
         let tracer = W3CInMemoryTracer()
         let client = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware(tracer: tracer)] }

@@ -14,6 +14,10 @@
 #   wrk_stats OUT TIMEFILE        "rps p50_us p99_us cpu_us_per_req requests errors" of one wrk run
 #   jget KEY FILE                 a number (or "string") from a one-line JSON object
 #   median N...                   the median of the numeric arguments ("-" if none)
+#   bench_swift_build_args        SWIFT_BUILD_ARGS for a release build (STATIC=1:
+#                                 the Swift runtime linked statically)
+#   bench_build_product NAME      builds release product NAME, prints its path
+#   bench_build_pocket_bench      the same for pocket-bench
 # The caller sets TMP (its temp dir) and log(). Processes are started and
 # stopped through processes.sh: default signal dispositions, stopped by PID.
 . "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
@@ -124,19 +128,48 @@ bench_check_cpus() {
 }
 
 # Builds pocket-bench in release (SCRATCH: a --scratch-path) and prints its path.
-bench_build_pocket_bench() {
-  local args=()
-  [ -n "${SCRATCH:-}" ] && args=(--scratch-path "$SCRATCH")
-  log "building pocket-bench (release)"
-  swift build -c release --product pocket-bench "${args[@]}" >"$TMP/build.log" 2>&1 || {
-    cat "$TMP/build.log" >&2
+# SWIFT_BUILD_ARGS: the release build's arguments. With STATIC=1 (the
+# default of the scripts that measure memory: scaling, bodies, cli) the
+# Swift runtime is linked statically, as Swift services and the `pocket`
+# command are usually deployed on Linux: only the runtime pages
+# a program touches count toward its RSS, as with curl's C libraries.
+# Static binaries are linked with packed relative relocations (DT_RELR,
+# glibc >= 2.36): a static Swift binary is position-independent and its
+# ~40,000 RELATIVE relocations (0.9 MB of .rela.dyn, read in full at every
+# start) would otherwise be about a megabyte of the peak RSS. Packed, they
+# take 8 KB; nothing else about the code changes (gold, the default linker
+# here, cannot pack them: lld from the toolchain). Any Swift program can
+# link the same way (see docs/BENCHMARKS.md). The static runtime's link
+# arguments also export every symbol of the program's own objects
+# (-export-dynamic, for dlsym); nothing here looks them up, and their
+# dynamic symbol table is another 0.3 MB read at start. The static build
+# has a scratch path of its own (SCRATCH, default .build-static).
+bench_swift_build_args() {
+  SWIFT_BUILD_ARGS=()
+  if [ "${STATIC:-0}" = 1 ]; then
+    SWIFT_BUILD_ARGS=(--static-swift-stdlib --scratch-path "${SCRATCH:-.build-static}"
+      -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic)
+  elif [ -n "${SCRATCH:-}" ]; then
+    SWIFT_BUILD_ARGS=(--scratch-path "$SCRATCH")
+  fi
+}
+
+# bench_build_product NAME: builds the release product NAME with
+# SWIFT_BUILD_ARGS (its log in $TMP/build.log) and prints its path.
+bench_build_product() {
+  bench_swift_build_args
+  log "building $1 (release ${SWIFT_BUILD_ARGS[*]})"
+  swift build -c release --product "$1" ${SWIFT_BUILD_ARGS[@]+"${SWIFT_BUILD_ARGS[@]}"} >"$TMP/build.log" 2>&1 || {
+    tail -n 30 "$TMP/build.log" >&2
     return 1
   }
   local bin
-  bin="$(swift build -c release "${args[@]}" --show-bin-path)/pocket-bench"
+  bin="$(swift build -c release ${SWIFT_BUILD_ARGS[@]+"${SWIFT_BUILD_ARGS[@]}"} --show-bin-path)/$1"
   [ -x "$bin" ] || { log "no binary at $bin"; return 1; }
   echo "$bin"
 }
+
+bench_build_pocket_bench() { bench_build_product pocket-bench; }
 
 # Writes $TMP/nginx.conf: one worker on core CPU, 127.0.0.1:PORT serving
 # the files under ROOT with sendfile; EXTRA (optional) is added inside the

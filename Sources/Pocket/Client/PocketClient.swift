@@ -244,6 +244,10 @@ public final class PocketClient: Sendable {
     /// request path then has nothing to adapt or retry for requests that
     /// bring none of their own.
     let unadapted: Bool
+    /// No retry policy, authentication or hedging, and middleware that
+    /// each say per request whether they have work (computed once): a
+    /// request none of them engages runs as with `unadapted`.
+    let gatedOnly: Bool
     /// `configuration.handling.cache`, read once per `send`.
     let responseCache: PocketResponseCache?
     /// The client's middleware with its retry policy last (built once).
@@ -297,7 +301,10 @@ public final class PocketClient: Sendable {
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
             && configuration.handling.authentication == nil && configuration.handling.hedging == nil
         self.responseCache = configuration.handling.cache
-        self.chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
+        let chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
+        self.chain = chain
+        self.gatedOnly = configuration.handling.retry == nil && configuration.handling.authentication == nil
+            && configuration.handling.hedging == nil && chain.requestGates != nil
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil

@@ -30,14 +30,26 @@ final class MiddlewareChain: Sendable {
     let alwaysObserves: Bool
     /// Those asked `retry`, in order (the policy last).
     let retriers: [any PocketMiddleware]
+    /// When every middleware with a hook can say per request whether it
+    /// has work (`PocketRequestGate`) and none retries: those with a hook.
+    /// Nil otherwise, and for a chain without middleware.
+    let requestGates: [any PocketRequestGate]?
 
     init(_ middleware: [any PocketMiddleware], policy: PocketRetryPolicy?) {
         all = policy.map { middleware + [$0] } ?? middleware
         self.policy = policy
         var adapters: [Adapter] = [], observers: [Int] = [], retriers: [any PocketMiddleware] = []
         var gates: [(any PocketAttemptObserver)?] = []
+        var requestGates: [any PocketRequestGate]? = all.isEmpty ? nil : []
         for (i, m) in all.enumerated() {
             let hooks = m.hooks
+            if !hooks.isEmpty {
+                if !hooks.contains(.retry), let gate = m as? any PocketRequestGate {
+                    requestGates?.append(gate)
+                } else {
+                    requestGates = nil
+                }
+            }
             if hooks.contains(.retry) { retriers.append(m) }
             if let closures = m as? PocketClosureMiddleware, let adapt = closures.adaptBody {
                 adapters.append(.closure(adapt))
@@ -54,6 +66,14 @@ final class MiddlewareChain: Sendable {
         observerGates = gates
         alwaysObserves = gates.contains { $0 == nil }
         self.retriers = retriers
+        self.requestGates = requestGates
+    }
+
+    /// Whether some middleware has work for `request`: false only for a
+    /// chain of request gates (`requestGates`) none of which engages it.
+    func engages(_ request: PocketRequest) -> Bool {
+        guard let requestGates else { return true }
+        return requestGates.contains { $0.engages(request) }
     }
 
     /// Whether any observer has work for the attempt `context` describes.

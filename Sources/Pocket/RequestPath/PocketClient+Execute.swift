@@ -37,8 +37,10 @@ import Foundation
 // with `.deadlineExceeded`; a retry draws on the client's retry budget
 // (`ExtraRequestBudget`), a hedge on its hedging budget.
 //
-// With no middleware, no retry or hedging policy, no authentication and
-// nobody listening, `execute` skips 1, 2, 6's hooks and 7: one attempt
+// With no middleware (or none with work for the request: a tracing
+// middleware without a tracer), no retry or hedging policy, no
+// authentication and nobody listening, `execute` skips 1, 2, 6's hooks
+// and 7: one attempt
 // (its total timeout cut to a task deadline), then validation (and one
 // count for the budgets). Every other stage checks for its own work (a
 // cache, a redirect, a cookie store, a proxy) with a nil or status check.
@@ -120,10 +122,11 @@ extension PocketClient {
         _ delivery: D
     ) async throws -> D.Response {
         extraRequests.deposit()   // the budgets' count of requests
-        // Nothing to adapt, retry, authenticate or report: one attempt,
-        // then validation.
-        if given == nil, unadapted, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty,
-           !hub.isListening, request.authentication == nil {
+        // Nothing to adapt, retry, authenticate or report (middleware that
+        // can tell have no work for this request): one attempt, then
+        // validation.
+        if given == nil, unadapted || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
+           options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening, request.authentication == nil {
             if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
             var response = try await fetching(request, progress: progress, delivery)
             if let failure = accept(&response, sent: request) {
