@@ -14,7 +14,9 @@
 nice_keeper_start() {
   local sid
   read -r _ _ _ _ _ sid _ </proc/$$/stat
-  ( nice_keeper_loop "$sid" ) </dev/null >/dev/null 2>&1 &
+  # Its own shell options: a process that ends between the scan and its
+  # renice must not end the keeper (set -e).
+  ( set +eu; nice_keeper_loop "$sid" ) </dev/null >/dev/null 2>&1 &
   NICE_KEEPER_PID=$!
 }
 
@@ -48,7 +50,7 @@ nice_keeper_loop() {
       [ -n "$want" ] && [ "$want" -gt "${nice[$pid]}" ] || continue
       tids=()
       for task in /proc/"$pid"/task/*; do tids+=("${task##*/}"); done
-      ((${#tids[@]})) && renice -n "$want" -p "${tids[@]}" >/dev/null 2>&1
+      if ((${#tids[@]})); then renice -n "$want" -p "${tids[@]}" >/dev/null 2>&1 || true; fi
       nice[$pid]=$want
     done
     sleep 2
