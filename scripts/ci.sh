@@ -49,10 +49,12 @@ leftovers_guard ci.sh
 nice_keeper_start
 FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
-# Step 9's suites wait for step 2 to end: this file appears when it has.
-SUITE_DONE=$(mktemp -u /tmp/pocket-ci-suite-done.XXXXXX)
-trap 'rc=$?; nice_keeper_stop; rm -f "$SUITE_DONE"; (exit "$rc"); leftovers_check' EXIT
-export SUITE_DONE
+# Step 9's suites wait for step 2's suite to end: this file appears when
+# it has (test.sh creates it; the step's end creates it too, should the
+# test command fail before its suite).
+POCKET_SUITE_DONE=$(mktemp -u /tmp/pocket-ci-suite-done.XXXXXX)
+trap 'rc=$?; nice_keeper_stop; rm -f "$POCKET_SUITE_DONE"; (exit "$rc"); leftovers_check' EXIT
+export POCKET_SUITE_DONE
 
 step "system packages, package graph" 900 bash -c 'scripts/setup.sh && swift package resolve'
 # The builds below share Package.resolved: none of them resolves again.
@@ -63,7 +65,7 @@ ci_sanitized() {
   local t0=$SECONDS
   nice -n 10 scripts/ci-sanitized.sh "$1" --build-only
   echo "== $1: built in $((SECONDS - t0)) s"
-  until [ -e "$SUITE_DONE" ]; do sleep 1; done
+  until [ -e "$POCKET_SUITE_DONE" ]; do sleep 1; done
   t0=$SECONDS
   scripts/ci-sanitized.sh "$1" --skip-build
   echo "== $1: suite ran in $((SECONDS - t0)) s"
@@ -78,7 +80,7 @@ step_bg "counting gate: release build, then the count (scripts/perf-gate.sh)" 18
   'swift build -c release --product pocket-bench --scratch-path .build-gate --disable-automatic-resolution \
      && POCKET_BENCH=.build-gate/release/pocket-bench scripts/perf-gate.sh'
 step "README test command (scripts/test.sh)" 2400 scripts/test.sh
-touch "$SUITE_DONE"
+touch "$POCKET_SUITE_DONE"
 # FUZZ_QUICK=1: the Swift harnesses fuzz on the build the test command's
 # replay made (fuzz/run.sh).
 step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 env FUZZ_QUICK=1 nice -n 15 fuzz/run.sh all "$FUZZ_SECONDS"

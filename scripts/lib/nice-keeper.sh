@@ -7,9 +7,9 @@
 # `nice -n 10 swift build` is not enough: swift-build starts each compiler
 # (swiftc, swift-frontend) at nice 0, in a process group of its own, so a
 # build would compete with the suites on equal terms. Every 2 s the keeper
-# gives each process of this session that runs at a lower nice value than
+# gives each process of the run's session that runs at a lower nice value than
 # its parent (every thread of it) the parent's value: the inheritance the
-# build tool undid. It touches no process outside this session and never
+# build tool undid. It touches no process outside the run's session and never
 # raises a priority. Bash builtins only, but for `renice` when one is due.
 nice_keeper_start() {
   local sid
