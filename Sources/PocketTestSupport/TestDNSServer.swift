@@ -11,7 +11,7 @@ import Foundation
 /// the queries. Names and answers change at run time (`set`, `fail`). A
 /// name it does not know gets NXDOMAIN. Queries are read up to 512 bytes
 /// (a UDP query without EDNS); answers carry no authority or additional
-/// section.
+/// section. Its thread holds it until `shutdown()`.
 public final class TestDNSServer: @unchecked Sendable {
     // Invariant: `records`, `failures`, `counts` and `stopped` are read and
     // written only with `lock` held; `fd` and `port` are set once in init.
@@ -47,8 +47,6 @@ public final class TestDNSServer: @unchecked Sendable {
         }
         thread = try JoinableThread { [self] in serve() }
     }
-
-    deinit { shutdown() }
 
     /// Answers `name` with these addresses (numeric IPv4 for A, IPv6 for
     /// AAAA) and TTL from now on; a type without addresses gets NOERROR
