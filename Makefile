@@ -22,10 +22,10 @@ ENGINE := Sources/CHTTPEngine
 OUT := .build-c
 ENGINE_SRC := $(wildcard $(ENGINE)/*.c)
 ENGINE_HDR := $(wildcard $(ENGINE)/*.h $(ENGINE)/include/*.h)
-# DNS and TLS are leaves: their test links them with nothing of the
+# DNS (both files) and TLS are leaves: their test links them with nothing of the
 # connection, the pool, the request or the loop. A call into those would
 # fail this link.
-LEAF_SRC := $(ENGINE)/pk_dns.c $(ENGINE)/pk_tls.c $(ENGINE)/pk_error.c
+LEAF_SRC := $(ENGINE)/pk_dns.c $(ENGINE)/pk_dns_records.c $(ENGINE)/pk_tls.c $(ENGINE)/pk_error.c
 # The pool decides without touching a connection: its test links it with
 # the allocation wrapper alone.
 POOL_SRC := $(ENGINE)/pk_pool.c $(ENGINE)/pk_error.c
@@ -34,7 +34,7 @@ CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -DPK_STATE_CHECKS -Wall -Wextra -Werror 
   -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
   -I $(ENGINE)/include -I $(ENGINE)
 LDFLAGS := -fuse-ld=lld
-LDLIBS := -lpthread -lz -ldeflate -lssl -lcrypto -luring
+LDLIBS := -lpthread -lresolv -lz -ldeflate -lssl -lcrypto -luring
 
 BENCH_TOOLS := $(OUT)/engine-bench $(OUT)/kernel_floor
 

@@ -64,6 +64,9 @@ let package = Package(
                 .linkedLibrary("ssl"),
                 .linkedLibrary("crypto"),
                 .linkedLibrary("pthread"),
+                // The stub resolver (res_nsend) of DNS replica sets: in libc since
+                // glibc 2.34, in libresolv before.
+                .linkedLibrary("resolv"),
                 .linkedLibrary("uring"),
             ]
         ),

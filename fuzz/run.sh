@@ -13,7 +13,8 @@
 #
 # Targets: h1_parse (response head parser), chunked (chunked decoder),
 # inflate (gzip/deflate), h1_write (request writer), pool (the pool's
-# decision function, random event sequences, its invariants), engine (the whole
+# decision function, random event sequences, its invariants), dns (the DNS
+# response reader of DNS replica sets: RCODEs, records, truncation), engine (the whole
 # engine against a socketpair server fed the input as its response), connect
 # (the same engine through a proxy: the input answers CONNECT first); in
 # Swift: multipart (the multipart/form-data encoder), schema (JSON parser and
@@ -44,9 +45,10 @@ SOURCES_inflate="pk_inflate.c pk_error.c"
 SOURCES_chunked="pk_h1_parse.c pk_error.c"
 SOURCES_h1_write="pk_h1_write.c pk_h1_parse.c pk_error.c"
 SOURCES_pool="pk_pool.c pk_error.c"
+SOURCES_dns="pk_dns_records.c"
 SOURCES_engine="pk_conn.c pk_conn_connect.c pk_conn_read.c pk_conn_tunnel.c pk_conn_wait.c pk_conn_write.c pk_dns.c pk_engine.c pk_error.c pk_h1_parse.c pk_h1_write.c pk_inflate.c pk_loop.c pk_origin.c pk_pool.c pk_request.c pk_tls.c"
 SOURCES_connect=$SOURCES_engine
-TARGETS="h1_parse chunked inflate h1_write pool engine connect multipart schema cookies auth cache_headers reach"
+TARGETS="h1_parse chunked inflate h1_write pool dns engine connect multipart schema cookies auth cache_headers reach"
 # Swift targets: the executable in fuzz/swift, and the Pocket sources its
 # coverage is reported for.
 SWIFT_multipart="FuzzMultipart Sources/Pocket/Model/PocketMultipartForm+Encoding.swift Sources/Pocket/Model/PocketMultipartForm.swift"
@@ -214,7 +216,7 @@ if [ "$mode" = "--coverage" ]; then
   "$CLANG" -g -O0 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer \
     -fprofile-instr-generate -fcoverage-mapping -fuse-ld=lld \
     -I "$engine/include" -I "$engine" \
-    "$harness" "${files[@]}" -o "$cov" -lpthread -lz -ldeflate -lssl -lcrypto -luring
+    "$harness" "${files[@]}" -o "$cov" -lpthread -lresolv -lz -ldeflate -lssl -lcrypto -luring
   report_coverage "$cov" "${files[@]}"
   exit 0
 fi
@@ -229,6 +231,6 @@ echo "building $bin"
 "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld -DPK_STATE_CHECKS \
   -I "$engine/include" -I "$engine" \
-  "$harness" "${files[@]}" -o "$bin" -lpthread -lz -ldeflate -lssl -lcrypto -luring
+  "$harness" "${files[@]}" -o "$bin" -lpthread -lresolv -lz -ldeflate -lssl -lcrypto -luring
 
 run_harness "$bin" -dict=fuzz/http.dict

@@ -42,7 +42,7 @@ done
 # Leaves call nothing of the engine but the shared base (pk_error.c). The
 # pool is one: it decides and never acts (pk_pool.h).
 status=0
-for leaf in pk_dns pk_tls pk_h1_parse pk_inflate pk_error pk_loop pk_pool; do
+for leaf in pk_dns pk_dns_records pk_tls pk_h1_parse pk_inflate pk_error pk_loop pk_pool; do
   bad=$(printf '%s' "$edges" | awk -v l="$leaf" '$1 == l && $2 != "pk_error" {print $2}' | tr '\n' ' ')
   if [ -n "$bad" ]; then
     echo "engine-dag: $leaf must be a leaf but calls: $bad" >&2

@@ -25,13 +25,23 @@ import Tracing
 /// (`GET`), with the attributes `http.request.method`, `url.full` (user and
 /// password removed; the query too with `recordsQuery: false`),
 /// `server.address`, `server.port`, `http.response.status_code`,
-/// `network.protocol.version` (`1.1`, `1.0`), `http.request.resend_count`
+/// `network.protocol.version` (`1.1`, `1.0`), `network.peer.address` and
+/// `network.peer.port` (the address and port the connection went to, when
+/// the attempt had one), `http.request.resend_count`
 /// (on the second attempt and later) and, on failure, `error.type` (the
 /// `PocketError` code, or the status code for 4xx/5xx) with the span's
 /// status set to error. Events `dns`, `connect`, `tls` and `first_byte`
 /// are placed from the response's `PocketTimings` (each only when that
 /// phase happened: a reused connection has no connect). Redirects are
 /// followed inside one attempt, so they share its span.
+///
+/// For a request to a replica set's name (`PocketReplicaSet`),
+/// `server.address` and `server.port` are the URL's (the set's name, as
+/// OpenTelemetry's `server.address` is the URL's host), and
+/// `network.peer.address` and `network.peer.port` are those of the replica
+/// the attempt went to: its address (a DNS set's record, or what its host
+/// resolved to) and port. Each attempt has its own span, so a retry or a
+/// hedge that goes to another replica records that one.
 ///
 /// With no tracer (a process that bootstrapped none, outside any
 /// `withTracer` scope, or a `NoOpTracer`) the middleware starts no span and
@@ -141,6 +151,10 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             span.updateAttributes { attributes in
                 attributes["http.response.status_code"] = response.status
                 attributes["network.protocol.version"] = "1.\(response.httpMinorVersion)"
+                if let peer = response.timings.remoteAddress {
+                    attributes["network.peer.address"] = peer
+                    attributes["network.peer.port"] = response.timings.remotePort
+                }
                 if response.status >= 400 { attributes["error.type"] = String(response.status) }
             }
             if response.status >= 400 { span.setStatus(SpanStatus(code: .error)) }

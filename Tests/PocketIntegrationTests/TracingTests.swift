@@ -37,6 +37,8 @@ final class TracingTests: XCTestCase {
         XCTAssertEqual(span.attributes.get("server.port"), .int64(Int64(server.port)))
         XCTAssertEqual(span.attributes.get("http.response.status_code"), .int64(200))
         XCTAssertEqual(span.attributes.get("network.protocol.version"), .string("1.1"))
+        XCTAssertEqual(span.attributes.get("network.peer.address"), .string("127.0.0.1"))
+        XCTAssertEqual(span.attributes.get("network.peer.port"), .int64(Int64(server.port)))
         XCTAssertNil(span.attributes.get("http.request.resend_count"))
         XCTAssertNil(span.attributes.get("error.type"))
         XCTAssertNil(span.status)
@@ -91,6 +93,38 @@ final class TracingTests: XCTestCase {
 
         let sent = server.receivedRequests.map { $0.header("traceparent") }
         XCTAssertEqual(sent, spans.map { "00-\($0.traceID)-\($0.spanID)-01" }, "each attempt carries its own span")
+    }
+
+    func testAnAttemptThroughAReplicaSetRecordsTheSetsNameAndTheReplicaItWentTo() async throws {
+        let other = try TestServer()
+        defer { other.shutdown() }
+        let servers: [TestServer] = [server, other]
+        for replica in servers {
+            let port = replica.port
+            replica.route("/x") { _ in .text("\(port)") }
+        }
+        let set = PocketReplicaSet(name: "svc", endpoints: servers.map { PocketReplicaEndpoint(host: $0.host, port: UInt16($0.port)) },
+                                   balancing: .roundRobin)
+        let tracer = W3CInMemoryTracer()
+        let client = try makeIntegrationClient {
+            $0.replicaSets = [set]
+            $0.handling.middleware = [PocketTracingMiddleware(tracer: tracer)]
+        }
+        var answered: [Int64] = []
+        for _ in 0..<4 {
+            let response = try await client.send(PocketRequest(url: URL(string: "http://svc/x")!))
+            answered.append(try XCTUnwrap(Int64(response.text)))
+        }
+        XCTAssertEqual(Set(answered), Set(servers.map { Int64($0.port) }), "round robin: both replicas")
+        let spans = tracer.memory.finishedSpans
+        XCTAssertEqual(spans.count, 4)
+        for (span, port) in zip(spans, answered) {
+            XCTAssertEqual(span.attributes.get("server.address"), .string("svc"), "the URL's host: the set's name")
+            XCTAssertEqual(span.attributes.get("server.port"), .int64(80))
+            XCTAssertEqual(span.attributes.get("url.full"), .string("http://svc/x"))
+            XCTAssertEqual(span.attributes.get("network.peer.address"), .string("127.0.0.1"))
+            XCTAssertEqual(span.attributes.get("network.peer.port"), .int64(port), "the replica that answered")
+        }
     }
 
     func testANoOpTracerLeavesTheRequestAlone() async throws {

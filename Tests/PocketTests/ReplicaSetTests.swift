@@ -213,30 +213,6 @@ final class ReplicaSetTests: XCTestCase {
         feed.finish()
     }
 
-    func testADNSSetConnectsToEachAddressUnderTheName() async throws {
-        let server = try TestServer()
-        defer { server.shutdown() }
-        server.route("/x") { request in .text(request.headers.first { $0.0.lowercased() == "host" }?.1 ?? "") }
-        XCTAssertTrue(try PocketReplicaSet.resolve("localhost").get().contains("127.0.0.1"))
-        // `localhost` may resolve to ::1 too, where nothing listens: that
-        // replica fails and the retry goes to the other.
-        let set = PocketReplicaSet.dns(name: "svc", host: "localhost", port: UInt16(server.port), refresh: .milliseconds(100))
-        let client = try makeClient {
-            $0.replicaSets = [set]
-            $0.handling.retry = PocketRetryPolicy(maxAttempts: 2, backoff: .fixed(.zero))
-        }
-        defer { Task { try? await client.shutdown() } }
-        let response = try await client.send(PocketRequest(url: logical))
-        XCTAssertEqual(response.text, "localhost:\(server.port)")
-        XCTAssertTrue(set.endpoints.contains { $0.address == "127.0.0.1" && $0.host == "localhost" })
-        await assertPocketError(.noReplicas) {
-            let nowhere = PocketReplicaSet.dns(name: "svc", host: "nowhere.invalid", port: 80)
-            let client = try makeClient { $0.replicaSets = [nowhere] }
-            defer { Task { try? await client.shutdown() } }
-            return try await client.send(PocketRequest(url: self.logical))
-        }
-    }
-
     private func eventually(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
         for _ in 0..<200 {
             if condition() { return true }

@@ -10,8 +10,11 @@
  * the handshake, sent by either side over a record with a flipped bit.
  * DNS: a numeric host (answered at once), "localhost" (a resolver thread,
  * then the cache), a reserved .invalid name (fails), and a cancelled query.
+ * DNS records: pk_dns_parse_response on responses built here (A, AAAA,
+ * a CNAME's shorter TTL, compression, RCODEs, truncation, bad lengths).
  * Digests: pk_digest (MD5, SHA-256) against published vectors. */
 #include "pk_dns.h"
+#include "pk_dns_records.h"
 #include "pk_tls.h"
 
 #include "check.h"
@@ -376,8 +379,145 @@ static void test_digest(void) {
   EXPECT_EQ(pk_digest(7, "abc", 3, out), -1);
 }
 
+/* A DNS response under construction: header, then whatever is appended. */
+typedef struct {
+  uint8_t b[600];
+  size_t n;
+} dns_msg;
+
+static void put(dns_msg *m, const void *p, size_t n) {
+  memcpy(m->b + m->n, p, n);
+  m->n += n;
+}
+
+static void put16(dns_msg *m, unsigned v) { put(m, (uint8_t[]){(uint8_t)(v >> 8), (uint8_t)v}, 2); }
+
+static void put32(dns_msg *m, uint32_t v) {
+  put16(m, v >> 16);
+  put16(m, v & 0xFFFF);
+}
+
+/* flags, one question "svc.test" of type qtype, `answers` records to follow. */
+static void dns_head(dns_msg *m, unsigned flags, unsigned answers, unsigned qtype) {
+  m->n = 0;
+  put16(m, 0x1234);
+  put16(m, flags);
+  put16(m, 1);
+  put16(m, answers);
+  put16(m, 0);
+  put16(m, 0);
+  put(m, "\3svc\4test\0", 10);
+  put16(m, qtype);
+  put16(m, 1);
+}
+
+/* A record owned by a pointer to the question's name (offset 12). */
+static void dns_rr(dns_msg *m, unsigned type, uint32_t ttl, const void *rdata, unsigned rdlen) {
+  put16(m, 0xC00C);
+  put16(m, type);
+  put16(m, 1);
+  put32(m, ttl);
+  put16(m, rdlen);
+  put(m, rdata, rdlen);
+}
+
+static void test_dns_records(void) {
+  static const uint8_t v4a[4] = {10, 0, 0, 7}, v4b[4] = {10, 0, 0, 8};
+  static const uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1};
+  char text[64];
+  dns_msg m;
+  pk_dns_answer a;
+
+  /* Two A records and a CNAME whose shorter TTL is the answer's. */
+  dns_head(&m, 0x8180, 3, 1);
+  dns_rr(&m, 5, 30, "\3api\xC0\x10", 6);
+  dns_rr(&m, 1, 300, v4a, 4);
+  dns_rr(&m, 1, 60, v4b, 4);
+  pk_dns_answer_init(&a);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_OK);
+  EXPECT_EQ(a.count, 2);
+  EXPECT_EQ(a.min_ttl, 30);
+  EXPECT_EQ(a.rcode, 0);
+  EXPECT_EQ(a.records[1].ttl, 60);
+  EXPECT(pk_dns_record_text(&a, 0, text, sizeof text) == 0 && strcmp(text, "10.0.0.7") == 0);
+  EXPECT(pk_dns_record_text(&a, 1, text, sizeof text) == 0 && strcmp(text, "10.0.0.8") == 0);
+  EXPECT_EQ(pk_dns_record_text(&a, 2, text, sizeof text), -1);
+
+  /* An AAAA answer appended to the same result; a TTL with the top bit set is 0. */
+  dns_head(&m, 0x8180, 1, 28);
+  dns_rr(&m, 28, 0x80000005u, v6, 16);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_OK);
+  EXPECT_EQ(a.count, 3);
+  EXPECT_EQ(a.min_ttl, 0);
+  EXPECT(pk_dns_record_text(&a, 2, text, sizeof text) == 0 && strcmp(text, "2001:db8::1") == 0);
+
+  /* RCODEs, and NOERROR without an address. */
+  static const struct { unsigned flags; pk_dns_status status; } codes[] = {
+      {0x8183, PK_DNS_NO_SUCH_NAME}, {0x8182, PK_DNS_SERVER_FAILURE}, {0x8185, PK_DNS_REFUSED},
+      {0x8181, PK_DNS_REFUSED},      {0x8180, PK_DNS_NO_ADDRESS},
+  };
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+    dns_head(&m, codes[i].flags, 0, 1);
+    pk_dns_answer_init(&a);
+    EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), codes[i].status);
+    EXPECT_EQ(a.rcode, (int)(codes[i].flags & 15));
+    EXPECT_EQ(a.count, 0);
+  }
+
+  /* Not a response (QR clear), short header, an A of 5 bytes, a record past the end. */
+  dns_head(&m, 0x0100, 0, 1);
+  pk_dns_answer_init(&a);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_MALFORMED);
+  EXPECT_EQ(pk_dns_parse_response(m.b, 11, &a), PK_DNS_MALFORMED);
+  dns_head(&m, 0x8180, 1, 1);
+  dns_rr(&m, 1, 60, "\1\2\3\4\5", 5);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_MALFORMED);
+  dns_head(&m, 0x8180, 2, 1);
+  dns_rr(&m, 1, 60, v4a, 4);
+  dns_rr(&m, 1, 60, v4b, 4);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n - 2, &a), PK_DNS_MALFORMED);
+  /* The same cut with TC set keeps the whole first record. */
+  m.b[2] |= 0x02;
+  pk_dns_answer_init(&a);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n - 2, &a), PK_DNS_OK);
+  EXPECT_EQ(a.count, 1);
+
+  /* A reserved label type (0x40) and a name longer than 255 bytes. */
+  dns_head(&m, 0x8180, 1, 1);
+  m.b[12] = 0x43;
+  pk_dns_answer_init(&a);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_MALFORMED);
+  m.n = 0;
+  put16(&m, 1);
+  put16(&m, 0x8180);
+  put16(&m, 1);
+  put16(&m, 0);
+  put32(&m, 0);
+  for (int i = 0; i < 5; i++) {
+    uint8_t label[64] = {63};
+    memset(label + 1, 'a', 63);
+    put(&m, label, 64);
+  }
+  put(&m, "\0\0\1\0\1", 5);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_MALFORMED);
+
+  /* More records than PK_DNS_MAX_RECORDS: the rest dropped, their TTLs still counted. */
+  dns_head(&m, 0x8180, PK_DNS_MAX_RECORDS + 2, 1);
+  for (int i = 0; i < PK_DNS_MAX_RECORDS + 2; i++) dns_rr(&m, 1, (uint32_t)(100 - i), v4a, 4);
+  pk_dns_answer_init(&a);
+  EXPECT_EQ(pk_dns_parse_response(m.b, m.n, &a), PK_DNS_OK);
+  EXPECT_EQ(a.count, PK_DNS_MAX_RECORDS);
+  EXPECT_EQ(a.min_ttl, 100 - (PK_DNS_MAX_RECORDS + 1));
+
+  /* A name no query can hold, and an address that is not a nameserver's. */
+  EXPECT_EQ(pk_dns_lookup("", NULL, 0, 1, &a), PK_DNS_BAD_NAME);
+  EXPECT_EQ(pk_dns_lookup("svc.test", "not-an-address", 53, 1, &a), PK_DNS_NO_RESOLVER);
+  EXPECT(strcmp(pk_dns_status_text(PK_DNS_NO_SUCH_NAME), "no such name (NXDOMAIN)") == 0);
+}
+
 int main(void) {
   test_dns();
+  test_dns_records();
   test_tls();
   test_digest();
   if (pk_test_failures) {

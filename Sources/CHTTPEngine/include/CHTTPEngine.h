@@ -23,6 +23,7 @@
 #ifndef CHTTPENGINE_H
 #define CHTTPENGINE_H
 
+#include "pk_dns_records.h"
 #include "pk_errors.h"
 #include "pk_h1_parse.h"
 #include "pk_inflate.h"

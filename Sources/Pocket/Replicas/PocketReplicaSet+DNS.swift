@@ -8,6 +8,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+internal import CHTTPEngine
 
 extension PocketReplicaSet {
     /// A set whose replicas are the A and AAAA records of `host`: one
@@ -15,35 +16,124 @@ extension PocketReplicaSet {
     /// kept for `Host`, TLS server name and certificate check) and
     /// connected through its address.
     ///
-    /// The name is resolved with the system resolver (`getaddrinfo`, so
-    /// `/etc/hosts` and nsswitch apply) from a task of the set's own, at
-    /// once and then every `refresh` (30 s by default, the client's DNS
-    /// cache time). `getaddrinfo` does not report the records' TTL, so the
-    /// list is refreshed on this interval, not by TTL: set it to the TTL
-    /// your records have. A failed resolution keeps the last list.
+    /// The name is resolved from a task of the set's own, at once and then
+    /// again when its records expire: DNS is asked for the A and AAAA
+    /// records (the stub resolver: the nameservers, timeout and attempts of
+    /// `/etc/resolv.conf`), and the list is resolved again after the
+    /// shortest TTL of the answer (CNAMEs included), at least 1 second (so
+    /// a TTL of 0 does not make a busy loop) and at most `refresh` (30 s by
+    /// default, the client's DNS cache time).
+    ///
+    /// A name DNS gives no address for (no such name, no A or AAAA record,
+    /// a failing or silent nameserver) is asked of the system resolver
+    /// (`getaddrinfo`, so `/etc/hosts` and nsswitch apply: `localhost`
+    /// works), which reports no TTL: such a list is resolved again every
+    /// `refresh`. DNS is asked first, so a name both in DNS and in
+    /// `/etc/hosts` takes DNS's addresses. When both fail, the last list
+    /// stays, the reason is kept for `.noReplicas`, and the name is tried
+    /// again after 1 s, doubling after each failure up to `refresh`.
+    ///
+    /// `nameserver` asks that IPv4 nameserver alone instead of
+    /// `/etc/resolv.conf`'s, as `"address"` (port 53) or `"address:port"`
+    /// (e.g. a service registry's DNS interface, `"127.0.0.1:8600"`); one
+    /// that is not a numeric IPv4 address fails each resolution with that
+    /// reason. nil (resolv.conf's nameservers) by default.
     public static func dns(name: String, host: String, port: UInt16, scheme: String = "http",
-                           refresh: Duration = .seconds(30), balancing: PocketBalancing = .powerOfTwoChoices,
+                           refresh: Duration = .seconds(30), nameserver: String? = nil,
+                           balancing: PocketBalancing = .powerOfTwoChoices,
                            ejection: PocketOutlierEjection? = nil) -> PocketReplicaSet {
         let set = PocketReplicaSet(name: name, balancing: balancing, ejection: ejection)
-        let interval = max(.milliseconds(10), refresh)
+        let ceiling = max(.milliseconds(10), refresh)
         set.startDiscovery { [weak set] in
+            var failures = 0
             while !Task.isCancelled {
-                let result = Self.resolve(host)
+                let result = Self.lookUp(host, nameserver: nameserver)
                 guard let set else { return }
+                let wait: Duration
                 switch result {
-                case .success(let addresses):
-                    set.update(addresses.map { PocketReplicaEndpoint(scheme: scheme, host: host, port: port, address: $0) })
+                case .success(let found):
+                    failures = 0
+                    set.update(found.addresses.map { PocketReplicaEndpoint(scheme: scheme, host: host, port: port, address: $0) })
+                    wait = refreshInterval(ttl: found.ttl, ceiling: ceiling)
                 case .failure(let problem):
+                    failures += 1
                     set.discoveryFailed(problem.message)
+                    wait = retryInterval(failures: failures, ceiling: ceiling)
                 }
-                do { try await Task.sleep(for: interval) } catch { return }
+                do { try await Task.sleep(for: wait) } catch { return }
             }
         }
         return set
     }
 
-    /// `host`'s numeric addresses (IPv6 and IPv4, as the resolver orders
-    /// them, duplicates dropped), or why there are none.
+    /// The shortest re-resolution interval, whatever the TTL.
+    static let minimumRefresh: Duration = .seconds(1)
+
+    /// When to resolve again after a success: the answer's shortest TTL
+    /// (seconds) within [`minimumRefresh`, `ceiling`]; `ceiling` when no
+    /// TTL is known (the system resolver's answer). `ceiling` wins when it
+    /// is below the minimum (the caller's own choice).
+    static func refreshInterval(ttl: UInt32?, ceiling: Duration) -> Duration {
+        guard let ttl else { return ceiling }
+        return min(max(.seconds(Int64(ttl)), minimumRefresh), ceiling)
+    }
+
+    /// When to try again after `failures` failures in a row: 1 s, doubling,
+    /// at most `ceiling`.
+    static func retryInterval(failures: Int, ceiling: Duration) -> Duration {
+        let doublings = min(max(failures - 1, 0), 16)
+        return min(minimumRefresh * (1 << doublings), ceiling)
+    }
+
+    /// `host`'s addresses and the TTL they hold for (nil: from the system
+    /// resolver, which gives none), or why there are none. DNS first,
+    /// the system resolver when DNS gives no address.
+    static func lookUp(_ host: String, nameserver: String?) -> Result<(addresses: [String], ttl: UInt32?), PocketError> {
+        var server: (address: String, port: UInt16)?
+        if let nameserver {
+            guard let parsed = parseNameserver(nameserver) else {
+                return .failure(PocketError(.dnsFailure, "resolving \(host) failed: the nameserver '\(nameserver)' is not an IPv4 address with an optional :port"))
+            }
+            server = parsed
+        }
+        var answer = pk_dns_answer()
+        let status = server.map { server in
+            server.address.withCString { pk_dns_lookup(host, $0, server.port, 0, &answer) }
+        } ?? pk_dns_lookup(host, nil, 0, 0, &answer)
+        if status == PK_DNS_OK {
+            var addresses: [String] = []
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+            for i in 0..<answer.count where pk_dns_record_text(&answer, i, &text, text.count) == 0 {
+                let address = String(cString: text)
+                if !addresses.contains(address) { addresses.append(address) }
+            }
+            return .success((addresses, answer.min_ttl == UInt32.max ? nil : answer.min_ttl))
+        }
+        let dnsReason = String(cString: pk_dns_status_text(status))
+        switch resolve(host) {
+        case .success(let addresses):
+            return .success((addresses, nil))
+        case .failure(let problem):
+            let systemReason = problem.systemError.map { String(cString: gai_strerror(Int32($0))) } ?? "no IPv4 or IPv6 address"
+            return .failure(PocketError(.dnsFailure, "resolving \(host) failed: DNS: \(dnsReason); the system resolver: \(systemReason)",
+                                        systemError: problem.systemError))
+        }
+    }
+
+    /// "a.b.c.d" (port 53) or "a.b.c.d:port", numeric IPv4 only.
+    static func parseNameserver(_ text: String) -> (address: String, port: UInt16)? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { return nil }
+        var raw = in_addr()
+        let address = String(parts[0])
+        guard inet_pton(AF_INET, address, &raw) == 1 else { return nil }
+        if parts.count == 1 { return (address, 53) }
+        guard let port = UInt16(parts[1]), port > 0 else { return nil }
+        return (address, port)
+    }
+
+    /// `host`'s numeric addresses from the system resolver (IPv6 and IPv4,
+    /// as it orders them, duplicates dropped), or why there are none.
     static func resolve(_ host: String) -> Result<[String], PocketError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC

@@ -158,6 +158,11 @@ public final class PocketReplicaSet: Sendable {
         for continuation in waiting { continuation.resume() }
     }
 
+    /// Why the last discovery failed, until a list comes (nil then).
+    var discoveryProblem: String? {
+        state.withLock { $0.discoveryProblem }
+    }
+
     /// Waits until the set has had a list (a discovered set's first), at most `limit`.
     func waitForReplicas(upTo limit: Duration) async {
         let ready = state.withLock { $0.set.populated || $0.discoveryProblem != nil }
