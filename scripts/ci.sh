@@ -26,10 +26,9 @@
 # On two cores nothing waits for a free core. Only the three suites (step 2's
 # and step 9's) measure time, so they run at normal priority, at most two at
 # once (step 2's alone, then the two sanitized ones side by side); every
-# build and every other step runs beside them at a lower priority and takes
-# what they leave: nice 10 for the sanitizer builds, which the suites wait
-# for, and for the steps after the test command; nice 15 for the gate,
-# make check and the fuzzing, which nothing waits for.
+# build and every other step runs beside them at nice 10 and takes what
+# they leave. A background step's time limit allows for the wait: while
+# the test command builds, the background gets little of the cores.
 # A step runs alone as its command: `scripts/test.sh`, `make check`,
 # `fuzz/run.sh all 5`, `scripts/perf-gate.sh`, `scripts/gateway-smoke.sh`,
 # `swift package --disable-sandbox generate-documentation --target Pocket
@@ -73,17 +72,17 @@ ci_sanitized() {
 export -f ci_sanitized
 step_bg "ThreadSanitizer: build, then the suite" 2700 bash -c 'ci_sanitized thread'
 step_bg "AddressSanitizer: build, then the suite (epoll backend)" 2700 bash -c 'ci_sanitized address'
-step_bg "make check (wording, layering, C tests under ASan+UBSan)" 900 nice -n 15 make check
+step_bg "make check (wording, layering, C tests under ASan+UBSan)" 2700 nice -n 10 make check
 # The gate's release build has a scratch path of its own, so it runs beside
 # the test command's debug build (SwiftPM locks a scratch path per build).
-step_bg "counting gate: release build, then the count (scripts/perf-gate.sh)" 1800 nice -n 15 bash -c \
+step_bg "counting gate: release build, then the count (scripts/perf-gate.sh)" 2700 nice -n 10 bash -c \
   'swift build -c release --product pocket-bench --scratch-path .build-gate --disable-automatic-resolution \
      && POCKET_BENCH=.build-gate/release/pocket-bench scripts/perf-gate.sh'
 step "README test command (scripts/test.sh)" 2400 scripts/test.sh
 touch "$POCKET_SUITE_DONE"
 # FUZZ_QUICK=1: the Swift harnesses fuzz on the build the test command's
 # replay made (fuzz/run.sh).
-step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1200 env FUZZ_QUICK=1 nice -n 15 fuzz/run.sh all "$FUZZ_SECONDS"
+step_bg "fuzz every harness for ${FUZZ_SECONDS} s" 1800 env FUZZ_QUICK=1 nice -n 10 fuzz/run.sh all "$FUZZ_SECONDS"
 if [ "${GATEWAY:-1}" = 1 ]; then
   step "gateway example: build, one request per variant" 1800 nice -n 10 scripts/gateway-smoke.sh
 fi

@@ -47,7 +47,7 @@ extension PocketReplicaSet {
         set.startDiscovery { [weak set] in
             var failures = 0
             while !Task.isCancelled {
-                let result = Self.lookUp(host, nameserver: nameserver)
+                let result = await Self.onThreadOfItsOwn { Self.lookUp(host, nameserver: nameserver) }
                 guard let set else { return }
                 let wait: Duration
                 switch result {
@@ -68,6 +68,28 @@ extension PocketReplicaSet {
 
     /// The shortest re-resolution interval, whatever the TTL.
     static let minimumRefresh: Duration = .seconds(1)
+
+    /// Runs `work` on a thread of its own and returns what it returns. A
+    /// lookup blocks for as long as the resolver waits for its servers
+    /// (seconds, with resolv.conf's timeouts and attempts): on a thread of
+    /// Swift's cooperative pool, of which a 2-core machine has two, it would
+    /// hold back every task meanwhile.
+    static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let job = Unmanaged.passRetained(BlockingJob { continuation.resume(returning: work()) })
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { raw in
+                Unmanaged<BlockingJob>.fromOpaque(raw!).takeRetainedValue().run()
+                return nil
+            }, job.toOpaque())
+            if rc == 0 {
+                pthread_detach(thread)
+            } else {
+                // No thread to be had: the lookup runs here, as it would without this.
+                job.takeRetainedValue().run()
+            }
+        }
+    }
 
     /// When to resolve again after a success: the answer's shortest TTL
     /// (seconds) within [`minimumRefresh`, `ceiling`]; `ceiling` when no
@@ -165,4 +187,10 @@ extension PocketReplicaSet {
         }
         return addresses.isEmpty ? .failure(PocketError(.dnsFailure, "\(host) has no IPv4 or IPv6 address")) : .success(addresses)
     }
+}
+
+/// A closure handed to a thread of its own (`PocketReplicaSet.onThreadOfItsOwn`).
+private final class BlockingJob {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
 }
