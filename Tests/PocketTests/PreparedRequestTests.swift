@@ -113,6 +113,21 @@ final class PreparedRequestTests: XCTestCase {
         XCTAssertEqual([engine.connect, engine.read, engine.total], [3000, 4000, 5000])
     }
 
+    func testATaskDeadlineCutsOnlyALongerTotalTimeout() throws {
+        let client = PocketTimeouts(connect: .seconds(1), read: .seconds(2), total: nil)
+        var request = PocketRequest(url: URL(string: "http://example.test/")!)
+        func engine(cap: UInt32) throws -> [UInt32] {
+            let t = try PreparedRequest(request, defaultHeaders: PocketHeaders(), decompression: false, timeouts: client,
+                                        totalCap: cap).engineTimeouts
+            return [t.connect, t.read, t.total]
+        }
+        XCTAssertEqual(try engine(cap: 0), [1000, 2000, 0], "no deadline")
+        XCTAssertEqual(try engine(cap: 700), [1000, 2000, 700], "none of its own: the time left")
+        request.timeouts = PocketTimeouts(connect: .seconds(3), read: .seconds(4), total: .seconds(5))
+        XCTAssertEqual(try engine(cap: 700), [3000, 4000, 700])
+        XCTAssertEqual(try engine(cap: 9000), [3000, 4000, 5000], "its own shorter total stays")
+    }
+
     func testURLsTheEngineCannotSendToFailWithTheirOwnCodes() {
         let config = PocketClient.Configuration()
         XCTAssertThrowsError(try PreparedRequest(PocketRequest(url: URL(string: "ftp://example.test/")!), configuration: config)) {

@@ -22,8 +22,8 @@ struct PreparedRequest {
     let request: PocketRequest
     /// The header fields, in the order they are written.
     let fields: HeaderSources
-    /// The resolved timeouts (the request's own, else the client's) in the
-    /// engine's milliseconds.
+    /// The resolved timeouts (the request's own, else the client's; the
+    /// total cut to `totalCap`) in the engine's milliseconds.
     let engineTimeouts: EngineTimeouts
     /// The Unix domain socket to connect to instead of host and port: the
     /// URL's (`http+unix`), else the request's, else the client's.
@@ -64,7 +64,8 @@ struct PreparedRequest {
     init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
          timeouts clientTimeouts: PocketTimeouts, engineTimeouts clientMillis: EngineTimeouts? = nil,
          unixSocketPath clientSocket: String? = nil,
-         addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil) throws(PocketError) {
+         addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil,
+         totalCap: UInt32 = 0) throws(PocketError) {
         // Every stored property is assigned once, at the end, after the
         // last call that can throw: with a property assigned before a
         // throwing call the compiler built the value in a temporary and
@@ -101,11 +102,15 @@ struct PreparedRequest {
             && !defaultHeaders.contains("Accept-Encoding")
         self.request = request
         fields = HeaderSources(defaults: defaultHeaders, extra: extra, own: request.headers, acceptEncoding: acceptEncoding)
+        var timeouts: EngineTimeouts
         if let own = request.timeouts {
-            engineTimeouts = EngineTimeouts(own)
+            timeouts = EngineTimeouts(own)
         } else {
-            engineTimeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
+            timeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
         }
+        // What is left of a task deadline (whole milliseconds, 0 for none).
+        if totalCap > 0, timeouts.total == 0 || totalCap < timeouts.total { timeouts.total = totalCap }
+        engineTimeouts = timeouts
         unixSocketPath = unix
         proxy = route
         // A replica's own address (a set found in DNS), else an override.
