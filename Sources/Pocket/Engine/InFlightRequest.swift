@@ -228,10 +228,11 @@ final class InFlightRequest: @unchecked Sendable {
         Unmanaged<InFlightRequest>.fromOpaque(ctx!).takeRetainedValue()
     }
 
-    /// Prepares and submits the request, its total timeout cut to what is
-    /// left of `deadline` (nanoseconds after `PocketDeadline.origin`; `.max`
-    /// for none); the continuation is resumed exactly once.
-    func start(_ request: PocketRequest, client: PocketClient, deadline: Int64 = .max,
+    /// Prepares and submits the request (to `replica` when there is one),
+    /// its total timeout cut to what is left of `deadline` (nanoseconds
+    /// after `PocketDeadline.origin`; `.max` for none); the continuation is
+    /// resumed exactly once.
+    func start(_ request: PocketRequest, client: PocketClient, to replica: PocketReplicaEndpoint? = nil, deadline: Int64 = .max,
                continuation: UnsafeContinuation<Void, any Error>) {
         self.continuation = continuation
         resumesOnLoop = pk_engine_on_loop_thread(engine.raw) != 0
@@ -244,9 +245,9 @@ final class InFlightRequest: @unchecked Sendable {
                                            engineTimeouts: client.engineTimeouts,
                                            unixSocketPath: client.configuration.unixSocketPath,
                                            addressOverrides: client.configuration.addressOverrides,
-                                           proxies: client.proxies,
+                                           proxies: client.proxies, replica: replica,
                                            totalCap: deadline == .max ? 0 : try Self.millisecondsLeft(before: deadline))
-            tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
+            tlsID = prepared.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
             return
@@ -314,8 +315,8 @@ final class InFlightRequest: @unchecked Sendable {
     private func submit(_ prepared: PreparedRequest, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
         let fields = prepared.fields, timeouts = prepared.engineTimeouts
         var method = prepared.method
-        var host = prepared.target.host
-        let https = prepared.target.https, port = prepared.target.port
+        var host = prepared.host
+        let https = prepared.https, port = prepared.port
         let proxy = prepared.proxy
         var path = proxy?.absoluteTarget ?? prepared.target.pathAndQuery
         var socket = prepared.unixSocketPath, addresses = prepared.addresses

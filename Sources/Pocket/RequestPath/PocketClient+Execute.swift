@@ -178,31 +178,37 @@ extension PocketClient {
         if let replicas, let set = replicas.set(for: request.target) {
             return try await routedHop(request, through: set, progress: progress, delivery)
         }
-        return try await directHop(request, progress: progress, delivery)
+        return try await directHop(request, to: nil, progress: progress, delivery)
     }
 
-    /// A hop to the request's own origin: the configured transport, or the
-    /// engine (through the hop's proxy, whose challenge is answered:
+    /// A hop to the request's own origin, or to `replica` (a replica set's
+    /// hop, sent by the engine without a proxy): the configured transport,
+    /// or the engine (through the hop's proxy, whose challenge is answered:
     /// Sources/Pocket/Proxy).
     @inline(__always)
-    nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
-                                                                _ delivery: D) async throws -> D.Response {
+    nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, to replica: PocketReplicaEndpoint?,
+                                                                progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
         if let transport = configuration.handling.transport {
             return try delivery.deliver(await transport.send(request, progress: progress))
         }
-        if proxies == nil, request.proxy == nil { return try await engineHop(request, progress: progress, delivery) }
-        return try await answeringProxy(request) { request in try await self.engineHop(request, progress: progress, delivery) }
+        if proxies == nil, request.proxy == nil {
+            return try await engineHop(request, to: replica, progress: progress, delivery)
+        }
+        return try await answeringProxy(request) { request in
+            try await self.engineHop(request, to: replica, progress: progress, delivery)
+        }
     }
 
     /// The one place a request enters the engine: an engine request made
-    /// for `delivery`, submitted, and its response handed to `delivery`.
+    /// for `delivery`, submitted (to `replica` when there is one), and its
+    /// response handed to `delivery`.
     @inline(__always)
-    nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
-                                                                _ delivery: D) async throws -> D.Response {
+    nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, to replica: PocketReplicaEndpoint?,
+                                                                progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
         var inflight = delivery.engineRequest(client: self, progress: progress)
         let response: PocketResponse
         do {
-            response = try await run(request, inflight, deadline: delivery.deadlineNanos)
+            response = try await run(request, inflight, to: replica, deadline: delivery.deadlineNanos)
         } catch {
             throw delivery.failed(error, inflight)
         }
@@ -210,16 +216,16 @@ extension PocketClient {
         return delivery.response(response, from: &inflight, client: self)
     }
 
-    /// Submits `inflight` (its total timeout cut to what is left of
-    /// `deadline`, `ResponseDelivery.deadlineNanos`) and waits for its
-    /// continuation: the complete response, or only its head for a body
-    /// delivered as it arrives.
+    /// Submits `inflight` (to `replica` when there is one; its total
+    /// timeout cut to what is left of `deadline`,
+    /// `ResponseDelivery.deadlineNanos`) and waits for its continuation: the
+    /// complete response, or only its head for a body delivered as it arrives.
     @inline(__always)
-    nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest,
+    nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest, to replica: PocketReplicaEndpoint?,
                                      deadline: Int64) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                inflight.start(request, client: self, deadline: deadline, continuation: continuation)
+                inflight.start(request, client: self, to: replica, deadline: deadline, continuation: continuation)
             }
         } onCancel: {
             inflight.cancel()
