@@ -161,11 +161,11 @@ public enum PocketBenchmark {
         defer { listener?.cancel() }
         setup.versions["pocket"] = pocketVersion
         setup.instructions = instructions
-        if !options.tail.policyFlags.isEmpty { setup.tailCounts = { tail.counts() } }
+        if !options.tail.policyFlags.isEmpty { setup.tailCounts = { tail.counts(of: client) } }
         setup.balancing = tail.balancing
         let bench = PocketBenchClient(client: client, targets: BenchTargets(request, replicas: tail.targets(urls)),
                                       transfer: Transfer(options.bodySink), uploadBytes: uploadBytes,
-                                      hedgeOptions: tail.hedgeOptions, deadline: tail.deadline, failover: failover)
+                                      deadline: tail.deadline, failover: failover)
         let measurement = await measure(bench, options: options, setup: setup)
         try? await client.shutdown()
         return measurement

@@ -1,6 +1,5 @@
 import Pocket
 import PocketBenchKit
-import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -15,16 +14,13 @@ import Foundation
 /// replica set over the URLs (hedges of several replicas and
 /// `--kill-replica` too, so that each hedge or retry goes to another
 /// replica), `--deadline` each request's task
-/// deadline. Counts hedges sent and won from the requests' events, and
-/// ejections from the set.
+/// deadline. Counts hedges sent and won from the client's statistics (no
+/// request is observed for them), and ejections from the set.
 final class TailPolicies: Sendable {
     /// The replica set the requests go to, or nil: each URL in turn.
     let set: PocketReplicaSet?
-    /// Options that observe hedges, for requests that may be hedged; nil without hedging.
-    let hedgeOptions: PocketSendOptions?
     /// Each request's task deadline, or nil.
     let deadline: Duration?
-    private let hedges: HedgeCount
 
     /// The set's name: the host of the one request sent to it.
     static let setName = "bench-replicas"
@@ -62,10 +58,6 @@ final class TailPolicies: Sendable {
         } else {
             set = nil
         }
-        let hedges = HedgeCount()
-        self.hedges = hedges
-        hedgeOptions = tail.hedgeAfter == nil ? nil
-            : PocketSendOptions(observers: [PocketTaskObserver(states: [.hedging, .hedgeWon]) { hedges.count($0.state) }])
     }
 
     /// The request every benchmark request is made from: to the set's
@@ -90,23 +82,10 @@ final class TailPolicies: Sendable {
     /// The URLs the benchmark takes in turn itself: none when the set balances.
     func targets(_ urls: [URL]) -> [URL] { set == nil ? urls : [] }
 
-    /// The counts so far.
-    func counts() -> BenchTailCounts {
-        BenchTailCounts(hedgesFired: hedges.fired.load(ordering: .relaxed), hedgesWon: hedges.won.load(ordering: .relaxed),
-                        ejections: Int(set?.statistics.reduce(0) { $0 + $1.ejections } ?? 0))
-    }
-}
-
-/// Hedges sent and won, counted from the requests' events.
-private final class HedgeCount: Sendable {
-    let fired = Atomic<Int>(0)
-    let won = Atomic<Int>(0)
-
-    func count(_ state: PocketTaskState) {
-        switch state {
-        case .hedging: fired.add(1, ordering: .relaxed)
-        case .hedgeWon: won.add(1, ordering: .relaxed)
-        default: break
-        }
+    /// The counts so far, of `client`'s requests.
+    func counts(of client: PocketClient) -> BenchTailCounts {
+        let hedges = client.hedgeStatistics
+        return BenchTailCounts(hedgesFired: hedges.sent, hedgesWon: hedges.won,
+                               ejections: Int(set?.statistics.reduce(0) { $0 + $1.ejections } ?? 0))
     }
 }

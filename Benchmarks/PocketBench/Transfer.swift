@@ -37,8 +37,6 @@ struct PocketBenchClient: BenchClient {
     let targets: BenchTargets
     let transfer: Transfer
     let uploadBytes: Int
-    /// Options that count hedges, for a client that hedges (`--hedge-after`); nil: the defaults.
-    var hedgeOptions: PocketSendOptions? = nil
     /// Each request's task deadline (`--deadline`), or nil.
     var deadline: Duration? = nil
     /// Told of each failed request and when it started (`--kill-replica`), or nil.
@@ -68,7 +66,7 @@ struct PocketBenchClient: BenchClient {
         let request = targets.next()
         switch transfer {
         case .memory:
-            let r = if let hedgeOptions { try await client.send(request, options: hedgeOptions) } else { try await client.send(request) }
+            let r = try await client.send(request)
             return BenchOutcome(status: r.status, bytes: uploadBytes > 0 ? uploadBytes : r.body.count,
                            reused: r.timings.reusedConnection, tlsResumed: r.timings.tlsResumed)
         case .discard:

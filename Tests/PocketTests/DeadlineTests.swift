@@ -71,6 +71,26 @@ final class DeadlineTests: XCTestCase {
         XCTAssertLessThan(took, .milliseconds(300) + slack, "the hop gets what is left, not a fresh 300 ms")
     }
 
+    func testARedirectHopAfterTheDeadlineIsNotSent() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/from") { _ in .raw([.sendString("HTTP/1.1 302 Found\r\nLocation: /to\r\nContent-Length: 0\r\n\r\n")]) }
+        server.route("/to") { _ in .text("late") }
+        let client = try makeClient()
+        var request = PocketRequest(url: url(server, "/from"))
+        // The hook outlives the deadline: the hop after it has no time left.
+        request.redirects = PocketRedirectPolicy(onRedirect: { _ in
+            try await Task.sleep(for: .milliseconds(250))
+            return .follow
+        })
+        let start = ContinuousClock.now
+        _ = await assertPocketError(.deadlineExceeded) {
+            try await PocketDeadline.withDeadline(in: .milliseconds(150)) { try await client.send(request) }
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(250) + slack)
+        XCTAssertEqual(server.receivedRequests.map(\.path), ["/from"], "nothing is sent past the deadline")
+    }
+
     func testTheRequestsOwnTotalTimeoutStaysATotalTimeout() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -53,6 +53,25 @@ final class HedgingTests: XCTestCase {
         XCTAssertEqual(events.filter { $0.state == .hedgeWon }.map(\.hedge), [1])
     }
 
+    func testTheClientCountsTheHedgesItSentAndThoseThatWon() async throws {
+        // The first request to arrive stalls: a request and its hedge race
+        // (which wins depends on which the server sees first), then prompt ones.
+        let server = try server(stalled: 1, stallMilliseconds: 2000)
+        defer { server.shutdown() }
+        let client = try makeClient { $0.handling.hedging = .after(.milliseconds(300)) }
+        XCTAssertEqual(client.hedgeStatistics, PocketHedgeStatistics(sent: 0, won: 0))
+        let (collected, _) = states(client)
+        for _ in 0..<3 { _ = try await client.send(PocketRequest(url: url(server, "/"))) }
+        let statistics = client.hedgeStatistics
+        try await client.shutdown()
+        let events = await collected.value
+        XCTAssertGreaterThanOrEqual(statistics.sent, 1, "the stalled request was hedged")
+        XCTAssertEqual(server.requestCount, 3 + statistics.sent)
+        XCTAssertEqual(statistics, PocketHedgeStatistics(sent: events.filter { $0.state == .hedging }.count,
+                                                         won: events.filter { $0.state == .hedgeWon }.count),
+                       "as the requests' events count them")
+    }
+
     func testAPromptAnswerSendsNoHedge() async throws {
         let server = try server(stalled: 0)
         defer { server.shutdown() }

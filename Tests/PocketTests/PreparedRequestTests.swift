@@ -113,6 +113,35 @@ final class PreparedRequestTests: XCTestCase {
         XCTAssertEqual([engine.connect, engine.read, engine.total], [3000, 4000, 5000])
     }
 
+    func testATaskDeadlineCutsOnlyALongerTotalTimeout() throws {
+        let client = PocketTimeouts(connect: .seconds(1), read: .seconds(2), total: nil)
+        var request = PocketRequest(url: URL(string: "http://example.test/")!)
+        func engine(cap: UInt32) throws -> [UInt32] {
+            let t = try PreparedRequest(request, defaultHeaders: PocketHeaders(), decompression: false, timeouts: client,
+                                        totalCap: cap).engineTimeouts
+            return [t.connect, t.read, t.total]
+        }
+        XCTAssertEqual(try engine(cap: 0), [1000, 2000, 0], "no deadline")
+        XCTAssertEqual(try engine(cap: 700), [1000, 2000, 700], "none of its own: the time left")
+        request.timeouts = PocketTimeouts(connect: .seconds(3), read: .seconds(4), total: .seconds(5))
+        XCTAssertEqual(try engine(cap: 700), [3000, 4000, 700])
+        XCTAssertEqual(try engine(cap: 9000), [3000, 4000, 5000], "its own shorter total stays")
+    }
+
+    func testAReplicaMovesTheTargetAndLeavesTheRequest() throws {
+        let request = PocketRequest(url: URL(string: "http://svc/x?q=1")!)
+        let replica = PocketReplicaEndpoint(scheme: "https", host: "10.0.0.7", port: 8443, address: "10.0.0.8")
+        let prepared = try PreparedRequest(request, defaultHeaders: PocketHeaders(), decompression: false, timeouts: PocketTimeouts(),
+                                           replica: replica)
+        XCTAssertEqual([prepared.https ? "https" : "http", prepared.host, String(prepared.port), prepared.target.pathAndQuery],
+                       ["https", "10.0.0.7", "8443", "/x?q=1"])
+        XCTAssertEqual(prepared.addresses, "10.0.0.8", "the replica's address")
+        XCTAssertEqual([request.target.host, String(request.target.port)], ["svc", "80"], "the request is not moved")
+        let direct = try PreparedRequest(request, defaultHeaders: PocketHeaders(), decompression: false, timeouts: PocketTimeouts())
+        XCTAssertEqual([direct.https ? "https" : "http", direct.host, String(direct.port)], ["http", "svc", "80"])
+        XCTAssertNil(direct.addresses)
+    }
+
     func testURLsTheEngineCannotSendToFailWithTheirOwnCodes() {
         let config = PocketClient.Configuration()
         XCTAssertThrowsError(try PreparedRequest(PocketRequest(url: URL(string: "ftp://example.test/")!), configuration: config)) {

@@ -209,6 +209,17 @@ final class InFlightRequest: @unchecked Sendable {
             && nextCompleted == nil && pump == nil && multipart == nil && bodyCopy == nil && uploadFD < 0
     }
 
+    /// The whole milliseconds (rounded up) left before `deadline`
+    /// (nanoseconds after `PocketDeadline.origin`); a deadline that has
+    /// passed is the total timeout it cut, and nothing is sent.
+    private static func millisecondsLeft(before deadline: Int64) throws(PocketError) -> UInt32 {
+        let left = deadline &- PocketDeadline.nanoseconds(.now)
+        guard left > 0 else {
+            throw PocketError(.totalTimeout, "the total timeout, cut to the task's deadline, passed before the request was sent")
+        }
+        return UInt32(clamping: left / 1_000_000 + (left % 1_000_000 == 0 ? 0 : 1))
+    }
+
     static func from(_ ctx: UnsafeMutableRawPointer?) -> InFlightRequest {
         Unmanaged<InFlightRequest>.fromOpaque(ctx!).takeUnretainedValue()
     }
@@ -217,8 +228,11 @@ final class InFlightRequest: @unchecked Sendable {
         Unmanaged<InFlightRequest>.fromOpaque(ctx!).takeRetainedValue()
     }
 
-    /// Prepares and submits the request; the continuation is resumed exactly once.
-    func start(_ request: PocketRequest, client: PocketClient,
+    /// Prepares and submits the request (to `replica` when there is one),
+    /// its total timeout cut to what is left of `deadline` (nanoseconds
+    /// after `PocketDeadline.origin`; `.max` for none); the continuation is
+    /// resumed exactly once.
+    func start(_ request: PocketRequest, client: PocketClient, to replica: PocketReplicaEndpoint? = nil, deadline: Int64 = .max,
                continuation: UnsafeContinuation<Void, any Error>) {
         self.continuation = continuation
         resumesOnLoop = pk_engine_on_loop_thread(engine.raw) != 0
@@ -231,8 +245,9 @@ final class InFlightRequest: @unchecked Sendable {
                                            engineTimeouts: client.engineTimeouts,
                                            unixSocketPath: client.configuration.unixSocketPath,
                                            addressOverrides: client.configuration.addressOverrides,
-                                           proxies: client.proxies)
-            tlsID = prepared.target.https ? try engine.tlsID(for: prepared.tls) : 0
+                                           proxies: client.proxies, replica: replica,
+                                           totalCap: deadline == .max ? 0 : try Self.millisecondsLeft(before: deadline))
+            tlsID = prepared.https ? try engine.tlsID(for: prepared.tls) : 0
         } catch {
             finishEarly(error)
             return
@@ -300,8 +315,8 @@ final class InFlightRequest: @unchecked Sendable {
     private func submit(_ prepared: PreparedRequest, _ tlsID: UInt32, _ body: BodySpec) -> Int32 {
         let fields = prepared.fields, timeouts = prepared.engineTimeouts
         var method = prepared.method
-        var host = prepared.target.host
-        let https = prepared.target.https, port = prepared.target.port
+        var host = prepared.host
+        let https = prepared.https, port = prepared.port
         let proxy = prepared.proxy
         var path = proxy?.absoluteTarget ?? prepared.target.pathAndQuery
         var socket = prepared.unixSocketPath, addresses = prepared.addresses

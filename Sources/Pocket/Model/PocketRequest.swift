@@ -266,15 +266,12 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     }
 
     /// Sends this request to another origin (a replica) with `url` kept:
-    /// the target's scheme, host and port replaced (what the engine writes
-    /// and connects to), connected through `address` when given. No URL is
-    /// parsed.
-    mutating func moveTarget(https: Bool, host: String, port: UInt16, address: String?) {
+    /// the target moved to it (what the engine writes and connects to),
+    /// connected through its `address` when it has one. No URL is parsed.
+    mutating func moveTarget(to replica: PocketReplicaEndpoint) {
         let s = unique()
-        s.f.target.https = https
-        s.f.target.host = host
-        s.f.target.port = port
-        s.f.replicaAddress = address
+        s.f.target = s.f.target.moved(to: replica)
+        s.f.replicaAddress = replica.address
     }
 
     /// Whether sending this request twice has the effect of sending it once:
@@ -530,4 +527,16 @@ public struct PocketTLSConfiguration: Sendable, Hashable, Codable {
     /// The defaults: the system trust store, full verification, TLS 1.2 or later,
     /// OpenSSL's ciphers, no client certificate and no pins.
     public init() {}
+}
+
+extension Target {
+    /// This target at `replica`: its scheme, host and port, the path and
+    /// query kept.
+    func moved(to replica: PocketReplicaEndpoint) -> Target {
+        var target = self
+        target.https = replica.scheme == "https"
+        target.host = replica.host
+        target.port = replica.port
+        return target
+    }
 }

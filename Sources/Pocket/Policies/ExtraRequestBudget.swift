@@ -7,8 +7,12 @@ import Synchronization
 ///
 /// Each request costs one relaxed atomic add (`deposit`); the windows are
 /// consulted, under a lock, only when an extra request is about to be made.
+/// It also counts the hedges sent and won (`PocketClient.hedgeStatistics`):
+/// an add when one is, nothing per request.
 final class ExtraRequestBudget: Sendable {
     private let requests = Atomic<UInt64>(0)
+    private let hedgesSent = Atomic<Int>(0)
+    private let hedgesWon = Atomic<Int>(0)
     private let origin = ContinuousClock.now
     private let windows: Lock<Windows>
 
@@ -38,10 +42,22 @@ final class ExtraRequestBudget: Sendable {
         return windows.withLock { $0.retries?.withdraw(now: now, requests: count) ?? true }
     }
 
-    /// Whether a hedge may be sent now (then it is counted).
+    /// Whether a hedge may be sent now (then it is counted, and sent).
     func permitsHedge() -> Bool {
         let (now, count) = reading()
-        return windows.withLock { $0.hedges?.withdraw(now: now, requests: count) ?? true }
+        let permitted = windows.withLock { $0.hedges?.withdraw(now: now, requests: count) ?? true }
+        if permitted { hedgesSent.add(1, ordering: .relaxed) }
+        return permitted
+    }
+
+    /// Counts a hedge whose answer was its request's.
+    func countHedgeWon() {
+        hedgesWon.add(1, ordering: .relaxed)
+    }
+
+    /// The hedges sent and won so far.
+    var hedgeStatistics: PocketHedgeStatistics {
+        PocketHedgeStatistics(sent: hedgesSent.load(ordering: .relaxed), won: hedgesWon.load(ordering: .relaxed))
     }
 
     /// Counts the engine's resend of a request after a stale connection.

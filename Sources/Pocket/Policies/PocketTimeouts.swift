@@ -33,7 +33,7 @@ public struct PocketTimeouts: Sendable, Hashable, Codable {
 struct EngineTimeouts {
     let connect: UInt32
     let read: UInt32
-    let total: UInt32
+    var total: UInt32
 
     init(_ t: PocketTimeouts) {
         connect = PocketTimeouts.milliseconds(t.connect)

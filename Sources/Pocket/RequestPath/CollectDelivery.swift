@@ -8,6 +8,7 @@ import Foundation
 /// Finished engine requests are kept for reuse (`InFlightSpares`).
 struct CollectDelivery: ResponseDelivery {
     var history: ReplicaHistory?
+    var deadlineNanos: Int64 = .max
     static var hedges: Bool { true }
 
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {

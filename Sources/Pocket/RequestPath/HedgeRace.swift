@@ -295,6 +295,11 @@ struct HedgedDelivery<D: ResponseDelivery>: ResponseDelivery {
         set { base.history = newValue }
     }
 
+    var deadlineNanos: Int64 {
+        get { base.deadlineNanos }
+        set { base.deadlineNanos = newValue }
+    }
+
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {
         let inflight = base.engineRequest(client: client, progress: progress)
         race.register(inflight)

@@ -138,16 +138,16 @@ extension PocketClient {
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
     }
 
-    /// `execute`'s one attempt when a task deadline may be set: its total
-    /// timeout cut to what is left of the deadline (no middleware context
-    /// is made for it: there is nothing else to carry). Out of line: the
-    /// request's copy and the flag held across the exchange would grow every
+    /// `execute`'s one attempt when a task deadline may be set: each hop's
+    /// total timeout cut to what is left of the deadline (no middleware
+    /// context is made for it: there is nothing else to carry). Out of line:
+    /// the deadline and the flag held across the exchange would grow every
     /// request's frame.
     @inline(never)
     nonisolated(nonsending) func executeBounded<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                                      _ delivery: D) async throws -> D.Response {
-        var sent = request
-        let bound = try limitToTaskDeadline(&sent)
+        var sent = request, delivery = delivery
+        let bound = try limitToTaskDeadline(&sent, &delivery)
         var response: D.Response
         do {
             response = try await fetching(sent, progress: progress, delivery)
@@ -181,31 +181,37 @@ extension PocketClient {
         if let replicas, let set = replicas.set(for: request.target) {
             return try await routedHop(request, through: set, progress: progress, delivery)
         }
-        return try await directHop(request, progress: progress, delivery)
+        return try await directHop(request, to: nil, progress: progress, delivery)
     }
 
-    /// A hop to the request's own origin: the configured transport, or the
-    /// engine (through the hop's proxy, whose challenge is answered:
+    /// A hop to the request's own origin, or to `replica` (a replica set's
+    /// hop, sent by the engine without a proxy): the configured transport,
+    /// or the engine (through the hop's proxy, whose challenge is answered:
     /// Sources/Pocket/Proxy).
     @inline(__always)
-    nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
-                                                                _ delivery: D) async throws -> D.Response {
+    nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, to replica: PocketReplicaEndpoint?,
+                                                                progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
         if let transport = configuration.handling.transport {
             return try delivery.deliver(await transport.send(request, progress: progress))
         }
-        if proxies == nil, request.proxy == nil { return try await engineHop(request, progress: progress, delivery) }
-        return try await answeringProxy(request) { request in try await self.engineHop(request, progress: progress, delivery) }
+        if proxies == nil, request.proxy == nil {
+            return try await engineHop(request, to: replica, progress: progress, delivery)
+        }
+        return try await answeringProxy(request) { request in
+            try await self.engineHop(request, to: replica, progress: progress, delivery)
+        }
     }
 
     /// The one place a request enters the engine: an engine request made
-    /// for `delivery`, submitted, and its response handed to `delivery`.
+    /// for `delivery`, submitted (to `replica` when there is one), and its
+    /// response handed to `delivery`.
     @inline(__always)
-    nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
-                                                                _ delivery: D) async throws -> D.Response {
+    nonisolated(nonsending) func engineHop<D: ResponseDelivery>(_ request: PocketRequest, to replica: PocketReplicaEndpoint?,
+                                                                progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
         var inflight = delivery.engineRequest(client: self, progress: progress)
         let response: PocketResponse
         do {
-            response = try await run(request, inflight)
+            response = try await run(request, inflight, to: replica, deadline: delivery.deadlineNanos)
         } catch {
             throw delivery.failed(error, inflight)
         }
@@ -213,13 +219,16 @@ extension PocketClient {
         return delivery.response(response, from: &inflight, client: self)
     }
 
-    /// Submits `inflight` and waits for its continuation: the complete
-    /// response, or only its head for a body delivered as it arrives.
+    /// Submits `inflight` (to `replica` when there is one; its total
+    /// timeout cut to what is left of `deadline`,
+    /// `ResponseDelivery.deadlineNanos`) and waits for its continuation: the
+    /// complete response, or only its head for a body delivered as it arrives.
     @inline(__always)
-    nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest) async throws -> PocketResponse {
+    nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest, to replica: PocketReplicaEndpoint?,
+                                     deadline: Int64) async throws -> PocketResponse {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                inflight.start(request, client: self, continuation: continuation)
+                inflight.start(request, client: self, to: replica, deadline: deadline, continuation: continuation)
             }
         } onCancel: {
             inflight.cancel()
@@ -312,6 +321,7 @@ extension PocketClient {
         // not the retry policy's `adapt` and `observe`, nor a closure
         // middleware's missing ones.
         let observed = !chain.observers.isEmpty
+        var delivery = delivery   // carries the task deadline to each attempt's hops
         while true {
             let attempt = try Self.beginAttempt(context: context, sink: sink)
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
@@ -325,7 +335,7 @@ extension PocketClient {
                     }
                 }
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
-                if PocketDeadline.inUse { bound = try limit(&sent, toDeadlineOf: context, attempt: attempt) }
+                if PocketDeadline.inUse { bound = try limit(&sent, &delivery, toDeadlineOf: context, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
                                                    attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
@@ -442,37 +452,37 @@ extension PocketClient {
         sent.timeouts = timeouts
     }
 
-    /// `sent`'s total timeout cut to what is left of the request's deadline
-    /// (`context.deadline`), the time left sent in the deadline header when
-    /// one is configured; returns whether the cut is what bounds the attempt
-    /// (its total timeout then means the deadline passed). Out of line and
-    /// synchronous: an optional `ContinuousClock.Instant` held in the async
-    /// `attempts` would cost it a task allocation on every attempt.
+    /// The attempt's hops bounded by the request's deadline
+    /// (`context.deadline`) when it comes before `sent`'s total timeout
+    /// ends (`delivery.deadlineNanos`: each hop's total timeout is then cut
+    /// to what is left), the time left sent in the deadline header when one
+    /// is configured; returns whether the deadline is what bounds the
+    /// attempt (its total timeout then means the deadline passed). Out of
+    /// line and synchronous: an optional `ContinuousClock.Instant` held in
+    /// the async `attempts` would cost it a task allocation on every attempt.
     @inline(never)
-    private func limit(_ sent: inout PocketRequest, toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
+    private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D,
+                                            toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
         guard let deadline = context.deadline else { return false }
-        return try limit(&sent, to: deadline, attempt: attempt)
+        return try limit(&sent, &delivery, to: deadline, attempt: attempt)
     }
 
-    /// `limit(_:toDeadlineOf:attempt:)` for a request sent without a
+    /// `limit(_:_:toDeadlineOf:attempt:)` for a request sent without a
     /// context (one attempt): the task's deadline, if it has one.
     @inline(never)
-    private func limitToTaskDeadline(_ sent: inout PocketRequest) throws -> Bool {
+    private func limitToTaskDeadline<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D) throws -> Bool {
         guard let deadline = PocketDeadline.current else { return false }
-        return try limit(&sent, to: deadline, attempt: 1)
+        return try limit(&sent, &delivery, to: deadline, attempt: 1)
     }
 
-    private func limit(_ sent: inout PocketRequest, to deadline: ContinuousClock.Instant, attempt: Int) throws -> Bool {
+    private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D, to deadline: ContinuousClock.Instant,
+                                            attempt: Int) throws -> Bool {
         let remaining = deadline - .now
         guard remaining > .zero else {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")
         }
-        var timeouts = sent.timeouts ?? configuration.timeouts
-        let bound = timeouts.total.map { remaining < $0 } ?? true
-        if bound {
-            timeouts.total = remaining
-            sent.timeouts = timeouts
-        }
+        let bound = (sent.timeouts ?? configuration.timeouts).total.map { remaining < $0 } ?? true
+        delivery.deadlineNanos = bound ? PocketDeadline.nanoseconds(deadline) : .max
         if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(remaining)) }
         return bound
     }

@@ -59,9 +59,18 @@ extension PocketClient {
         if case .success = outcome, let origin {
             latencies.record(origin, .now - started, capacity: policy.latencySamples)
         }
-        if winner > 0, case .success = outcome { sink?.emit(.hedgeWon, attempt: attempt, hedge: winner) }
+        if winner > 0, case .success = outcome {
+            extraRequests.countHedgeWon()
+            sink?.emit(.hedgeWon, attempt: attempt, hedge: winner)
+        }
         return try outcome.get()
     }
+
+    /// The hedges this client sent, and those whose answer was their
+    /// request's, since it started (the hedging budget counts the same
+    /// hedges): what hedging cost and what it bought, without observing
+    /// every request's `.hedging` and `.hedgeWon` events.
+    public var hedgeStatistics: PocketHedgeStatistics { extraRequests.hedgeStatistics }
 
     /// A hedge of `request` whose total timeout is what is left of the
     /// task's deadline now (the time left sent again when configured).

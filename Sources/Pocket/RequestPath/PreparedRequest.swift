@@ -20,10 +20,13 @@ struct PreparedRequest {
     /// here (this value is built per hop; a copy of each would cost a
     /// reference count per string and some 500 bytes moved).
     let request: PocketRequest
+    /// The replica a replica set's hop goes to (its scheme, host and port
+    /// replace the target's: `https`, `host`, `port`), or nil.
+    let replica: PocketReplicaEndpoint?
     /// The header fields, in the order they are written.
     let fields: HeaderSources
-    /// The resolved timeouts (the request's own, else the client's) in the
-    /// engine's milliseconds.
+    /// The resolved timeouts (the request's own, else the client's; the
+    /// total cut to `totalCap`) in the engine's milliseconds.
     let engineTimeouts: EngineTimeouts
     /// The Unix domain socket to connect to instead of host and port: the
     /// URL's (`http+unix`), else the request's, else the client's.
@@ -41,8 +44,15 @@ struct PreparedRequest {
 
     /// The method's token, e.g. `GET`.
     var method: String { request.method.rawValue }
-    /// Scheme, host, port and origin-form target.
+    /// The request's scheme, host, port and origin-form target (the
+    /// replica's scheme, host and port are `https`, `host` and `port`).
     var target: Target { _read { yield request.target } }
+    /// Whether the hop goes over TLS: the replica's scheme, else the target's.
+    var https: Bool { replica.map { $0.scheme == "https" } ?? request.target.https }
+    /// The host the hop connects to and names: the replica's, else the target's.
+    var host: String { replica?.host ?? request.target.host }
+    /// The port the hop connects to: the replica's, else the target's.
+    var port: UInt16 { replica?.port ?? request.target.port }
     /// The body as the engine needs it described (files and streams are
     /// opened by the engine bridge).
     var body: PocketRequestBody.Source? { request.body?.source }
@@ -64,13 +74,15 @@ struct PreparedRequest {
     init(_ request: PocketRequest, defaultHeaders: PocketHeaders, decompression: Bool,
          timeouts clientTimeouts: PocketTimeouts, engineTimeouts clientMillis: EngineTimeouts? = nil,
          unixSocketPath clientSocket: String? = nil,
-         addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil) throws(PocketError) {
+         addressOverrides: [PocketAddressOverride] = [], proxies: ProxyRules? = nil,
+         replica: PocketReplicaEndpoint? = nil, totalCap: UInt32 = 0) throws(PocketError) {
         // Every stored property is assigned once, at the end, after the
         // last call that can throw: with a property assigned before a
         // throwing call the compiler built the value in a temporary and
         // copied it out (a retain and a release of each of its references
         // per request). The target is read in place (`request.target` is
         // borrowed), not copied.
+        let moved = replica.map { request.target.moved(to: $0) }
         if let problem = request.target.problem {
             let scheme = request.url.scheme?.lowercased()
             let known: Set<String?> = [nil, "http", "https", "http+unix", "https+unix"]
@@ -87,8 +99,8 @@ struct PreparedRequest {
         let unix = request.target.unixPath ?? request.unixSocketPath ?? clientSocket
         var route: ProxyRoute?
         if unix == nil, request.proxy != nil || proxies != nil,
-           let chosen = try ProxyRules.proxy(for: request.target, own: request.proxy, rules: proxies) {
-            let chosenRoute = ProxyRoute(chosen, target: request.target, answer: request.proxyAnswer)
+           let chosen = try ProxyRules.proxy(for: moved ?? request.target, own: request.proxy, rules: proxies) {
+            let chosenRoute = ProxyRoute(chosen, target: moved ?? request.target, answer: request.proxyAnswer)
             if !chosenRoute.tunnel, let auth = chosenRoute.authorization, !request.headers.contains("Proxy-Authorization") {
                 extra.add(name: "Proxy-Authorization", value: auth)
             }
@@ -101,16 +113,22 @@ struct PreparedRequest {
             && !defaultHeaders.contains("Accept-Encoding")
         self.request = request
         fields = HeaderSources(defaults: defaultHeaders, extra: extra, own: request.headers, acceptEncoding: acceptEncoding)
+        var timeouts: EngineTimeouts
         if let own = request.timeouts {
-            engineTimeouts = EngineTimeouts(own)
+            timeouts = EngineTimeouts(own)
         } else {
-            engineTimeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
+            timeouts = clientMillis ?? EngineTimeouts(clientTimeouts)
         }
+        // What is left of a task deadline (whole milliseconds, 0 for none).
+        if totalCap > 0, timeouts.total == 0 || totalCap < timeouts.total { timeouts.total = totalCap }
+        engineTimeouts = timeouts
         unixSocketPath = unix
         proxy = route
         // A replica's own address (a set found in DNS), else an override.
-        addresses = route != nil ? nil : request.replicaAddress ?? (addressOverrides.isEmpty ? nil
-            : PocketAddressOverride.list(host: request.target.host, port: request.target.port, in: addressOverrides))
+        addresses = route != nil ? nil : replica?.address ?? request.replicaAddress ?? (addressOverrides.isEmpty ? nil
+            : PocketAddressOverride.list(host: moved?.host ?? request.target.host, port: moved?.port ?? request.target.port,
+                                         in: addressOverrides))
+        self.replica = replica
         idempotent = request.isIdempotent
     }
 }

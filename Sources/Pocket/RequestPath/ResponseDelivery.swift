@@ -29,6 +29,13 @@ protocol ResponseDelivery: Sendable {
     /// name that may be sent more than once), or nil: no preference.
     var history: ReplicaHistory? { get set }
 
+    /// The task deadline that bounds the attempt's hops, in nanoseconds
+    /// after `PocketDeadline.origin`; `.max` (the default) for none. Each
+    /// engine hop cuts its total timeout to what is left of it when the hop
+    /// starts (`InFlightRequest.start`), so the request is not copied to
+    /// carry a shorter timeout.
+    var deadlineNanos: Int64 { get set }
+
     /// A complete response (from a `PocketTransport`) in this delivery's form.
     func deliver(_ complete: PocketResponse) throws -> Response
 

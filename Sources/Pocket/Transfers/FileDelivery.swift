@@ -13,6 +13,7 @@ import Musl
 /// says so at the head (loop thread); else collected in memory.
 struct FileDelivery: ResponseDelivery {
     var history: ReplicaHistory?
+    var deadlineNanos: Int64 = .max
     let fd: Int32
     let decide: @Sendable (PocketResponseHead) -> InFlightRequest.FileDecision
     /// Set once the file is written to: the attempt's bytes reached the

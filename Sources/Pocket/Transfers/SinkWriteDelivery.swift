@@ -9,6 +9,7 @@ import Foundation
 /// `returnsAtHead` (the body then goes on into the sink).
 struct SinkWriteDelivery: ResponseDelivery {
     var history: ReplicaHistory?
+    var deadlineNanos: Int64 = .max
     let returnsAtHead: Bool
     let make: @Sendable (PocketResponseBodyStart) -> any PocketResponseBodySink
 

@@ -8,6 +8,7 @@ import Foundation
 /// `bufferSize` bytes waiting for the reader; the send returns at the head.
 struct StreamDelivery: ResponseDelivery {
     var history: ReplicaHistory?
+    var deadlineNanos: Int64 = .max
     let bufferSize: Int
 
     func engineRequest(client: PocketClient, progress: PocketProgressHandler?) -> InFlightRequest {
