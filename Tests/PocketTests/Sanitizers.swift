@@ -22,7 +22,7 @@ let sanitizerSlowdown: Int = {
 let sanitizerMemoryFactor: Int = sanitizerSlowdown == 10 ? 4 : sanitizerSlowdown
 
 /// The size of a test that moves a lot to show that something stays bounded
-/// (a 1 GiB transfer, 10,000 queued requests): `n` in the plain run, where
+/// (a 1 GiB transfer): `n` in the plain run, where
 /// the bound is asserted at full size, and `n / 4` under a sanitizer, whose
 /// point is every memory access and lock of the same code, not the size.
 /// The bounds these tests assert stay well below the scaled size.

@@ -29,7 +29,7 @@ nice_keeper_stop() {
 }
 
 nice_keeper_loop() {
-  local sid=$1 dir pid stat rest parent want task
+  local sid=$1 dir pid stat rest parent want task nap
   local -a fields tids
   local -A nice parent_of
   while :; do
@@ -53,6 +53,12 @@ nice_keeper_loop() {
       if ((${#tids[@]})); then renice -n "$want" -p "${tids[@]}" >/dev/null 2>&1 || true; fi
       nice[$pid]=$want
     done
-    sleep 2
+    # A stop (SIGTERM) during the wait ends the sleep with the keeper, so
+    # nothing of it outlives nice_keeper_stop.
+    sleep 2 &
+    nap=$!
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    wait "$nap"
+    trap - TERM
   done
 }
