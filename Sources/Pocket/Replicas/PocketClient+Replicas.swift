@@ -19,9 +19,9 @@ extension PocketClient {
         var replica: PocketReplicaEndpoint?
         if set.moves {
             let endpoint = lease.endpoint
-            if configuration.handling.transport == nil, proxies == nil, request.proxy == nil {
+            if !hasTransport, proxies == nil, request.proxy == nil {
                 replica = endpoint
-            } else if configuration.handling.transport == nil {
+            } else if !hasTransport {
                 // The proxy step reads the target: moved in place, no URL parsed.
                 sent.moveTarget(to: endpoint)
             } else if let url = endpoint.url(for: request.target) {

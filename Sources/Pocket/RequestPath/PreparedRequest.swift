@@ -82,7 +82,6 @@ struct PreparedRequest {
         // copied it out (a retain and a release of each of its references
         // per request). The target is read in place (`request.target` is
         // borrowed), not copied.
-        let moved = replica.map { request.target.moved(to: $0) }
         if let problem = request.target.problem {
             let scheme = request.url.scheme?.lowercased()
             let known: Set<String?> = [nil, "http", "https", "http+unix", "https+unix"]
@@ -99,8 +98,9 @@ struct PreparedRequest {
         let unix = request.target.unixPath ?? request.unixSocketPath ?? clientSocket
         var route: ProxyRoute?
         if unix == nil, request.proxy != nil || proxies != nil,
-           let chosen = try ProxyRules.proxy(for: moved ?? request.target, own: request.proxy, rules: proxies) {
-            let chosenRoute = ProxyRoute(chosen, target: moved ?? request.target, answer: request.proxyAnswer)
+           case let target = replica.map({ request.target.moved(to: $0) }) ?? request.target,
+           let chosen = try ProxyRules.proxy(for: target, own: request.proxy, rules: proxies) {
+            let chosenRoute = ProxyRoute(chosen, target: target, answer: request.proxyAnswer)
             if !chosenRoute.tunnel, let auth = chosenRoute.authorization, !request.headers.contains("Proxy-Authorization") {
                 extra.add(name: "Proxy-Authorization", value: auth)
             }
@@ -126,7 +126,7 @@ struct PreparedRequest {
         proxy = route
         // A replica's own address (a set found in DNS), else an override.
         addresses = route != nil ? nil : replica?.address ?? request.replicaAddress ?? (addressOverrides.isEmpty ? nil
-            : PocketAddressOverride.list(host: moved?.host ?? request.target.host, port: moved?.port ?? request.target.port,
+            : PocketAddressOverride.list(host: replica?.host ?? request.target.host, port: replica?.port ?? request.target.port,
                                          in: addressOverrides))
         self.replica = replica
         idempotent = request.isIdempotent
