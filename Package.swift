@@ -118,9 +118,10 @@ let package = Package(
         // `pocket bench`'s scenarios, TLS included, serve from CPocketBenchServer. Its
         // command line is parsed by hand (CommandLineOptions.swift): swift-argument-
         // parser's reflection was about 2 MB of `pocket URL`'s peak RSS.
+        // pocket.order: the link order of its functions (scripts/build-cli.sh).
         .executableTarget(name: "PocketCLI", dependencies: [
             "Pocket", "PocketBench", "PocketBenchKit", "CPocketBenchServer",
-        ]),
+        ], exclude: ["pocket.order"]),
         // Schema validation + mapping vs JSONDecoder (docs/BENCHMARKS.md).
         .executableTarget(name: "schema-bench", dependencies: ["Pocket"], path: "Benchmarks/schema-bench"),
         // The response cache's fresh hit and 304 against a network GET (docs/BENCHMARKS.md).

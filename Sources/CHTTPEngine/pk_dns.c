@@ -1,5 +1,6 @@
 /* Name resolution off the loop thread. getaddrinfo blocks, so a small pool of
- * resolver threads runs it; results come back through the loop's queue and
+ * resolver threads runs it, each started when a lookup finds no idle one (a
+ * client that only reaches numeric hosts or Unix sockets starts none); results come back through the loop's queue and
  * land in a per-loop cache that expires (getaddrinfo reports no TTL, so the
  * lifetime is the configured one). Numeric hosts never reach a thread, and
  * concurrent connections to one host share one lookup.
@@ -44,6 +45,10 @@ struct pk__resolver {
   pthread_cond_t cond;
   pk__dns_job *head, *tail;
   uint32_t refs;           /* the engine + each thread */
+  uint32_t max_threads;    /* started on demand, up to this many */
+  uint32_t threads;        /* started so far */
+  uint32_t idle;           /* threads waiting for a job */
+  uint32_t queued;         /* jobs no thread has taken yet */
   bool stop;
 };
 
@@ -81,11 +86,16 @@ static void *resolver_main(void *arg) {
   pthread_setname_np(pthread_self(), "pocket-dns");
   pthread_mutex_lock(&r->lock);
   for (;;) {
-    while (!r->stop && !r->head) pthread_cond_wait(&r->cond, &r->lock);
+    while (!r->stop && !r->head) {
+      r->idle++;
+      pthread_cond_wait(&r->cond, &r->lock);
+      r->idle--;
+    }
     if (r->stop) break;
     pk__dns_job *job = r->head;
     r->head = job->next;
     if (!r->head) r->tail = NULL;
+    r->queued--;
     pthread_mutex_unlock(&r->lock);
     resolve(job);
     pthread_mutex_lock(&r->lock);
@@ -117,32 +127,56 @@ int pk__resolver_create(uint32_t threads, pk__resolver **out) {
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->cond, NULL);
   r->refs = 1;
+  r->max_threads = threads ? threads : 1;
+  *out = r;
+  return 0;
+}
+
+/* One more detached thread, under the lock: 0, or -PK_E_THREAD with errno
+ * set to pthread_create's answer. */
+static int start_thread_locked(pk__resolver *r) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 256 * 1024);
-  for (uint32_t i = 0; i < threads; i++) {
-    pthread_t t;
-    pthread_mutex_lock(&r->lock);
-    r->refs++;
-    pthread_mutex_unlock(&r->lock);
-    int rc = pthread_create(&t, &attr, resolver_main, r);
-    if (rc != 0) {
-      pthread_mutex_lock(&r->lock);
-      r->refs--;
+  pthread_t t;
+  int rc = pthread_create(&t, &attr, resolver_main, r);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    errno = rc;
+    return -PK_E_THREAD;
+  }
+  r->refs++;
+  r->threads++;
+  return 0;
+}
+
+/* Queues a job, starting a thread when every started one is busy (and the
+ * cap allows). Fails only when no thread runs at all and none starts. */
+static int enqueue(pk__resolver *r, pk__dns_job *job) {
+  pthread_mutex_lock(&r->lock);
+  if (r->queued + 1 > r->idle && r->threads < r->max_threads) {
+    int err = start_thread_locked(r);
+    if (err && r->threads == 0) {
       pthread_mutex_unlock(&r->lock);
-      if (i == 0) {
-        pthread_attr_destroy(&attr);
-        resolver_free(r);
-        errno = rc;
-        return -PK_E_THREAD;
-      }
-      break;
+      return err;
     }
   }
-  pthread_attr_destroy(&attr);
-  *out = r;
+  job->next = NULL;
+  if (r->tail) r->tail->next = job;
+  else r->head = job;
+  r->tail = job;
+  r->queued++;
+  pthread_cond_signal(&r->cond);
+  pthread_mutex_unlock(&r->lock);
   return 0;
+}
+
+uint32_t pk__resolver_threads(pk__resolver *r) {
+  pthread_mutex_lock(&r->lock);
+  uint32_t n = r->threads;
+  pthread_mutex_unlock(&r->lock);
+  return n;
 }
 
 void pk__resolver_release(pk__resolver *r) {
@@ -155,6 +189,7 @@ void pk__resolver_release(pk__resolver *r) {
     pk__free(j);
   }
   r->tail = NULL;
+  r->queued = 0;
   pthread_cond_broadcast(&r->cond);
   bool free_it;
   resolver_unref_locked(r, &free_it);
@@ -283,20 +318,20 @@ int pk__dns_resolve(pk__dns_cache *c, const char *host, size_t len, uint64_t now
   e->state = PK_DNS_PENDING;
   e->started = now;
   e->refs++; /* the job */
-  job->next = NULL;
   job->cache = c;
   job->entry = e;
   memcpy(job->host, host, len);
   job->host[len] = 0;
   pk__list_push_back(&e->waiters, &q->link);
 
-  pk__resolver *r = c->resolver;
-  pthread_mutex_lock(&r->lock);
-  if (r->tail) r->tail->next = job;
-  else r->head = job;
-  r->tail = job;
-  pthread_cond_signal(&r->cond);
-  pthread_mutex_unlock(&r->lock);
+  int err = enqueue(c->resolver, job);
+  if (err) {
+    pk__list_remove(&q->link);
+    pk__free(job);
+    e->refs--;
+    entry_unlink(c, e);
+    return err;
+  }
   return PK__DNS_PENDING;
 }
 

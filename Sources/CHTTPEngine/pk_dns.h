@@ -51,9 +51,13 @@ typedef struct pk__dns_cache {
   pk__dns_entry *buckets[PK_DNS_BUCKETS];
 } pk__dns_cache;
 
-/* `threads` detached resolver threads (at least one must start). 0,
- * -PK_E_NOMEM, or -PK_E_THREAD (errno: pthread_create's answer). */
+/* A resolver of up to `threads` detached threads (0 means 1), none started
+ * yet: a lookup starts one when every started thread is busy. 0 or
+ * -PK_E_NOMEM. A lookup that finds no thread running and cannot start one
+ * fails with -PK_E_THREAD (errno: pthread_create's answer). */
 int pk__resolver_create(uint32_t threads, pk__resolver **out);
+/* How many threads have started (tests and the start-up figures). */
+uint32_t pk__resolver_threads(pk__resolver *r);
 /* Drops the owner's reference: no result reaches a cache after it returns;
  * threads still inside getaddrinfo finish on their own. NULL is fine. */
 void pk__resolver_release(pk__resolver *r);

@@ -393,7 +393,8 @@ int pk_engine_create(const pk_engine_config *cfg, pk_engine **out) {
   if (!err) err = pk__tls_ctx_create(&c->tls, &eng->tls);
   /* The strings were read: none is kept. */
   c->tls = (pk_tls_config){.min_version = c->tls.min_version, .insecure = c->tls.insecure};
-  if (!err && (err = pk__resolver_create(c->dns_threads, &eng->resolver)) == -PK_E_THREAD) sys_errno = errno;
+  /* No resolver thread starts until a lookup needs one (pk_dns.h). */
+  if (!err) err = pk__resolver_create(c->dns_threads, &eng->resolver);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) err = loop_init(eng, &eng->loops[i], i);
   for (uint32_t i = 0; !err && i < eng->nloops; i++) {
     int rc = pthread_create(&eng->loops[i].thread, NULL, loop_main, &eng->loops[i]);

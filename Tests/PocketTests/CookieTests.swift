@@ -635,8 +635,11 @@ final class CookieTests: XCTestCase {
         let odd = PocketCookieStore()
         let o = odd.importNetscape(".Set-Cookie: e__Secure-x.example\tFALSE\t/\tFALSE\t4102444800\tlang\ten\n"
             + "a b.example\tFALSE\t/\tFALSE\t0\tspace\t1\n::1\tFALSE\t/\tFALSE\t0\tv6\t1\n"
-            + "[::1]\tFALSE\t/\tFALSE\t0\tv6b\t1\n127.0.0.1\tFALSE\t/\tFALSE\t0\tv4\t1\n")
-        XCTAssertEqual(o.malformedLines, [1, 2])
+            + "[::1]\tFALSE\t/\tFALSE\t0\tv6b\t1\n127.0.0.1\tFALSE\t/\tFALSE\t0\tv4\t1\n"
+            // An empty label: `..example.com` would be written back as
+            // `.example.com` and read as a domain cookie of `example.com`.
+            + "..example.com\tFALSE\t/\tFALSE\t0\tdots\t1\na..example.com\tFALSE\t/\tFALSE\t0\tinner\t1\n")
+        XCTAssertEqual(o.malformedLines, [1, 2, 6, 7])
         XCTAssertEqual(odd.allCookies.map(\.name).sorted(), ["v4", "v6", "v6b"])
         let back = PocketCookieStore()
         XCTAssertEqual(back.importNetscape(odd.netscapeFile()).imported, 3, "every cookie it keeps survives a round trip")

@@ -7,8 +7,10 @@
 #include "calls.h"
 #include "check.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -208,6 +210,57 @@ static void test_open_socket(void) {
   test_server_stop(pair_server);
 }
 
+/* Threads of this process named `name` (/proc/self/task/N/comm). */
+static int threads_named(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char path[64], comm[32] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(comm, sizeof comm, f)) {
+      comm[strcspn(comm, "\n")] = 0;
+      if (strcmp(comm, name) == 0) n++;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* A resolver thread starts at the first lookup of a name, never at create
+ * nor for a numeric host: one GET to an address runs on the loop thread
+ * alone. */
+static void test_resolver_threads_start_on_demand(void) {
+  test_server *good = test_server_start((test_reply){ok, sizeof ok - 1, 0, 0, 0});
+  pk_engine *e = engine();
+  EXPECT_EQ(threads_named("pocket-dns"), 0);
+  call c;
+  EXPECT_EQ(get(e, test_server_port(good), 10000, &c), 0);
+  EXPECT_EQ(c.status, 200);
+  EXPECT_EQ(threads_named("pocket-dns"), 0);
+
+  pk_request_spec s;
+  init_call(&c);
+  get_spec(&s, test_server_port(good), &c);
+  s.host = "localhost";
+  s.host_len = 9;
+  pk_request_handle h;
+  EXPECT_EQ(pk_engine_submit(e, &s, &h), 0);
+  int err = wait_call(&c);
+  destroy_call(&c);
+  /* localhost may resolve to ::1 first, where nothing listens: the race
+   * moves on to 127.0.0.1. Either way a lookup ran on one thread. */
+  EXPECT_EQ(err, 0);
+  EXPECT_EQ(threads_named("pocket-dns"), 1);
+  pk_engine_destroy(e);
+  test_server_stop(good);
+}
+
 /* OpenSSL is linked and the engine's TLS context is made at create: a TLS
  * setting that does not load is one clear error there, with nothing left
  * running, never a surprise at the first https request. */
@@ -291,6 +344,7 @@ static void test_connect_challenge(void) {
 }
 
 int main(void) {
+  test_resolver_threads_start_on_demand();
   test_connect_challenge();
   test_tls_setup_fails_at_create();
   test_open_socket();

@@ -209,7 +209,7 @@ typedef struct pk_engine_config {
   uint32_t loops;                /* event-loop threads, default 1 */
   uint32_t max_conns_per_origin; /* default 64 */
   uint32_t idle_timeout_ms;      /* idle pooled connection lifetime, default 60000 */
-  uint32_t dns_threads;          /* resolver threads, default 2 */
+  uint32_t dns_threads;          /* resolver threads at most, default 2; each starts when a lookup needs it */
   uint32_t dns_cache_ttl_ms;     /* default 30000; 0 disables the cache */
   /* Happy eyeballs (RFC 8305): a host's addresses are tried with the two
    * families interleaved (the first address's family first), a new attempt
@@ -290,7 +290,8 @@ void pk_engine_config_init(pk_engine_config *cfg);
 /* Makes an engine: copies `cfg` (NULL: the defaults, which lack on_done and
  * so fail), builds the TLS context of cfg->tls (OpenSSL is linked: a
  * setting that does not load is -PK_E_TLS_CONFIG here, never at the first
- * https request) and starts the resolver and loop threads. Any thread.
+ * https request) and starts the loop threads; a resolver thread starts
+ * at the first lookup of a name, not here. Any thread.
  * Returns 0 and the engine in *out (owned by the caller: pk_engine_destroy),
  * or -PK_E_INVALID_ARGUMENT (out NULL, on_done NULL), -PK_E_NOMEM,
  * -PK_E_TLS_CONFIG, -PK_E_SOCKET (epoll or eventfd), -PK_E_IO_URING (io_backend

@@ -264,12 +264,16 @@ public final class PocketCookieStore: Sendable {
         return nil
     }
 
-    /// Letters, digits, `-`, `_` and `.` (a name, or an IPv4 address), or
-    /// an IPv6 address (brackets allowed), as `inet_pton` reads one.
+    /// Letters, digits, `-`, `_` and `.` with no empty label but the
+    /// root's (a name, or an IPv4 address), or an IPv6 address (brackets
+    /// allowed), as `inet_pton` reads one. A cookie's domain has lost one
+    /// leading dot already (`PocketCookie`): a second, as in a cookie
+    /// file's `..example.com`, would be taken for a domain cookie's mark
+    /// when the file is read again.
     private static func isHostName(_ domain: String) -> Bool {
         let name = domain.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39)
             || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E || $0 >= 0x80 }
-        if name { return true }
+        if name { return domain.utf8.first != 0x2E && !domain.contains("..") }
         var inner = Substring(domain)
         if inner.hasPrefix("[") && inner.hasSuffix("]") { inner = inner.dropFirst().dropLast() }
         var address = in6_addr()
