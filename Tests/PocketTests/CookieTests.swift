@@ -551,6 +551,28 @@ final class CookieTests: XCTestCase {
         XCTAssertFalse(PocketCookieStore.domainMatches("wwwexample.com", "example.com", hostIsIP: false))
         XCTAssertFalse(PocketCookieStore.domainMatches("1.2.3.4", "2.3.4", hostIsIP: true))
         XCTAssertTrue(PocketCookieStore.domainMatches("1.2.3.4", "1.2.3.4", hostIsIP: true))
+        // Bytes, not Characters: "e" + U+0301 is canonically "\u{E9}", but another path and domain.
+        XCTAssertFalse(PocketCookieStore.pathMatches("/\u{E9}x", "/e\u{301}"))
+        XCTAssertFalse(PocketCookieStore.pathMatches("/\u{E9}", "/e\u{301}"))
+        XCTAssertFalse(PocketCookieStore.domainMatches("a.\u{E9}.com", "e\u{301}.com", hostIsIP: false))
+        XCTAssertTrue(PocketCookieStore.pathMatches("/\u{E9}/x", "/\u{E9}"))
+        XCTAssertEqual(PocketCookieStore.defaultPath("/a/\u{301}b"), "/a")
+        // A dot followed by a combining mark is still the dot a domain cookie begins with.
+        XCTAssertEqual(PocketCookie(name: "a", value: "1", domain: ".\u{301}x.example").domain, "\u{301}x.example")
+    }
+
+    /// A server sets a Secure cookie whose path is "/e" + U+0301, then, over
+    /// http, one of the same name for "/\u{E9}x": the "leave secure cookies
+    /// alone" check compares the two paths. By Character the old path was a
+    /// prefix of the new one, and the byte after it was read past the end:
+    /// the process trapped.
+    func testPathsThatAreCanonicallyEqualAreNotTheSamePath() {
+        let store = PocketCookieStore()
+        for (line, url) in [("a=1; Secure; Path=/e\u{301}", "https://example.com/"), ("a=2; Path=/\u{E9}x", "http://example.com/")] {
+            guard case .stored = store.store(line, from: URL(string: url)!) else { return XCTFail("not stored: \(line)") }
+        }
+        // Two cookies, each with its own path's bytes (String's == would call "/e\u{301}" and "/\u{E9}" equal).
+        XCTAssertEqual(Set(store.allCookies.map { Array($0.path.utf8) }), Set(["/e\u{301}", "/\u{E9}x"].map { Array($0.utf8) }))
     }
 
     // MARK: Netscape files

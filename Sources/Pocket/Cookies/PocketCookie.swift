@@ -55,16 +55,17 @@ public struct PocketCookie: Sendable, Hashable, Codable {
 
     /// A cookie for `domain` (lower-cased, a leading dot dropped); a path
     /// that does not start with "/" becomes "/". `lastAccessed` is `created`.
+    /// Both are read as bytes: a dot or a slash followed by a combining mark
+    /// is one `Character`, but still the dot or the slash.
     public init(name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
                 secure: Bool = false, httpOnly: Bool = false, sameSite: SameSite? = nil, expires: Date? = nil,
                 created: Date = Date()) {
         self.name = name
         self.value = value
-        var d = Substring(domain.lowercased())
-        if d.hasPrefix(".") { d = d.dropFirst() }
-        self.domain = String(d)
+        let d = domain.lowercased()
+        self.domain = d.utf8.first == UInt8(ascii: ".") ? String(decoding: d.utf8.dropFirst(), as: UTF8.self) : d
         self.hostOnly = hostOnly
-        self.path = path.hasPrefix("/") ? path : "/"
+        self.path = path.utf8.first == UInt8(ascii: "/") ? path : "/"
         self.secure = secure
         self.httpOnly = httpOnly
         self.sameSite = sameSite

@@ -571,29 +571,34 @@ public final class PocketCookieStore: Sendable {
         origin.https || (treatsLoopbackAsSecure && origin.isLoopback)
     }
 
+    // Domains and paths are compared as bytes, as RFC 6265 compares them:
+    // String's `==` and `hasPrefix` compare by canonical equivalence and by
+    // Character, so "/e\u{301}" would be a prefix of "/\u{E9}x" and a dot
+    // followed by a combining mark no dot at all.
+
     /// §5.1.3: identical, or `host` ends with "." + `domain` and is not an IP address.
     static func domainMatches(_ host: String, _ domain: String, hostIsIP: Bool) -> Bool {
-        if host == domain { return true }
-        guard !hostIsIP, host.utf8.count > domain.utf8.count, host.hasSuffix(domain) else { return false }
-        let before = host.utf8[host.utf8.index(host.utf8.endIndex, offsetBy: -domain.utf8.count - 1)]
-        return before == UInt8(ascii: ".")
+        let h = host.utf8, d = domain.utf8
+        if h.elementsEqual(d) { return true }
+        guard !hostIsIP, h.count > d.count, h.suffix(d.count).elementsEqual(d) else { return false }
+        return h[h.index(h.endIndex, offsetBy: -d.count - 1)] == UInt8(ascii: ".")
     }
 
     /// §5.1.4: identical; or `cookiePath` is a prefix of `requestPath` and
     /// ends with "/" or is followed by "/" in it.
     static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-        if requestPath == cookiePath { return true }
-        guard requestPath.hasPrefix(cookiePath) else { return false }
-        if cookiePath.hasSuffix("/") { return true }
-        let next = requestPath.utf8[requestPath.utf8.index(requestPath.utf8.startIndex, offsetBy: cookiePath.utf8.count)]
-        return next == UInt8(ascii: "/")
+        let r = requestPath.utf8, c = cookiePath.utf8
+        guard r.starts(with: c) else { return false }
+        if r.count == c.count || c.last == UInt8(ascii: "/") { return true }
+        return r[r.index(r.startIndex, offsetBy: c.count)] == UInt8(ascii: "/")
     }
 
     /// §5.1.4's default-path: the uri-path up to its last "/" ("/" when
     /// that is the first character, or the path does not start with "/").
     static func defaultPath(_ uriPath: String) -> String {
-        guard uriPath.hasPrefix("/"), let last = uriPath.lastIndex(of: "/"), last != uriPath.startIndex else { return "/" }
-        return String(uriPath[..<last])
+        let u = uriPath.utf8
+        guard u.first == UInt8(ascii: "/"), let last = u.lastIndex(of: UInt8(ascii: "/")), last != u.startIndex else { return "/" }
+        return String(decoding: u[..<last], as: UTF8.self)
     }
 
     // MARK: Netscape cookie files
@@ -665,7 +670,7 @@ public final class PocketCookieStore: Sendable {
                 continue
             }
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard fields.count == 7 || fields.count == 6, !fields[0].isEmpty, fields[2].hasPrefix("/"),
+            guard fields.count == 7 || fields.count == 6, !fields[0].isEmpty, fields[2].utf8.first == UInt8(ascii: "/"),
                   let seconds = Int64(fields[4]), !fields[5].isEmpty else {
                 // An HTTP status line of a saved head is not a cookie either.
                 if !(setCookieOrigin != nil && line.hasPrefix("HTTP/")) { malformed(number) }
