@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <resolv.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -135,6 +136,39 @@ static pk_dns_status query(res_state state, const char *host, int type, pk_dns_a
   return pk_dns_parse_response(response, (size_t)rlen < sizeof response ? (size_t)rlen : sizeof response, a);
 }
 
+/* An IPv6 nameserver does not fit nsaddr_list (struct sockaddr_in). glibc
+ * keeps such servers in _u._ext.nsaddrs, allocated, and res_nsend takes
+ * slot n from there when nsaddr_list[n] has no family (its get_nsaddr);
+ * res_nclose frees the slot. Whatever res_ninit put there (resolv.conf's
+ * own IPv6 server) is freed first. False without glibc, or out of memory. */
+static bool use_ipv6_server(struct __res_state *state, const struct in6_addr *addr, uint16_t port) {
+#ifdef __GLIBC__
+  struct sockaddr_in6 *sin6 = malloc(sizeof *sin6);
+  if (!sin6) return false;
+  *sin6 = (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = *addr};
+  free(state->_u._ext.nsaddrs[0]);
+  state->_u._ext.nsaddrs[0] = sin6;
+  state->nsaddr_list[0].sin_family = 0;
+  return true;
+#else
+  (void)state, (void)addr, (void)port;
+  return false;
+#endif
+}
+
+/* Slot 0 alone: resolv.conf's other IPv6 servers, allocated by res_ninit
+ * in _u._ext.nsaddrs, are freed here, since res_nclose frees only the
+ * slots below nscount. */
+static void keep_first_server(struct __res_state *state) {
+#ifdef __GLIBC__
+  for (int i = 1; i < MAXNS; i++) {
+    free(state->_u._ext.nsaddrs[i]);
+    state->_u._ext.nsaddrs[i] = NULL;
+  }
+#endif
+  state->nscount = 1;
+}
+
 pk_dns_status pk_dns_lookup(const char *host, const char *nameserver, uint16_t port, uint32_t timeout_s,
                             pk_dns_answer *a) {
   pk_dns_answer_init(a);
@@ -147,12 +181,14 @@ pk_dns_status pk_dns_lookup(const char *host, const char *nameserver, uint16_t p
     /* The one server asked: res_nsend takes a changed nsaddr_list as the
      * list to use (resolv.h's documented way to choose servers). */
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
-    if (inet_pton(AF_INET, nameserver, &sin.sin_addr) != 1) {
+    struct in6_addr v6;
+    if (inet_pton(AF_INET, nameserver, &sin.sin_addr) == 1) {
+      state.nsaddr_list[0] = sin;
+    } else if (inet_pton(AF_INET6, nameserver, &v6) != 1 || !use_ipv6_server(&state, &v6, port)) {
       result = PK_DNS_NO_RESOLVER;
       goto done;
     }
-    state.nsaddr_list[0] = sin;
-    state.nscount = 1;
+    keep_first_server(&state);
     /* res_nsend hides a SERVFAIL, NOTIMP or REFUSED answer to try the next
      * server, and with none left reports only that none answered; a print
      * flag set makes it hand such an answer back (as it does for dig), so

@@ -23,18 +23,34 @@ public final class TestDNSServer: @unchecked Sendable {
     private let fd: Int32
     private var thread: JoinableThread?
 
-    /// The UDP port on 127.0.0.1.
+    /// The UDP port on `address`.
     public let port: Int
+    /// The loopback address it listens on: `127.0.0.1`, or `::1`.
+    public let address: String
+    /// `address` and `port` as a replica set's `nameserver` takes them.
+    public var nameserver: String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
 
-    public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    /// A server on 127.0.0.1, or on ::1 with `ipv6`.
+    public init(ipv6: Bool = false) throws {
+        let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw SocketError("socket", code: errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let bound: Int32
+        if ipv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_addr = in6addr_loopback
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
+        self.address = ipv6 ? "::1" : "127.0.0.1"
         guard bound == 0 else {
             let code = errno
             close(fd)

@@ -141,13 +141,34 @@ final class ReplicaSetDNSTests: XCTestCase {
         }
     }
 
-    func testANameserverThatIsNotAnIPv4AddressIsReported() async throws {
+    func testANameserverThatIsNotANumericAddressIsReported() async throws {
         let set = PocketReplicaSet.dns(name: "svc", host: record, port: 80, nameserver: "dns.example:53")
         let reported = await eventually(within: 5) { set.discoveryProblem != nil }
         XCTAssertTrue(reported)
         XCTAssertEqual(set.discoveryProblem,
-                       "resolving \(record) failed: the nameserver 'dns.example:53' is not an IPv4 address with an optional :port")
+                       "resolving \(record) failed: the nameserver 'dns.example:53' is not a numeric IPv4 or IPv6 address "
+                       + "with an optional port (a.b.c.d:port, [v6]:port)")
         XCTAssertTrue(set.endpoints.isEmpty)
+    }
+
+    /// The nameserver on ::1: the records come from it (the name is in no
+    /// other DNS and not in /etc/hosts), and a request reaches the replica.
+    func testAnIPv6NameserverIsAsked() async throws {
+        let dnsServer = try TestDNSServer(ipv6: true)
+        defer { dnsServer.shutdown() }
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/x") { _ in .text("ok") }
+        dnsServer.set(record, a: ["127.0.0.1"], ttl: 30)
+        let set = PocketReplicaSet.dns(name: "svc", host: record, port: UInt16(server.port), nameserver: dnsServer.nameserver)
+        let resolved = await eventually(within: 5) { !set.endpoints.isEmpty }
+        XCTAssertTrue(resolved, "\(set.discoveryProblem ?? "no problem reported")")
+        XCTAssertEqual(set.endpoints.map(\.address), ["127.0.0.1"])
+        XCTAssertEqual(dnsServer.queries(record), 2, "one A and one AAAA query, to [::1]:\(dnsServer.port)")
+        let client = try makeClient { $0.replicaSets = [set] }
+        defer { Task { try? await client.shutdown() } }
+        let response = try await client.send(PocketRequest(url: logical))
+        XCTAssertEqual(response.text, "ok")
     }
 
     // MARK: the intervals and the nameserver, without sockets
@@ -167,10 +188,15 @@ final class ReplicaSetDNSTests: XCTestCase {
         XCTAssertEqual(PocketReplicaSet.retryInterval(failures: 1_000_000, ceiling: .seconds(30)), .seconds(30))
     }
 
-    func testANameserverIsAnIPv4AddressWithAnOptionalPort() {
+    func testANameserverIsANumericAddressWithAnOptionalPort() {
         XCTAssertTrue(PocketReplicaSet.parseNameserver("10.0.0.2")! == ("10.0.0.2", 53))
         XCTAssertTrue(PocketReplicaSet.parseNameserver("127.0.0.1:8600")! == ("127.0.0.1", 8600))
-        for bad in ["", "::1", "[::1]:53", "dns.example", "10.0.0.2:", "10.0.0.2:0", "10.0.0.2:65536", "10.0.0.2:53:1"] {
+        XCTAssertTrue(PocketReplicaSet.parseNameserver("::1")! == ("::1", 53))
+        XCTAssertTrue(PocketReplicaSet.parseNameserver("fd00::53")! == ("fd00::53", 53))
+        XCTAssertTrue(PocketReplicaSet.parseNameserver("[::1]")! == ("::1", 53))
+        XCTAssertTrue(PocketReplicaSet.parseNameserver("[fd00::53]:8600")! == ("fd00::53", 8600))
+        for bad in ["", "dns.example", "10.0.0.2:", "10.0.0.2:0", "10.0.0.2:65536", "10.0.0.2:53:1", "[::1]:", "[::1]:0",
+                    "[::1", "[::1]53", "[10.0.0.2]:53", "[dns.example]:53", "::1:53:x", "10.0.0.2:+53", "[::1]:٥٣"] {
             XCTAssertNil(PocketReplicaSet.parseNameserver(bad), bad)
         }
     }

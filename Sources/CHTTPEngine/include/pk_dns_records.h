@@ -66,8 +66,9 @@ pk_dns_status pk_dns_parse_response(const uint8_t *msg, size_t len, pk_dns_answe
 
 /* Asks for `host`'s A, then AAAA records through the stub resolver: the
  * nameservers, timeout and attempts of /etc/resolv.conf, or, when
- * `nameserver` is not NULL, only the IPv4 nameserver at `nameserver`
- * (numeric) port `port`, whose error RCODE is reported as such.
+ * `nameserver` is not NULL, only the nameserver at `nameserver` (a
+ * numeric IPv4 or IPv6 address) port `port`, whose error RCODE is
+ * reported as such.
  * `timeout_s` (0: resolv.conf's) bounds each attempt.
  * Blocks. `a` is emptied first. PK_DNS_OK when either query gave an address
  * (a->records); otherwise the A query's status, or the AAAA query's when

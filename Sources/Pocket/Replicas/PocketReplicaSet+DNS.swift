@@ -33,11 +33,12 @@ extension PocketReplicaSet {
     /// stays, the reason is kept for `.noReplicas`, and the name is tried
     /// again after 1 s, doubling after each failure up to `refresh`.
     ///
-    /// `nameserver` asks that IPv4 nameserver alone instead of
-    /// `/etc/resolv.conf`'s, as `"address"` (port 53) or `"address:port"`
-    /// (e.g. a service registry's DNS interface, `"127.0.0.1:8600"`); one
-    /// that is not a numeric IPv4 address fails each resolution with that
-    /// reason. nil (resolv.conf's nameservers) by default.
+    /// `nameserver` asks that nameserver alone instead of
+    /// `/etc/resolv.conf`'s: a numeric IPv4 or IPv6 address, as
+    /// `"address"` (port 53), `"a.b.c.d:port"` or `"[v6]:port"` (e.g. a
+    /// service registry's DNS interface, `"127.0.0.1:8600"`). One that is
+    /// not a numeric address fails each resolution with that reason. nil
+    /// (resolv.conf's nameservers) by default.
     public static func dns(name: String, host: String, port: UInt16, scheme: String = "http",
                            refresh: Duration = .seconds(30), nameserver: String? = nil,
                            balancing: PocketBalancing = .powerOfTwoChoices,
@@ -114,7 +115,7 @@ extension PocketReplicaSet {
         var server: (address: String, port: UInt16)?
         if let nameserver {
             guard let parsed = parseNameserver(nameserver) else {
-                return .failure(PocketError(.dnsFailure, "resolving \(host) failed: the nameserver '\(nameserver)' is not an IPv4 address with an optional :port"))
+                return .failure(PocketError(.dnsFailure, "resolving \(host) failed: the nameserver '\(nameserver)' is not a numeric IPv4 or IPv6 address with an optional port (a.b.c.d:port, [v6]:port)"))
             }
             server = parsed
         }
@@ -142,16 +143,31 @@ extension PocketReplicaSet {
         }
     }
 
-    /// "a.b.c.d" (port 53) or "a.b.c.d:port", numeric IPv4 only.
+    /// "a.b.c.d" or an IPv6 address, alone or in brackets (port 53), or
+    /// "a.b.c.d:port" or "[v6]:port"; numeric addresses only.
     static func parseNameserver(_ text: String) -> (address: String, port: UInt16)? {
+        var v4 = in_addr(), v6 = in6_addr()
+        func port(_ digits: Substring) -> UInt16? {
+            guard digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let port = UInt16(digits), port > 0 else { return nil }
+            return port
+        }
+        if inet_pton(AF_INET6, text, &v6) == 1 { return (text, 53) }
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            let address = String(text[text.index(after: text.startIndex)..<close])
+            guard inet_pton(AF_INET6, address, &v6) == 1 else { return nil }
+            let rest = text[text.index(after: close)...]
+            if rest.isEmpty { return (address, 53) }
+            guard rest.first == ":", let p = port(rest.dropFirst()) else { return nil }
+            return (address, p)
+        }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count <= 2 else { return nil }
-        var raw = in_addr()
         let address = String(parts[0])
-        guard inet_pton(AF_INET, address, &raw) == 1 else { return nil }
+        guard inet_pton(AF_INET, address, &v4) == 1 else { return nil }
         if parts.count == 1 { return (address, 53) }
-        guard let port = UInt16(parts[1]), port > 0 else { return nil }
-        return (address, port)
+        guard let p = port(parts[1]) else { return nil }
+        return (address, p)
     }
 
     /// `host`'s numeric addresses from the system resolver (IPv6 and IPv4,
