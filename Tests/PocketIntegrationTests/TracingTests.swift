@@ -196,6 +196,21 @@ final class TracingTests: XCTestCase {
         XCTAssertEqual((span.errors.first?.error as? PocketError)?.code, .connectionRefused)
         XCTAssertNil(span.attributes.get("http.response.status_code"))
     }
+
+    /// `url.full` drops the fragment and the user and password, and keeps
+    /// an `@` outside the authority and a query as they are.
+    func testTheRecordedURLLosesOnlyWhatMustGo() async throws {
+        let tracer = W3CInMemoryTracer()
+        server.route("/a/@me") { _ in .text("ok") }
+        let client = try makeIntegrationClient { $0.handling.middleware = [PocketTracingMiddleware(tracer: tracer)] }
+        let base = "127.0.0.1:\(server.port)/a/@me?q=1"
+        for (sent, recorded) in [("http://\(base)", "http://\(base)"), ("http://\(base)#top", "http://\(base)"),
+                                 ("http://u:p@\(base)#top", "http://\(base)"), ("http://u@\(base)", "http://\(base)")] {
+            _ = try await client.send(PocketRequest(url: URL(string: sent)!))
+            let span = try XCTUnwrap(tracer.memory.finishedSpans.last)
+            XCTAssertEqual(span.attributes.get("url.full"), .string(recorded), sent)
+        }
+    }
 }
 
 /// An `InMemoryTracer` whose spans have W3C-sized ids and whose `inject`
