@@ -195,7 +195,7 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
         // without parsing the URL again (URLComponents cost about a third
         // of what the middleware does per request with a recording span).
         let whole = url.absoluteString
-        if !Self.hasUserInfoOrFragment(whole) && (recordsQuery || !whole.utf8.contains(UInt8(ascii: "?"))) { return whole }
+        if !Self.hasPartsToRemove(whole, keepingQuery: recordsQuery) { return whole }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
         if components.user != nil || components.password != nil {
             // OTel: credentials are removed, not redacted in place.
@@ -207,15 +207,34 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
         return components.string ?? url.absoluteString
     }
 
-    /// Whether the absolute URL `url` has a fragment, or an `@` in its
-    /// authority (the part after `//` up to the first `/` or `?`).
-    static func hasUserInfoOrFragment(_ url: String) -> Bool {
-        let bytes = url.utf8
-        if bytes.contains(UInt8(ascii: "#")) { return true }
-        guard let slashes = bytes.firstRange(of: "//".utf8) else { return false }
-        let rest = bytes[slashes.upperBound...]
-        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
-        return rest[..<end].contains(UInt8(ascii: "@"))
+    /// Whether the absolute URL `url` has what `url.full` leaves out: a
+    /// fragment, an `@` in its authority (the part after the first `//` up
+    /// to the next `/` or `?`), or a query unless `keepingQuery`. One pass
+    /// over the bytes.
+    static func hasPartsToRemove(_ url: String, keepingQuery: Bool) -> Bool {
+        var inAuthority = false, pastAuthority = false
+        var previous: UInt8 = 0
+        for byte in url.utf8 {
+            switch byte {
+            case UInt8(ascii: "#"):
+                return true
+            case UInt8(ascii: "?"):
+                if !keepingQuery { return true }
+                if inAuthority { (inAuthority, pastAuthority) = (false, true) }
+            case UInt8(ascii: "@"):
+                if inAuthority { return true }
+            case UInt8(ascii: "/"):
+                if inAuthority {
+                    (inAuthority, pastAuthority) = (false, true)
+                } else if !pastAuthority && previous == UInt8(ascii: "/") {
+                    inAuthority = true
+                }
+            default:
+                break
+            }
+            previous = byte
+        }
+        return false
     }
 
     static func nanos(_ d: Duration) -> Int64 {
