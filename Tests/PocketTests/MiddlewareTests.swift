@@ -30,6 +30,26 @@ final class MiddlewareTests: XCTestCase {
         }
     }
 
+    /// A request's stored values, without sockets: set, replace, read,
+    /// remove, and a removal from a context that stored nothing.
+    func testTheContextStoresValuesByKey() {
+        let context = PocketMiddlewareContext(fields: TaskFields(taskID: 1, method: .get, url: URL(string: "http://example.com/")!,
+                                                                 endpoint: .path, metadata: nil),
+                                              clock: nil, started: .zero)
+        context["gone"] = nil
+        XCTAssertNil(context["gone"])
+        context["a"] = 1
+        context["b"] = "two"
+        context["a"] = 3
+        XCTAssertEqual(context["a"] as? Int, 3)
+        XCTAssertEqual(context["b"] as? String, "two")
+        context["a"] = nil
+        XCTAssertNil(context["a"])
+        XCTAssertEqual(context["b"] as? String, "two")
+        context["a"] = 4
+        XCTAssertEqual(context["a"] as? Int, 4)
+    }
+
     func testHooksRunInOrderAdaptForwardObserveBackward() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -33,7 +33,10 @@ public final class PocketMiddlewareContext: Sendable {
         let state = Lock(State())
         struct State {
             var validationFailure: PocketError?
-            var values: [String: any Sendable] = [:]
+            /// A middleware's own values: a few per request at most, so a
+            /// list searched in order (no hashing; a key is compared to a
+            /// few others, usually the same literal).
+            var values: [(key: String, value: any Sendable)] = []
         }
     }
 
@@ -80,8 +83,20 @@ public final class PocketMiddlewareContext: Sendable {
 
     /// A value stored for this request under `key`, or nil.
     public subscript(key: String) -> (any Sendable)? {
-        get { extras.load()?.state.withLock { $0.values[key] } }
-        set { madeExtras.state.withLock { $0.values[key] = newValue } }
+        get { extras.load()?.state.withLock { state in state.values.first { $0.key == key }?.value } }
+        set {
+            // Removing from a request that stored nothing makes nothing.
+            guard newValue != nil || extras.load() != nil else { return }
+            madeExtras.state.withLock { state in
+                let index = state.values.firstIndex { $0.key == key }
+                switch (index, newValue) {
+                case let (index?, value?): state.values[index].value = value
+                case let (index?, nil): state.values.remove(at: index)
+                case let (nil, value?): state.values.append((key, value))
+                case (nil, nil): break
+                }
+            }
+        }
     }
 
     func begin(attempt: Int) {
