@@ -62,6 +62,13 @@ final class StreamTimingsTests: XCTestCase {
         XCTAssertEqual(second.timings.localPort, first.timings.localPort, "a reused connection keeps its figures")
         XCTAssertEqual(second.timings.remoteAddress, "127.0.0.1")
         XCTAssertNil(PocketTimings().remoteAddress, "no connection, no address")
+        // Every width of an octet, without sockets.
+        for (bytes, text) in [([0, 9, 10, 99] as [UInt8], "0.9.10.99"), ([100, 199, 200, 255], "100.199.200.255"),
+                              ([127, 0, 0, 1], "127.0.0.1"), ([255, 255, 255, 255], "255.255.255.255")] {
+            var timings = PocketTimings()
+            bytes.withUnsafeBytes { timings.setConnection(family: 4, address: $0, remotePort: 80, localPort: 1) }
+            XCTAssertEqual(timings.remoteAddress, text)
+        }
     }
 
     func testIPv6AddressText() {

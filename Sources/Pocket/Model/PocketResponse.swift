@@ -161,7 +161,19 @@ public struct PocketTimings: Sendable, Hashable {
     /// never had a connection.
     public var remoteAddress: String? {
         switch remoteFamily {
-        case 4: return (0..<4).map { String(UInt8(truncatingIfNeeded: remoteHigh >> (56 - 8 * $0))) }.joined(separator: ".")
+        case 4:
+            // At most 15 bytes: a small string, written in place (no array, no join).
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 15) { text in
+                var n = 0
+                for i in 0..<4 {
+                    if i > 0 { text[n] = UInt8(ascii: "."); n += 1 }
+                    let octet = UInt8(truncatingIfNeeded: remoteHigh >> (56 - 8 * i))
+                    if octet >= 100 { text[n] = UInt8(ascii: "0") + octet / 100; n += 1 }
+                    if octet >= 10 { text[n] = UInt8(ascii: "0") + octet / 10 % 10; n += 1 }
+                    text[n] = UInt8(ascii: "0") + octet % 10; n += 1
+                }
+                return String(decoding: UnsafeBufferPointer(rebasing: text[..<n]), as: UTF8.self)
+            }
         case 6:
             let groups = (0..<8).map { i -> UInt16 in
                 let word = i < 4 ? remoteHigh : remoteLow
