@@ -78,15 +78,19 @@ final class ReplicaRouter: Sendable {
     }
 
     /// Whether ASCII `host` equals `name` (lower case) with A-Z folded to
-    /// a-z; nil when `host` has a byte outside ASCII.
+    /// a-z; nil when `host` has a byte outside ASCII. Reads both as
+    /// contiguous UTF-8: a `UTF8View`'s iterator is a call per byte.
     static func asciiFoldedEqual(_ host: String, _ name: String) -> Bool? {
-        var equal = host.utf8.count == name.utf8.count
-        var n = name.utf8.makeIterator()
-        for byte in host.utf8 {
+        var host = host, name = name
+        return host.withUTF8 { h in name.withUTF8 { n in asciiFoldedEqual(h, n) } }
+    }
+
+    private static func asciiFoldedEqual(_ host: UnsafeBufferPointer<UInt8>, _ name: UnsafeBufferPointer<UInt8>) -> Bool? {
+        var equal = host.count == name.count
+        for i in host.indices {
+            let byte = host[i]
             if byte >= 0x80 { return nil }
-            guard equal else { continue }
-            let folded = byte &- 0x41 < 26 ? byte | 0x20 : byte
-            if n.next() != folded { equal = false }
+            if equal, (byte &- 0x41 < 26 ? byte | 0x20 : byte) != name[i] { equal = false }
         }
         return equal
     }
