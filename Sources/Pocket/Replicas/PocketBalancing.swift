@@ -80,13 +80,16 @@ enum ReplicaChoice {
     /// Two distinct candidates drawn at random, the cheaper taken (the first
     /// drawn on a tie). One candidate is taken as it is.
     static func powerOfTwo<G: RandomNumberGenerator>(_ candidates: [Candidate], using generator: inout G) -> Int {
-        powerOfTwo(count: candidates.count, { candidates[$0] }, using: &generator)
+        powerOfTwo(count: candidates.count, index: { candidates[$0].index }, { candidates[$0] }, using: &generator)
     }
 
-    /// `powerOfTwo` over `count` candidates read by position (no array made).
-    static func powerOfTwo<G: RandomNumberGenerator>(count: Int, _ candidate: (Int) -> Candidate, using generator: inout G) -> Int {
+    /// `powerOfTwo` over `count` candidates read by position (no array
+    /// made): `index` gives a position's replica, `candidate` what the
+    /// choice compares (read only when there are two to compare).
+    static func powerOfTwo<G: RandomNumberGenerator>(count: Int, index: (Int) -> Int, _ candidate: (Int) -> Candidate,
+                                                     using generator: inout G) -> Int {
         precondition(count > 0)
-        if count == 1 { return candidate(0).index }
+        if count == 1 { return index(0) }
         let a = Int.random(in: 0..<count, using: &generator)
         var b = Int.random(in: 0..<(count - 1), using: &generator)
         if b >= a { b += 1 }
@@ -97,14 +100,18 @@ enum ReplicaChoice {
     /// The first candidate at or after `cursor` in replica order (wrapping),
     /// for round-robin: the caller advances its cursor past the result.
     static func roundRobin(_ candidates: [Candidate], cursor: Int) -> Int {
-        roundRobin(count: candidates.count, { candidates[$0] }, cursor: cursor)
+        roundRobin(count: candidates.count, index: { candidates[$0].index }, cursor: cursor)
     }
 
-    /// `roundRobin` over `count` candidates in replica order, read by position.
-    static func roundRobin(count: Int, _ candidate: (Int) -> Candidate, cursor: Int) -> Int {
+    /// `roundRobin` over `count` candidates in replica order, each
+    /// position's replica read from `index` (their latencies are not read).
+    static func roundRobin(count: Int, index: (Int) -> Int, cursor: Int) -> Int {
         precondition(count > 0)
-        for n in 0..<count where candidate(n).index >= cursor { return candidate(n).index }
-        return candidate(0).index
+        for n in 0..<count {
+            let i = index(n)
+            if i >= cursor { return i }
+        }
+        return index(0)
     }
 }
 

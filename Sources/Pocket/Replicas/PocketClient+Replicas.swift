@@ -9,7 +9,7 @@ extension PocketClient {
     /// to move it); the proxy step and a transport get the request moved.
     nonisolated(nonsending) func routedHop<D: ResponseDelivery>(_ request: PocketRequest, through set: PocketReplicaSet,
                                                                 progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
-        if set.moves {
+        if set.moves, !set.isReady {
             await set.waitForReplicas(upTo: (request.timeouts ?? configuration.timeouts).connect ?? .seconds(10))
         }
         let history = delivery.history

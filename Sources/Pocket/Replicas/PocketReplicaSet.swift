@@ -3,6 +3,12 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A logical service with several replicas, addressed by a name of its own.
 ///
@@ -55,6 +61,9 @@ public final class PocketReplicaSet: Sendable {
     let moves: Bool
     private let state: Lock<Inner>
     private let discovery = Lock<Task<Void, Never>?>(nil)
+    /// Whether the set has had a list, or its discovery failed: then a hop
+    /// does not wait for one (set once, never cleared).
+    private let ready = Atomic<Bool>(false)
     /// The set's clock, in nanoseconds (a fake one in tests).
     private let now: @Sendable () -> Int64
 
@@ -111,14 +120,24 @@ public final class PocketReplicaSet: Sendable {
         self.ejection = ejection
         self.moves = moves
         self.state = Lock(Inner(set: ReplicaSetState(balancing: balancing, ejection: ejection, seed: seed)))
-        self.now = clock ?? { (ContinuousClock.now - PocketReplicaSet.epoch).nanoseconds }
+        self.now = clock ?? { PocketReplicaSet.clockNanoseconds() &- PocketReplicaSet.epoch }
     }
 
     deinit {
         discovery.withLock { $0?.cancel() }
     }
 
-    private static let epoch = ContinuousClock.now
+    private static let epoch = clockNanoseconds()
+
+    /// The continuous clock (`ContinuousClock`'s, CLOCK_BOOTTIME) in
+    /// nanoseconds, read directly: a lease and its end read it, and an
+    /// instant of `ContinuousClock` would be turned into nanoseconds through
+    /// 128-bit arithmetic each time.
+    static func clockNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
+    }
 
     /// Runs `body` as the set's discovery task (cancelled when the set goes).
     func startDiscovery(_ body: @escaping @Sendable () async -> Void) {
@@ -139,6 +158,7 @@ public final class PocketReplicaSet: Sendable {
         let (changed, waiting, event) = state.withLock { inner in
             let changed = inner.set.replace(with: endpoints)
             inner.discoveryProblem = nil
+            ready.store(true, ordering: .relaxed)
             let waiting = inner.waiting
             inner.waiting = []
             return (changed, waiting, changed ? self.makeEvent(.replicasChanged, nil, nil, inner) : nil)
@@ -151,6 +171,7 @@ public final class PocketReplicaSet: Sendable {
     func discoveryFailed(_ problem: String) {
         let waiting = state.withLock { inner in
             inner.discoveryProblem = problem
+            ready.store(true, ordering: .relaxed)
             let waiting = inner.waiting
             inner.waiting = []
             return waiting
@@ -162,6 +183,11 @@ public final class PocketReplicaSet: Sendable {
     var discoveryProblem: String? {
         state.withLock { $0.discoveryProblem }
     }
+
+    /// Whether a hop may lease at once: the set has had a list, or its
+    /// discovery failed (`waitForReplicas` would return at once).
+    @inline(__always)
+    var isReady: Bool { ready.load(ordering: .relaxed) }
 
     /// Waits until the set has had a list (a discovered set's first), at most `limit`.
     func waitForReplicas(upTo limit: Duration) async {
@@ -205,15 +231,21 @@ public final class PocketReplicaSet: Sendable {
     /// when every replica is ejected, `.noReplicas` when there is none.
     func lease(avoiding history: ReplicaHistory?) throws(PocketError) -> Lease {
         let time = now()
-        let (choice, replicas, generation, problem) = state.withLock { inner in
-            (inner.set.choose(at: time, avoiding: history?.used(generation: inner.set.generation) ?? 0), inner.set.replicas,
-             inner.set.generation, inner.discoveryProblem)
+        // The lease is made under the lock: the list is not copied out.
+        let (lease, choice, count, problem) = state.withLock { inner -> (Lease?, ReplicaSetState.Choice, Int, String?) in
+            let choice = inner.set.choose(at: time, avoiding: history?.used(generation: inner.set.generation) ?? 0)
+            if case .replica(let index, _) = choice {
+                return (Lease(endpoint: inner.set.replicas[index].endpoint, index: index, generation: inner.set.generation,
+                              started: time), choice, 0, nil)
+            }
+            return (nil, choice, inner.set.replicas.count, inner.discoveryProblem)
         }
+        if let lease { return lease }
         switch choice {
-        case .replica(let index, _):
-            return Lease(endpoint: replicas[index].endpoint, index: index, generation: generation, started: time)
+        case .replica:
+            preconditionFailure("a replica's lease is made under the lock")
         case .circuitOpen(let ejected, let dueIn):
-            let what = moves ? "every replica of '\(name)' is ejected (\(ejected) of \(replicas.count))"
+            let what = moves ? "every replica of '\(name)' is ejected (\(ejected) of \(count))"
                 : "\(name) is ejected after failing"
             let when = dueIn > .zero ? "the first is due back in \(dueIn)" : "a probe to it is in flight"
             throw PocketError(.circuitOpen, "\(what): the circuit is open; \(when)")

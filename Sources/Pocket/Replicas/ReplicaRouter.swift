@@ -7,6 +7,9 @@ import Synchronization
 final class ReplicaRouter: Sendable {
     /// The sets by their lower-case name.
     let sets: [String: PocketReplicaSet]
+    /// The sets when `named` compares an ASCII host with each name (a
+    /// few, all named in ASCII), else nil.
+    private let scanned: [PocketReplicaSet]?
     /// The breaker settings of plain origins, or nil.
     let originEjection: PocketOutlierEjection?
     /// One single-replica set per origin seen, made on first use.
@@ -27,6 +30,7 @@ final class ReplicaRouter: Sendable {
         var sets: [String: PocketReplicaSet] = [:]
         for set in configuration.replicaSets { sets[set.name] = sets[set.name] ?? set }
         self.sets = sets
+        scanned = sets.count <= 8 && sets.keys.allSatisfy { $0.utf8.allSatisfy { $0 < 0x80 } } ? Array(sets.values) : nil
         originEjection = configuration.originEjection
     }
 
@@ -34,7 +38,7 @@ final class ReplicaRouter: Sendable {
     /// else its origin's breaker (when configured), else nil.
     func set(for target: Target) -> PocketReplicaSet? {
         if target.unixPath != nil { return nil }
-        if !sets.isEmpty, let set = sets[target.host.lowercased()] { return set }
+        if !sets.isEmpty, let set = named(target.host) { return set }
         guard let originEjection else { return nil }
         let key = OriginKey(https: target.https, host: target.host, port: target.port)
         return origins.withLock { origins in
@@ -51,7 +55,44 @@ final class ReplicaRouter: Sendable {
     /// Whether `target` names a replica set (its requests then keep the
     /// replicas they used: `ReplicaHistory`).
     func namesSet(_ target: Target) -> Bool {
-        !sets.isEmpty && target.unixPath == nil && sets[target.host.lowercased()] != nil
+        !sets.isEmpty && target.unixPath == nil && named(target.host) != nil
+    }
+
+    /// The set named `host`, compared without case. When the names are
+    /// few and ASCII (DNS names), an ASCII host is compared with each name
+    /// byte by byte, A-Z folded to a-z: no lower-case copy, no hash. Any
+    /// other host is looked up by its Unicode lower case.
+    private func named(_ host: String) -> PocketReplicaSet? {
+        if let scanned, let set = Self.scan(scanned, for: host) { return set }
+        return sets[host.lowercased()]
+    }
+
+    /// The set of `sets` named `host` when `host` is ASCII (`.some(nil)`:
+    /// none is); nil when `host` is not ASCII.
+    private static func scan(_ sets: [PocketReplicaSet], for host: String) -> PocketReplicaSet?? {
+        for set in sets {
+            guard let equal = asciiFoldedEqual(host, set.name) else { return nil }
+            if equal { return set }
+        }
+        return .some(nil)
+    }
+
+    /// Whether ASCII `host` equals `name` (lower case) with A-Z folded to
+    /// a-z; nil when `host` has a byte outside ASCII. Reads both as
+    /// contiguous UTF-8: a `UTF8View`'s iterator is a call per byte.
+    static func asciiFoldedEqual(_ host: String, _ name: String) -> Bool? {
+        var host = host, name = name
+        return host.withUTF8 { h in name.withUTF8 { n in asciiFoldedEqual(h, n) } }
+    }
+
+    private static func asciiFoldedEqual(_ host: UnsafeBufferPointer<UInt8>, _ name: UnsafeBufferPointer<UInt8>) -> Bool? {
+        var equal = host.count == name.count
+        for i in host.indices {
+            let byte = host[i]
+            if byte >= 0x80 { return nil }
+            if equal, (byte &- 0x41 < 26 ? byte | 0x20 : byte) != name[i] { equal = false }
+        }
+        return equal
     }
 
     /// Whether an error that ended a hop counts against the replica: a

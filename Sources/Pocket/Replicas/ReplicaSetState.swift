@@ -83,25 +83,29 @@ struct ReplicaSetState {
             return .circuitOpen(ejected: replicas.count, dueIn: .nanoseconds(max(0, next - now)))
         }
         let freshOnly = fresh > 0
-        /// The pool's n-th member, in list order.
-        func member(_ n: Int) -> ReplicaChoice.Candidate {
+        /// The place in the list of the pool's n-th member, in list order.
+        func member(_ n: Int) -> Int {
             var left = n
             for i in replicas.indices where !replicas[i].health.isOut && !(freshOnly && ReplicaHistory.contains(used, i)) {
-                if left == 0 {
-                    return ReplicaChoice.Candidate(index: i, outstanding: replicas[i].outstanding,
-                                                   latency: replicas[i].latency.value(at: now))
-                }
+                if left == 0 { return i }
                 left -= 1
             }
             preconditionFailure("the pool has \(freshOnly ? fresh : candidates) members")
+        }
+        /// What power of two choices compares of the pool's n-th member
+        /// (its latency decayed to now).
+        func candidate(_ n: Int) -> ReplicaChoice.Candidate {
+            let i = member(n)
+            return ReplicaChoice.Candidate(index: i, outstanding: replicas[i].outstanding,
+                                           latency: replicas[i].latency.value(at: now))
         }
         let count = freshOnly ? fresh : candidates
         let index: Int
         switch balancing {
         case .powerOfTwoChoices:
-            index = ReplicaChoice.powerOfTwo(count: count, member, using: &generator)
+            index = ReplicaChoice.powerOfTwo(count: count, index: member, candidate, using: &generator)
         case .roundRobin:
-            index = ReplicaChoice.roundRobin(count: count, member, cursor: cursor)
+            index = ReplicaChoice.roundRobin(count: count, index: member, cursor: cursor)
             cursor = (index + 1) % replicas.count
         }
         replicas[index].outstanding += 1
