@@ -149,7 +149,7 @@ bench_check_cpus() {
 # the `pocket` command is linked with its functions in the order of
 # Sources/PocketCLI/pocket.order (scripts/cli-order.sh writes it from the
 # functions the common commands run): the code a command runs then sits
-# together instead of across 30 MB of text. The kernel maps a file-backed
+# together instead of across 12.7 MB of text. The kernel maps a file-backed
 # page fault's neighbours too (fault-around, 64 KiB), so scattered code
 # costs RSS far beyond what runs: a small GET touched 6.9 MB of the
 # binary's text unordered, 3.1 MB ordered. ORDER=0 links without the order.
