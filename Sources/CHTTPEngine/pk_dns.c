@@ -1,8 +1,9 @@
 /* Name resolution off the loop thread. getaddrinfo blocks, so a small pool of
  * resolver threads runs it, each started when a lookup finds no idle one (a
- * client that only reaches numeric hosts or Unix sockets starts none); results come back through the loop's queue and
- * land in a per-loop cache that expires (getaddrinfo reports no TTL, so the
- * lifetime is the configured one). Numeric hosts never reach a thread, and
+ * client that only reaches numeric hosts or Unix sockets starts none);
+ * results come back through the loop's queue and land in a per-loop cache
+ * that expires (getaddrinfo reports no TTL, so the lifetime is the
+ * configured one). Numeric hosts never reach a thread, and
  * concurrent connections to one host share one lookup.
  *
  * A leaf: answers go back through the query's callback and the cache's wake
@@ -170,13 +171,6 @@ static int enqueue(pk__resolver *r, pk__dns_job *job) {
   pthread_cond_signal(&r->cond);
   pthread_mutex_unlock(&r->lock);
   return 0;
-}
-
-uint32_t pk__resolver_threads(pk__resolver *r) {
-  pthread_mutex_lock(&r->lock);
-  uint32_t n = r->threads;
-  pthread_mutex_unlock(&r->lock);
-  return n;
 }
 
 void pk__resolver_release(pk__resolver *r) {

@@ -56,8 +56,6 @@ typedef struct pk__dns_cache {
  * -PK_E_NOMEM. A lookup that finds no thread running and cannot start one
  * fails with -PK_E_THREAD (errno: pthread_create's answer). */
 int pk__resolver_create(uint32_t threads, pk__resolver **out);
-/* How many threads have started (tests and the start-up figures). */
-uint32_t pk__resolver_threads(pk__resolver *r);
 /* Drops the owner's reference: no result reaches a cache after it returns;
  * threads still inside getaddrinfo finish on their own. NULL is fine. */
 void pk__resolver_release(pk__resolver *r);
