@@ -10,7 +10,7 @@
 #   scripts/bench-all.sh --only "peers tls"   # some scenarios (names below)
 #
 # Scenarios: peers tls-peers nginx tls scaling bodies backends gateway reach
-# cache cli schemas failover policies, then charts.
+# cache cli schemas tail failover policies, then charts.
 #
 # Raw output: .bench-results/DATE/NAME.txt (ignored by git; never commit
 # it). A full run writes the charted JSON to docs/results/ and redraws
@@ -53,6 +53,7 @@ scenarios=(
   "cache|REQUESTS=5000 REPS=3|scripts/bench-cache.sh ${Q[*]}"
   "cli|$([ "$QUICK" = 1 ] && echo 'REPS=1 UPLOAD_REPS=1 UPLOAD_MIB=64' || echo 'REPS=9 UPLOAD_REPS=7')|scripts/bench-cli.sh"
   "schemas|REPS=21|scripts/bench-schemas.sh ${Q[*]}"
+  "tail|DUR=10|scripts/bench-tail.sh ${Q[*]} --json $RESULTS/tail.json"
   "failover|DUR=10 REPS=3|scripts/bench-failover.sh ${Q[*]}"
   "policies|REQUESTS=1000|scripts/bench-policies.sh ${Q[*]}"
 )
@@ -61,7 +62,7 @@ selected() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 if [ -n "$ONLY" ]; then
   for n in $ONLY; do
-    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas failover policies charts " in
+    case " peers tls-peers nginx tls scaling bodies backends gateway reach cache cli schemas tail failover policies charts " in
       *" $n "*) ;; *) echo "bench-all: unknown scenario: $n" >&2; exit 2 ;;
     esac
   done

@@ -18,6 +18,10 @@
 #      offered, beside the bound: 1 + budget, plus the budget's floor (10
 #      retries a second over a sliding 10-s window: at most 10 x (DUR + 10)
 #      retries more).
+#  (c) a deadline: --deadline 100ms with --retries 2, replica 2 holding
+#      every answer a second; once more with hedges after 20 ms and power
+#      of two choices; once more with all three replicas holding theirs:
+#      the longest call, from when it was made to its end, against 105 ms.
 #
 #   scripts/bench-failover.sh            # DUR=10, RATE=2000
 #   scripts/bench-failover.sh --quick    # DUR=4, REPS=1 (smoke test)
@@ -113,6 +117,27 @@ for budget in off default 10 20; do
   STORM_ROWS+=("| $label | $OFFERED | $sent | $served | $ratio | $bound |")
 done
 
+# ------------------------------------------------------------------ (c) a deadline
+# Replicas that hold every answer a second (ten times the deadline): the
+# longest call, from when it was made to its end, answered or failed, over
+# retries and hedges, against the deadline plus 5 ms.
+DEADLINE_ROWS=()
+for kind in one one-hedged all-hedged; do
+  args=(--replicas 3 --deadline 100ms --retries 2 --warmup 0 --connections "$STORM_CONNECTIONS")
+  case "$kind" in
+    one) args+=(--slow-replica 2:1:1s); label="replica 2 | --retries 2" ;;
+    one-hedged) args+=(--slow-replica 2:1:1s --hedge-after 20ms --balance p2c)
+      label="replica 2 | --retries 2 --hedge-after 20ms --balance p2c" ;;
+    all-hedged) args+=(--slow-replica 1:1:1s --slow-replica 2:1:1s --slow-replica 3:1:1s --hedge-after 20ms --max-hedges 2)
+      label="all three | --retries 2 --hedge-after 20ms --max-hedges 2" ;;
+  esac
+  bench "deadline-$kind" "${args[@]}"
+  f="$TMP/deadline-$kind.json"
+  longest="$(awk -v v="$(jget longest_call_us "$f")" 'BEGIN { printf "%.1f", v / 1000 }')"
+  verdict="$(awk -v l="$longest" 'BEGIN { print (l <= 105 ? "yes" : "**no**") }')"
+  DEADLINE_ROWS+=("| $label | $OFFERED | $(jget sent "$f") | $(jget errors "$f") | $(jget hedges_fired "$f") | $longest | $verdict |")
+done
+
 echo
 echo "Embedded replicas (pocket-bench, in its process), $RATE requests/s for $DUR s ($OFFERED offered)."
 echo "$(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), Linux $(uname -r)"
@@ -129,3 +154,10 @@ echo
 echo "| retry budget | offered | sent | requests the replicas received | received / offered | bound: 1 + budget + floor |"
 echo "|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${STORM_ROWS[@]}"
+echo
+echo "(c) A deadline of 100 ms (--deadline 100ms), replicas that hold every answer 1 s; at most $STORM_CONNECTIONS in flight."
+echo "The longest call: from when it was made to its end, answered or failed, in ms."
+echo
+echo "| never answers | flags | offered | sent | failed | hedges | longest call | within 105 ms |"
+echo "|---|---|---:|---:|---:|---:|---:|---|"
+printf '%s\n' "${DEADLINE_ROWS[@]}"

@@ -5,7 +5,8 @@
 # (--rate: latency from each request's due time, docs/BENCHMARKS.md) in turn
 # to the three replicas, side by side; Pocket once as the peers go (round-
 # robin, no hedges) and once with power-of-two-choices balancing and hedges
-# after the p95 (`pocket-policies`).
+# after the p95 (`pocket-policies`; `pocket-embedded-policies` on its own
+# embedded replicas).
 #
 #   scripts/bench-tail.sh             # DUR=10
 #   scripts/bench-tail.sh --quick     # DUR=3 (smoke test)
@@ -21,7 +22,10 @@
 #             and, for the healthy set, behind the same proxy holding none
 #   embedded  pocket-bench's own --replicas 3 (Pocket only: in its process)
 # The rate: half of what Pocket answers closed-loop (64 connections, 3 s)
-# from the healthy bench-server replicas, unless RATE is given.
+# from the healthy nginx set (the proxy included), unless RATE is given.
+# The second table holds the goals: with one replica slow, p99 and p99.9
+# of each Pocket client over the same client's on the healthy set, and the
+# hedges it sent over the requests.
 #
 # Environment: DUR seconds per run (10), RATE, CONNECTIONS (64: the most in
 # flight per client), PORT (18090: the servers use PORT to PORT+15), SKIP_AHC=1
@@ -149,18 +153,23 @@ declare -A SETS=(
 )
 
 # ------------------------------------------------------------------ rate
+# Half of what Pocket saturates at, closed-loop, on the set every request of
+# which the slowest path can reach: nginx with the (delay-free) proxy in
+# front of replica 2, requests in turn. The same rate holds for every set
+# and client, so that their latencies compare.
 if [ -z "${RATE:-}" ]; then
   # shellcheck disable=SC2086
-  "$POCKET" ${SETS[replicas-healthy]} --connections "$CONNECTIONS" --max-seconds 3 --requests 100000000 --json \
+  "$POCKET" ${SETS[nginx-healthy]} --connections "$CONNECTIONS" --max-seconds 3 --requests 100000000 --json \
     >"$TMP/saturation.json"
   SAT="$(jget rps "$TMP/saturation.json")"
   RATE="$(awk -v s="$SAT" 'BEGIN { r = int(s / 2 / 100) * 100; print (r < 100 ? 100 : r) }')"
-  log "Pocket saturates at $SAT requests/s on the healthy replicas: the rate is $RATE/s"
+  log "Pocket saturates at $SAT requests/s on nginx (replica 2 behind the proxy): the rate is $RATE/s"
 fi
 OFFERED=$((RATE * DUR))
 
 # ------------------------------------------------------------------ runs
 ROWS=()
+declare -A P99=() P999=() HEDGES=() SENT=()
 run() { # SET CLIENT
   local set=$1 client=$2 out="$TMP/$1-$2.json"
   local -a cmd
@@ -175,8 +184,9 @@ run() { # SET CLIENT
     # shellcheck disable=SC2206
     libcurl) cmd=("$CURL_BENCH" ${SETS[$set]} --rate "$RATE" --requests "$OFFERED" --connections "$CONNECTIONS" \
       --warmup 1000) ;;
-    pocket-embedded)
+    pocket-embedded|pocket-embedded-policies)
       cmd=("$POCKET" --replicas 3 --rate "$RATE" --max-seconds "$DUR" --connections "$CONNECTIONS" --json)
+      [ "$client" = pocket-embedded-policies ] && cmd+=(--balance p2c --hedge-after p95)
       [ "$set" = embedded-slow ] && cmd+=(--slow-replica 2:0.05:50ms) ;;
   esac
   log "$set: $client"
@@ -185,7 +195,13 @@ run() { # SET CLIENT
     json_tag "$(head -1 "$out")" "\"scenario\":\"$set\",\"label\":\"$client\"" >>"$JSON_OUT"
   fi
   ms() { awk -v v="$(jget "$1" "$out")" 'BEGIN { printf "%.2f", v / 1000 }'; }
-  ROWS+=("| $set | $client | $(jget offered "$out") | $(jget sent "$out") | $(ms p50_us) | $(ms p99_us) | $(ms p999_us) | $(ms p9999_us) |")
+  local hedges="–"
+  case "$client" in pocket*) hedges="$(jget hedges_fired "$out")" ;; esac
+  ROWS+=("| $set | $client | $(jget offered "$out") | $(jget sent "$out") | $hedges | $(ms p50_us) | $(ms p99_us) | $(ms p999_us) | $(ms p9999_us) |")
+  P99["$set/$client"]="$(jget p99_us "$out")"
+  P999["$set/$client"]="$(jget p999_us "$out")"
+  HEDGES["$set/$client"]="$hedges"
+  SENT["$set/$client"]="$(jget sent "$out")"
 }
 if [ -n "$JSON_OUT" ]; then : >"$JSON_OUT"; fi
 clients=(pocket pocket-policies libcurl)
@@ -193,16 +209,35 @@ clients=(pocket pocket-policies libcurl)
 for set in replicas-healthy replicas-slow nginx-healthy nginx-slow; do
   for client in "${clients[@]}"; do run "$set" "$client"; done
 done
-run embedded-healthy pocket-embedded
-run embedded-slow pocket-embedded
+for set in embedded-healthy embedded-slow; do
+  for client in pocket-embedded pocket-embedded-policies; do run "$set" "$client"; done
+done
 
 echo
 echo "Three replicas, requests in turn, $RATE requests/s for $DUR s ($OFFERED offered), at most $CONNECTIONS in flight"
 echo "per client; slow: replica 2 answers 5% of its requests 50 ms late. Latency in ms from each request's due time."
-echo "pocket-policies: the same pocket-bench with --balance p2c --hedge-after p95 (the others go round-robin, no hedges)."
+echo "pocket-policies (and pocket-embedded-policies): the same pocket-bench with --balance p2c --hedge-after p95 (the"
+echo "others go round-robin, no hedges); hedges: the hedges Pocket sent."
 echo "$(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), Linux $(uname -r)"
 [ -z "$AHC" ] && [ "$SKIP_AHC" != 1 ] && echo "AsyncHTTPClient: ahc-bench did not build here"
 echo
-echo "| servers | client | offered | sent | p50 | p99 | p99.9 | p99.99 |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| servers | client | offered | sent | hedges | p50 | p99 | p99.9 | p99.99 |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
+
+# The goal: with one replica slow, Pocket with the policies keeps p99 and
+# p99.9 within 2x of what three healthy replicas give at the same rate (the
+# same client), with at most 5% more requests (hedges ÷ requests sent).
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–"; else printf "%.2f", a / b }'; }
+echo
+echo "| servers | client | p99 ÷ healthy | p99.9 ÷ healthy | extra requests (hedges ÷ sent) |"
+echo "|---|---|---:|---:|---:|"
+for kind in replicas nginx embedded; do
+  for client in pocket pocket-policies pocket-embedded pocket-embedded-policies; do
+    key="$kind-slow/$client" base="$kind-healthy/$client"
+    [ -n "${P99[$key]:-}" ] || continue
+    extra="–"
+    [[ "${HEDGES[$key]}" =~ ^[0-9]+$ ]] && extra="$(ratio "${HEDGES[$key]}" "${SENT[$key]}")"
+    echo "| $kind-slow | $client | $(ratio "${P99[$key]}" "${P99[$base]:-}") | $(ratio "${P999[$key]}" "${P999[$base]:-}") | $extra |"
+  done
+done

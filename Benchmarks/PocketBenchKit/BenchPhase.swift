@@ -143,6 +143,10 @@ public struct BenchTally: Sendable {
     public var tlsResumed = 0
     /// The first error, as text.
     public var firstError: String?
+    /// The longest call, answered or failed, from the moment it was made
+    /// (not from its due time) to its end, in nanoseconds: fixed-rate
+    /// phases only (0 otherwise). What a deadline must bound.
+    public var longestCallNanos: UInt64 = 0
 
     /// An empty tally.
     public init() {}
@@ -176,6 +180,7 @@ public struct BenchTally: Sendable {
         newConnections += o.newConnections
         connectionUnknown += o.connectionUnknown
         tlsResumed += o.tlsResumed
+        longestCallNanos = max(longestCallNanos, o.longestCallNanos)
         if firstError == nil { firstError = o.firstError }
     }
 }

@@ -114,6 +114,7 @@ public struct BenchReport: Sendable {
             ("rate", rate.map { fixedPoint($0, 1) } ?? "null"),
             ("offered", offered.map(String.init) ?? "null"),
             ("sent", "\(tally.requests)"),
+            ("longest_call_us", rate == nil ? "null" : fixedPoint(Double(tally.longestCallNanos) / 1e3, 1)),
             ("replicas", "\(replicas)"),
             ("hedges_fired", "\(hedgesFired)"),
             ("hedges_won", "\(hedgesWon)"),
@@ -178,6 +179,8 @@ public struct BenchReport: Sendable {
             let share = offered == 0 ? 0 : 100 * Double(tally.requests) / Double(offered)
             lines.append("  fixed rate  \(fixedPoint(rate, 0))/s: sent \(tally.requests) of \(offered) offered "
                 + "(\(fixedPoint(share, 1))%); latency from each request's due time")
+            lines.append("  longest     \(fixedPoint(Double(tally.longestCallNanos) / 1e6, 2)) ms, "
+                + "a call from when it was made to its end, answered or failed")
         }
         lines.append("  latency µs  p50 \(fixedPoint(percentileMicros(0.50), 1))  p90 \(fixedPoint(percentileMicros(0.90), 1))"
             + "  p99 \(fixedPoint(percentileMicros(0.99), 1))  p99.9 \(fixedPoint(percentileMicros(0.999), 1))"

@@ -75,13 +75,18 @@ func runOpenLoopTask<C: BenchClient>(_ client: C, phase: BenchPhase, schedule: O
         guard let at = schedule.sendTime(ticket, freeAt: now) else { break }
         if at > now { try? await Task.sleep(nanoseconds: at - now) }
         var sample = BenchPhase.failed
+        let made = monotonicNanos()
+        let end: UInt64
         do {
             let outcome = try await client.perform()
-            sample = schedule.latency(ticket, answeredAt: monotonicNanos())
+            end = monotonicNanos()
+            sample = schedule.latency(ticket, answeredAt: end)
             tally.count(outcome)
         } catch {
+            end = monotonicNanos()
             tally.count(error)
         }
+        if end > made { tally.longestCallNanos = max(tally.longestCallNanos, end - made) }
         phase.record(ticket, sample)
     }
     return tally
