@@ -12,12 +12,13 @@
 #   scripts/check-doc-coverage.sh --no-dump  # check the graphs dumped last
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/sanitizer.sh
 # The library products (Package.swift), not test support, tools or benchmarks.
 TARGETS="Pocket PocketTesting PocketHTTPTypes PocketOpenAPI PocketMetrics PocketTracing PocketServiceLifecycle PocketNIO"
 if [ "${1:-}" != "--no-dump" ]; then
-  swift package dump-symbol-graph --skip-synthesized-members >/dev/null
+  swift package ${SANITIZER_FLAGS[@]+"${SANITIZER_FLAGS[@]}"} dump-symbol-graph --skip-synthesized-members >/dev/null
 fi
-GRAPHS="$(swift build --show-bin-path)/../symbolgraph"
+GRAPHS="$(swift build ${SANITIZER_FLAGS[@]+"${SANITIZER_FLAGS[@]}"} --show-bin-path)/../symbolgraph"
 python3 - "$GRAPHS" "$PWD" $TARGETS <<'PY'
 import glob, json, os, sys
 

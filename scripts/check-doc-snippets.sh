@@ -31,6 +31,7 @@
 # only the blocks are compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/sanitizer.sh
 ROOT="$PWD"
 WORK="$ROOT/.build-snippets"
 SNIPPETS="$WORK/Snippets"
@@ -137,7 +138,7 @@ EOF
 
 log="$WORK/build.log"
 echo "check-doc-snippets: building (log: ${log#"$ROOT"/})" >&2
-if POCKET_DOC_SNIPPETS=1 swift build --target DocSnippets >"$log" 2>&1; then
+if POCKET_DOC_SNIPPETS=1 swift build --target DocSnippets ${SANITIZER_FLAGS[@]+"${SANITIZER_FLAGS[@]}"} >"$log" 2>&1; then
   echo "check-doc-snippets: every block compiles" >&2
   exit 0
 fi

@@ -5,21 +5,19 @@
 #   scripts/ci-sanitized.sh address|thread --build-only
 #   scripts/ci-sanitized.sh address|thread --skip-build [extra swift test args]
 #
-# (CI builds both while its other steps run, then runs the two suites side
-# by side once the plain suite is done. POCKET_RESOLVED=1: the package graph
-# is resolved already, and the build does not resolve it again.)
+# (CI builds the ThreadSanitizer one while its other steps run and runs
+# its suite once the test command's suite is done; its AddressSanitizer
+# run is the test command's own suite, POCKET_TEST_SANITIZER=address,
+# scripts/lib/sanitizer.sh. POCKET_RESOLVED=1: the package graph is
+# resolved already, and the build does not resolve it again.)
 #
 # It builds the library, the `pocket` tool and their tests
-# (POCKET_SANITIZER_CORE=1, see the end of Package.swift); the integration
-# products run in the plain suite. Under AddressSanitizer the suite runs on
-# the epoll backend (the plain run takes the default, io_uring where the
-# kernel allows it), so both backends run every test.
-# A sanitizer report ends the test process at once with an exit status
-# (halt_on_error; no abort, so no crash handler runs) and fails this script.
-# The Swift runtime's backtracer is off: on a sanitizer's abort it tried to
-# suspend the test process's threads forever ("failed to suspend thread ...
-# while processing a crash"). The caller's time limit (scripts/lib/steps.sh)
-# ends anything else that would hang.
+# (POCKET_SANITIZER_CORE=1, see the end of Package.swift). The suite runs on
+# the epoll backend: the test command's suite takes the default, io_uring
+# where the kernel allows it, so in CI both backends run every test.
+# A sanitizer report ends the test process at once with an exit status and
+# fails this script (scripts/lib/sanitizer.sh). The caller's time limit
+# (scripts/lib/steps.sh) ends anything else that would hang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizer=$1
@@ -31,7 +29,7 @@ case "${1:-}" in
 esac
 case "$sanitizer" in
   address) scratch=.build-asan; backend=epoll ;;
-  thread) scratch=.build-tsan; backend= ;;
+  thread) scratch=.build-tsan; backend=epoll ;;
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
 export POCKET_SANITIZER_CORE=1
@@ -52,10 +50,9 @@ fi
 # still lets a thread that races the exit report.
 # A small ASan quarantine: the suite's memory-bound assertions measure RSS,
 # and the default 256 MB quarantine of freed blocks would count against them.
-SWIFT_BACKTRACE=enable=no POCKET_IO_BACKEND=$backend \
-TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 atexit_sleep_ms=100" \
-ASAN_OPTIONS="detect_leaks=1 quarantine_size_mb=16 halt_on_error=1" \
-LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-swift.supp" \
+. scripts/lib/sanitizer.sh
+sanitizer_env
+POCKET_IO_BACKEND=$backend \
   swift test --skip-build --disable-swift-testing --sanitize="$sanitizer" --scratch-path "$scratch" "$@" \
   2>&1 | tee ".build/test-$sanitizer.txt"
 grep -qE "Executed [0-9]+ tests?, with 0 failures" ".build/test-$sanitizer.txt"

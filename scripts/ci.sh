@@ -3,7 +3,9 @@
 # step, each under its own time limit (scripts/lib/steps.sh):
 #   1. the system packages (scripts/setup.sh) and the package graph resolved;
 #   2. the README's test command (scripts/test.sh): the debug build, the
-#      suite, a replay of every fuzz corpus;
+#      suite, a replay of every fuzz corpus; in CI under AddressSanitizer
+#      (POCKET_TEST_SANITIZER=address, scripts/lib/sanitizer.sh): the
+#      suite is CI's AddressSanitizer run, and its build serves steps 6-8;
 #   3. make check: the wording check, the engine's layering, the C tests
 #      under ASan+UBSan;
 #   4. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 5;
@@ -20,22 +22,25 @@
 #      on the debug build of step 2;
 #   8. the differential checks of the debug build's pocket CLI against
 #      curl (scripts/differential.py: cookies, NO_PROXY);
-#   9. the Swift suite under ThreadSanitizer and under AddressSanitizer (on
-#      the epoll backend), scripts/ci-sanitized.sh: each built as soon as the
-#      packages are in, its suite run once its build and step 2 are done.
-# On two cores nothing waits for a free core. Only the three suites (step 2's
-# and step 9's) measure time, so they run at normal priority, at most two at
-# once (step 2's alone, then the two sanitized ones side by side); every
-# build and every other step runs beside them at nice 10 and takes what
-# they leave. A background step's time limit allows for the wait: while
-# the test command builds, the background gets little of the cores.
+#   9. the Swift suite under ThreadSanitizer on the epoll backend (step 2's
+#      takes the default, io_uring), scripts/ci-sanitized.sh: built as soon
+#      as the packages are in, its suite run once its build and step 2's
+#      suite are done.
+# One build serves the test command and the AddressSanitizer run: a debug
+# build of its own would be a fifth of CI's CPU. On two cores nothing waits
+# for a free core. Only the two suites (step 2's and step 9's) measure time,
+# so they run at normal priority, one after the other; every build and
+# every other step runs beside them at nice 10 and takes what they leave.
+# A background step's time limit allows for the wait: while the test
+# command builds, the background gets little of the cores.
 # A step runs alone as its command: `scripts/test.sh`, `make check`,
 # `fuzz/run.sh all 5`, `scripts/perf-gate.sh`, `scripts/gateway-smoke.sh`,
 # `swift package --disable-sandbox generate-documentation --target Pocket
 # --warnings-as-errors`, `scripts/check-doc-coverage.sh`,
 # `scripts/check-doc-snippets.sh`, `scripts/differential.py cookies|noproxy`,
-# `scripts/ci-sanitized.sh thread|address` (or --build-only, then
-# --skip-build).
+# `scripts/ci-sanitized.sh thread` (or --build-only, then --skip-build),
+# each with POCKET_TEST_SANITIZER=address in the environment (and
+# `swift package --sanitize=address ...`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/steps.sh
@@ -48,6 +53,12 @@ leftovers_guard ci.sh
 nice_keeper_start
 FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 export FUZZ_SECONDS
+# The test command's build and suite under AddressSanitizer, and every step
+# that runs what it built (the gateway, the CLI of the differential checks)
+# with the sanitizers' report settings.
+export POCKET_TEST_SANITIZER=address
+. scripts/lib/sanitizer.sh
+sanitizer_env
 # Step 9's suites wait for step 2's suite to end: this file appears when
 # it has (test.sh creates it; the step's end creates it too, should the
 # test command fail before its suite).
@@ -62,7 +73,7 @@ step "system packages, package graph" 900 bash -c 'scripts/setup.sh && swift pac
 # environment variable adds (the gateway's), so a file resolved before
 # without them looks current to `swift package resolve`.
 export POCKET_RESOLVED=1
-# ci_sanitized SANITIZER: its build (nice 10), then, once step 2 is done,
+# ci_sanitized SANITIZER: its build (nice 10), then, once step 2's suite is done,
 # its suite at normal priority; each phase's time is printed.
 ci_sanitized() {
   local t0=$SECONDS
@@ -74,15 +85,14 @@ ci_sanitized() {
   echo "== $1: suite ran in $((SECONDS - t0)) s"
 }
 export -f ci_sanitized
-step_bg "ThreadSanitizer: build, then the suite" 2700 bash -c 'ci_sanitized thread'
-step_bg "AddressSanitizer: build, then the suite (epoll backend)" 2700 bash -c 'ci_sanitized address'
+step_bg "ThreadSanitizer: build, then the suite (epoll backend)" 2700 bash -c 'ci_sanitized thread'
 step_bg "make check (wording, layering, C tests under ASan+UBSan)" 2700 nice -n 10 make check
 # The gate's release build has a scratch path of its own, so it runs beside
 # the test command's debug build (SwiftPM locks a scratch path per build).
 step_bg "counting gate: release build, then the count (scripts/perf-gate.sh)" 2700 nice -n 10 bash -c \
   'swift build -c release --product pocket-bench --scratch-path .build-gate \
      && POCKET_BENCH=.build-gate/release/pocket-bench scripts/perf-gate.sh'
-step "README test command (scripts/test.sh)" 2400 scripts/test.sh
+step "README test command (scripts/test.sh), under AddressSanitizer" 2400 scripts/test.sh
 touch "$POCKET_SUITE_DONE"
 # FUZZ_QUICK=1: the Swift harnesses fuzz on the build the test command's
 # replay made (fuzz/run.sh).
@@ -91,7 +101,7 @@ if [ "${GATEWAY:-1}" = 1 ]; then
   step "gateway example: build, one request per variant" 1800 nice -n 10 scripts/gateway-smoke.sh
 fi
 step "documentation (DocC, warnings are errors)" 900 nice -n 10 \
-  swift package --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
+  swift package "${SANITIZER_FLAGS[@]}" --disable-sandbox generate-documentation --target Pocket --warnings-as-errors
 step "documentation coverage (every public declaration has ///)" 300 nice -n 10 scripts/check-doc-coverage.sh
 step "documentation examples compile" 900 nice -n 10 scripts/check-doc-snippets.sh
 step "differential checks against curl (cookies, NO_PROXY)" 900 \

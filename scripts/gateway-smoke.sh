@@ -13,11 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/processes.sh
+. scripts/lib/sanitizer.sh
 
 BASE_PORT="${BASE_PORT:-18395}"
 CONFIG="${GATEWAY_CONFIG:-debug}"
 if [ "${POCKET_GATEWAY_EXAMPLE:-}" = 1 ]; then
-  where=()
+  # The package's own .build: its flags (a sanitizer in CI).
+  where=(${SANITIZER_FLAGS[@]+"${SANITIZER_FLAGS[@]}"})
 else
   where=(--package-path Examples/Gateway)
 fi

@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 . scripts/lib/processes.sh
 leftovers_guard test.sh
 scripts/setup.sh
+# POCKET_TEST_SANITIZER=address (CI): the build and the suite under
+# AddressSanitizer (scripts/lib/sanitizer.sh).
+. scripts/lib/sanitizer.sh
 # Synchronization.Mutex parks on futexes ThreadSanitizer cannot see, so a
 # contended one fails the TSan job as a data race: the package's pthread
 # `Lock` (Sources/Pocket/Engine/Lock.swift) is the only lock.
@@ -23,7 +26,7 @@ fi
 # executables of every package in the graph: the documentation plugin's,
 # hdrhistogram's examples.)
 for product in PocketPackageTests pocket pocket-bench cache-bench schema-bench; do
-  swift build --product "$product"
+  swift build --product "$product" ${SANITIZER_FLAGS[@]+"${SANITIZER_FLAGS[@]}"}
 done
 mkdir -p .build
 # Fuzz regressions: every corpus input and saved crasher of every harness
@@ -41,7 +44,9 @@ replay_fuzz() {
 ( renice -n 10 "$BASHPID" >/dev/null; replay_fuzz ) > .build/fuzz-replay.txt 2>&1 &
 replay_pid=$!
 suite_status=0
-swift test --skip-build --disable-swift-testing 2>&1 | tee .build/test-output.txt || suite_status=$?
+( [ ${#SANITIZER_FLAGS[@]} -eq 0 ] || sanitizer_env
+  swift test --skip-build --disable-swift-testing ${SANITIZER_FLAGS[@]+"${SANITIZER_FLAGS[@]}"} ) 2>&1 \
+  | tee .build/test-output.txt || suite_status=$?
 # CI (scripts/ci.sh) starts the sanitized suites once this one has ended,
 # while the replays may still run: it names a file to create then.
 if [ -n "${POCKET_SUITE_DONE:-}" ]; then touch "$POCKET_SUITE_DONE"; fi
