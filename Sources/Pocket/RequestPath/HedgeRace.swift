@@ -51,7 +51,8 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let box: HedgingPolicyBox
     private var policy: PocketHedgingPolicy { box.policy }
     private let delay: Duration
-    private let deadline: ContinuousClock.Instant?
+    /// The task deadline, in nanoseconds after `PocketDeadline.origin` (`.max`: none).
+    private let deadline: Int64
     private let attempt: Int
     private let sink: EventSink?
     private let progress: PocketProgressHandler?
@@ -60,7 +61,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let priority: TaskPriority
 
     init(client: PocketClient, request: PocketRequest, policy: HedgingPolicyBox, delay: Duration,
-         deadline: ContinuousClock.Instant?, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
+         deadline: Int64, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
         self.client = client
         self.request = request
         self.box = policy
@@ -234,7 +235,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The next hedge's number, counted as sent, when the policy, the
     /// deadline and the client's hedging budget allow one.
     private func nextHedge(_ s: inout State) -> Int? {
-        guard s.hedges < policy.maxHedges, deadline.map({ $0 > .now }) ?? true, client.extraRequests.permitsHedge() else {
+        guard s.hedges < policy.maxHedges, deadline == .max || deadline > PocketDeadline.nowNanos(), client.extraRequests.permitsHedge() else {
             return nil
         }
         s.hedges += 1
@@ -245,7 +246,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// Sends hedge `n` (reported as `.hedging`), and arms the timer for the next.
     private func launch(_ n: Int) {
         sink?.emit(.hedging, attempt: attempt, hedge: n)
-        start(n, deadline.map { client.bounded(request, by: $0) } ?? request)
+        start(n, deadline == .max ? request : client.bounded(request, by: deadline))
         if n < policy.maxHedges { client.hedgeTimers.arm(self, at: .now + delay) }
     }
 
