@@ -136,14 +136,15 @@ final class RetryLoopTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(first.1, .milliseconds(30), "timed from before the attempt")
     }
 
-    /// With only a hedging policy, a failure of the first attempt is the
-    /// caller's as it was: thrown once, not retried.
-    func testWithOnlyAHedgingPolicyAFailureIsThrownAsItIs() async throws {
+    /// With only a hedging policy, the first attempt's unacceptable answer
+    /// sends the one hedge at once (nothing else runs), and the last answer's
+    /// failure is the caller's as it is: one attempt, no retry.
+    func testWithOnlyAHedgingPolicyAFailureIsHedgedThenThrownAsItIs() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
         server.route("/missing") { _ in .text("no", status: 404) }
         let client = try makeClient {
-            $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.seconds(5)))
+            $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.seconds(5)), maxHedges: 1)
             $0.validation = PocketValidation()
         }
         defer { Task { try? await client.shutdown() } }
@@ -154,7 +155,8 @@ final class RetryLoopTests: XCTestCase {
             XCTAssertEqual(error.code, .unacceptableStatus)
             XCTAssertFalse(error.message.contains("attempts"), error.message)
         }
-        XCTAssertEqual(server.requestCount, 1)
+        XCTAssertEqual(server.requestCount, 2, "the request and its one hedge")
+        XCTAssertEqual(client.hedgeStatistics.sent, 1)
     }
 
     func testErrorsThatRetryingCannotFixAreNotRetried() async throws {

@@ -217,7 +217,7 @@ final class InFlightRequest: @unchecked Sendable {
         guard left > 0 else {
             throw PocketError(.totalTimeout, "the total timeout, cut to the task's deadline, passed before the request was sent")
         }
-        return PocketTimeouts.milliseconds(.nanoseconds(left))
+        return PocketTimeouts.milliseconds(nanoseconds: left)
     }
 
     static func from(_ ctx: UnsafeMutableRawPointer?) -> InFlightRequest {

@@ -50,7 +50,13 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let request: PocketRequest
     private let box: HedgingPolicyBox
     private var policy: PocketHedgingPolicy { box.policy }
-    private let delay: Duration
+    /// The hedging delay, in nanoseconds.
+    private let delayNanos: Int64
+    /// When a hedge armed now is due (nanoseconds after `PocketDeadline.origin`).
+    private var nextDue: Int64 {
+        let (due, overflow) = PocketDeadline.nowNanos().addingReportingOverflow(delayNanos)
+        return overflow ? .max : due
+    }
     /// The task deadline, in nanoseconds after `PocketDeadline.origin` (`.max`: none).
     private let deadline: Int64
     private let attempt: Int
@@ -65,7 +71,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         self.client = client
         self.request = request
         self.box = policy
-        self.delay = delay
+        self.delayNanos = delay.nanoseconds
         self.deadline = deadline
         self.attempt = attempt
         self.sink = sink
@@ -78,7 +84,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The request itself run in place by the caller: the timer armed, the
     /// request sent, and the race's result (waited for while hedges run).
     nonisolated(nonsending) func run() async -> Arrival {
-        client.hedgeTimers.arm(self, at: .now + delay)
+        client.hedgeTimers.arm(self, atNanos: nextDue)
         let outcome: Result<D.Response, any Error>
         do {
             outcome = .success(try await client.fetching(request, progress: progress, HedgedDelivery(base: delivery, race: self)))
@@ -98,7 +104,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// through a `PocketTransport`, whose call only the task's cancellation
     /// can end): the race's result.
     nonisolated(nonsending) func runDetached() async -> Arrival {
-        client.hedgeTimers.arm(self, at: .now + delay)
+        client.hedgeTimers.arm(self, atNanos: nextDue)
         start(0, request)
         return await result()
     }
@@ -247,7 +253,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private func launch(_ n: Int) {
         sink?.emit(.hedging, attempt: attempt, hedge: n)
         start(n, deadline == .max ? request : client.bounded(request, by: deadline))
-        if n < policy.maxHedges { client.hedgeTimers.arm(self, at: .now + delay) }
+        if n < policy.maxHedges { client.hedgeTimers.arm(self, atNanos: nextDue) }
     }
 
     /// Runner `n` as a task of its own.
@@ -276,7 +282,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private func wins(_ outcome: Result<D.Response, any Error>) -> Bool {
         guard case .success(let response) = outcome else { return false }
         if validated { return client.validationFailure(of: response, for: request) == nil }
-        return !box.nonFatal.contains(response.attemptView.status)
+        return !box.nonFatal.contains(response.redirectStatus)   // the status, without a copy of the response
     }
 }
 
