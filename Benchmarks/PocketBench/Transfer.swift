@@ -60,9 +60,10 @@ struct PocketBenchClient: BenchClient {
         return try await PocketDeadline.withDeadline(in: deadline) { try await exchange() }
     }
 
-    /// One request, sent the way `transfer` says.
+    /// One request, sent the way `transfer` says (on the caller's
+    /// executor, as a service's own code under a deadline calls the client).
     @inline(__always)
-    private func exchange() async throws -> BenchOutcome {
+    nonisolated(nonsending) private func exchange() async throws -> BenchOutcome {
         let request = targets.next()
         switch transfer {
         case .memory:

@@ -105,6 +105,60 @@ final class RetryLoopTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 3)
     }
 
+    /// On the system clock, with the policy as the only handling, the first
+    /// attempt is made before the request's middleware context: its failure
+    /// still reaches the policy as attempt 1, timed from before it was sent.
+    func testAFirstAttemptMadeBeforeTheContextReachesThePolicyWithItsNumberAndTime() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let answered = Recorder<Int>()
+        server.route("/slow-then-fine") { _ in
+            answered.append(1)
+            if answered.values.count > 1 { return .text("fine") }
+            usleep(30_000)
+            return .text("busy", status: 503)
+        }
+        let seen = Recorder<(Int, Duration, Int?)>()
+        let client = try clientWith {
+            $0.retry = PocketRetryPolicy(maxAttempts: 3) { attempt in
+                seen.append((attempt.number, attempt.elapsed, attempt.response?.status))
+                return attempt.response?.status == 503 ? .retryAfter(.zero) : .stop
+            }
+        }
+        defer { Task { try? await client.shutdown() } }
+        let response = try await client.send(PocketRequest(url: url(server, "/slow-then-fine")))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(server.requestCount, 2)
+        let first = try XCTUnwrap(seen.values.first)
+        XCTAssertEqual(seen.values.count, 1, "a success is not offered to the policy")
+        XCTAssertEqual(first.0, 1)
+        XCTAssertEqual(first.2, 503)
+        XCTAssertGreaterThanOrEqual(first.1, .milliseconds(30), "timed from before the attempt")
+    }
+
+    /// With only a hedging policy, the first attempt's unacceptable answer
+    /// sends the one hedge at once (nothing else runs), and the last answer's
+    /// failure is the caller's as it is: one attempt, no retry.
+    func testWithOnlyAHedgingPolicyAFailureIsHedgedThenThrownAsItIs() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.route("/missing") { _ in .text("no", status: 404) }
+        let client = try makeClient {
+            $0.handling.hedging = PocketHedgingPolicy(delay: .fixed(.seconds(5)), maxHedges: 1)
+            $0.validation = PocketValidation()
+        }
+        defer { Task { try? await client.shutdown() } }
+        do {
+            _ = try await client.send(PocketRequest(url: url(server, "/missing")))
+            XCTFail("a 404 fails the validation")
+        } catch let error as PocketError {
+            XCTAssertEqual(error.code, .unacceptableStatus)
+            XCTAssertFalse(error.message.contains("attempts"), error.message)
+        }
+        XCTAssertEqual(server.requestCount, 2, "the request and its one hedge")
+        XCTAssertEqual(client.hedgeStatistics.sent, 1)
+    }
+
     func testErrorsThatRetryingCannotFixAreNotRetried() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

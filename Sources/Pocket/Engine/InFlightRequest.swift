@@ -213,11 +213,11 @@ final class InFlightRequest: @unchecked Sendable {
     /// (nanoseconds after `PocketDeadline.origin`); a deadline that has
     /// passed is the total timeout it cut, and nothing is sent.
     private static func millisecondsLeft(before deadline: Int64) throws(PocketError) -> UInt32 {
-        let left = deadline &- PocketDeadline.nanoseconds(.now)
+        let left = deadline &- PocketDeadline.nowNanos()
         guard left > 0 else {
             throw PocketError(.totalTimeout, "the total timeout, cut to the task's deadline, passed before the request was sent")
         }
-        return PocketTimeouts.milliseconds(.nanoseconds(left))
+        return PocketTimeouts.milliseconds(nanoseconds: left)
     }
 
     static func from(_ ctx: UnsafeMutableRawPointer?) -> InFlightRequest {

@@ -77,8 +77,17 @@ public final class PocketMiddlewareContext: Sendable {
         set {
             guard let newValue else { return }
             PocketDeadline.noteUse()
-            deadlineNanos.min(PocketDeadline.nanoseconds(newValue), ordering: .acquiringAndReleasing)
+            deadlineNanos.min(PocketDeadline.bound(newValue), ordering: .acquiringAndReleasing)
         }
+    }
+
+    /// `deadline` in nanoseconds after `PocketDeadline.origin`; `.max` for none.
+    var deadlineNanoseconds: Int64 { deadlineNanos.load(ordering: .acquiring) }
+
+    /// The deadline made `nanoseconds` (after `PocketDeadline.origin`) when
+    /// that is earlier; `.max` (none) changes nothing.
+    func tighten(deadlineNanos nanoseconds: Int64) {
+        if nanoseconds != .max { deadlineNanos.min(nanoseconds, ordering: .acquiringAndReleasing) }
     }
 
     /// A value stored for this request under `key`, or nil.

@@ -1,4 +1,9 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A deadline for everything a task sends: a task-local instant that bounds
 /// every request made under it, on any client. All of a request's attempts,
@@ -22,9 +27,19 @@ import Synchronization
 /// `ServiceContext` too.
 public enum PocketDeadline {
     /// The current task's deadline, or nil (the default) for none.
-    public static var current: ContinuousClock.Instant? { inUse ? stored : nil }
+    public static var current: ContinuousClock.Instant? { instant(currentNanos) }
 
-    @TaskLocal private static var stored: ContinuousClock.Instant?
+    /// The task's deadline in nanoseconds after `origin`; `.max` for none.
+    /// An `Int64`, not an optional `ContinuousClock.Instant`: that type's
+    /// size is known only at run time outside the standard library, so a
+    /// task-local of it is bound, read and copied through its value
+    /// witnesses, several times the cost of the whole binding.
+    @TaskLocal private static var stored: Int64 = .max
+
+    /// The current task's deadline in nanoseconds after `origin`; `.max`
+    /// for none (the task-local is not read until a deadline has been set).
+    @inline(__always)
+    static var currentNanos: Int64 { inUse ? stored : .max }
 
     /// Whether a deadline has been set yet in this process, on a task or a
     /// request's middleware context: until one is, no request has one, and
@@ -41,30 +56,44 @@ public enum PocketDeadline {
     @inline(__always)
     static func noteUse() { everSet.store(true, ordering: .relaxed) }
 
-    /// The current task's deadline, if any, made `context`'s. Out of line
-    /// and synchronous: an optional `ContinuousClock.Instant` (a type whose
-    /// size is known only at run time outside the standard library) held in
-    /// an async caller costs that caller a task allocation.
-    @inline(never)
+    /// The current task's deadline, if any, made `context`'s.
+    @inline(__always)
     static func adopt(into context: PocketMiddlewareContext) {
-        if let deadline = current { context.deadline = deadline }
+        context.tighten(deadlineNanos: currentNanos)
     }
 
     /// Runs `operation` with `deadline` as the task's deadline (or the
-    /// current one when that is earlier).
-    public static func withDeadline<R>(at deadline: ContinuousClock.Instant,
-                                       isolation: isolated (any Actor)? = #isolation,
-                                       _ operation: () async throws -> R) async rethrows -> R {
+    /// current one when that is earlier), on the caller's executor: binding
+    /// the deadline switches no executor.
+    nonisolated(nonsending) public static func withDeadline<R>(at deadline: ContinuousClock.Instant,
+                                                               _ operation: nonisolated(nonsending) () async throws -> R)
+        async rethrows -> R {
         noteUse()
+        let nanos = bound(deadline)
         // An earlier deadline already bound holds: nothing to bind.
-        if let current, current <= deadline { return try await operation() }
-        return try await $stored.withValue(deadline, operation: operation, isolation: isolation)
+        if stored <= nanos { return try await operation() }
+        return try await $stored.withValue(nanos, operation: operation)
     }
 
     /// Runs `operation` with a deadline `duration` from now (or the
-    /// current one when that is earlier).
-    public static func withDeadline<R>(in duration: Duration,
-                                       isolation: isolated (any Actor)? = #isolation,
+    /// current one when that is earlier), on the caller's executor.
+    nonisolated(nonsending) public static func withDeadline<R>(in duration: Duration,
+                                                               _ operation: nonisolated(nonsending) () async throws -> R)
+        async rethrows -> R {
+        try await withDeadline(at: .now + duration, operation)
+    }
+
+    /// `withDeadline(at:_:)` with `operation` run isolated to `isolation`.
+    public static func withDeadline<R>(at deadline: ContinuousClock.Instant, isolation: isolated (any Actor)?,
+                                       _ operation: () async throws -> R) async rethrows -> R {
+        noteUse()
+        let nanos = bound(deadline)
+        if stored <= nanos { return try await operation() }
+        return try await $stored.withValue(nanos, operation: operation, isolation: isolation)
+    }
+
+    /// `withDeadline(in:_:)` with `operation` run isolated to `isolation`.
+    public static func withDeadline<R>(in duration: Duration, isolation: isolated (any Actor)?,
                                        _ operation: () async throws -> R) async rethrows -> R {
         try await withDeadline(at: .now + duration, isolation: isolation, operation)
     }
@@ -80,13 +109,27 @@ public enum PocketDeadline {
         return min(a, b)
     }
 
-    /// The instant deadlines are kept from as whole nanoseconds (in an
-    /// atomic of the middleware context).
-    static let origin = ContinuousClock.now
+    /// The instant deadlines are kept from as whole nanoseconds, and the
+    /// continuous clock's raw reading (CLOCK_BOOTTIME, `ContinuousClock`'s on
+    /// Linux) taken just before it: a time read from the raw clock
+    /// (`nowNanos`) is never earlier than the same moment's instant.
+    private static let epoch: (instant: ContinuousClock.Instant, raw: Int64) = {
+        let raw = rawClock()
+        return (ContinuousClock.now, raw)
+    }()
+
+    /// The instant deadlines are kept from (`epoch`).
+    static var origin: ContinuousClock.Instant { epoch.instant }
 
     /// `instant` in nanoseconds after `origin` (saturating).
     static func nanoseconds(_ instant: ContinuousClock.Instant) -> Int64 {
         (instant - origin).nanoseconds
+    }
+
+    /// A deadline at `instant`, in nanoseconds after `origin`: never
+    /// `.max`, which means none.
+    static func bound(_ instant: ContinuousClock.Instant) -> Int64 {
+        min(nanoseconds(instant), .max - 1)
     }
 
     /// The instant `nanoseconds` after `origin`; nil for `.max` (none).
@@ -94,10 +137,29 @@ public enum PocketDeadline {
         nanoseconds == .max ? nil : origin + .nanoseconds(nanoseconds)
     }
 
+    /// Now, in nanoseconds after `origin`, read from the raw clock: a
+    /// `ContinuousClock.now` would be turned into nanoseconds through
+    /// 128-bit arithmetic (a division) each time.
+    static func nowNanos() -> Int64 {
+        let start = epoch.raw   // made first (its raw reading precedes this one)
+        return rawClock() &- start
+    }
+
+    private static func rawClock() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
+    }
+
     /// `d` in whole milliseconds, rounded down and never negative: the form
     /// a deadline header carries.
     static func milliseconds(_ d: Duration) -> Int64 {
         let (seconds, attoseconds) = d.components
         return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// `nanoseconds` in whole milliseconds, rounded down and never negative.
+    static func milliseconds(nanoseconds: Int64) -> Int64 {
+        max(0, nanoseconds / 1_000_000)
     }
 }

@@ -44,7 +44,13 @@ struct PeakEWMA: Sendable {
     /// average (the peak), a faster one is weighted by how long ago the
     /// last sample was (`exp(-Δt/τ)` for the old average).
     mutating func add(_ sample: Duration, at now: Int64) {
-        let rtt = Double(max(0, sample.nanoseconds))
+        add(nanoseconds: sample.nanoseconds, at: now)
+    }
+
+    /// `add` of a response time in nanoseconds (what the set measures: no
+    /// `Duration`, whose nanoseconds take a 128-bit division).
+    mutating func add(nanoseconds sample: Int64, at now: Int64) {
+        let rtt = Double(max(0, sample))
         if rtt > nanos {
             nanos = rtt
         } else {

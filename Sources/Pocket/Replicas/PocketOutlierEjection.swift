@@ -121,6 +121,12 @@ struct ReplicaHealth: Sendable {
 
     /// Records one outcome at `now` under `policy`.
     mutating func record(failure: Bool, at now: Int64, policy: PocketOutlierEjection) -> Change {
+        record(failure: failure, at: now, policy: policy, window: policy.window.nanoseconds)
+    }
+
+    /// `record` with `policy.window` given in nanoseconds (the set keeps it
+    /// so: a `Duration`'s nanoseconds take a 128-bit division).
+    mutating func record(failure: Bool, at now: Int64, policy: PocketOutlierEjection, window: Int64) -> Change {
         switch state {
         case .ejected:
             return .none   // a request sent before the ejection
@@ -134,7 +140,7 @@ struct ReplicaHealth: Sendable {
         case .serving:
             break
         }
-        if now - windowStart >= policy.window.nanoseconds {
+        if now - windowStart >= window {
             (windowStart, windowRequests, windowFailures) = (now, 0, 0)
         }
         windowRequests += 1

@@ -259,7 +259,7 @@ public final class PocketReplicaSet: Sendable {
         let time = now()
         let event = state.withLock { inner -> PocketReplicaEvent? in
             let change = inner.set.finish(lease.endpoint, index: lease.index, generation: lease.generation, failure: failure,
-                                          latency: .nanoseconds(time - lease.started), at: time)
+                                          latencyNanos: time - lease.started, at: time)
             switch change {
             case .none: return nil
             case .ejected(let endpoint, let length): return self.makeEvent(.ejected, endpoint, length, inner)

@@ -34,12 +34,15 @@ struct ReplicaSetState {
     private var cursor = 0
     private var generator: SplitMix64
     private let decay: Duration
+    /// The ejection policy's window in nanoseconds, read on every outcome.
+    private let ejectionWindow: Int64
 
     init(balancing: PocketBalancing, ejection: PocketOutlierEjection?, seed: UInt64) {
         self.balancing = balancing
         self.ejection = ejection
         generator = SplitMix64(seed: seed)
         if case .powerOfTwoChoices(let d) = balancing { decay = d } else { decay = .seconds(10) }
+        ejectionWindow = ejection?.window.nanoseconds ?? .max
     }
 
     /// Replaces the list: replicas that stay keep their state (load,
@@ -132,6 +135,12 @@ struct ReplicaSetState {
     /// (nil: cancelled, neither).
     mutating func finish(_ endpoint: PocketReplicaEndpoint, index: Int, generation chosenFrom: Int, failure: Bool?,
                          latency: Duration, at now: Int64) -> Change {
+        finish(endpoint, index: index, generation: chosenFrom, failure: failure, latencyNanos: latency.nanoseconds, at: now)
+    }
+
+    /// `finish` with the latency in nanoseconds (the set's clock's unit).
+    mutating func finish(_ endpoint: PocketReplicaEndpoint, index: Int, generation chosenFrom: Int, failure: Bool?,
+                         latencyNanos latency: Int64, at now: Int64) -> Change {
         let i: Int
         if chosenFrom == generation, index < replicas.count {
             i = index
@@ -145,11 +154,11 @@ struct ReplicaSetState {
             replicas[i].health.abandonProbe(at: now)
             return .none
         }
-        replicas[i].latency.add(latency, at: now)
+        replicas[i].latency.add(nanoseconds: latency, at: now)
         replicas[i].requests += 1
         if failure { replicas[i].failures += 1 }
         guard let ejection else { return .none }
-        switch replicas[i].health.record(failure: failure, at: now, policy: ejection) {
+        switch replicas[i].health.record(failure: failure, at: now, policy: ejection, window: ejectionWindow) {
         case .none:
             return .none
         case .restored:

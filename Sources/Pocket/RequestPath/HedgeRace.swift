@@ -50,8 +50,15 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let request: PocketRequest
     private let box: HedgingPolicyBox
     private var policy: PocketHedgingPolicy { box.policy }
-    private let delay: Duration
-    private let deadline: ContinuousClock.Instant?
+    /// The hedging delay, in nanoseconds.
+    private let delayNanos: Int64
+    /// When a hedge armed now is due (nanoseconds after `PocketDeadline.origin`).
+    private var nextDue: Int64 {
+        let (due, overflow) = PocketDeadline.nowNanos().addingReportingOverflow(delayNanos)
+        return overflow ? .max : due
+    }
+    /// The task deadline, in nanoseconds after `PocketDeadline.origin` (`.max`: none).
+    private let deadline: Int64
     private let attempt: Int
     private let sink: EventSink?
     private let progress: PocketProgressHandler?
@@ -60,11 +67,11 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let priority: TaskPriority
 
     init(client: PocketClient, request: PocketRequest, policy: HedgingPolicyBox, delay: Duration,
-         deadline: ContinuousClock.Instant?, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
+         deadline: Int64, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
         self.client = client
         self.request = request
         self.box = policy
-        self.delay = delay
+        self.delayNanos = delay.nanoseconds
         self.deadline = deadline
         self.attempt = attempt
         self.sink = sink
@@ -77,7 +84,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The request itself run in place by the caller: the timer armed, the
     /// request sent, and the race's result (waited for while hedges run).
     nonisolated(nonsending) func run() async -> Arrival {
-        client.hedgeTimers.arm(self, at: .now + delay)
+        client.hedgeTimers.arm(self, atNanos: nextDue)
         let outcome: Result<D.Response, any Error>
         do {
             outcome = .success(try await client.fetching(request, progress: progress, HedgedDelivery(base: delivery, race: self)))
@@ -97,7 +104,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// through a `PocketTransport`, whose call only the task's cancellation
     /// can end): the race's result.
     nonisolated(nonsending) func runDetached() async -> Arrival {
-        client.hedgeTimers.arm(self, at: .now + delay)
+        client.hedgeTimers.arm(self, atNanos: nextDue)
         start(0, request)
         return await result()
     }
@@ -234,7 +241,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The next hedge's number, counted as sent, when the policy, the
     /// deadline and the client's hedging budget allow one.
     private func nextHedge(_ s: inout State) -> Int? {
-        guard s.hedges < policy.maxHedges, deadline.map({ $0 > .now }) ?? true, client.extraRequests.permitsHedge() else {
+        guard s.hedges < policy.maxHedges, deadline == .max || deadline > PocketDeadline.nowNanos(), client.extraRequests.permitsHedge() else {
             return nil
         }
         s.hedges += 1
@@ -245,8 +252,8 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// Sends hedge `n` (reported as `.hedging`), and arms the timer for the next.
     private func launch(_ n: Int) {
         sink?.emit(.hedging, attempt: attempt, hedge: n)
-        start(n, deadline.map { client.bounded(request, by: $0) } ?? request)
-        if n < policy.maxHedges { client.hedgeTimers.arm(self, at: .now + delay) }
+        start(n, deadline == .max ? request : client.bounded(request, by: deadline))
+        if n < policy.maxHedges { client.hedgeTimers.arm(self, atNanos: nextDue) }
     }
 
     /// Runner `n` as a task of its own.
@@ -275,7 +282,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private func wins(_ outcome: Result<D.Response, any Error>) -> Bool {
         guard case .success(let response) = outcome else { return false }
         if validated { return client.validationFailure(of: response, for: request) == nil }
-        return !box.nonFatal.contains(response.attemptView.status)
+        return !box.nonFatal.contains(response.redirectStatus)   // the status, without a copy of the response
     }
 }
 

@@ -21,15 +21,19 @@ protocol HedgeTimer: AnyObject, Sendable {
 /// one ends when it wakes. With nothing armed the task ends; the next arm
 /// starts one.
 final class HedgeTimers: Sendable {
+    /// Due times are nanoseconds after `PocketDeadline.origin`: an entry of
+    /// an integer and a reference (a `ContinuousClock.Instant`, of a size
+    /// known only at run time here, made every heap step go through its
+    /// value witnesses).
     private struct Entry {
-        var due: ContinuousClock.Instant
+        var due: Int64
         let timer: any HedgeTimer
     }
 
     private struct State {
         var heap: [Entry] = []
         /// When the sleeping task wakes; nil when none sleeps.
-        var wake: ContinuousClock.Instant?
+        var wake: Int64?
         /// The sleeping task's number: an older one ends when it wakes.
         var generation = 0
         var stopped = false
@@ -41,6 +45,12 @@ final class HedgeTimers: Sendable {
 
     /// Fires `timer` at `due` (unless disarmed first).
     func arm(_ timer: any HedgeTimer, at due: ContinuousClock.Instant) {
+        arm(timer, atNanos: PocketDeadline.nanoseconds(due))
+    }
+
+    /// Fires `timer` at `due`, in nanoseconds after `PocketDeadline.origin`
+    /// (unless disarmed first).
+    func arm(_ timer: any HedgeTimer, atNanos due: Int64) {
         let sleeper: Int? = state.withLock { s in
             guard !s.stopped, timer.timerSlot < 0 else { return nil }
             s.heap.append(Entry(due: due, timer: timer))
@@ -80,13 +90,13 @@ final class HedgeTimers: Sendable {
     /// The sleeping task: waits until `due`, fires what is due, sleeps
     /// again until the earliest left; ends when none is left or a newer
     /// task took over.
-    private func sleep(generation: Int, until due: ContinuousClock.Instant) async {
+    private func sleep(generation: Int, until due: Int64) async {
         var due = due
         while true {
-            try? await Task.sleep(until: due, clock: .continuous)
-            let (fired, next) = state.withLock { s -> ([any HedgeTimer], ContinuousClock.Instant?) in
+            try? await Task.sleep(until: PocketDeadline.origin + .nanoseconds(due), clock: .continuous)
+            let (fired, next) = state.withLock { s -> ([any HedgeTimer], Int64?) in
                 guard s.generation == generation, !s.stopped else { return ([], nil) }
-                let now = ContinuousClock.now
+                let now = PocketDeadline.nowNanos()
                 var fired: [any HedgeTimer] = []
                 while let top = s.heap.first, top.due <= now {
                     fired.append(top.timer)

@@ -42,8 +42,11 @@ import Foundation
 // authentication and nobody listening, `execute` skips 1, 2, 6's hooks
 // and 7: one attempt
 // (its total timeout cut to a task deadline), then validation (and one
-// count for the budgets). Every other stage checks for its own work (a
-// cache, a redirect, a cookie store, a proxy) with a nil or status check.
+// count for the budgets). With only a retry or hedging policy, the first
+// attempt is made the same way (hedged under the policy), and the stages'
+// context is made only when its outcome goes on to the policy. Every other
+// stage checks for its own work (a cache, a redirect, a cookie store, a
+// proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -125,17 +128,58 @@ extension PocketClient {
         // Nothing to adapt, retry, authenticate or report (middleware that
         // can tell have no work for this request): one attempt, then
         // validation.
-        if given == nil, unadapted || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
-           options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening, request.authentication == nil {
-            if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
-            var response = try await fetching(request, progress: progress, delivery)
-            if let failure = accept(&response, sent: request) {
-                await response.discardBody()
-                throw failure
+        if given == nil, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening,
+           request.authentication == nil {
+            if unadapted || (gatedOnly && !chain.engages(request)) {
+                if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
+                var response = try await fetching(request, progress: progress, delivery)
+                if let failure = accept(&response, sent: request) {
+                    await response.discardBody()
+                    throw failure
+                }
+                return response
             }
-            return response
+            if policiesOnly { return try await executeUnadapted(request, options: options, progress: progress, delivery) }
         }
-        return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
+        return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery, first: nil)
+    }
+
+    /// `execute` for a client whose only handling is a retry or a hedging
+    /// policy (`policiesOnly`), for a request that brings nothing of its
+    /// own: the first attempt is made as without middleware (hedged under
+    /// the hedging policy), and the middleware context, the task's id and
+    /// the attempts are made only when its outcome goes on to the policy (a
+    /// failure, or a response the policy may retry): a request answered at
+    /// once costs no context. Nobody listens, so no event is lost.
+    @inline(never)
+    nonisolated(nonsending) private func executeUnadapted<D: ResponseDelivery>(
+        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
+        // What `attempts` checks before a first attempt.
+        if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
+        let start = PocketDeadline.nowNanos()
+        var sent = request, delivery = delivery
+        if let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
+        var bound = false
+        var outcome: Result<D.Response, any Error>
+        var failure: PocketError?
+        do {
+            if PocketDeadline.inUse { bound = try limitToTaskDeadline(&sent, &delivery) }
+            do {
+                var response = try await fetching(sent, hedging: hedging, deadline: PocketDeadline.currentNanos, attempt: 1,
+                                                  sink: nil, progress: progress, delivery)
+                failure = accept(&response, sent: sent)
+                if failure == nil, delivered(response, sent: sent, attempt: 1, sink: nil) { return response }
+                outcome = .success(response)
+            } catch {
+                outcome = .failure(bound ? Self.deadlineReached(error, attempt: 1) : error)
+            }
+        } catch {
+            outcome = .failure(error)   // the deadline passed before the attempt
+        }
+        let first = MadeAttempt(outcome: outcome, failure: failure, sent: sent,
+                                started: PocketDeadline.origin + .nanoseconds(start))
+        return try await executeAdapted(request, options: options, progress: progress, sink: nil, delivery, first: first)
     }
 
     /// `execute`'s one attempt when a task deadline may be set: each hop's
@@ -236,28 +280,30 @@ extension PocketClient {
         return inflight.takeResponse()
     }
 
-    /// `execute` through the middleware chain, the retry policy and the events.
+    /// `execute` through the middleware chain, the retry policy and the
+    /// events; `first`: the first attempt, already made (`executeUnadapted`).
     nonisolated(nonsending) private func executeAdapted<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ delivery: D
+        _ delivery: D, first: MadeAttempt<D.Response>?
     ) async throws -> D.Response {
-        let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
+        let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given, startedAt: first?.started)
         if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
         // A request to a replica set's name keeps the replicas its attempts
-        // and hedges used, so each prefers another.
+        // and hedges used, so each prefers another (a first attempt made
+        // already brings its own).
         var delivery = delivery
-        if let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
+        if first == nil, let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
         do {
             return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedgingBox ?? hedging,
-                                      progress: progress, sink: sink, delivery)
+                                      progress: progress, sink: sink, delivery, first: first)
         } catch {
             throw Self.cancellationReported(error, context: context, sink: sink)
         }
     }
 
     /// The chain, context and event sink of one request.
-    private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions,
-                              sink given: EventSink?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
+    private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions, sink given: EventSink?,
+                              startedAt: ContinuousClock.Instant?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
         // The request's own middleware run after the client's; its
         // policy replaces the client's as the last middleware. (The
         // client's handling is read field by field: a copy of the whole
@@ -267,7 +313,7 @@ extension PocketClient {
                               policy: options.retry ?? configuration.handling.retry)
         // On the system clock the context keeps no copy of it (an
         // existential copied per request): its origin is the client's.
-        let now = ContinuousClock.now
+        let now = startedAt ?? ContinuousClock.now
         let clock: (any PocketRetryClock)?, started: Duration
         if let origin = systemClockOrigin {
             (clock, started) = (nil, now - origin)
@@ -314,7 +360,7 @@ extension PocketClient {
     nonisolated(nonsending) private func attempts<D: ResponseDelivery>(
         _ request: PocketRequest, chain: MiddlewareChain, context: PocketMiddlewareContext,
         started firstStart: ContinuousClock.Instant, hedging: HedgingPolicyBox?, progress: PocketProgressHandler?,
-        sink: EventSink?, _ delivery: D
+        sink: EventSink?, _ delivery: D, first: MadeAttempt<D.Response>?
     ) async throws -> D.Response {
         typealias R = D.Response
         // Only the hooks that do something are called (`MiddlewareChain`):
@@ -322,7 +368,19 @@ extension PocketClient {
         // middleware's missing ones.
         let observed = !chain.observers.isEmpty
         var delivery = delivery   // carries the task deadline to each attempt's hops
+        var made = first
         while true {
+            if let first = made.take() {
+                // The first attempt, made before the context was: its
+                // outcome to the hooks (no observer: only a policy).
+                context.begin(attempt: 1)
+                if let response = try await settle(first.outcome, failure: first.failure, request: request, sent: first.sent,
+                                                   attempt: 1, started: firstStart, observing: false, chain: chain,
+                                                   context: context, sink: sink) {
+                    return response
+                }
+                continue
+            }
             let attempt = try Self.beginAttempt(context: context, sink: sink)
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var sent = request
@@ -349,8 +407,8 @@ extension PocketClient {
             var observing = false
             do {
                 var response = sent.authentication == nil && !answersChallenges
-                    ? try await fetching(sent, hedging: hedging, context: context, attempt: attempt, sink: sink,
-                                     progress: progress, delivery)
+                    ? try await fetching(sent, hedging: hedging, deadline: context.deadlineNanoseconds, attempt: attempt,
+                                         sink: sink, progress: progress, delivery)
                     : try await authenticating(&sent, progress: progress, delivery)   // Sources/Pocket/Auth
                 failure = accept(&response, sent: sent)
                 // A success no hook observes is the caller's at once.
@@ -458,32 +516,34 @@ extension PocketClient {
     /// to what is left), the time left sent in the deadline header when one
     /// is configured; returns whether the deadline is what bounds the
     /// attempt (its total timeout then means the deadline passed). Out of
-    /// line and synchronous: an optional `ContinuousClock.Instant` held in
-    /// the async `attempts` would cost it a task allocation on every attempt.
+    /// line and synchronous, like the async `attempts`' other rare steps.
     @inline(never)
     private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D,
                                             toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
-        guard let deadline = context.deadline else { return false }
-        return try limit(&sent, &delivery, to: deadline, attempt: attempt)
+        try limit(&sent, &delivery, to: context.deadlineNanoseconds, attempt: attempt)
     }
 
     /// `limit(_:_:toDeadlineOf:attempt:)` for a request sent without a
     /// context (one attempt): the task's deadline, if it has one.
     @inline(never)
     private func limitToTaskDeadline<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D) throws -> Bool {
-        guard let deadline = PocketDeadline.current else { return false }
-        return try limit(&sent, &delivery, to: deadline, attempt: 1)
+        try limit(&sent, &delivery, to: PocketDeadline.currentNanos, attempt: 1)
     }
 
-    private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D, to deadline: ContinuousClock.Instant,
+    /// `limit` to `deadline`, in nanoseconds after `PocketDeadline.origin`
+    /// (`.max`: none, nothing to cut). Whole nanoseconds throughout: no
+    /// 128-bit arithmetic of `Duration` and `ContinuousClock.Instant`.
+    private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D, to deadline: Int64,
                                             attempt: Int) throws -> Bool {
-        let remaining = deadline - .now
-        guard remaining > .zero else {
+        guard deadline != .max else { return false }
+        let now = PocketDeadline.nowNanos()
+        guard deadline > now else {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")
         }
-        let bound = (sent.timeouts ?? configuration.timeouts).total.map { remaining < $0 } ?? true
-        delivery.deadlineNanos = bound ? PocketDeadline.nanoseconds(deadline) : .max
-        if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(remaining)) }
+        let remaining = deadline - now
+        let bound = (sent.timeouts ?? configuration.timeouts).total.map { .nanoseconds(remaining) < $0 } ?? true
+        delivery.deadlineNanos = bound ? deadline : .max
+        if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(nanoseconds: remaining)) }
         return bound
     }
 
@@ -737,5 +797,21 @@ extension Result {
     var failure: Failure? {
         if case .failure(let e) = self { return e }
         return nil
+    }
+}
+
+/// A request's first attempt, made before its middleware context
+/// (`executeUnadapted`) and handed to the attempts with its outcome. A
+/// class: only a request whose first outcome goes on to a policy makes one,
+/// and the attempts pass one pointer for it.
+final class MadeAttempt<R>: @unchecked Sendable {
+    // Unchecked: made by the sending task and read by it, once, after.
+    let outcome: Result<R, any Error>
+    let failure: PocketError?
+    let sent: PocketRequest
+    let started: ContinuousClock.Instant
+
+    init(outcome: Result<R, any Error>, failure: PocketError?, sent: PocketRequest, started: ContinuousClock.Instant) {
+        (self.outcome, self.failure, self.sent, self.started) = (outcome, failure, sent, started)
     }
 }

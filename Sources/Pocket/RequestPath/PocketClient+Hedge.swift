@@ -20,17 +20,19 @@ extension PocketClient {
     /// adds a nil check, not an async call's frame.
     @inline(__always)
     nonisolated(nonsending) func fetching<D: ResponseDelivery>(
-        _ request: PocketRequest, hedging: HedgingPolicyBox?, context: PocketMiddlewareContext, attempt: Int,
+        _ request: PocketRequest, hedging: HedgingPolicyBox?, deadline: Int64, attempt: Int,
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
         guard let hedging, D.hedges else { return try await fetching(request, progress: progress, delivery) }
-        return try await hedged(request, policy: hedging, context: context, attempt: attempt, sink: sink, progress: progress,
+        return try await hedged(request, policy: hedging, deadline: deadline, attempt: attempt, sink: sink, progress: progress,
                                 delivery)
     }
 
-    /// `fetching` with hedges under `box`'s policy, for a request that may have them.
+    /// `fetching` with hedges under `box`'s policy, for a request that may
+    /// have them; `deadline`: the request's, in nanoseconds after
+    /// `PocketDeadline.origin` (`.max` for none).
     nonisolated(nonsending) private func hedged<D: ResponseDelivery>(
-        _ request: PocketRequest, policy box: HedgingPolicyBox, context: PocketMiddlewareContext, attempt: Int,
+        _ request: PocketRequest, policy box: HedgingPolicyBox, deadline: Int64, attempt: Int,
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
         let policy = box.policy
@@ -53,7 +55,7 @@ extension PocketClient {
             if let origin { latencies.record(origin, .now - started, capacity: policy.latencySamples) }
             return response
         }
-        let race = HedgeRace(client: self, request: request, policy: box, delay: delay, deadline: context.deadline,
+        let race = HedgeRace(client: self, request: request, policy: box, delay: delay, deadline: deadline,
                              attempt: attempt, sink: sink, progress: progress, delivery: delivery)
         let (winner, outcome) = hasTransport ? await race.runDetached() : await race.run()
         if case .success = outcome, let origin {
@@ -73,10 +75,11 @@ extension PocketClient {
     public var hedgeStatistics: PocketHedgeStatistics { extraRequests.hedgeStatistics }
 
     /// A hedge of `request` whose total timeout is what is left of the
-    /// task's deadline now (the time left sent again when configured).
-    func bounded(_ request: PocketRequest, by deadline: ContinuousClock.Instant) -> PocketRequest {
+    /// task's deadline now (nanoseconds after `PocketDeadline.origin`; the
+    /// time left sent again when configured).
+    func bounded(_ request: PocketRequest, by deadline: Int64) -> PocketRequest {
         var hedge = request
-        let left = deadline - .now
+        let left = Duration.nanoseconds(deadline &- PocketDeadline.nowNanos())
         var timeouts = hedge.timeouts ?? configuration.timeouts
         timeouts.total = min(timeouts.total ?? left, left)
         hedge.timeouts = timeouts
