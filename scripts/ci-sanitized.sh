@@ -12,9 +12,11 @@
 # resolved already, and the build does not resolve it again.)
 #
 # It builds the library, the `pocket` tool and their tests
-# (POCKET_SANITIZER_CORE=1, see the end of Package.swift). The suite runs on
-# the epoll backend: the test command's suite takes the default, io_uring
-# where the kernel allows it, so in CI both backends run every test.
+# (POCKET_SANITIZER_CORE=1, see the end of Package.swift). Under
+# AddressSanitizer the suite runs on the epoll backend; under
+# ThreadSanitizer on the default, io_uring where the kernel allows it. In CI
+# the test command's suite is the AddressSanitizer run, on epoll, so both
+# backends run every test.
 # A sanitizer report ends the test process at once with an exit status and
 # fails this script (scripts/lib/sanitizer.sh). The caller's time limit
 # (scripts/lib/steps.sh) ends anything else that would hang.
@@ -29,7 +31,7 @@ case "${1:-}" in
 esac
 case "$sanitizer" in
   address) scratch=.build-asan; backend=epoll ;;
-  thread) scratch=.build-tsan; backend=epoll ;;
+  thread) scratch=.build-tsan; backend= ;;
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
 export POCKET_SANITIZER_CORE=1

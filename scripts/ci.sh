@@ -4,8 +4,9 @@
 #   1. the system packages (scripts/setup.sh) and the package graph resolved;
 #   2. the README's test command (scripts/test.sh): the debug build, the
 #      suite, a replay of every fuzz corpus; in CI under AddressSanitizer
-#      (POCKET_TEST_SANITIZER=address, scripts/lib/sanitizer.sh): the
-#      suite is CI's AddressSanitizer run, and its build serves steps 6-8;
+#      and on the epoll backend (POCKET_TEST_SANITIZER=address,
+#      scripts/lib/sanitizer.sh; POCKET_IO_BACKEND=epoll): the suite is
+#      CI's AddressSanitizer run, and its build serves steps 6-8;
 #   3. make check: the wording check, the engine's layering, the C tests
 #      under ASan+UBSan;
 #   4. every libFuzzer harness (C and Swift) for FUZZ_SECONDS (default 5;
@@ -22,10 +23,10 @@
 #      on the debug build of step 2;
 #   8. the differential checks of the debug build's pocket CLI against
 #      curl (scripts/differential.py: cookies, NO_PROXY);
-#   9. the Swift suite under ThreadSanitizer on the epoll backend (step 2's
-#      takes the default, io_uring), scripts/ci-sanitized.sh: built as soon
-#      as the packages are in, its suite run once its build and step 2's
-#      suite are done.
+#   9. the Swift suite under ThreadSanitizer on the default backend,
+#      io_uring (step 2's runs on epoll, so both backends run every test),
+#      scripts/ci-sanitized.sh: built as soon as the packages are in, its
+#      suite run once its build and step 2's suite are done.
 # One build serves the test command and the AddressSanitizer run: a debug
 # build of its own would be a fifth of CI's CPU. On two cores nothing waits
 # for a free core. Only the two suites (step 2's and step 9's) measure time,
@@ -85,14 +86,15 @@ ci_sanitized() {
   echo "== $1: suite ran in $((SECONDS - t0)) s"
 }
 export -f ci_sanitized
-step_bg "ThreadSanitizer: build, then the suite (epoll backend)" 2700 bash -c 'ci_sanitized thread'
+step_bg "ThreadSanitizer: build, then the suite" 2700 bash -c 'ci_sanitized thread'
 step_bg "make check (wording, layering, C tests under ASan+UBSan)" 2700 nice -n 10 make check
 # The gate's release build has a scratch path of its own, so it runs beside
 # the test command's debug build (SwiftPM locks a scratch path per build).
 step_bg "counting gate: release build, then the count (scripts/perf-gate.sh)" 2700 nice -n 10 bash -c \
   'swift build -c release --product pocket-bench --scratch-path .build-gate \
      && POCKET_BENCH=.build-gate/release/pocket-bench scripts/perf-gate.sh'
-step "README test command (scripts/test.sh), under AddressSanitizer" 2400 scripts/test.sh
+step "README test command (scripts/test.sh), under AddressSanitizer, epoll backend" 2400 \
+  env POCKET_IO_BACKEND=epoll scripts/test.sh
 touch "$POCKET_SUITE_DONE"
 # FUZZ_QUICK=1: the Swift harnesses fuzz on the build the test command's
 # replay made (fuzz/run.sh).

@@ -209,15 +209,19 @@ final class InFlightRequest: @unchecked Sendable {
             && nextCompleted == nil && pump == nil && multipart == nil && bodyCopy == nil && uploadFD < 0
     }
 
-    /// The whole milliseconds (rounded up) left before `deadline`
-    /// (nanoseconds after `PocketDeadline.origin`); a deadline that has
-    /// passed is the total timeout it cut, and nothing is sent.
+    /// The whole milliseconds left before `deadline` (nanoseconds after
+    /// `PocketDeadline.origin`), rounded down but at least 1: the engine's
+    /// loop rounds its sleep up to a whole millisecond, so the call ends
+    /// within a millisecond of its deadline, not up to two after it. A
+    /// deadline that has passed is the total timeout it cut, and nothing
+    /// is sent.
     private static func millisecondsLeft(before deadline: Int64) throws(PocketError) -> UInt32 {
         let left = deadline &- PocketDeadline.nowNanos()
         guard left > 0 else {
             throw PocketError(.totalTimeout, "the total timeout, cut to the task's deadline, passed before the request was sent")
         }
-        return PocketTimeouts.milliseconds(nanoseconds: left)
+        let ms = left / 1_000_000
+        return ms >= Int64(UInt32.max) ? UInt32.max : UInt32(max(1, ms))
     }
 
     static func from(_ ctx: UnsafeMutableRawPointer?) -> InFlightRequest {
