@@ -189,7 +189,8 @@ def main(argv):
     meta, commands = read_run(run_dir)
     changed = False
     for path, make in ((PAGE, lambda n: scenario_block(n, run_dir, meta, commands, partial)),
-                       (README, lambda n: readme_block(run_dir, meta, commands) if n == "readme"
+                       (README, lambda n: readme_block(run_dir, meta, commands)
+                        if n == "readme" and not (partial and not (run_dir / "peers.txt").exists())
                         else scenario_block(n, run_dir, meta, commands, partial))):
         old, new, names = rewrite(path, make)
         if not names:
