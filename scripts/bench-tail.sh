@@ -11,7 +11,7 @@
 #   scripts/bench-tail.sh             # DUR=10
 #   scripts/bench-tail.sh --quick     # DUR=3 (smoke test)
 #   RATE=5000 scripts/bench-tail.sh   # this rate instead of half the saturation
-#   scripts/bench-tail.sh --json FILE # also every run as one JSON line
+#   scripts/bench-tail.sh --json FILE # also each run on a slow set, one JSON line each
 #
 # The servers:
 #   replicas  bench-server (Benchmarks/CPocketBenchServer) with three ports;
@@ -191,8 +191,14 @@ run() { # SET CLIENT
   esac
   log "$set: $client"
   "${cmd[@]}" >"$out" 2>"$TMP/$set-$client.err" || { log "$set $client failed:"; cat "$TMP/$set-$client.err" >&2; return 0; }
-  if [ -n "$JSON_OUT" ]; then
-    json_tag "$(head -1 "$out")" "\"scenario\":\"$set\",\"label\":\"$client\"" >>"$JSON_OUT"
+  # The JSON (charted: docs/charts/tail/) holds the slow sets the peers ran on.
+  if [ -n "$JSON_OUT" ] && [[ "$set" == replicas-slow || "$set" == nginx-slow ]]; then
+    # curl-bench's line names no client and no connection count: the
+    # charts group runs by them.
+    local tags="\"scenario\":\"$set\",\"label\":\"$client\""
+    grep -q '"client":' "$out" || tags="$tags,\"client\":\"$client\""
+    grep -q '"connections":' "$out" || tags="$tags,\"connections\":$CONNECTIONS"
+    json_tag "$(head -1 "$out")" "$tags" >>"$JSON_OUT"
   fi
   ms() { awk -v v="$(jget "$1" "$out")" 'BEGIN { printf "%.2f", v / 1000 }'; }
   local hedges="–"

@@ -211,8 +211,8 @@ final class InFlightRequest: @unchecked Sendable {
 
     /// The whole milliseconds left before `deadline` (nanoseconds after
     /// `PocketDeadline.origin`), rounded down but at least 1: the engine's
-    /// loop rounds its sleep up to a whole millisecond, so the call ends
-    /// within a millisecond of its deadline, not up to two after it. A
+    /// loop rounds its sleep up to a whole millisecond, so its timer fires
+    /// within a millisecond of the deadline, not up to two after it. A
     /// deadline that has passed is the total timeout it cut, and nothing
     /// is sent.
     private static func millisecondsLeft(before deadline: Int64) throws(PocketError) -> UInt32 {
