@@ -248,11 +248,6 @@ public final class PocketClient: Sendable {
     /// each say per request whether they have work (computed once): a
     /// request none of them engages runs as with `unadapted`.
     let gatedOnly: Bool
-    /// A retry policy (without a deadline of its own) or a hedging policy,
-    /// and no middleware or authentication, on the system clock (computed
-    /// once): a request that brings nothing of its own makes its first
-    /// attempt without a middleware context (`executeUnadapted`).
-    let policiesOnly: Bool
     /// `configuration.handling.cache`, read once per `send`.
     let responseCache: PocketResponseCache?
     /// The client's middleware with its retry policy last (built once).
@@ -313,9 +308,6 @@ public final class PocketClient: Sendable {
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
-        self.policiesOnly = configuration.handling.middleware.isEmpty && configuration.handling.authentication == nil
-            && (configuration.handling.retry != nil || configuration.handling.hedging != nil)
-            && configuration.handling.retry?.deadline == nil && systemClockOrigin != nil
         self.answersChallenges = configuration.handling.authentication != nil
         self.deadlineHeader = configuration.handling.deadlineHeader
         self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)

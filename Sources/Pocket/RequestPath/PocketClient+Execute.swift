@@ -42,11 +42,8 @@ import Foundation
 // authentication and nobody listening, `execute` skips 1, 2, 6's hooks
 // and 7: one attempt
 // (its total timeout cut to a task deadline), then validation (and one
-// count for the budgets). With only a retry or hedging policy, the first
-// attempt is made the same way (hedged under the policy), and the stages'
-// context is made only when its outcome goes on to the policy. Every other
-// stage checks for its own work (a cache, a redirect, a cookie store, a
-// proxy) with a nil or status check.
+// count for the budgets). Every other stage checks for its own work (a
+// cache, a redirect, a cookie store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -128,58 +125,17 @@ extension PocketClient {
         // Nothing to adapt, retry, authenticate or report (middleware that
         // can tell have no work for this request): one attempt, then
         // validation.
-        if given == nil, options.hasNoPolicies, options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening,
-           request.authentication == nil {
-            if unadapted || (gatedOnly && !chain.engages(request)) {
-                if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
-                var response = try await fetching(request, progress: progress, delivery)
-                if let failure = accept(&response, sent: request) {
-                    await response.discardBody()
-                    throw failure
-                }
-                return response
+        if given == nil, unadapted || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
+           options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening, request.authentication == nil {
+            if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
+            var response = try await fetching(request, progress: progress, delivery)
+            if let failure = accept(&response, sent: request) {
+                await response.discardBody()
+                throw failure
             }
-            if policiesOnly { return try await executeUnadapted(request, options: options, progress: progress, delivery) }
+            return response
         }
-        return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery, first: nil)
-    }
-
-    /// `execute` for a client whose only handling is a retry or a hedging
-    /// policy (`policiesOnly`), for a request that brings nothing of its
-    /// own: the first attempt is made as without middleware (hedged under
-    /// the hedging policy), and the middleware context, the task's id and
-    /// the attempts are made only when its outcome goes on to the policy (a
-    /// failure, or a response the policy may retry): a request answered at
-    /// once costs no context. Nobody listens, so no event is lost.
-    @inline(never)
-    nonisolated(nonsending) private func executeUnadapted<D: ResponseDelivery>(
-        _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, _ delivery: D
-    ) async throws -> D.Response {
-        // What `attempts` checks before a first attempt.
-        if Task.isCancelled { throw PocketError(.cancelled, "the request was cancelled") }
-        let start = PocketDeadline.nowNanos()
-        var sent = request, delivery = delivery
-        if let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
-        var bound = false
-        var outcome: Result<D.Response, any Error>
-        var failure: PocketError?
-        do {
-            if PocketDeadline.inUse { bound = try limitToTaskDeadline(&sent, &delivery) }
-            do {
-                var response = try await fetching(sent, hedging: hedging, deadline: PocketDeadline.currentNanos, attempt: 1,
-                                                  sink: nil, progress: progress, delivery)
-                failure = accept(&response, sent: sent)
-                if failure == nil, delivered(response, sent: sent, attempt: 1, sink: nil) { return response }
-                outcome = .success(response)
-            } catch {
-                outcome = .failure(bound ? Self.deadlineReached(error, attempt: 1) : error)
-            }
-        } catch {
-            outcome = .failure(error)   // the deadline passed before the attempt
-        }
-        let first = MadeAttempt(outcome: outcome, failure: failure, sent: sent,
-                                started: PocketDeadline.origin + .nanoseconds(start))
-        return try await executeAdapted(request, options: options, progress: progress, sink: nil, delivery, first: first)
+        return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
     }
 
     /// `execute`'s one attempt when a task deadline may be set: each hop's
@@ -280,30 +236,28 @@ extension PocketClient {
         return inflight.takeResponse()
     }
 
-    /// `execute` through the middleware chain, the retry policy and the
-    /// events; `first`: the first attempt, already made (`executeUnadapted`).
+    /// `execute` through the middleware chain, the retry policy and the events.
     nonisolated(nonsending) private func executeAdapted<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ delivery: D, first: MadeAttempt<D.Response>?
+        _ delivery: D
     ) async throws -> D.Response {
-        let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given, startedAt: first?.started)
+        let (chain, context, sink, started) = attemptSetup(request, options: options, sink: given)
         if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
         // A request to a replica set's name keeps the replicas its attempts
-        // and hedges used, so each prefers another (a first attempt made
-        // already brings its own).
+        // and hedges used, so each prefers another.
         var delivery = delivery
-        if first == nil, let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
+        if let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
         do {
             return try await attempts(request, chain: chain, context: context, started: started, hedging: options.hedgingBox ?? hedging,
-                                      progress: progress, sink: sink, delivery, first: first)
+                                      progress: progress, sink: sink, delivery)
         } catch {
             throw Self.cancellationReported(error, context: context, sink: sink)
         }
     }
 
     /// The chain, context and event sink of one request.
-    private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions, sink given: EventSink?,
-                              startedAt: ContinuousClock.Instant?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
+    private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions,
+                              sink given: EventSink?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
         // The request's own middleware run after the client's; its
         // policy replaces the client's as the last middleware. (The
         // client's handling is read field by field: a copy of the whole
@@ -313,7 +267,7 @@ extension PocketClient {
                               policy: options.retry ?? configuration.handling.retry)
         // On the system clock the context keeps no copy of it (an
         // existential copied per request): its origin is the client's.
-        let now = startedAt ?? ContinuousClock.now
+        let now = ContinuousClock.now
         let clock: (any PocketRetryClock)?, started: Duration
         if let origin = systemClockOrigin {
             (clock, started) = (nil, now - origin)
@@ -360,7 +314,7 @@ extension PocketClient {
     nonisolated(nonsending) private func attempts<D: ResponseDelivery>(
         _ request: PocketRequest, chain: MiddlewareChain, context: PocketMiddlewareContext,
         started firstStart: ContinuousClock.Instant, hedging: HedgingPolicyBox?, progress: PocketProgressHandler?,
-        sink: EventSink?, _ delivery: D, first: MadeAttempt<D.Response>?
+        sink: EventSink?, _ delivery: D
     ) async throws -> D.Response {
         typealias R = D.Response
         // Only the hooks that do something are called (`MiddlewareChain`):
@@ -368,19 +322,7 @@ extension PocketClient {
         // middleware's missing ones.
         let observed = !chain.observers.isEmpty
         var delivery = delivery   // carries the task deadline to each attempt's hops
-        var made = first
         while true {
-            if let first = made.take() {
-                // The first attempt, made before the context was: its
-                // outcome to the hooks (no observer: only a policy).
-                context.begin(attempt: 1)
-                if let response = try await settle(first.outcome, failure: first.failure, request: request, sent: first.sent,
-                                                   attempt: 1, started: firstStart, observing: false, chain: chain,
-                                                   context: context, sink: sink) {
-                    return response
-                }
-                continue
-            }
             let attempt = try Self.beginAttempt(context: context, sink: sink)
             let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
             var sent = request
@@ -797,21 +739,5 @@ extension Result {
     var failure: Failure? {
         if case .failure(let e) = self { return e }
         return nil
-    }
-}
-
-/// A request's first attempt, made before its middleware context
-/// (`executeUnadapted`) and handed to the attempts with its outcome. A
-/// class: only a request whose first outcome goes on to a policy makes one,
-/// and the attempts pass one pointer for it.
-final class MadeAttempt<R>: @unchecked Sendable {
-    // Unchecked: made by the sending task and read by it, once, after.
-    let outcome: Result<R, any Error>
-    let failure: PocketError?
-    let sent: PocketRequest
-    let started: ContinuousClock.Instant
-
-    init(outcome: Result<R, any Error>, failure: PocketError?, sent: PocketRequest, started: ContinuousClock.Instant) {
-        (self.outcome, self.failure, self.sent, self.started) = (outcome, failure, sent, started)
     }
 }
