@@ -4,7 +4,10 @@
 /// bars with the memory per connection stated beside them, and the memory
 /// per connection at each count. The requests/s
 /// chart also carries each client's `note`; a client that was `skipped` is
-/// named, with the reason, on every chart of its scenario.
+/// named, with the reason, on every chart of its scenario. A fixed-rate
+/// scenario (every run has `offered`: `--rate`) gets no requests/s chart,
+/// since its clients answer at the rate they were offered; its latency
+/// chart carries the notes instead.
 public struct ResultCharts {
     /// One chart: its SVG text and the file name it is written under.
     public struct Chart: Sendable {
@@ -56,13 +59,15 @@ public struct ResultCharts {
             let runs = groups.filter { $0.displayName == name }.flatMap(\.runs)
             for note in ordered(runs.compactMap(\.note)) { rpsNotes += wrapped("\(name): \(note)") }
         }
-        rpsNotes += notRun
 
         var out: [Chart] = []
-        let rps = BarChart(kind: "rps", scenario: scenario, title: "\(scenario): requests/s (higher is better)",
-                           notes: rpsNotes, yLabel: "requests/s", xLabel: "concurrent connections",
-                           categories: categories, series: barSeries, values: values { $0.rps })
-        out.append(Chart(scenario: scenario, kind: "rps", svg: rps.svg()))
+        let fixedRate = !groups.isEmpty && groups.allSatisfy { $0.runs.allSatisfy { $0.offered != nil } }
+        if !fixedRate {
+            let rps = BarChart(kind: "rps", scenario: scenario, title: "\(scenario): requests/s (higher is better)",
+                               notes: rpsNotes + notRun, yLabel: "requests/s", xLabel: "concurrent connections",
+                               categories: categories, series: barSeries, values: values { $0.rps })
+            out.append(Chart(scenario: scenario, kind: "rps", svg: rps.svg()))
+        }
 
         if counts.count >= 3 {
             let p99 = BarChart(kind: "p99", scenario: scenario, title: "\(scenario): p99 latency (lower is better)",
@@ -108,7 +113,8 @@ public struct ResultCharts {
             }
         }
         if !curves.isEmpty {
-            var notes: [String] = provenance
+            // A fixed-rate scenario's notes are here (it has no requests/s chart).
+            var notes: [String] = fixedRate ? rpsNotes : provenance
             if !withoutLatency.isEmpty { notes += wrapped("no latency measured: " + withoutLatency.joined(separator: ", ")) }
             notes += notRun
             let chart = PercentileChart(scenario: scenario, title: "\(scenario): latency by percentile (lower is better)",

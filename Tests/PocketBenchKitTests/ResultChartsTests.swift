@@ -185,6 +185,24 @@ final class ResultChartsTests: XCTestCase {
         for (chart, _) in all { try SVGRenderer.render(chart.svg, name: chart.fileName) }
     }
 
+    /// A fixed-rate run answers at the rate it was offered: its scenario
+    /// has no requests/s chart, and its notes go with the latency chart.
+    func testAFixedRateScenarioIsDrawnAsLatencyOnlyWithItsNotes() throws {
+        let text = """
+        {"client":"pocket","scenario":"slow replica","connections":64,"rps":5000,"offered":50000,"sent":50000,"p50_us":300,"p99_us":3000,"latency_percentiles":[[50,300],[99,3000],[99.9,9000]],"note":"p2c, hedges after p95"}
+        {"client":"pocket","scenario":"slow replica","connections":64,"rps":5001,"offered":50000,"sent":50000,"p50_us":310,"p99_us":3100,"latency_percentiles":[[50,310],[99,3100],[99.9,9100]]}
+        {"client":"libcurl","scenario":"slow replica","connections":64,"rps":4990,"offered":50000,"sent":49900,"p50_us":400,"p99_us":50000,"latency_percentiles":[[50,400],[99,50000],[99.9,52000]]}
+        """
+        let all = try charts(text)
+        XCTAssertEqual(all.map(\.0.fileName), ["slow-replica-latency.svg"])
+        let notes = all[0].1.all(class: "chart-note").map(\.allText).joined(separator: " ")
+        XCTAssertTrue(notes.contains("Pocket: p2c, hedges after p95"), notes)
+        XCTAssertTrue(notes.contains("medians of 2 repetitions"), notes)
+        // One closed-loop run among them: the requests/s chart is drawn again.
+        let mixed = try charts(text + "\n" + #"{"client":"wrk","scenario":"slow replica","connections":64,"rps":9000}"#)
+        XCTAssertEqual(mixed.map(\.0.kind), ["rps", "latency"])
+    }
+
     func testSkippedRunsAreNotGroupedAndNotesReadBack() throws {
         let results = try Fixture.results(Fixture.tlsPeers)
         XCTAssertEqual(results.runs.count, 6)

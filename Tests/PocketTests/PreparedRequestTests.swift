@@ -22,20 +22,8 @@ final class PreparedRequestTests: XCTestCase {
         XCTAssertTrue(prepared.idempotent)
     }
 
-    /// Fields as a received response holds them: one packed block.
-    private func packed(_ pairs: [(String, String)]) -> PocketHeaders {
-        let bytes = pairs.map { (Array($0.0.utf8), Array($0.1.utf8)) }
-        let total = bytes.reduce(0) { $0 + $1.0.count + $1.1.count }
-        return PocketHeaders(packed: PackedFields.make(count: pairs.count, totalBytes: total) { i in
-            bytes[i].0.withUnsafeBytes { name in bytes[i].1.withUnsafeBytes { value in
-                // Stable for the call: the arrays outlive `make`.
-                (UnsafeRawBufferPointer(start: name.baseAddress, count: name.count),
-                 UnsafeRawBufferPointer(start: value.baseAddress, count: value.count)) } }
-        })
-    }
-
     func testPackedFieldsAreReadInPlaceAndMergeLikeAList() throws {
-        let received = packed([("x-team", "edge"), ("Accept", "text/plain"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
+        let received = PocketHeaders.received([("x-team", "edge"), ("Accept", "text/plain"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
         XCTAssertEqual((0..<received.count).map { received.field(at: $0) }, received.fields)
         XCTAssertTrue(received.contains("X-TEAM"))
         XCTAssertFalse(received.contains("X-Other"))

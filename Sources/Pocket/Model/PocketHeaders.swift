@@ -23,30 +23,31 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
     /// into once (a single allocation, whatever the number of fields;
     /// values become `String`s only when read). A mutation turns a packed
     /// block into a list first.
-    enum Storage: Sendable {
-        case list([Field])
-        case packed(SendablePackedFields)
-    }
-
-    var storage: Storage
+    ///
+    /// Two stored properties, not an enum of the two: an enum with two
+    /// reference payloads keeps its case in the reference's spare high
+    /// bits, and LeakSanitizer does not take a word with those bits set
+    /// for a pointer, so it reported the packed block of a response still
+    /// alive at exit as leaked.
+    private var list: [Field]
+    /// The received block; when set, it holds the fields and `list` is empty.
+    private var packed: SendablePackedFields?
 
     /// The fields in order.
     public private(set) var fields: [Field] {
         get {
-            switch storage {
-            case .list(let list): return list
-            case .packed(let packed): return packed.buffer.decoded()
-            }
+            if let packed { return packed.buffer.decoded() }
+            return list
         }
-        set { storage = .list(newValue) }
+        set { list = newValue; packed = nil }
     }
 
     /// No fields.
-    public init() { storage = .list([]) }
+    public init() { list = [] }
 
     /// The fields of `pairs` (name, value), in order, duplicates kept.
     public init(_ pairs: [(String, String)]) {
-        storage = .list(pairs.map { Field(name: $0.0, value: $0.1) })
+        list = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
     /// The fields of a literal, in order: `["Accept": "application/json", "X-Trace":
@@ -55,14 +56,15 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
         self.init(elements)
     }
 
-    init(packed: PackedFields) { storage = .packed(SendablePackedFields(buffer: packed)) }
+    init(packed: PackedFields) {
+        list = []
+        self.packed = SendablePackedFields(buffer: packed)
+    }
 
     /// Number of fields (duplicates count).
     public var count: Int {
-        switch storage {
-        case .list(let list): return list.count
-        case .packed(let packed): return packed.buffer.count
-        }
+        if let packed { return packed.buffer.count }
+        return list.count
     }
 
     /// True when there are no fields.
@@ -72,14 +74,12 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
     /// name with one (at the position of the first), or removes them all for nil.
     public subscript(name: String) -> String? {
         get {
-            switch storage {
-            case .list(let list):
-                for i in list.indices where Self.equalNames(list[i].name, name) { return list[i].value }
-                return nil
-            case .packed(let p):
+            if let p = packed {
                 guard let i = p.buffer.firstIndex(of: name) else { return nil }
                 return p.buffer.value(at: i)
             }
+            for i in list.indices where Self.equalNames(list[i].name, name) { return list[i].value }
+            return nil
         }
         set {
             guard let newValue else { remove(name); return }
@@ -99,22 +99,19 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
     /// Every value of `name`, in order.
     public func values(for name: String) -> [String] {
-        switch storage {
-        case .list(let list): return list.filter { Self.equalNames($0.name, name) }.map(\.value)
-        case .packed(let p): return (0..<p.buffer.count).filter { p.buffer.nameEquals(name, at: $0) }.map { p.buffer.value(at: $0) }
+        if let p = packed {
+            return (0..<p.buffer.count).filter { p.buffer.nameEquals(name, at: $0) }.map { p.buffer.value(at: $0) }
         }
+        return list.filter { Self.equalNames($0.name, name) }.map(\.value)
     }
 
     /// True when a field is named `name` (ignoring ASCII case).
     public func contains(_ name: String) -> Bool {
-        switch storage {
-        case .list(let list):
-            // By index: the list is read where it is (an iterator would
-            // hold a reference of its own, a retain and a release per call).
-            for i in list.indices where Self.equalNames(list[i].name, name) { return true }
-            return false
-        case .packed(let p): return p.buffer.firstIndex(of: name) != nil
-        }
+        if let p = packed { return p.buffer.firstIndex(of: name) != nil }
+        // By index: the list is read where it is (an iterator would hold a
+        // reference of its own, a retain and a release per call).
+        for i in list.indices where Self.equalNames(list[i].name, name) { return true }
+        return false
     }
 
     /// The field at `i` (`0..<count`), read where it is (`fields` hands out
@@ -122,10 +119,8 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
     /// reference to it).
     @inline(__always)
     func field(at i: Int) -> Field {
-        switch storage {
-        case .list(let list): return list[i]
-        case .packed(let p): return Field(name: p.buffer.name(at: i), value: p.buffer.value(at: i))
-        }
+        if let p = packed { return Field(name: p.buffer.name(at: i), value: p.buffer.value(at: i)) }
+        return list[i]
     }
 
     /// Appends a field, keeping any existing ones of the same name.
@@ -135,7 +130,7 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
     /// Reserves room for `n` fields.
     public mutating func reserveCapacity(_ n: Int) {
-        if case .list = storage { editList { $0.reserveCapacity(n) } }
+        if packed == nil { editList { $0.reserveCapacity(n) } }
     }
 
     /// Removes every field named `name` (ignoring ASCII case); nothing when there is
@@ -155,17 +150,11 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
     }
 
     /// Changes the fields as a list, in place: a packed block becomes a list
-    /// first, and the list is taken out of `storage` while `body` runs, so
-    /// it stays uniquely referenced (no copy of the array per change).
+    /// first, and the list is changed where it is stored, so it stays
+    /// uniquely referenced (no copy of the array per change).
     private mutating func editList(_ body: (inout [Field]) -> Void) {
-        var list: [Field]
-        switch storage {
-        case .list(let l): list = l
-        case .packed(let p): list = p.buffer.decoded()
-        }
-        storage = .list([])
+        if let p = packed.take() { list = p.buffer.decoded() }
         body(&list)
-        storage = .list(list)
     }
 
     /// The fields as `Name: value` lines, in order.
@@ -219,7 +208,7 @@ extension PocketHeaders {
     /// Decodes the form `encode(to:)` writes.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        storage = .list(try c.decode([Field].self, forKey: .fields))
+        list = try c.decode([Field].self, forKey: .fields)
     }
 
     /// Encodes the fields in order as `{"fields": [{"name": …, "value": …}]}`.
