@@ -96,8 +96,8 @@ for entry in "${scenarios[@]}"; do
   # shellcheck disable=SC2086 # the environment and arguments are word lists
   if env $env $cmd >"$OUT/$name.txt" 2>&1; then status=ok; else status="FAILED (see $OUT/$name.txt)"; failed=1; fi
   summary+=("$(printf '%-10s %5ss  %s' "$name" "$(( $(date +%s) - start ))" "$status")")
-  # The machine's load around the scenario: figures taken beside other work
-  # say so on the page.
+  # The machine's load average just before and after the scenario, printed
+  # under its table (the scenario's own processes count in it).
   echo "load $name: $load_before $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/run.txt"
 done
 

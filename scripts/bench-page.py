@@ -57,9 +57,9 @@ def measured(meta, names):
     load = ""
     if values:
         low, high = min(values), max(values)
+        # Reported, not judged: the benchmark's own client and servers count
+        # in it (see the page's Method), so it cannot tell other work apart.
         load = (f", load average {low:.1f}" if high - low < 0.05 else f", load average {low:.1f}–{high:.1f}")
-        if high >= 1.5:
-            load += " (other work ran beside it, at low priority: read the ratios)"
     note = f" {meta['note']}" if meta.get("note") else ""
     return f"Measured {meta['date']} on {meta['machine']}{load}, commit `{meta['commit']}`.{note}"
 
