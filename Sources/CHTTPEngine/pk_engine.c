@@ -233,6 +233,7 @@ static void *loop_main(void *arg) {
   }
   pthread_mutex_unlock(&loop->pass_lock);
   pk__current_engine = NULL;
+  pk__tls_thread_end();
   return NULL;
 }
 
@@ -469,6 +470,7 @@ static void *reaper_main(void *arg) {
   pk_engine *eng = arg;
   join_loops(eng);
   engine_free(eng);
+  pk__tls_thread_end();
   return NULL;
 }
 

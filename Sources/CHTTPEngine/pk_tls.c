@@ -584,3 +584,5 @@ int pk_digest(int algorithm, const void *data, size_t len, uint8_t *out) {
 }
 
 const char *pk_tls_library_version(void) { return OpenSSL_version(OPENSSL_VERSION); }
+
+void pk__tls_thread_end(void) { OPENSSL_thread_stop(); }

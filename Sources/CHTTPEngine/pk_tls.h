@@ -83,4 +83,9 @@ void pk__tls_free(pk__tls *t, bool clean);
 uint64_t pk__tls_wire_out(pk__tls *t); /* bytes the BIO sent / received so far */
 uint64_t pk__tls_wire_in(pk__tls *t);
 
+/* Called by a thread that may have run TLS, as it ends: frees OpenSSL's
+ * state of the thread (its error queue) there, rather than in a thread-exit
+ * destructor that a process exit may overtake. */
+void pk__tls_thread_end(void);
+
 #endif

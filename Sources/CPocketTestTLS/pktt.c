@@ -430,3 +430,5 @@ void pktt_send_close_notify(pktt_conn *conn) {
     if (SSL_is_init_finished(conn->ssl)) (void)SSL_shutdown(conn->ssl);
     ERR_clear_error();
 }
+
+void pktt_thread_end(void) { OPENSSL_thread_stop(); }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CPocketTestTLS
 import Foundation
 
 /// A pthread running a Swift closure that can be joined with a deadline.
@@ -37,6 +38,9 @@ final class JoinableThread: @unchecked Sendable {
         let state = self.state
         let box = Unmanaged.passRetained(Context {
             body()
+            // OpenSSL's state of this thread (a TLS server's error queue)
+            // is freed here, before a joiner can see the body finished.
+            pktt_thread_end()
             state.condition.lock()
             state.finished = true
             state.condition.broadcast()

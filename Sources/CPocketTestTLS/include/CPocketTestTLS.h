@@ -104,6 +104,12 @@ void pktt_sha256_free(pktt_sha256 *hasher);
  * output n being mix64(seed + (n + 1) * 0x9E3779B97F4A7C15). */
 void pktt_pattern_fill(unsigned long long seed, unsigned long long offset, void *out, size_t length);
 
+/* Frees OpenSSL's state of the calling thread (its error queue): called by
+ * every test-server thread as it ends, so that no such state is left to a
+ * thread-exit destructor that the test process's exit may overtake (it was
+ * then reported as leaked). */
+void pktt_thread_end(void);
+
 #ifdef __cplusplus
 }
 #endif
