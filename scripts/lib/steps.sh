@@ -2,8 +2,9 @@
 # its own and prints its time.
 #
 #   step NAME LIMIT CMD ARG...   runs CMD with `timeout`: past LIMIT seconds
-#                                the step's whole process group gets SIGTERM,
-#                                then SIGKILL 20 s later, and the run fails
+#                                the step gets SIGTERM, then SIGKILL 20 s
+#                                later, and whatever it started is ended
+#                                (steps_run), and the run fails
 #                                with "TIMED OUT", naming the step. A failing
 #                                step ends the run with its exit status.
 #   step_bg NAME LIMIT CMD ARG...  the same, in the background, its output
@@ -32,6 +33,40 @@
 STEP_TIMES=()
 STEPS_T0=$SECONDS
 
+# steps_run LIMIT CMD ARG...: CMD under `timeout`, in a session of its own;
+# once it has ended (done, failed, timed out or stopped), every process of
+# that session still running is ended too. `timeout` signals its process
+# group only, and swift-build starts each compiler in a group of its own: a
+# step stopped mid-build left its compilers running, and a compiler left
+# behind by a foreground step would hold the run's output open. With
+# STEPS_SID_FILE set, the session's number (`timeout`'s PID) is written there.
+steps_run() {
+  local limit=$1 rc=0 sid
+  shift
+  # A background job of a script is no process group leader, so setsid(1)
+  # does not fork: $! is `timeout`, the session's leader.
+  setsid timeout --kill-after=20 "$limit" "$@" &
+  sid=$!
+  if [ -n "${STEPS_SID_FILE:-}" ]; then echo "$sid" >"$STEPS_SID_FILE"; fi
+  wait "$sid" || rc=$?
+  steps_end_session "$sid"
+  return "$rc"
+}
+
+# Sends SIGKILL to every process left in session $1 (found in /proc, by PID).
+steps_end_session() {
+  local sid=$1 stat line pid
+  for stat in /proc/[0-9]*/stat; do
+    read -r line <"$stat" 2>/dev/null || continue
+    line=${line##*) }   # "pid (comm) state ppid pgrp session ..." -> "state ppid pgrp session ..."
+    # shellcheck disable=SC2086 # split into fields on purpose
+    set -- $line
+    [ "${4:-}" = "$sid" ] || continue
+    pid=${stat#/proc/}
+    kill -KILL "${pid%/stat}" 2>/dev/null || true
+  done
+}
+
 # The CPU seconds (user + system) in the `times` output file $1: the
 # finished children of the subshell that wrote it. Each step runs in a
 # subshell of its own, so a step's CPU time is its own even while a
@@ -56,7 +91,7 @@ step() {
   echo "== $name (time limit ${limit} s)"
   (
     rc=0
-    timeout --kill-after=20 "$limit" "$@" || rc=$?
+    steps_run "$limit" "$@" || rc=$?
     times >"$timesfile"
     exit "$rc"
   ) || rc=$?
@@ -89,14 +124,12 @@ step_bg() {
   echo "== $name (in the background, time limit ${limit} s)"
   # The subshell times its command (`times`: CPU of its finished children)
   # and records the exit status and the wall time.
-  # `timeout` leads a process group of its own: its PID (in tpid) is what
-  # steps_stop_bg signals to stop the step and all it started.
+  # `timeout` leads a session of its own (steps_run): its PID (in tpid) is
+  # what steps_stop_bg signals to stop the step and all it started.
   (
     t0=$SECONDS
     rc=0
-    timeout --kill-after=20 "$limit" "$@" >"$dir/out" 2>&1 </dev/null &
-    echo "$!" >"$dir/tpid"
-    wait "$!" || rc=$?
+    STEPS_SID_FILE="$dir/tpid" steps_run "$limit" "$@" >"$dir/out" 2>&1 </dev/null || rc=$?
     times >"$dir/times"
     echo "$rc $((SECONDS - t0))" >"$dir/rc.tmp"
     mv "$dir/rc.tmp" "$dir/rc"
@@ -105,7 +138,8 @@ step_bg() {
 }
 
 # Stops the background steps still running (SIGTERM to each one's `timeout`,
-# which passes it to the step's process group), for a run that fails.
+# which passes it to the step's process group; steps_run then ends the rest
+# of its session), for a run that fails.
 steps_stop_bg() {
   local entry pid limit dir name
   for entry in "${STEPS_BG[@]}"; do
