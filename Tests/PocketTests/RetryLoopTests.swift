@@ -106,9 +106,9 @@ final class RetryLoopTests: XCTestCase {
     }
 
     /// On the system clock, with the policy as the only handling, the first
-    /// attempt is made before the request's middleware context: its failure
-    /// still reaches the policy as attempt 1, timed from before it was sent.
-    func testAFirstAttemptMadeBeforeTheContextReachesThePolicyWithItsNumberAndTime() async throws {
+    /// attempt's failure reaches the policy as attempt 1, timed from before
+    /// it was sent.
+    func testWithOnlyARetryPolicyTheFirstFailureReachesItWithItsNumberAndTime() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
         let answered = Recorder<Int>()

@@ -130,7 +130,7 @@ public struct PocketHeaders: Sendable, Hashable, Codable, ExpressibleByDictionar
 
     /// Reserves room for `n` fields.
     public mutating func reserveCapacity(_ n: Int) {
-        if packed == nil { editList { $0.reserveCapacity(n) } }
+        if packed == nil { list.reserveCapacity(n) }
     }
 
     /// Removes every field named `name` (ignoring ASCII case); nothing when there is
