@@ -4,11 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A logical service with several replicas, addressed by a name of its own.
 ///
@@ -120,23 +115,13 @@ public final class PocketReplicaSet: Sendable {
         self.ejection = ejection
         self.moves = moves
         self.state = Lock(Inner(set: ReplicaSetState(balancing: balancing, ejection: ejection, seed: seed)))
-        self.now = clock ?? { PocketReplicaSet.clockNanoseconds() &- PocketReplicaSet.epoch }
+        // The deadlines' clock: CLOCK_BOOTTIME in nanoseconds, read directly
+        // (a `ContinuousClock` instant would take 128-bit arithmetic each time).
+        self.now = clock ?? { PocketDeadline.nowNanos() }
     }
 
     deinit {
         discovery.withLock { $0?.cancel() }
-    }
-
-    private static let epoch = clockNanoseconds()
-
-    /// The continuous clock (`ContinuousClock`'s, CLOCK_BOOTTIME) in
-    /// nanoseconds, read directly: a lease and its end read it, and an
-    /// instant of `ContinuousClock` would be turned into nanoseconds through
-    /// 128-bit arithmetic each time.
-    static func clockNanoseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &ts)
-        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
     }
 
     /// Runs `body` as the set's discovery task (cancelled when the set goes).
