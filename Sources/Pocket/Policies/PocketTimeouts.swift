@@ -25,14 +25,6 @@ public struct PocketTimeouts: Sendable, Hashable, Codable {
         let ms = s * 1000 + (atto + 999_999_999_999_999) / 1_000_000_000_000_000
         return ms >= Int64(UInt32.max) ? UInt32.max : UInt32(ms)
     }
-
-    /// `milliseconds` of a duration given in whole nanoseconds (rounded up
-    /// the same way, without `Duration`'s 128-bit arithmetic).
-    static func milliseconds(nanoseconds n: Int64) -> UInt32 {
-        guard n > 0 else { return 0 }
-        let ms = n / 1_000_000 + (n % 1_000_000 > 0 ? 1 : 0)
-        return ms >= Int64(UInt32.max) ? UInt32.max : UInt32(ms)
-    }
 }
 
 /// Timeouts as the engine takes them: whole milliseconds, 0 for none.
