@@ -22,6 +22,10 @@
 #      every answer a second; once more with hedges after 20 ms and power
 #      of two choices; once more with all three replicas holding theirs:
 #      the longest call, from when it was made to its end, against 105 ms.
+#      The replicas here are bench-server's (Benchmarks/bench-server, a
+#      process of its own on core SERVER_CPU, the client on CLIENT_CPU): a
+#      bound of a few milliseconds is measured without the replicas'
+#      thousands of held connections sharing the client's core.
 #
 #   scripts/bench-failover.sh            # DUR=10, RATE=2000
 #   scripts/bench-failover.sh --quick    # DUR=4, REPS=1 (smoke test)
@@ -29,10 +33,12 @@
 #
 # Environment: DUR seconds per run (10; at least 4: the kill is at 3 s),
 # RATE requests/s (2000), REPS runs of (a) (3), CONNECTIONS (64: the most in
-# flight in (a)), STORM_CONNECTIONS (512 in (b): room for the retries'
+# flight in (a)), STORM_CONNECTIONS (512 in (b) and (c): room for the retries'
 # backoffs, so the storm is not cut short by the client), POCKET_BENCH (a
 # built pocket-bench instead of the release build), SCRATCH (swift build
-# --scratch-path). No server to start: the replicas are pocket-bench's own.
+# --scratch-path), PORT (19300: (c)'s replicas on PORT..PORT+5), SERVER_CPU
+# (1) and CLIENT_CPU (0) for (c). (a) and (b) use pocket-bench's own
+# replicas; (c) starts bench-server and stops it by its PID.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -55,8 +61,18 @@ if [ "$DUR" -lt 4 ]; then echo "bench-failover: DUR must be at least 4 (the kill
 
 log() { echo "bench-failover: $*" >&2; }
 
+PORT="${PORT:-19300}"
+SERVER_CPU="${SERVER_CPU:-1}"
+CLIENT_CPU="${CLIENT_CPU:-0}"
+bench_check_cpus
+
 TMP="$(mktemp -d /tmp/pocket-bench-failover.XXXXXX)"
-trap 'rm -rf "$TMP"' EXIT
+PIDS=()
+cleanup() {
+  if ((${#PIDS[@]})); then stop_pids "${PIDS[@]}"; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [ -n "${POCKET_BENCH:-}" ]; then POCKET="$POCKET_BENCH"; else POCKET="$(bench_build_pocket_bench)" || exit 1; fi
@@ -69,7 +85,9 @@ bench() {
   local name=$1
   shift
   log "$name"
-  "$POCKET" --rate "$RATE" --max-seconds "$DUR" --json "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" \
+  local pin=()
+  [ -n "${POCKET_PIN:-}" ] && pin=(taskset -c "$POCKET_PIN")
+  "${pin[@]}" "$POCKET" --rate "$RATE" --max-seconds "$DUR" --json "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" \
     || { [ "${ALL_FAIL:-0}" = 1 ] && [ -s "$TMP/$name.json" ]; } || {
     log "$name failed:"
     cat "$TMP/$name.err" >&2
@@ -124,17 +142,34 @@ done
 # Replicas that hold every answer a second (ten times the deadline): the
 # longest call, from when it was made to its end, answered or failed, over
 # retries and hedges, against the deadline plus 5 ms.
+log "building bench-server"
+cc -D_GNU_SOURCE -O2 -pthread -IBenchmarks/CPocketBenchServer/include Benchmarks/CPocketBenchServer/pkbs_server.c \
+  Benchmarks/CPocketBenchServer/pkbs_tls.c Benchmarks/CPocketBenchServer/pkbs_gzip.c Benchmarks/bench-server/main.c \
+  -o "$TMP/bench-server" -lssl -lcrypto -lz
+# Replica 2 silent on PORT..PORT+2; all three on PORT+3..PORT+5.
+spawn_bg taskset -c "$SERVER_CPU" "$TMP/bench-server" --port "$PORT" --replicas 3 --slow-replica 2:1:1s >"$TMP/bs-one.log" 2>&1
+PIDS+=("$SPAWNED_PID")
+spawn_bg taskset -c "$SERVER_CPU" "$TMP/bench-server" --port "$((PORT + 3))" --replicas 3 \
+  --slow-replica 1:1:1s --slow-replica 2:1:1s --slow-replica 3:1:1s >"$TMP/bs-all.log" 2>&1
+PIDS+=("$SPAWNED_PID")
+for port in "$PORT" "$((PORT + 3))"; do
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+done
+urls() { local base=$1; echo "--url http://127.0.0.1:$base/ --url http://127.0.0.1:$((base + 1))/ --url http://127.0.0.1:$((base + 2))/"; }
 DEADLINE_ROWS=()
 for kind in one one-hedged all-hedged; do
-  args=(--replicas 3 --deadline 100ms --retries 2 --warmup 0 --connections "$STORM_CONNECTIONS")
+  args=(--deadline 100ms --retries 2 --warmup 0 --connections "$STORM_CONNECTIONS")
   case "$kind" in
-    one) args+=(--slow-replica 2:1:1s); label="replica 2 | --retries 2" ;;
-    one-hedged) args+=(--slow-replica 2:1:1s --hedge-after 20ms --balance p2c)
+    one) read -ra u <<<"$(urls "$PORT")"; label="replica 2 | --retries 2" ;;
+    one-hedged) read -ra u <<<"$(urls "$PORT")"; args+=(--hedge-after 20ms --balance p2c)
       label="replica 2 | --retries 2 --hedge-after 20ms --balance p2c" ;;
-    all-hedged) args+=(--slow-replica 1:1:1s --slow-replica 2:1:1s --slow-replica 3:1:1s --hedge-after 20ms --max-hedges 2)
+    all-hedged) read -ra u <<<"$(urls "$((PORT + 3))")"; args+=(--hedge-after 20ms --max-hedges 2)
       label="all three | --retries 2 --hedge-after 20ms --max-hedges 2" ;;
   esac
-  ALL_FAIL=1 bench "deadline-$kind" "${args[@]}"
+  POCKET_PIN="$CLIENT_CPU" ALL_FAIL=1 bench "deadline-$kind" "${u[@]}" "${args[@]}"
   f="$TMP/deadline-$kind.json"
   longest="$(awk -v v="$(jget longest_call_us "$f")" 'BEGIN { printf "%.1f", v / 1000 }')"
   verdict="$(awk -v l="$longest" 'BEGIN { print (l <= 105 ? "yes" : "**no**") }')"
@@ -142,7 +177,7 @@ for kind in one one-hedged all-hedged; do
 done
 
 echo
-echo "Embedded replicas (pocket-bench, in its process), $RATE requests/s for $DUR s ($OFFERED offered)."
+echo "$RATE requests/s for $DUR s ($OFFERED offered); (a) and (b) on pocket-bench's embedded replicas (in its process)."
 echo "$(date -u +%F), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), Linux $(uname -r)"
 echo
 echo "(a) Three replicas, replica 2 killed at 3 s; --balance p2c --eject-after 3, at most $CONNECTIONS in flight;"
@@ -158,7 +193,8 @@ echo "| retry budget | offered | sent | requests the replicas received | receive
 echo "|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${STORM_ROWS[@]}"
 echo
-echo "(c) A deadline of 100 ms (--deadline 100ms), replicas that hold every answer 1 s; at most $STORM_CONNECTIONS in flight."
+echo "(c) A deadline of 100 ms (--deadline 100ms), bench-server replicas (core $SERVER_CPU; the client on core $CLIENT_CPU)"
+echo "that hold every answer 1 s; at most $STORM_CONNECTIONS in flight."
 echo "The longest call: from when it was made to its end, answered or failed, in ms."
 echo
 echo "| never answers | flags | offered | sent | failed | hedges | longest call | within 105 ms |"

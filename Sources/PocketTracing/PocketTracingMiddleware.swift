@@ -106,10 +106,13 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
         } else {
             // Nothing bootstrapped and no `withTracer` scope: the no-op
             // tracer would start a span that records nothing and inject
-            // nothing. Checked first because finding the tracer (a lock and
-            // two existential casts) costs more than the rest of this.
-            if InstrumentationSystem.instrument is NoOpInstrument { return request }
-            tracer = InstrumentationSystem.tracer
+            // nothing. The instrument is read once (a task-local and a
+            // lock): when it is a tracer, it is the tracer
+            // `InstrumentationSystem.tracer` would find again; only a
+            // multiplex instrument is searched for one.
+            let instrument = InstrumentationSystem.instrument
+            if instrument is NoOpInstrument { return request }
+            tracer = (instrument as? any Tracer) ?? InstrumentationSystem.tracer
         }
         if tracer is NoOpTracer { return request } // the same: no span, nothing injected
         let parent = ServiceContext.current ?? .topLevel

@@ -130,6 +130,25 @@ final class HedgingTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 3)
     }
 
+    func testAFailureAtTheDeadlineEndsTheRaceWithoutWaitingForTheHedges() async throws {
+        // The request's own call ends at the deadline; its hedge's call
+        // ignores the deadline and cancellation for a second. The race ends on the request's failure at the
+        // deadline: the hedges share it, none can answer in time.
+        let transport = DeadlineHonouringFirstTransport()
+        let client = try makeClient {
+            $0.handling.transport = transport
+            $0.handling.hedging = .after(.milliseconds(30))
+        }
+        let start = ContinuousClock.now
+        _ = await assertPocketError(.deadlineExceeded) {
+            try await PocketDeadline.withDeadline(in: .milliseconds(150)) {
+                try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:9/")!))
+            }
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(600), "not the hedge's second")
+        XCTAssertEqual(transport.calls.withLock { $0 }, 2, "the request and its hedge")
+    }
+
     func testAHedgeForAReplicaSetGoesThroughTheHopToAnotherReplica() async throws {
         // Replica 0 stalls; the hedge, a hop of its own, leases a replica
         // the request has not used.
@@ -318,5 +337,23 @@ private final class StallingFirstTransport: PocketTransport, Sendable {
             }
         }
         return PocketResponse(status: 200, reason: "OK", httpMinorVersion: 1, headers: PocketHeaders(), body: Data("\(n - 1)".utf8))
+    }
+}
+
+/// The first call ends with the total timeout at the task's deadline (as the
+/// engine does, its timeout cut to it); every later one answers after a
+/// second, whatever the deadline or its task's cancellation.
+private final class DeadlineHonouringFirstTransport: PocketTransport, Sendable {
+    let calls = Lock(0)
+
+    func send(_ request: PocketRequest, progress: PocketProgressHandler?) async throws -> PocketResponse {
+        let n = calls.withLock { $0 += 1; return $0 }
+        if n == 1, let deadline = PocketDeadline.current {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            throw PocketError(.totalTimeout, "the total timeout passed")
+        }
+        let end = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
+        return PocketResponse(status: 200, reason: "OK", httpMinorVersion: 1, headers: PocketHeaders(), body: Data("late".utf8))
     }
 }

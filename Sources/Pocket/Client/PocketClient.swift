@@ -240,13 +240,14 @@ public final class PocketClient: Sendable {
     let templates: TemplateRegistry
     /// Event subscribers and observers (shared with scoped clients).
     let hub: EventHub
-    /// No middleware and no retry policy configured (computed once): the
-    /// request path then has nothing to adapt or retry for requests that
-    /// bring none of their own.
+    /// No middleware, retry policy or authentication configured (computed
+    /// once): the request path then has nothing to adapt or retry for
+    /// requests that bring none of their own (a hedging policy still
+    /// applies: it is a stage of the one attempt).
     let unadapted: Bool
-    /// No retry policy, authentication or hedging, and middleware that
-    /// each say per request whether they have work (computed once): a
-    /// request none of them engages runs as with `unadapted`.
+    /// No retry policy or authentication, and middleware that each say per
+    /// request whether they have work (computed once): a request none of
+    /// them engages runs as with `unadapted`.
     let gatedOnly: Bool
     /// `configuration.handling.cache`, read once per `send`.
     let responseCache: PocketResponseCache?
@@ -299,12 +300,12 @@ public final class PocketClient: Sendable {
         self.templates = templates
         self.hub = hub
         self.unadapted = configuration.handling.middleware.isEmpty && configuration.handling.retry == nil
-            && configuration.handling.authentication == nil && configuration.handling.hedging == nil
+            && configuration.handling.authentication == nil
         self.responseCache = configuration.handling.cache
         let chain = MiddlewareChain(configuration.handling.middleware, policy: configuration.handling.retry)
         self.chain = chain
         self.gatedOnly = configuration.handling.retry == nil && configuration.handling.authentication == nil
-            && configuration.handling.hedging == nil && chain.requestGates != nil
+            && chain.requestGates != nil
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil

@@ -138,12 +138,15 @@ final class InFlightRequest: @unchecked Sendable {
     private var lastUploadReport = -1
     private var lastDownloadReport = -1
 
-    // Loop thread only, until on_done.
+    // Loop thread only, until on_done. Not checked for exclusivity at run
+    // time (a begin and an end access per append, swap and reset, 7 per
+    // request): the loop writes them, then the task that owns the request
+    // reads them after its resume, never both at once.
     private var status = 0
-    private var reason = ""
+    @exclusivity(unchecked) private var reason = ""
     private var minorVersion = 1
-    private var headers = PocketHeaders()
-    private var body = Data()
+    @exclusivity(unchecked) private var headers = PocketHeaders()
+    @exclusivity(unchecked) private var body = Data()
     /// What the waiting task gets when resumed; the response itself is
     /// built from the fields above only then (once, in place).
     private enum Ready { case none, head, response, failure }
@@ -151,7 +154,7 @@ final class InFlightRequest: @unchecked Sendable {
     /// A head handed over before the body (`.stream`, a sink returning at
     /// the head), built on the loop thread: the loop still reads the
     /// fields above while the body flows.
-    private var headResponse: PocketResponse?
+    @exclusivity(unchecked) private var headResponse: PocketResponse?
     /// Set (releasing) by the loop when it hands a head over early, read
     /// (acquiring) by `takeResponse`: see there.
     private let headHandedOver = Atomic<Bool>(false)
@@ -179,7 +182,9 @@ final class InFlightRequest: @unchecked Sendable {
         handleReq = 0
         handleID = 0
         handleLoop = 0
-        abortError = nil
+        // The optionals are written only when set: a nil one is then left
+        // alone instead of destroyed through its type's value witnesses.
+        if abortError != nil { abortError = nil }
         headDelivered = false
         lastUploadReport = -1
         lastDownloadReport = -1
@@ -189,10 +194,10 @@ final class InFlightRequest: @unchecked Sendable {
         headers = PocketHeaders()
         body = Data()
         resumesOnLoop = false
-        socketPath = nil
-        proxyUsed = nil
+        if socketPath != nil { socketPath = nil }
+        if proxyUsed != nil { proxyUsed = nil }
         ready = .none
-        failure = nil
+        if failure != nil { failure = nil }
         timings = PocketTimings()
         self.progress = progress
     }

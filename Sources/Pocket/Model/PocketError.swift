@@ -271,7 +271,22 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
     /// The response body, for errors raised on a complete response
     /// (`.unacceptableStatus`, `.unacceptableContentType`, `.decodingFailed`);
     /// nil otherwise.
-    public var body: Data?
+    public var body: Data? {
+        get { bodyBox?.data }
+        set { bodyBox = newValue.map(BodyBox.init) }
+    }
+
+    /// `body`, in a box: `Data` is a type of a resilient library, whose
+    /// layout is known only at run time, so a `Data?` field would make every
+    /// copy and destroy of an error (and of an optional error, on every
+    /// request's path) a call through its value witnesses; a reference is
+    /// a retain.
+    private var bodyBox: BodyBox?
+
+    private final class BodyBox: Sendable {
+        let data: Data
+        init(_ data: Data) { self.data = data }
+    }
 
     /// An error with `code` and `message`, and whatever of the cause, the `errno`, the
     /// response head and its body applies (nil by default), e.g. for a middleware or a
@@ -283,7 +298,7 @@ public struct PocketError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
         self.systemError = systemError
         self.response = response
-        self.body = body
+        self.bodyBox = body.map(BodyBox.init)
     }
 
     /// `code: message`, plus the status when the server had answered, e.g.

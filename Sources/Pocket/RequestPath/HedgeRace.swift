@@ -169,6 +169,11 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// result from here when the race settles on it).
     private func answered(_ n: Int, _ outcome: Result<D.Response, any Error>, inPlace: Bool = false) -> After {
         let acceptable = wins(outcome)
+        // An unacceptable answer once the deadline has passed ends the race
+        // on it: the other runners share the deadline, so none can answer
+        // in time, and the caller does not wait for each of them to be
+        // scheduled to report its own failure.
+        let expired = !acceptable && deadline != .max && PocketDeadline.nowNanos() >= deadline
         return state.withLock { s in
             var after = After()
             s.running -= 1
@@ -181,14 +186,15 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
                 settle(&s, n, &after)
                 if inPlace { after.mine = true } else { s.result = (n, outcome) }
             } else {
-                if s.running == 0 { after.hedge = nextHedge(&s) }
+                if s.running == 0, !expired { after.hedge = nextHedge(&s) }
                 if case .success(let response)? = s.last?.outcome { after.discard = response }
-                if s.running > 0 {
+                if s.running > 0, !expired {
                     // Others run on (or the next hedge went at once): this
                     // answer is the result if none better comes.
                     s.last = (n, outcome)
                 } else {
-                    // None acceptable and none may follow: the last answer is the result.
+                    // None acceptable and none may follow (or the deadline
+                    // passed): the last answer is the result.
                     s.last = nil
                     settle(&s, n, &after)
                     if inPlace { after.mine = true } else { s.result = (n, outcome) }

@@ -38,11 +38,10 @@ import Foundation
 // (`ExtraRequestBudget`), a hedge on its hedging budget.
 //
 // With no middleware (or none with work for the request: a tracing
-// middleware without a tracer), no retry or hedging policy, no
-// authentication and nobody listening, `execute` skips 1, 2, 6's hooks
-// and 7: one attempt
-// (its total timeout cut to a task deadline), then validation (and one
-// count for the budgets). Every other stage checks for its own work (a
+// middleware without a tracer), no retry policy, no authentication and
+// nobody listening, `execute` skips 1, 2, 6's hooks and 7: one attempt
+// (hedged under the client's hedging policy; its total timeout cut to a
+// task deadline), then validation (and one count for the budgets). Every other stage checks for its own work (a
 // cache, a redirect, a cookie store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
@@ -123,12 +122,13 @@ extension PocketClient {
     ) async throws -> D.Response {
         extraRequests.deposit()   // the budgets' count of requests
         // Nothing to adapt, retry, authenticate or report (middleware that
-        // can tell have no work for this request): one attempt, then
-        // validation.
+        // can tell have no work for this request): one attempt (hedged under
+        // the client's hedging policy), then validation.
         if given == nil, unadapted || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
            options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening, request.authentication == nil {
             if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
-            var response = try await fetching(request, progress: progress, delivery)
+            var response = try await fetching(request, hedging: hedging, deadline: .max, attempt: 1, sink: nil, progress: progress,
+                                              delivery)
             if let failure = accept(&response, sent: request) {
                 await response.discardBody()
                 throw failure
@@ -150,7 +150,8 @@ extension PocketClient {
         let bound = try limitToTaskDeadline(&sent, &delivery)
         var response: D.Response
         do {
-            response = try await fetching(sent, progress: progress, delivery)
+            response = try await fetching(sent, hedging: hedging, deadline: PocketDeadline.currentNanos, attempt: 1, sink: nil,
+                                          progress: progress, delivery)
         } catch {
             throw bound ? Self.deadlineReached(error, attempt: 1) : error
         }
@@ -191,7 +192,7 @@ extension PocketClient {
     @inline(__always)
     nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, to replica: PocketReplicaEndpoint?,
                                                                 progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
-        if let transport = configuration.handling.transport {
+        if hasTransport, let transport = configuration.handling.transport {   // the flag: no existential copied per hop
             return try delivery.deliver(await transport.send(request, progress: progress))
         }
         if proxies == nil, request.proxy == nil {
