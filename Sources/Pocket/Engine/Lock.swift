@@ -26,7 +26,14 @@ package struct Lock<Value>: @unchecked Sendable {
     private let buffer: Buffer
 
     package init(_ value: Value) {
-        let made = Buffer.create(minimumCapacity: 1) { _ in value }
+        self.init(making: { value })
+    }
+
+    /// A lock whose value `make` builds in place (a value passed in is
+    /// copied into the lock's storage, and the original destroyed: for a
+    /// generic value, two calls through its value witnesses).
+    package init(making make: () -> Value) {
+        let made = Buffer.create(minimumCapacity: 1) { _ in make() }
         buffer = unsafeDowncast(made, to: Buffer.self)
         buffer.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())

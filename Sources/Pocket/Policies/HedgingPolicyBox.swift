@@ -9,9 +9,15 @@ final class HedgingPolicyBox: Sendable {
     /// is checked against it, and a linear look at a few integers costs
     /// less than hashing one.
     let nonFatal: [Int]
+    /// `policy.maxHedges`, read without a copy of the policy.
+    let maxHedges: Int
+    /// A fixed delay in nanoseconds; nil for a percentile one.
+    let fixedDelayNanos: Int64?
 
     init(_ policy: PocketHedgingPolicy) {
         self.policy = policy
         nonFatal = policy.nonFatalStatuses.sorted()
+        maxHedges = policy.maxHedges
+        if case .fixed(let delay) = policy.delay { fixedDelayNanos = delay.nanoseconds } else { fixedDelayNanos = nil }
     }
 }

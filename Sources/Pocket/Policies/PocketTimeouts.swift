@@ -34,10 +34,14 @@ struct EngineTimeouts {
     let connect: UInt32
     let read: UInt32
     var total: UInt32
+    /// The total timeout in whole nanoseconds (`.max` for none): what a
+    /// task deadline is compared with.
+    let totalNanos: Int64
 
     init(_ t: PocketTimeouts) {
         connect = PocketTimeouts.milliseconds(t.connect)
         read = PocketTimeouts.milliseconds(t.read)
         total = PocketTimeouts.milliseconds(t.total)
+        totalNanos = t.total?.nanoseconds ?? .max
     }
 }

@@ -70,6 +70,9 @@ final class ReplicaRouter: Sendable {
     /// The set of `sets` named `host` when `host` is ASCII (`.some(nil)`:
     /// none is); nil when `host` is not ASCII.
     private static func scan(_ sets: [PocketReplicaSet], for host: String) -> PocketReplicaSet?? {
+        // The host as written is usually the name itself: for a name of
+        // up to 15 bytes (kept inline) `==` compares two words.
+        for set in sets where host == set.name { return set }
         for set in sets {
             guard let equal = asciiFoldedEqual(host, set.name) else { return nil }
             if equal { return set }

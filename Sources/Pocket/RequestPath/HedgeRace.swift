@@ -43,13 +43,12 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         var waiter: UnsafeContinuation<Void, Never>?
     }
 
-    private let state = Lock(State())
+    private let state = Lock(making: State.init)
     var timerSlot = -1
 
     private let client: PocketClient
     private let request: PocketRequest
     private let box: HedgingPolicyBox
-    private var policy: PocketHedgingPolicy { box.policy }
     /// The hedging delay, in nanoseconds.
     private let delayNanos: Int64
     /// When a hedge armed now is due (nanoseconds after `PocketDeadline.origin`).
@@ -66,12 +65,12 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private let validated: Bool
     private let priority: TaskPriority
 
-    init(client: PocketClient, request: PocketRequest, policy: HedgingPolicyBox, delay: Duration,
+    init(client: PocketClient, request: PocketRequest, policy: HedgingPolicyBox, delayNanos: Int64,
          deadline: Int64, attempt: Int, sink: EventSink?, progress: PocketProgressHandler?, delivery: D) {
         self.client = client
         self.request = request
         self.box = policy
-        self.delayNanos = delay.nanoseconds
+        self.delayNanos = delayNanos
         self.deadline = deadline
         self.attempt = attempt
         self.sink = sink
@@ -247,7 +246,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The next hedge's number, counted as sent, when the policy, the
     /// deadline and the client's hedging budget allow one.
     private func nextHedge(_ s: inout State) -> Int? {
-        guard s.hedges < policy.maxHedges, deadline == .max || deadline > PocketDeadline.nowNanos(), client.extraRequests.permitsHedge() else {
+        guard s.hedges < box.maxHedges, deadline == .max || deadline > PocketDeadline.nowNanos(), client.extraRequests.permitsHedge() else {
             return nil
         }
         s.hedges += 1
@@ -259,7 +258,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     private func launch(_ n: Int) {
         sink?.emit(.hedging, attempt: attempt, hedge: n)
         start(n, deadline == .max ? request : client.bounded(request, by: deadline))
-        if n < policy.maxHedges { client.hedgeTimers.arm(self, atNanos: nextDue) }
+        if n < box.maxHedges { client.hedgeTimers.arm(self, atNanos: nextDue) }
     }
 
     /// Runner `n` as a task of its own.

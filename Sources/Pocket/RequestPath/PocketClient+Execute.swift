@@ -147,10 +147,11 @@ extension PocketClient {
     nonisolated(nonsending) func executeBounded<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                                      _ delivery: D) async throws -> D.Response {
         var sent = request, delivery = delivery
-        let bound = try limitToTaskDeadline(&sent, &delivery)
+        let deadline = PocketDeadline.currentNanos   // a task-local: read once
+        let bound = try limitToTaskDeadline(&sent, &delivery, deadline)
         var response: D.Response
         do {
-            response = try await fetching(sent, hedging: hedging, deadline: PocketDeadline.currentNanos, attempt: 1, sink: nil,
+            response = try await fetching(sent, hedging: hedging, deadline: deadline, attempt: 1, sink: nil,
                                           progress: progress, delivery)
         } catch {
             throw bound ? Self.deadlineReached(error, attempt: 1) : error
@@ -467,10 +468,11 @@ extension PocketClient {
     }
 
     /// `limit(_:_:toDeadlineOf:attempt:)` for a request sent without a
-    /// context (one attempt): the task's deadline, if it has one.
+    /// context (one attempt): the task's deadline (`.max`: none).
     @inline(never)
-    private func limitToTaskDeadline<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D) throws -> Bool {
-        try limit(&sent, &delivery, to: PocketDeadline.currentNanos, attempt: 1)
+    private func limitToTaskDeadline<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D,
+                                                         _ deadline: Int64) throws -> Bool {
+        try limit(&sent, &delivery, to: deadline, attempt: 1)
     }
 
     /// `limit` to `deadline`, in nanoseconds after `PocketDeadline.origin`
@@ -484,7 +486,9 @@ extension PocketClient {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")
         }
         let remaining = deadline - now
-        let bound = (sent.timeouts ?? configuration.timeouts).total.map { .nanoseconds(remaining) < $0 } ?? true
+        // The request's total timeout, else the client's (worked out once).
+        let total = sent.timeouts.map { $0.total?.nanoseconds ?? .max } ?? engineTimeouts.totalNanos
+        let bound = remaining < total
         delivery.deadlineNanos = bound ? deadline : .max
         if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(nanoseconds: remaining)) }
         return bound

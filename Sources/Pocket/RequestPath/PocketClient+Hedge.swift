@@ -35,31 +35,35 @@ extension PocketClient {
         _ request: PocketRequest, policy box: HedgingPolicyBox, deadline: Int64, attempt: Int,
         sink: EventSink?, progress: PocketProgressHandler?, _ delivery: D
     ) async throws -> D.Response {
-        let policy = box.policy
-        guard policy.maxHedges > 0, request.isIdempotent, request.body?.isReplayable ?? true else {
+        guard box.maxHedges > 0, request.isIdempotent, request.body?.isReplayable ?? true else {
             return try await fetching(request, progress: progress, delivery)
         }
-        let started = ContinuousClock.now
-        let origin: String?
-        let delay: Duration?
-        switch policy.delay {
-        case .fixed(let d):
-            (origin, delay) = (nil, d)
-        case .percentile(let p):
-            let key = Self.originKey(request.url)
-            (origin, delay) = (key, latencies.percentile(key, p).map { max($0, policy.minimumDelay) })
+        // A fixed delay is read from the box; a percentile one (the policy
+        // read only then) from the origin's latencies, which the answer joins.
+        // (Held across the race as a string and integers: an optional of
+        // a `ContinuousClock.Instant`, whose size is known only at run time
+        // here, would be handled through value witnesses.)
+        var origin: String?
+        var started: Int64 = 0
+        let delayNanos: Int64
+        if let fixed = box.fixedDelayNanos {
+            delayNanos = fixed
+        } else {
+            let policy = box.policy, key = Self.originKey(request.url)
+            (origin, started) = (key, PocketDeadline.nowNanos())
+            guard case .percentile(let p) = policy.delay, let delay = latencies.percentile(key, p) else {
+                // Too few latencies seen yet: the request alone, its latency kept.
+                let response = try await fetching(request, progress: progress, delivery)
+                latencies.record(key, .nanoseconds(PocketDeadline.nowNanos() &- started), capacity: policy.latencySamples)
+                return response
+            }
+            delayNanos = max(delay, policy.minimumDelay).nanoseconds
         }
-        guard let delay else {
-            // Too few latencies seen yet: the request alone, its latency kept.
-            let response = try await fetching(request, progress: progress, delivery)
-            if let origin { latencies.record(origin, .now - started, capacity: policy.latencySamples) }
-            return response
-        }
-        let race = HedgeRace(client: self, request: request, policy: box, delay: delay, deadline: deadline,
+        let race = HedgeRace(client: self, request: request, policy: box, delayNanos: delayNanos, deadline: deadline,
                              attempt: attempt, sink: sink, progress: progress, delivery: delivery)
         let (winner, outcome) = hasTransport ? await race.runDetached() : await race.run()
         if case .success = outcome, let origin {
-            latencies.record(origin, .now - started, capacity: policy.latencySamples)
+            latencies.record(origin, .nanoseconds(PocketDeadline.nowNanos() &- started), capacity: box.policy.latencySamples)
         }
         if winner > 0, case .success = outcome {
             extraRequests.countHedgeWon()
