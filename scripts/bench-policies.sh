@@ -5,8 +5,10 @@
 # the policy's flag, minus the same without a flag, for send, the sink and
 # --pipeline at one connection and send at 64; then all of them together.
 # Then the same for the metrics and tracing middleware, with their
-# packages' no-op backends bootstrapped and with in-memory ones
-# (`--integrations noop|memory`).
+# packages' no-op backends bootstrapped, with in-memory ones (swift-
+# distributed-tracing's InMemoryTracer and swift-metrics' TestMetrics, which
+# keep every span and value), and with backends that record and keep
+# nothing: the middleware's own work (`--integrations noop|memory|discard`).
 #
 #   scripts/bench-policies.sh            # REQUESTS=2000 per case
 #   scripts/bench-policies.sh --quick    # REQUESTS=300
@@ -45,6 +47,7 @@ CASES=(
   "all of them|--hedge-after 100ms --deadline 10s --retry-budget 20 --balance p2c --eject-after 5"
   "\`--integrations noop\`|--integrations noop"
   "\`--integrations memory\`|--integrations memory"
+  "\`--integrations discard\`|--integrations discard"
 )
 i=0
 for entry in "${CASES[@]}"; do

@@ -98,7 +98,7 @@ public struct BenchOptions: Sendable {
                             [--cacert FILE] [-k] [--close]
                             [--body-sink memory|discard|sink|file:PATH] [--upload-file PATH]
                             [--upload-form PATH] [--compressed] [--soak K] [--proxy URL]
-                            [--unix-socket PATH] [--integrations noop|memory] [--count]
+                            [--unix-socket PATH] [--integrations noop|memory|discard] [--count]
                             [--rate R] [--replicas N] [--slow-replica K:P:DELAY]
                             [--hedge-after DURATION|pNN] [--max-hedges N]
                             [--balance round-robin|p2c] [--retry-budget PCT]
@@ -147,8 +147,10 @@ public struct BenchOptions: Sendable {
           --unix-socket PATH   connect to this Unix domain socket (the URL names the origin)
           --integrations B     PocketMetricsMiddleware and PocketTracingMiddleware on every
                                request, swift-metrics and swift-distributed-tracing
-                               bootstrapped with B: noop (their no-op backends) or
+                               bootstrapped with B: noop (their no-op backends),
                                memory (in-memory ones that keep every value and span)
+                               or discard (ones that record and keep nothing: the
+                               middleware's own work)
           --count              counts instead of times: user-space instructions and heap
                                allocations per request of send, sink, stream and
                                --pipeline, at 1 connection and at 64, the sending
@@ -280,7 +282,9 @@ public struct BenchOptions: Sendable {
             case "--integrations":
                 guard countAllowed else { throw .message("--integrations: pocket-bench's only") }
                 let s = try value(arg)
-                guard s == "noop" || s == "memory" else { throw .message("\(arg): expected noop or memory, got '\(s)'") }
+                guard ["noop", "memory", "discard"].contains(s) else {
+                    throw .message("\(arg): expected noop, memory or discard, got '\(s)'")
+                }
                 o.integrations = s
             case "-h", "--help":
                 print(usage)

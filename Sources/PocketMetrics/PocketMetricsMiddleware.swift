@@ -62,21 +62,21 @@ public struct PocketMetricsMiddleware: PocketMiddleware {
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                         context: PocketMiddlewareContext) async {
         guard let cache else { return }
-        let elapsed = context.attemptElapsed
+        let elapsed = context.attemptElapsedNanoseconds
         switch outcome {
         case .success(let response):
-            let firstByte = response.timings.firstByte
+            let firstByte = response.timings.firstByteNanos
             let metrics = cache.metrics(method: request.method.rawValue, url: request.url, outcome: .status(response.status),
-                                        firstByte: firstByte > .zero)
-            metrics.firstByte?.recordNanoseconds(Self.nanoseconds(firstByte))
+                                        firstByte: firstByte > 0)
+            metrics.firstByte?.recordNanoseconds(firstByte)
             metrics.requests.increment()
-            metrics.duration.recordNanoseconds(Self.nanoseconds(elapsed))
+            metrics.duration.recordNanoseconds(elapsed)
         case .failure(let error):
             let code = (error as? PocketError)?.code.name ?? (error is CancellationError ? "cancelled" : "other")
             let metrics = cache.metrics(method: request.method.rawValue, url: request.url, outcome: .error(code), firstByte: false)
             metrics.error?.increment()
             metrics.requests.increment()
-            metrics.duration.recordNanoseconds(Self.nanoseconds(elapsed))
+            metrics.duration.recordNanoseconds(elapsed)
         }
     }
 
@@ -85,11 +85,6 @@ public struct PocketMetricsMiddleware: PocketMiddleware {
         let scheme = url.scheme?.lowercased() ?? "http"
         let port = url.port ?? (scheme == "https" ? 443 : 80)
         return "\(scheme)://\(url.host ?? "")" + ":\(port)"
-    }
-
-    static func nanoseconds(_ d: Duration) -> Int64 {
-        let (s, attos) = d.components
-        return s &* 1_000_000_000 &+ attos / 1_000_000_000
     }
 }
 
@@ -207,6 +202,10 @@ final class MetricCache: Sendable {
     private struct Store: @unchecked Sendable {
         var series: [SeriesKey: Series] = [:]
         var byURL: [URLKey: Series] = [:]
+        /// The URL found last and its series: a client that calls one URL
+        /// over and over compares two strings (often the same storage)
+        /// instead of hashing them.
+        var last: (key: URLKey, series: Series)?
     }
 
     private let factory: any MetricsFactory
@@ -231,8 +230,11 @@ final class MetricCache: Sendable {
         let urlKey = URLKey(method: method, url: url.absoluteString)
         return store.withLock { store in
             let series: Series
-            if let known = store.byURL[urlKey] {
+            if let last = store.last, last.key == urlKey {
+                series = last.series
+            } else if let known = store.byURL[urlKey] {
                 series = known
+                store.last = (urlKey, known)
             } else {
                 let key = SeriesKey(method: method, origin: PocketMetricsMiddleware.origin(of: url))
                 if let known = store.series[key] {
@@ -243,6 +245,7 @@ final class MetricCache: Sendable {
                 }
                 if store.byURL.count >= Self.maxRemembered { store.byURL.removeAll(keepingCapacity: true) }
                 store.byURL[urlKey] = series
+                store.last = (urlKey, series)
             }
             var error: Counter?
             let requests: Counter

@@ -70,7 +70,6 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// a `withTracer` scope can supply one per task.
     public var hooks: PocketMiddlewareHooks { tracer is NoOpTracer ? [] : [.adapt, .observe] }
 
-    private static let spanKey = "pocket.tracing.span"
 
     /// Whether `adapt` has work for a request made now: a deadline in the
     /// task's `ServiceContext` to apply, or a tracer other than the no-op
@@ -87,13 +86,19 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// Only an attempt whose `adapt` started a span has one to end: without
     /// a tracer the request path returns the response as with no middleware.
     package func observes(_ context: PocketMiddlewareContext) -> Bool {
-        context[Self.spanKey] != nil
+        context.keepsAttemptObject
     }
 
-    /// What `adapt` leaves for `observe` in the request's context store.
-    struct Started: Sendable {
-        var attempt: Int
-        var span: any Span
+    /// What `adapt` leaves for `observe` in the request's context (its
+    /// attempt object: one reference, no store).
+    final class Started: Sendable {
+        let attempt: Int
+        let span: any Span
+
+        init(attempt: Int, span: any Span) {
+            self.attempt = attempt
+            self.span = span
+        }
     }
 
     /// Starts the attempt's span and injects its context into the
@@ -130,14 +135,17 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             return sent
         }
         let url = request.url
+        // Set as `SpanAttribute`s (the subscript boxes each value as a
+        // `SpanAttributeConvertible` first), into room made once.
         span.updateAttributes { attributes in
-            attributes["http.request.method"] = request.method.rawValue
-            attributes["url.full"] = Self.fullURL(url, recordsQuery: recordsQuery)
-            if let host = url.host { attributes["server.address"] = host }
-            attributes["server.port"] = url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80)
-            if context.attempt > 1 { attributes["http.request.resend_count"] = context.attempt - 1 }
+            attributes.reserveCapacity(attributes.count + 5)
+            attributes.set("http.request.method", value: .string(request.method.rawValue))
+            attributes.set("url.full", value: .string(Self.fullURL(url, recordsQuery: recordsQuery)))
+            if let host = url.host { attributes.set("server.address", value: .string(host)) }
+            attributes.set("server.port", value: .int64(Int64(url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80))))
+            if context.attempt > 1 { attributes.set("http.request.resend_count", value: .int64(Int64(context.attempt - 1))) }
         }
-        context[Self.spanKey] = Started(attempt: context.attempt, span: span)
+        context.keepAttemptObject(Started(attempt: context.attempt, span: span))
         return sent
     }
 
@@ -145,20 +153,21 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// timing events) and ends it.
     public func observe(_ outcome: Result<PocketResponse, any Error>, for request: PocketRequest,
                         context: PocketMiddlewareContext) async {
-        guard let started = context[Self.spanKey] as? Started, started.attempt == context.attempt else { return }
-        context[Self.spanKey] = nil
+        guard let started = context.takeAttemptObject() as? Started, started.attempt == context.attempt else { return }
         let span = started.span
         let end = DefaultTracerClock.now
         switch outcome {
         case .success(let response):
             span.updateAttributes { attributes in
-                attributes["http.response.status_code"] = response.status
-                attributes["network.protocol.version"] = response.httpMinorVersion == 1 ? "1.1" : "1.\(response.httpMinorVersion)"
+                attributes.reserveCapacity(attributes.count + 5)
+                attributes.set("http.response.status_code", value: .int64(Int64(response.status)))
+                attributes.set("network.protocol.version",
+                               value: .string(response.httpMinorVersion == 1 ? "1.1" : "1.\(response.httpMinorVersion)"))
                 if let peer = response.timings.remoteAddress {
-                    attributes["network.peer.address"] = peer
-                    attributes["network.peer.port"] = response.timings.remotePort
+                    attributes.set("network.peer.address", value: .string(peer))
+                    attributes.set("network.peer.port", value: .int64(Int64(response.timings.remotePort)))
                 }
-                if response.status >= 400 { attributes["error.type"] = String(response.status) }
+                if response.status >= 400 { attributes.set("error.type", value: .string(String(response.status))) }
             }
             if response.status >= 400 { span.setStatus(SpanStatus(code: .error)) }
             Self.addTimingEvents(response.timings, to: span, endingAt: end)
@@ -175,18 +184,18 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// engine's timings (measured from the submit, which is `total` before
     /// the end of the attempt).
     static func addTimingEvents(_ timings: PocketTimings, to span: any Span, endingAt end: DefaultTracerClock.Instant) {
-        let total = nanos(timings.total)
+        let total = timings.totalNanos
         guard total > 0, UInt64(total) <= end.nanosecondsSinceEpoch else { return }
         let submitted = end.nanosecondsSinceEpoch - UInt64(total)
         var offset: Int64 = 0
         func event(_ name: String, at nanos: Int64) {
             span.addEvent(SpanEvent(name: name, at: DefaultTracerClock.Instant(nanosecondsSinceEpoch: submitted + UInt64(max(0, nanos)))))
         }
-        let dns = nanos(timings.dns), connect = nanos(timings.connect), tls = nanos(timings.tls)
+        let dns = timings.dnsNanos, connect = timings.connectNanos, tls = timings.tlsNanos
         if dns > 0 { offset += dns; event("dns", at: offset) }
         if connect > 0 { offset += connect; event("connect", at: offset) }
         if tls > 0 { offset += tls; event("tls", at: offset) }
-        let firstByte = nanos(timings.firstByte)
+        let firstByte = timings.firstByteNanos
         if firstByte > 0 { event("first_byte", at: firstByte) }
     }
 
@@ -213,11 +222,17 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// Whether the absolute URL `url` has what `url.full` leaves out: a
     /// fragment, an `@` in its authority (the part after the first `//` up
     /// to the next `/` or `?`), or a query unless `keepingQuery`. One pass
-    /// over the bytes.
+    /// over the bytes, read as contiguous UTF-8 (a `UTF8View`'s iterator
+    /// is a call per byte).
     static func hasPartsToRemove(_ url: String, keepingQuery: Bool) -> Bool {
+        var url = url
+        return url.withUTF8 { hasPartsToRemove($0, keepingQuery: keepingQuery) }
+    }
+
+    private static func hasPartsToRemove(_ url: UnsafeBufferPointer<UInt8>, keepingQuery: Bool) -> Bool {
         var inAuthority = false, pastAuthority = false
         var previous: UInt8 = 0
-        for byte in url.utf8 {
+        for byte in url {
             switch byte {
             case UInt8(ascii: "#"):
                 return true
@@ -238,11 +253,6 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             previous = byte
         }
         return false
-    }
-
-    static func nanos(_ d: Duration) -> Int64 {
-        let (s, attos) = d.components
-        return s &* 1_000_000_000 &+ attos / 1_000_000_000
     }
 }
 

@@ -50,6 +50,44 @@ final class MiddlewareTests: XCTestCase {
         XCTAssertEqual(context["a"] as? Int, 4)
     }
 
+    /// The object a package middleware keeps for an attempt: kept,
+    /// replaced (the old one released), taken once, and released with the
+    /// context when never taken.
+    func testTheContextKeepsOneAttemptObjectAndReleasesIt() {
+        final class Probe: Sendable {}
+        func context() -> PocketMiddlewareContext {
+            PocketMiddlewareContext(fields: TaskFields(taskID: 1, method: .get, url: URL(string: "http://example.com/")!,
+                                                       endpoint: .path, metadata: nil),
+                                    clock: nil, started: .zero)
+        }
+        let first = context()
+        XCTAssertFalse(first.keepsAttemptObject)
+        XCTAssertNil(first.takeAttemptObject())
+        weak var replaced: Probe?
+        var kept: Probe? = Probe()
+        do {
+            let old = Probe()
+            replaced = old
+            first.keepAttemptObject(old)
+        }
+        XCTAssertNotNil(replaced, "kept: the context holds it")
+        first.keepAttemptObject(kept!)
+        XCTAssertNil(replaced, "replaced: released")
+        XCTAssertTrue(first.keepsAttemptObject)
+        XCTAssertTrue(first.takeAttemptObject() === kept)
+        XCTAssertFalse(first.keepsAttemptObject, "taken once")
+        XCTAssertNil(first.takeAttemptObject())
+
+        weak var left: Probe?
+        do {
+            let second = context()
+            second.keepAttemptObject(kept!)
+            left = kept
+            kept = nil
+        }
+        XCTAssertNil(left, "released with the context that was never asked for it")
+    }
+
     func testHooksRunInOrderAdaptForwardObserveBackward() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

@@ -28,6 +28,11 @@ public final class PocketMiddlewareContext: Sendable {
     /// made under one, so it must not cost an allocation.
     private let deadlineNanos = Atomic<Int64>(.max)
     private let extras = AtomicLazyReference<Extras>()
+    /// The object a middleware of this package keeps from `adapt` to
+    /// `observe` of one attempt (PocketTracing's span), retained while
+    /// here: an atomic exchange, where the store (`subscript(key:)`) makes
+    /// its lock and list on first use and boxes the value.
+    private let attemptObject = Atomic<Unmanaged<AnyObject & Sendable>?>(nil)
 
     private final class Extras: Sendable {
         let state = Lock(State())
@@ -46,6 +51,23 @@ public final class PocketMiddlewareContext: Sendable {
         self.started = started
     }
 
+    deinit {
+        attemptObject.exchange(nil, ordering: .acquiring)?.release()
+    }
+
+    /// Keeps `object` for the current attempt, in place of any kept before.
+    package func keepAttemptObject(_ object: AnyObject & Sendable) {
+        attemptObject.exchange(Unmanaged.passRetained(object), ordering: .acquiringAndReleasing)?.release()
+    }
+
+    /// Takes the object kept for the attempt, if any (none is kept after).
+    package func takeAttemptObject() -> (AnyObject & Sendable)? {
+        attemptObject.exchange(nil, ordering: .acquiringAndReleasing)?.takeRetainedValue()
+    }
+
+    /// Whether an object is kept for the attempt.
+    package var keepsAttemptObject: Bool { attemptObject.load(ordering: .acquiring) != nil }
+
     private var madeExtras: Extras {
         extras.load() ?? extras.storeIfNil(Extras())
     }
@@ -56,6 +78,10 @@ public final class PocketMiddlewareContext: Sendable {
     /// How long the current attempt took, from `adapt` to its outcome
     /// (valid in `observe` and `retry`).
     public var attemptElapsed: Duration { .nanoseconds(elapsedNanos.load(ordering: .acquiring)) }
+
+    /// `attemptElapsed` in nanoseconds, as it is kept (for the package's
+    /// metrics middleware: no `Duration` made and taken apart again).
+    package var attemptElapsedNanoseconds: Int64 { elapsedNanos.load(ordering: .acquiring) }
 
     /// Time since the first attempt started, on the client's clock.
     public var elapsed: Duration { clock.uptime() - started }

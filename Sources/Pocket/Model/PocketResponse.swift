@@ -93,11 +93,13 @@ public struct PocketResponseHead: Sendable, Hashable {
 public struct PocketTimings: Sendable, Hashable {
     // Nanoseconds, stored as Int64 (a `Duration` takes 16 bytes): every
     // response carries these, and is copied on its way to the caller.
-    private var dnsNanos: Int64 = 0
-    private var connectNanos: Int64 = 0
-    private var tlsNanos: Int64 = 0
-    private var firstByteNanos: Int64 = 0
-    private var totalNanos: Int64 = 0
+    // The package's middleware read them as they are: a `Duration` made
+    // and turned back into nanoseconds costs two 128-bit multiplications.
+    package private(set) var dnsNanos: Int64 = 0
+    package private(set) var connectNanos: Int64 = 0
+    package private(set) var tlsNanos: Int64 = 0
+    package private(set) var firstByteNanos: Int64 = 0
+    package private(set) var totalNanos: Int64 = 0
     private var tunnelNanos: Int64 = 0
 
     /// Name resolution; zero for numeric hosts, cache hits and reused connections.
