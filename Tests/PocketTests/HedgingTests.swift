@@ -25,6 +25,14 @@ final class HedgingTests: XCTestCase {
         return server
     }
 
+    /// A client sending through `transport`, hedging after 30 ms.
+    private func hedgingClient(through transport: some PocketTransport) throws -> PocketClient {
+        try makeClient {
+            $0.handling.transport = transport
+            $0.handling.hedging = .after(.milliseconds(30))
+        }
+    }
+
     private func states(_ client: PocketClient) -> (Task<[PocketTaskEvent], Never>, PocketTaskEvents) {
         let events = client.events()
         return (Task { var seen: [PocketTaskEvent] = []; for await e in events { seen.append(e) }; return seen }, events)
@@ -132,13 +140,11 @@ final class HedgingTests: XCTestCase {
 
     func testAFailureAtTheDeadlineEndsTheRaceWithoutWaitingForTheHedges() async throws {
         // The request's own call ends at the deadline; its hedge's call
-        // ignores the deadline and cancellation for a second. The race ends on the request's failure at the
-        // deadline: the hedges share it, none can answer in time.
+        // ignores the deadline and cancellation for a second. The race
+        // ends on the request's failure at the deadline: the hedges share
+        // it, none can answer in time.
         let transport = DeadlineHonouringFirstTransport()
-        let client = try makeClient {
-            $0.handling.transport = transport
-            $0.handling.hedging = .after(.milliseconds(30))
-        }
+        let client = try hedgingClient(through: transport)
         let start = ContinuousClock.now
         _ = await assertPocketError(.deadlineExceeded) {
             try await PocketDeadline.withDeadline(in: .milliseconds(150)) {
@@ -242,10 +248,7 @@ final class HedgingTests: XCTestCase {
         // A transport's call can only be ended by its task's cancellation:
         // the request runs in a task of its own, which the winning hedge cancels.
         let transport = StallingFirstTransport()
-        let client = try makeClient {
-            $0.handling.transport = transport
-            $0.handling.hedging = .after(.milliseconds(30))
-        }
+        let client = try hedgingClient(through: transport)
         let start = ContinuousClock.now
         let response = try await client.send(PocketRequest(url: URL(string: "http://127.0.0.1:9/")!))
         XCTAssertEqual(response.text, "1", "the hedge's answer")
