@@ -464,7 +464,10 @@ final class InFlightRequest: @unchecked Sendable {
         status = Int(head.status)
         minorVersion = Int(head.minor_version)
         if head.reason_len > 0 {
-            reason = String(decoding: UnsafeRawBufferPointer(start: head.reason, count: head.reason_len), as: UTF8.self)
+            let bytes = UnsafeRawBufferPointer(start: head.reason, count: head.reason_len)
+            // "OK", most answers' phrase, as a literal: no string made from bytes.
+            reason = bytes.count == 2 && bytes[0] == UInt8(ascii: "O") && bytes[1] == UInt8(ascii: "K")
+                ? "OK" : String(decoding: bytes, as: UTF8.self)
         }
         // One allocation for all the fields: their bytes are packed, and
         // become Strings only when read.

@@ -186,9 +186,11 @@ struct HeaderSources {
         if acceptEncoding { body(Self.acceptEncodingField) }
         // By index, with no closure: a closure here captured the three
         // lists (a retain and a release of each, per pass).
+        // Most requests override no default: then nothing is looked up.
+        let overrides = own.count > 0 || extra.count > 0
         for i in 0..<defaults.count {
             let f = defaults.field(at: i)
-            if !own.contains(f.name) && !extra.contains(f.name) { body(f) }
+            if !overrides || (!own.contains(f.name) && !extra.contains(f.name)) { body(f) }
         }
         for i in 0..<extra.count { body(extra.field(at: i)) }
         for i in 0..<own.count { body(own.field(at: i)) }
