@@ -141,8 +141,13 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             attributes.reserveCapacity(attributes.count + 5)
             attributes.set("http.request.method", value: .string(request.method.rawValue))
             attributes.set("url.full", value: .string(Self.fullURL(url, recordsQuery: recordsQuery)))
-            if let host = url.host { attributes.set("server.address", value: .string(host)) }
-            attributes.set("server.port", value: .int64(Int64(url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80))))
+            if let server = request.server {   // parsed once with the URL
+                attributes.set("server.address", value: .string(server.host))
+                attributes.set("server.port", value: .int64(Int64(server.port)))
+            } else {
+                if let host = url.host { attributes.set("server.address", value: .string(host)) }
+                attributes.set("server.port", value: .int64(Int64(url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80))))
+            }
             if context.attempt > 1 { attributes.set("http.request.resend_count", value: .int64(Int64(context.attempt - 1))) }
         }
         context.keepAttemptObject(Started(attempt: context.attempt, span: span))

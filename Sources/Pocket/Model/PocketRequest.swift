@@ -285,6 +285,17 @@ public struct PocketRequest: Sendable, Hashable, Codable {
     /// sending the same request again does no URL parsing.
     var target: Target { _read { yield storage.f.target } } // borrowed: no copy of its strings
 
+    /// The host and port a TCP request goes to, from the parts parsed once
+    /// with its URL (the port is the scheme's when the URL has none); nil
+    /// for a Unix socket or a URL that could not be parsed. For the
+    /// package's tracing middleware: `URL.host` decodes the host anew on
+    /// each read.
+    package var server: (host: String, port: Int)? {
+        let target = self.target
+        guard target.problem == nil, target.unixPath == nil, !target.host.isEmpty else { return nil }
+        return (target.host, Int(target.port))
+    }
+
     /// The URL's path, percent-decoded (`url.path(percentEncoded: false)`):
     /// the endpoint key of events and middleware. Read from the target
     /// (no URL parsing) unless the path has escapes.
