@@ -41,8 +41,9 @@ import Foundation
 // middleware without a tracer), no retry policy, no authentication and
 // nobody listening, `execute` skips 1, 2, 6's hooks and 7: one attempt
 // (hedged under the client's hedging policy; its total timeout cut to a
-// task deadline), then validation (and one count for the budgets). Every other stage checks for its own work (a
-// cache, a redirect, a cookie store, a proxy) with a nil or status check.
+// task deadline), then validation (and one count for the budgets). Every
+// other stage checks for its own work (a cache, a redirect, a cookie
+// store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
