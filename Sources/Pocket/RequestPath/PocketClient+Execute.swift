@@ -149,7 +149,7 @@ extension PocketClient {
                                                                      _ delivery: D) async throws -> D.Response {
         var sent = request, delivery = delivery
         let deadline = PocketDeadline.currentNanos   // a task-local: read once
-        let bound = try limitToTaskDeadline(&sent, &delivery, deadline)
+        let bound = try limit(&sent, &delivery, to: deadline, attempt: 1)
         var response: D.Response
         do {
             response = try await fetching(sent, hedging: hedging, deadline: deadline, attempt: 1, sink: nil,
@@ -338,7 +338,7 @@ extension PocketClient {
                     }
                 }
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
-                if PocketDeadline.inUse { bound = try limit(&sent, &delivery, toDeadlineOf: context, attempt: attempt) }
+                if PocketDeadline.inUse { bound = try limit(&sent, &delivery, to: context.deadlineNanoseconds, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
                                                    attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
@@ -455,30 +455,17 @@ extension PocketClient {
         sent.timeouts = timeouts
     }
 
-    /// The attempt's hops bounded by the request's deadline
-    /// (`context.deadline`) when it comes before `sent`'s total timeout
-    /// ends (`delivery.deadlineNanos`: each hop's total timeout is then cut
-    /// to what is left), the time left sent in the deadline header when one
-    /// is configured; returns whether the deadline is what bounds the
-    /// attempt (its total timeout then means the deadline passed). Out of
-    /// line and synchronous, like the async `attempts`' other rare steps.
+    /// The attempt's hops bounded by `deadline` (the request's, in
+    /// nanoseconds after `PocketDeadline.origin`; `.max`: none, nothing to
+    /// cut) when it comes before `sent`'s total timeout ends
+    /// (`delivery.deadlineNanos`: each hop's total timeout is then cut to
+    /// what is left), the time left sent in the deadline header when one is
+    /// configured; returns whether the deadline is what bounds the attempt
+    /// (its total timeout then means the deadline passed). Whole nanoseconds
+    /// throughout: no 128-bit arithmetic of `Duration` and
+    /// `ContinuousClock.Instant`. Out of line and synchronous, like the
+    /// async `attempts`' other rare steps.
     @inline(never)
-    private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D,
-                                            toDeadlineOf context: PocketMiddlewareContext, attempt: Int) throws -> Bool {
-        try limit(&sent, &delivery, to: context.deadlineNanoseconds, attempt: attempt)
-    }
-
-    /// `limit(_:_:toDeadlineOf:attempt:)` for a request sent without a
-    /// context (one attempt): the task's deadline (`.max`: none).
-    @inline(never)
-    private func limitToTaskDeadline<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D,
-                                                         _ deadline: Int64) throws -> Bool {
-        try limit(&sent, &delivery, to: deadline, attempt: 1)
-    }
-
-    /// `limit` to `deadline`, in nanoseconds after `PocketDeadline.origin`
-    /// (`.max`: none, nothing to cut). Whole nanoseconds throughout: no
-    /// 128-bit arithmetic of `Duration` and `ContinuousClock.Instant`.
     private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D, to deadline: Int64,
                                             attempt: Int) throws -> Bool {
         guard deadline != .max else { return false }
