@@ -86,6 +86,46 @@ final class ExecuteTests: XCTestCase {
         XCTAssertEqual(hop.requests.count, 1)
     }
 
+    /// On the system clock with the retry policy as the only middleware,
+    /// the first attempt is made without the loop (`executeFirstAttempt`);
+    /// its failure is still attempt 1 of the loop, timed from its start.
+    func testWithTheRetryPolicyAloneTheFirstAttemptsFailureGoesOnToTheLoop() async throws {
+        let hop = FakeHop { _, n in
+            switch n {
+            case 1:
+                usleep(30_000)
+                throw PocketError(.connectionReset, "reset by the script")
+            case 2: return answer(503)
+            default: return answer(200, body: "ok")
+            }
+        }
+        let seen = AttemptLog()
+        let policy = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero), predicate: { attempt in
+            seen.append(attempt.number, attempt.elapsed)
+            return .retry
+        })
+        let client = try hop.client { $0.handling.retry = policy }
+        defer { Task { try? await client.shutdown() } }
+        XCTAssertTrue(client.retriesOnly)
+        let response = try await client.send(PocketRequest(url: url))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.text, "ok")
+        XCTAssertEqual(hop.requests.count, 3)
+        let attempts = seen.entries
+        XCTAssertEqual(attempts.map(\.number), [1, 2])
+        XCTAssertGreaterThanOrEqual(attempts[0].elapsed, .milliseconds(25), "the first attempt is timed from its start")
+        XCTAssertGreaterThanOrEqual(attempts[1].elapsed, attempts[0].elapsed)
+    }
+
+    func testWithTheRetryPolicyAloneAFirstSuccessIsOneAttempt() async throws {
+        let hop = FakeHop([answer(204)])
+        let client = try hop.client { $0.handling.retry = PocketRetryPolicy(maxAttempts: 3, backoff: .fixed(.zero)) }
+        defer { Task { try? await client.shutdown() } }
+        let response = try await client.send(PocketRequest(url: url))
+        XCTAssertEqual(response.status, 204)
+        XCTAssertEqual(hop.requests.count, 1)
+    }
+
     func testEveryDeliveryTakesTheSameAttempts() async throws {
         let hop = FakeHop { _, n in n % 2 == 1 ? answer(503) : answer(200, body: "body") }
         let client = try client(hop, retry: PocketRetryPolicy(maxAttempts: 2, backoff: .fixed(.zero)))
@@ -109,4 +149,13 @@ final class CollectingSink: PocketResponseBodySink, @unchecked Sendable {
         bytes.append(contentsOf: chunk)
         return .proceed
     }
+}
+
+/// The attempts a retry predicate saw, in order.
+final class AttemptLog: @unchecked Sendable {
+    // Invariant: `list` is only touched under `lock`.
+    private let lock = NSLock()
+    private var list: [(number: Int, elapsed: Duration)] = []
+    func append(_ number: Int, _ elapsed: Duration) { lock.withLock { list.append((number, elapsed)) } }
+    var entries: [(number: Int, elapsed: Duration)] { lock.withLock { list } }
 }

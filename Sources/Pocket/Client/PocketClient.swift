@@ -249,6 +249,11 @@ public final class PocketClient: Sendable {
     /// request whether they have work (computed once): a request none of
     /// them engages runs as with `unadapted`.
     let gatedOnly: Bool
+    /// The retry policy is the only middleware (no authentication, no
+    /// retry deadline, the system clock; computed once): a request that
+    /// brings none of its own makes its first attempt as with `unadapted`,
+    /// and only a failure the policy may retry goes on to the attempts loop.
+    let retriesOnly: Bool
     /// `configuration.handling.cache`, read once per `send`.
     let responseCache: PocketResponseCache?
     /// The client's middleware with its retry policy last (built once).
@@ -309,6 +314,8 @@ public final class PocketClient: Sendable {
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
         self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
+        self.retriesOnly = configuration.handling.middleware.isEmpty && configuration.handling.authentication == nil
+            && configuration.handling.retry.map { $0.deadline == nil } == true && systemClockOrigin != nil
         self.answersChallenges = configuration.handling.authentication != nil
         self.deadlineHeader = configuration.handling.deadlineHeader
         self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)

@@ -141,9 +141,13 @@ public enum PocketDeadline {
     /// `ContinuousClock.now` would be turned into nanoseconds through
     /// 128-bit arithmetic (a division) each time.
     static func nowNanos() -> Int64 {
-        let start = epoch.raw   // made first (its raw reading precedes this one)
+        let start = epochRaw   // made first (its raw reading precedes this one)
         return rawClock() &- start
     }
+
+    /// `epoch.raw`, kept apart: reading it from the tuple copies the tuple,
+    /// whose instant (a resilient type) is allocated for the copy.
+    private static let epochRaw: Int64 = epoch.raw
 
     private static func rawClock() -> Int64 {
         var ts = timespec()

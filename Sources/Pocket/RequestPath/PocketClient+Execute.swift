@@ -41,9 +41,11 @@ import Foundation
 // middleware without a tracer), no retry policy, no authentication and
 // nobody listening, `execute` skips 1, 2, 6's hooks and 7: one attempt
 // (hedged under the client's hedging policy; its total timeout cut to a
-// task deadline), then validation (and one count for the budgets). Every
-// other stage checks for its own work (a cache, a redirect, a cookie
-// store, a proxy) with a nil or status check.
+// task deadline), then validation (and one count for the budgets). With
+// the retry policy as the only middleware, the first attempt is made the
+// same way; an outcome the policy may retry then goes on through 6 as
+// attempt 1. Every other stage checks for its own work (a cache, a
+// redirect, a cookie store, a proxy) with a nil or status check.
 //
 // Retries apply until the first byte of the body reaches the caller: a
 // collected `send` body reaches it only when complete, a stream's when the
@@ -125,9 +127,11 @@ extension PocketClient {
         // Nothing to adapt, retry, authenticate or report (middleware that
         // can tell have no work for this request): one attempt (hedged under
         // the client's hedging policy), then validation.
-        if given == nil, unadapted || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
+        if given == nil, unadapted || retriesOnly || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
            options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening, request.authentication == nil {
-            if PocketDeadline.inUse { return try await executeBounded(request, progress: progress, delivery) }
+            if retriesOnly || PocketDeadline.inUse {
+                return try await executeFirstAttempt(request, options: options, progress: progress, delivery)
+            }
             var response = try await fetching(request, hedging: hedging, deadline: .max, attempt: 1, sink: nil, progress: progress,
                                               delivery)
             if let failure = accept(&response, sent: request) {
@@ -139,29 +143,70 @@ extension PocketClient {
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
     }
 
-    /// `execute`'s one attempt when a task deadline may be set: each hop's
-    /// total timeout cut to what is left of the deadline (no middleware
-    /// context is made for it: there is nothing else to carry). Out of line:
-    /// the deadline and the flag held across the exchange would grow every
+    /// `execute`'s one attempt when a task deadline may be set (each hop's
+    /// total timeout cut to what is left of it) or the retry policy is the
+    /// only middleware (`retriesOnly`): no middleware context is made for
+    /// it. An outcome the policy may retry (a failure, or a status a
+    /// validation or the policy's table may turn away) goes on to the
+    /// attempts loop as attempt 1 (`retried`). Out of line: the deadline,
+    /// the start and the flags held across the exchange would grow every
     /// request's frame.
     @inline(never)
-    nonisolated(nonsending) func executeBounded<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
-                                                                     _ delivery: D) async throws -> D.Response {
-        var sent = request, delivery = delivery
-        let deadline = PocketDeadline.currentNanos   // a task-local: read once
-        let bound = try limit(&sent, &delivery, to: deadline, attempt: 1)
+    nonisolated(nonsending) func executeFirstAttempt<D: ResponseDelivery>(
+        _ request: consuming PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
+        _ delivery: consuming D
+    ) async throws -> D.Response {
+        // In nanoseconds after `PocketDeadline.origin`: a `ContinuousClock.Instant`
+        // (a resilient type) held here would be allocated on every request.
+        let started = retriesOnly ? PocketDeadline.nowNanos() : nil
+        // A replica set's request keeps the replicas it used, so a retry prefers another.
+        if retriesOnly, let replicas, replicas.namesSet(request.target) { delivery.history = ReplicaHistory() }
+        let deadline = PocketDeadline.inUse ? PocketDeadline.currentNanos : .max   // a task-local: read once
+        // The request itself is cut (a deadline header set): the loop's
+        // attempts set their own.
+        let bound = try limit(&request, &delivery, to: deadline, attempt: 1)
         var response: D.Response
         do {
-            response = try await fetching(sent, hedging: hedging, deadline: deadline, attempt: 1, sink: nil,
+            response = try await fetching(request, hedging: hedging, deadline: deadline, attempt: 1, sink: nil,
                                           progress: progress, delivery)
         } catch {
-            throw bound ? Self.deadlineReached(error, attempt: 1) : error
+            let error = bound ? Self.deadlineReached(error, attempt: 1) : error
+            guard let started else { throw error }
+            return try await retried(request, after: .failure(error), failure: nil, started: started,
+                                     options: options, progress: progress, delivery)
         }
-        if let failure = accept(&response, sent: sent) {
+        let failure = accept(&response, sent: request)
+        if let started, retries(response, failure: failure, sent: request) {
+            return try await retried(request, after: .success(response), failure: failure, started: started,
+                                     options: options, progress: progress, delivery)
+        }
+        if let failure {
             await response.discardBody()
             throw failure
         }
         return response
+    }
+
+    /// A first attempt's outcome that the retry policy may retry, settled
+    /// as attempt 1 of the attempts loop, which goes on from attempt 2.
+    @inline(never)
+    nonisolated(nonsending) private func retried<D: ResponseDelivery>(
+        _ request: PocketRequest, after outcome: Result<D.Response, any Error>, failure: PocketError?,
+        started startedNanos: Int64, options: PocketSendOptions, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
+        let (chain, context, _, started) = attemptSetup(request, options: options, sink: nil, startedNanos: startedNanos)
+        if PocketDeadline.inUse { PocketDeadline.adopt(into: context) }
+        context.begin(attempt: 1)
+        do {
+            if let response = try await settle(outcome, failure: failure, request: request, sent: request, attempt: 1,
+                                               started: started, observing: false, chain: chain, context: context, sink: nil) {
+                return response
+            }
+            return try await attempts(request, chain: chain, context: context, started: started, hedging: hedging,
+                                      progress: progress, sink: nil, delivery)
+        } catch {
+            throw Self.cancellationReported(error, context: context, sink: nil)
+        }
     }
 
     /// One attempt's exchange: the cache step (with a cache or a cache
@@ -259,8 +304,13 @@ extension PocketClient {
     }
 
     /// The chain, context and event sink of one request.
-    private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions,
-                              sink given: EventSink?) -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
+    /// (`startedNanos`: when the first attempt started, after
+    /// `PocketDeadline.origin`, if it already has; an `Int64`, as a
+    /// `ContinuousClock.Instant` argument would be allocated by the async
+    /// caller.)
+    private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions, sink given: EventSink?,
+                              startedNanos: Int64? = nil)
+        -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
         // The request's own middleware run after the client's; its
         // policy replaces the client's as the last middleware. (The
         // client's handling is read field by field: a copy of the whole
@@ -270,7 +320,7 @@ extension PocketClient {
                               policy: options.retry ?? configuration.handling.retry)
         // On the system clock the context keeps no copy of it (an
         // existential copied per request): its origin is the client's.
-        let now = ContinuousClock.now
+        let now = startedNanos.map { PocketDeadline.origin + .nanoseconds($0) } ?? .now
         let clock: (any PocketRetryClock)?, started: Duration
         if let origin = systemClockOrigin {
             (clock, started) = (nil, now - origin)
@@ -506,11 +556,16 @@ extension PocketClient {
     private func isRetryable<R: ExchangedResponse>(_ outcome: Result<R, any Error>, failure: PocketError?, sent: PocketRequest) -> Bool {
         switch outcome {
         case .success(let response):
-            return failure != nil
-                || (configuration.validation == nil && sent.validation == nil && !(200..<400).contains(response.redirectStatus))
+            return retries(response, failure: failure, sent: sent)
         case .failure(let error):
             return !((error as? PocketError)?.bodyDelivered ?? false)
         }
+    }
+
+    /// Whether a response may be retried: it failed validation, or there
+    /// is no validation and it is neither 2xx nor 3xx.
+    private func retries<R: ExchangedResponse>(_ response: R, failure: PocketError?, sent: PocketRequest) -> Bool {
+        failure != nil || (configuration.validation == nil && sent.validation == nil && !(200..<400).contains(response.redirectStatus))
     }
 
     /// What the hooks see of an outcome.
