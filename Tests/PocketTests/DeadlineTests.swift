@@ -157,6 +157,23 @@ final class DeadlineTests: XCTestCase {
         XCTAssertNil(PocketDeadline.current)
     }
 
+    func testADeadlineInADurationIsThatFarFromNowAndSaturates() async {
+        let before = ContinuousClock.now
+        await PocketDeadline.withDeadline(in: .milliseconds(250)) {
+            let after = ContinuousClock.now
+            let deadline = PocketDeadline.current!
+            XCTAssertGreaterThanOrEqual(deadline, before + .milliseconds(250))
+            XCTAssertLessThanOrEqual(deadline, after + .milliseconds(250))
+        }
+        await PocketDeadline.withDeadline(in: .seconds(Int64.max)) {
+            XCTAssertNotNil(PocketDeadline.current, "a far deadline is still one")
+            XCTAssertGreaterThan(PocketDeadline.remaining!, .seconds(86_400 * 365))
+        }
+        await PocketDeadline.withDeadline(in: .seconds(-5)) {
+            XCTAssertLessThan(PocketDeadline.remaining!, .seconds(-4), "a deadline in the past has passed")
+        }
+    }
+
     func testAMiddlewareCanTightenTheDeadline() async throws {
         let server = try TestServer()
         defer { server.shutdown() }

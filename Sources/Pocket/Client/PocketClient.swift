@@ -264,11 +264,11 @@ public final class PocketClient: Sendable {
     let proxies: ProxyRules?
     /// `configuration.timeouts` in the engine's milliseconds (worked out once).
     let engineTimeouts: EngineTimeouts
-    /// The system clock's origin when the handling's clock is the system
-    /// clock (its uptime is then read from `ContinuousClock`, as attempts
-    /// time themselves), else nil. Kept here: the static is read through a
-    /// `swift_once` check each time.
-    let systemClockOrigin: ContinuousClock.Instant?
+    /// When the handling's clock is the system clock: its uptime at
+    /// `PocketDeadline.origin`, in nanoseconds (attempts time themselves in
+    /// nanoseconds after that origin: the system clock's uptime is then
+    /// worked out without reading it); else nil.
+    let systemClockOffsetNanos: Int64?
     /// Requests without an `authentication` of their own answer 401
     /// challenges (`configuration.handling.authentication` is set).
     let answersChallenges: Bool
@@ -313,9 +313,10 @@ public final class PocketClient: Sendable {
             && chain.requestGates != nil
         self.proxies = ProxyRules.make(configuration)
         self.engineTimeouts = EngineTimeouts(configuration.timeouts)
-        self.systemClockOrigin = configuration.handling.clock is PocketSystemRetryClock ? PocketSystemRetryClock.origin : nil
+        self.systemClockOffsetNanos = configuration.handling.clock is PocketSystemRetryClock
+            ? (PocketDeadline.origin - PocketSystemRetryClock.origin).nanoseconds : nil
         self.retriesOnly = configuration.handling.middleware.isEmpty && configuration.handling.authentication == nil
-            && configuration.handling.retry.map { $0.deadline == nil } == true && systemClockOrigin != nil
+            && configuration.handling.retry.map { $0.deadline == nil } == true && systemClockOffsetNanos != nil
         self.answersChallenges = configuration.handling.authentication != nil
         self.deadlineHeader = configuration.handling.deadlineHeader
         self.extraRequests = ExtraRequestBudget(retries: configuration.handling.retryBudget, hedges: configuration.handling.hedging)

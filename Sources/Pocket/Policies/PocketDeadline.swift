@@ -68,11 +68,7 @@ public enum PocketDeadline {
     nonisolated(nonsending) public static func withDeadline<R>(at deadline: ContinuousClock.Instant,
                                                                _ operation: nonisolated(nonsending) () async throws -> R)
         async rethrows -> R {
-        noteUse()
-        let nanos = bound(deadline)
-        // An earlier deadline already bound holds: nothing to bind.
-        if stored <= nanos { return try await operation() }
-        return try await $stored.withValue(nanos, operation: operation)
+        try await withDeadline(nanoseconds: bound(deadline), operation)
     }
 
     /// Runs `operation` with a deadline `duration` from now (or the
@@ -80,22 +76,40 @@ public enum PocketDeadline {
     nonisolated(nonsending) public static func withDeadline<R>(in duration: Duration,
                                                                _ operation: nonisolated(nonsending) () async throws -> R)
         async rethrows -> R {
-        try await withDeadline(at: .now + duration, operation)
+        try await withDeadline(nanoseconds: bound(after: duration), operation)
     }
 
     /// `withDeadline(at:_:)` with `operation` run isolated to `isolation`.
     public static func withDeadline<R>(at deadline: ContinuousClock.Instant, isolation: isolated (any Actor)?,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        noteUse()
-        let nanos = bound(deadline)
-        if stored <= nanos { return try await operation() }
-        return try await $stored.withValue(nanos, operation: operation, isolation: isolation)
+        try await withDeadline(nanoseconds: bound(deadline), isolation: isolation, operation)
     }
 
     /// `withDeadline(in:_:)` with `operation` run isolated to `isolation`.
     public static func withDeadline<R>(in duration: Duration, isolation: isolated (any Actor)?,
                                        _ operation: () async throws -> R) async rethrows -> R {
-        try await withDeadline(at: .now + duration, isolation: isolation, operation)
+        try await withDeadline(nanoseconds: bound(after: duration), isolation: isolation, operation)
+    }
+
+    /// The deadline bound, given in nanoseconds after `origin` (worked out
+    /// by the synchronous `bound`s: an instant held by an async function
+    /// is allocated on its task, the type being resilient).
+    @inline(__always)
+    nonisolated(nonsending) private static func withDeadline<R>(nanoseconds nanos: Int64,
+                                                                _ operation: nonisolated(nonsending) () async throws -> R)
+        async rethrows -> R {
+        noteUse()
+        // An earlier deadline already bound holds: nothing to bind.
+        if stored <= nanos { return try await operation() }
+        return try await $stored.withValue(nanos, operation: operation)
+    }
+
+    @inline(__always)
+    private static func withDeadline<R>(nanoseconds nanos: Int64, isolation: isolated (any Actor)?,
+                                        _ operation: () async throws -> R) async rethrows -> R {
+        noteUse()
+        if stored <= nanos { return try await operation() }
+        return try await $stored.withValue(nanos, operation: operation, isolation: isolation)
     }
 
     /// The time left before the current deadline (negative once it has
@@ -130,6 +144,13 @@ public enum PocketDeadline {
     /// `.max`, which means none.
     static func bound(_ instant: ContinuousClock.Instant) -> Int64 {
         min(nanoseconds(instant), .max - 1)
+    }
+
+    /// A deadline `duration` from now, in nanoseconds after `origin`
+    /// (saturating): never `.max`.
+    static func bound(after duration: Duration) -> Int64 {
+        let (sum, overflow) = nowNanos().addingReportingOverflow(duration.nanoseconds)
+        return overflow ? (duration > .zero ? .max - 1 : .min) : min(sum, .max - 1)
     }
 
     /// The instant `nanoseconds` after `origin`; nil for `.max` (none).

@@ -304,13 +304,13 @@ extension PocketClient {
     }
 
     /// The chain, context and event sink of one request.
-    /// (`startedNanos`: when the first attempt started, after
-    /// `PocketDeadline.origin`, if it already has; an `Int64`, as a
-    /// `ContinuousClock.Instant` argument would be allocated by the async
-    /// caller.)
+    /// The first attempt's start (`startedNanos`, if it already has) is
+    /// kept in nanoseconds after `PocketDeadline.origin`: each
+    /// `ContinuousClock.Instant` (a resilient type outside the standard
+    /// library) an async caller holds is allocated on its task.
     private func attemptSetup(_ request: PocketRequest, options: PocketSendOptions, sink given: EventSink?,
                               startedNanos: Int64? = nil)
-        -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, ContinuousClock.Instant) {
+        -> (MiddlewareChain, PocketMiddlewareContext, EventSink?, Int64) {
         // The request's own middleware run after the client's; its
         // policy replaces the client's as the last middleware. (The
         // client's handling is read field by field: a copy of the whole
@@ -320,10 +320,10 @@ extension PocketClient {
                               policy: options.retry ?? configuration.handling.retry)
         // On the system clock the context keeps no copy of it (an
         // existential copied per request): its origin is the client's.
-        let now = startedNanos.map { PocketDeadline.origin + .nanoseconds($0) } ?? .now
+        let startNanos = startedNanos ?? PocketDeadline.nowNanos()
         let clock: (any PocketRetryClock)?, started: Duration
-        if let origin = systemClockOrigin {
-            (clock, started) = (nil, now - origin)
+        if let offset = systemClockOffsetNanos {
+            (clock, started) = (nil, .nanoseconds(offset &+ startNanos))
         } else {
             let own = configuration.handling.clock
             (clock, started) = (own, own.uptime())
@@ -341,7 +341,7 @@ extension PocketClient {
         // The context is also the task's identity in its events (one
         // object per request for both); a queue's task brings its own sink.
         let sink = given ?? (hub.listens(options: options) ? EventSink(hub: hub, identity: context, observers: options.observers) : nil)
-        return (chain, context, sink, now)
+        return (chain, context, sink, startNanos)
     }
 
     /// A cancelled request's error, reported as `.cancelled`; any other
@@ -366,7 +366,7 @@ extension PocketClient {
     /// whoever asks for it.
     nonisolated(nonsending) private func attempts<D: ResponseDelivery>(
         _ request: PocketRequest, chain: MiddlewareChain, context: PocketMiddlewareContext,
-        started firstStart: ContinuousClock.Instant, hedging: HedgingPolicyBox?, progress: PocketProgressHandler?,
+        started firstStart: Int64, hedging: HedgingPolicyBox?, progress: PocketProgressHandler?,
         sink: EventSink?, _ delivery: D
     ) async throws -> D.Response {
         typealias R = D.Response
@@ -377,7 +377,7 @@ extension PocketClient {
         var delivery = delivery   // carries the task deadline to each attempt's hops
         while true {
             let attempt = try Self.beginAttempt(context: context, sink: sink)
-            let attemptStart = attempt == 1 ? firstStart : ContinuousClock.now
+            let attemptStart = attempt == 1 ? firstStart : PocketDeadline.nowNanos()
             var sent = request
             var bound = false   // whether the task deadline cut the attempt's total timeout
             do {
@@ -427,13 +427,13 @@ extension PocketClient {
     /// backoff, already waited).
     nonisolated(nonsending) private func settle<R: ExchangedResponse>(
         _ outcome: Result<R, any Error>, failure: PocketError?, request: PocketRequest, sent: PocketRequest,
-        attempt: Int, started: ContinuousClock.Instant, observing: Bool, chain: MiddlewareChain,
+        attempt: Int, started: Int64, observing: Bool, chain: MiddlewareChain,
         context: PocketMiddlewareContext, sink: EventSink?
     ) async throws -> R? {
         let retryable = isRetryable(outcome, failure: failure, sent: sent)
         // The attempt's duration, for the hooks (none will run: the clock is not read).
         if observing || retryable || failure != nil {
-            context.end(elapsed: ContinuousClock.now - started, validationFailure: failure)
+            context.end(elapsed: .nanoseconds(PocketDeadline.nowNanos() &- started), validationFailure: failure)
         }
         // What the hooks see, made once, only when a hook will see it.
         let view = observing || retryable ? Self.view(of: outcome) : nil
