@@ -138,7 +138,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// The caller's result: at once when settled, else when the race settles
     /// (or the caller is cancelled: then every runner is).
     nonisolated(nonsending) private func result() async -> Arrival {
-        await withTaskCancellationHandler {
+        await withCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 let settled = state.withLock { s in
                     if s.settled { return true }

@@ -274,7 +274,7 @@ extension PocketClient {
     @inline(__always)
     nonisolated(nonsending) func run(_ request: PocketRequest, _ inflight: InFlightRequest, to replica: PocketReplicaEndpoint?,
                                      deadline: Int64) async throws -> PocketResponse {
-        try await withTaskCancellationHandler {
+        try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 inflight.start(request, client: self, to: replica, deadline: deadline, continuation: continuation)
             }
