@@ -15,30 +15,36 @@ extension PocketClient {
         let history = delivery.history
         let lease = try set.lease(avoiding: history)
         history?.add(index: lease.index, generation: lease.generation)
-        var sent = request
-        var replica: PocketReplicaEndpoint?
-        if set.moves {
-            let endpoint = lease.endpoint
-            if !hasTransport, proxies == nil, request.proxy == nil {
-                replica = endpoint
-            } else if !hasTransport {
-                // The proxy step reads the target: moved in place, no URL parsed.
-                sent.moveTarget(to: endpoint)
-            } else if let url = endpoint.url(for: request.target) {
-                sent.url = url   // a transport reads the URL
-            } else {
-                set.finish(lease, failure: nil)
-                throw PocketError(.invalidURL, "\(request.url.absoluteString) cannot be moved to replica \(endpoint)")
-            }
-        }
         let response: D.Response
         do {
-            response = try await directHop(sent, to: replica, progress: progress, delivery)
+            if set.moves, hasTransport || proxies != nil || request.proxy != nil {
+                response = try await movedHop(request, to: lease.endpoint, progress: progress, delivery)
+            } else {
+                // The engine connects to the replica: the request itself is sent as it is (no copy).
+                response = try await directHop(request, to: set.moves ? lease.endpoint : nil, progress: progress, delivery)
+            }
         } catch {
             set.finish(lease, failure: ReplicaRouter.countsAgainstReplica(error))
             throw error
         }
         set.finish(lease, failure: set.isFailure(status: response.redirectStatus))
         return response
+    }
+
+    /// A routed hop through a transport or a proxy: the request moved to
+    /// `endpoint` (its target for the proxy step, which reads it: no URL
+    /// parsed; its URL for a transport, which reads that).
+    @inline(never)
+    nonisolated(nonsending) private func movedHop<D: ResponseDelivery>(_ request: PocketRequest, to endpoint: PocketReplicaEndpoint,
+                                                                       progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
+        var sent = request
+        if !hasTransport {
+            sent.moveTarget(to: endpoint)
+        } else if let url = endpoint.url(for: request.target) {
+            sent.url = url
+        } else {
+            throw PocketError(.invalidURL, "\(request.url.absoluteString) cannot be moved to replica \(endpoint)")
+        }
+        return try await directHop(sent, to: nil, progress: progress, delivery)
     }
 }

@@ -59,8 +59,9 @@ public final class PocketReplicaSet: Sendable {
     /// Whether the set has had a list, or its discovery failed: then a hop
     /// does not wait for one (set once, never cleared).
     private let ready = Atomic<Bool>(false)
-    /// The set's clock, in nanoseconds (a fake one in tests).
-    private let now: @Sendable () -> Int64
+    /// The set's clock, in nanoseconds: a fake one in tests; nil for
+    /// `PocketDeadline.nowNanos` (called directly, not through a closure).
+    private let clock: (@Sendable () -> Int64)?
 
     private struct Inner {
         var set: ReplicaSetState
@@ -115,14 +116,18 @@ public final class PocketReplicaSet: Sendable {
         self.ejection = ejection
         self.moves = moves
         self.state = Lock(Inner(set: ReplicaSetState(balancing: balancing, ejection: ejection, seed: seed)))
-        // The deadlines' clock: CLOCK_BOOTTIME in nanoseconds, read directly
-        // (a `ContinuousClock` instant would take 128-bit arithmetic each time).
-        self.now = clock ?? { PocketDeadline.nowNanos() }
+        self.clock = clock
     }
 
     deinit {
         discovery.withLock { $0?.cancel() }
     }
+
+    /// The set's clock: the deadlines' (CLOCK_BOOTTIME in nanoseconds, read
+    /// directly: a `ContinuousClock` instant would take 128-bit arithmetic
+    /// each time), or the one the set was made with.
+    @inline(__always)
+    private func now() -> Int64 { clock?() ?? PocketDeadline.nowNanos() }
 
     /// Runs `body` as the set's discovery task (cancelled when the set goes).
     func startDiscovery(_ body: @escaping @Sendable () async -> Void) {
