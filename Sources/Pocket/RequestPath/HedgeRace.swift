@@ -28,9 +28,9 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         var settled = false
         /// The answer the race settled on, for the caller to take (kept
         /// only when it is not the caller's own answer).
-        var result: Arrival?
+        var result: Held?
         /// The last unacceptable answer, the result when none is acceptable.
-        var last: Arrival?
+        var last: Held?
         var hedges = 0
         /// Runners not yet answered (the request itself included).
         var running = 1
@@ -80,32 +80,70 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         priority = Task.currentPriority
     }
 
+    /// The runner whose answer the race returned (0: the request itself);
+    /// set by the caller's task before `run` or `runDetached` returns, read
+    /// by it after.
+    private(set) var winner = 0
+
     /// The request itself run in place by the caller: the timer armed, the
     /// request sent, and the race's result (waited for while hedges run).
-    nonisolated(nonsending) func run() async -> Arrival {
+    /// An acceptable answer to the request itself, before any hedge's (the
+    /// common case), is returned as it is: no `Result` made, stored or
+    /// copied.
+    nonisolated(nonsending) func run() async throws -> D.Response {
         client.hedgeTimers.arm(self, atNanos: nextDue)
-        let outcome: Result<D.Response, any Error>
+        let response: D.Response
         do {
-            outcome = .success(try await client.fetching(request, progress: progress, HedgedDelivery(base: delivery, race: self)))
+            response = try await client.fetching(request, progress: progress, HedgedDelivery(base: delivery, race: self))
         } catch {
-            outcome = .failure(error)
+            return try await settled(after: .failure(error))
         }
-        let after = answered(0, outcome, inPlace: true)
-        carryOut(after)
-        if let discarded = after.discard { await discarded.discardBody() }
-        // The caller's own answer is the result (the common case): handed
-        // back as it is, never stored.
-        if after.mine { return (0, outcome) }
-        return await result()
+        if wins(response), let after = settledInPlace() {
+            carryOut(after)
+            if let discarded = after.discard { await discarded.response.discardBody() }
+            return response
+        }
+        return try await settled(after: .success(response))
     }
 
     /// The request and its hedges all as tasks of their own (a request
     /// through a `PocketTransport`, whose call only the task's cancellation
     /// can end): the race's result.
-    nonisolated(nonsending) func runDetached() async -> Arrival {
+    nonisolated(nonsending) func runDetached() async throws -> D.Response {
         client.hedgeTimers.arm(self, atNanos: nextDue)
         start(0, request)
-        return await result()
+        return try await taken(result())
+    }
+
+    /// The request's own answer when it did not settle the race at once:
+    /// the race's result (this answer, or a hedge's, waited for).
+    @inline(never)
+    nonisolated(nonsending) private func settled(after outcome: Result<D.Response, any Error>) async throws -> D.Response {
+        let after = answered(0, outcome, inPlace: true)
+        carryOut(after)
+        if let discarded = after.discard { await discarded.response.discardBody() }
+        if after.mine { return try outcome.get() }
+        return try await taken(result())
+    }
+
+    /// `arrival`'s outcome, its runner the winner.
+    private func taken(_ arrival: Arrival) throws -> D.Response {
+        winner = arrival.runner
+        return try arrival.outcome.get()
+    }
+
+    /// The request's own acceptable answer settles the race when nothing
+    /// settled it before (nil: a hedge's answer did).
+    private func settledInPlace() -> After? {
+        state.withLock { s in
+            guard !s.settled else { return nil }
+            var after = After()
+            s.running -= 1
+            if case .success(let response)? = s.last?.arrival.outcome { after.discard = Discarded(response) }
+            s.last = nil
+            settle(&s, 0, &after)
+            return after
+        }
     }
 
     // MARK: the engine request of the request itself (HedgedDelivery)
@@ -147,10 +185,25 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
                 }
                 if settled { continuation.resume() }
             }
-            return state.withLock { $0.result! }
+            return state.withLock { $0.result!.arrival }
         } onCancel: {
             cancelAll()
         }
+    }
+
+    /// An answer kept in the state (the result for the caller to take, or
+    /// the last unacceptable one): boxed, so that the state (made for every
+    /// race) stays small; kept only when a hedge ran.
+    private final class Held {
+        let arrival: Arrival
+        init(_ arrival: Arrival) { self.arrival = arrival }
+    }
+
+    /// A loser's response whose body is to be dropped: boxed, so that an
+    /// `After` (made for every answer) stays a few words, not a response.
+    private final class Discarded {
+        let response: D.Response
+        init(_ response: D.Response) { self.response = response }
     }
 
     /// What an answer leaves to do once the lock is released.
@@ -160,7 +213,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
         var settledNow = false
         var waiter: UnsafeContinuation<Void, Never>?
         var cancel: [Task<Void, Never>] = []
-        var discard: D.Response?
+        var discard: Discarded?
         var hedge: Int?
     }
 
@@ -178,25 +231,25 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
             s.running -= 1
             if s.settled {
                 // A loser's answer (cancelled, or later than the winner).
-                if case .success(let response) = outcome { after.discard = response }
+                if case .success(let response) = outcome { after.discard = Discarded(response) }
             } else if acceptable {
-                if case .success(let response)? = s.last?.outcome { after.discard = response }
+                if case .success(let response)? = s.last?.arrival.outcome { after.discard = Discarded(response) }
                 s.last = nil
                 settle(&s, n, &after)
-                if inPlace { after.mine = true } else { s.result = (n, outcome) }
+                if inPlace { after.mine = true } else { s.result = Held((n, outcome)) }
             } else {
                 if s.running == 0, !expired { after.hedge = nextHedge(&s) }
-                if case .success(let response)? = s.last?.outcome { after.discard = response }
+                if case .success(let response)? = s.last?.arrival.outcome { after.discard = Discarded(response) }
                 if s.running > 0, !expired {
                     // Others run on (or the next hedge went at once): this
                     // answer is the result if none better comes.
-                    s.last = (n, outcome)
+                    s.last = Held((n, outcome))
                 } else {
                     // None acceptable and none may follow (or the deadline
                     // passed): the last answer is the result.
                     s.last = nil
                     settle(&s, n, &after)
-                    if inPlace { after.mine = true } else { s.result = (n, outcome) }
+                    if inPlace { after.mine = true } else { s.result = Held((n, outcome)) }
                 }
             }
             return after
@@ -233,7 +286,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
             var after = After()
             if !s.settled {
                 settle(&s, 0, &after)
-                s.result = (0, .failure(PocketError(.cancelled, "the request was cancelled")))
+                s.result = Held((0, .failure(PocketError(.cancelled, "the request was cancelled"))))
                 s.primaryCancelled = true
                 s.primary?.cancel()
                 s.primary = nil
@@ -272,7 +325,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
             }
             let after = self.answered(n, outcome)
             self.carryOut(after)
-            if let discarded = after.discard { await discarded.discardBody() }
+            if let discarded = after.discard { await discarded.response.discardBody() }
         }
         let late = state.withLock { s in
             if s.settled { return true }
@@ -286,6 +339,10 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
     /// validation, or (with none) whose status is not non-fatal.
     private func wins(_ outcome: Result<D.Response, any Error>) -> Bool {
         guard case .success(let response) = outcome else { return false }
+        return wins(response)
+    }
+
+    private func wins(_ response: borrowing D.Response) -> Bool {
         if validated { return client.validationFailure(of: response, for: request) == nil }
         return !box.nonFatal.contains(response.redirectStatus)   // the status, without a copy of the response
     }

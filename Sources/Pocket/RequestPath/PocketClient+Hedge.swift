@@ -61,15 +61,15 @@ extension PocketClient {
         }
         let race = HedgeRace(client: self, request: request, policy: box, delayNanos: delayNanos, deadline: deadline,
                              attempt: attempt, sink: sink, progress: progress, delivery: delivery)
-        let (winner, outcome) = hasTransport ? await race.runDetached() : await race.run()
-        if case .success = outcome, let origin {
+        let response = hasTransport ? try await race.runDetached() : try await race.run()
+        if let origin {
             latencies.record(origin, .nanoseconds(PocketDeadline.nowNanos() &- started), capacity: box.policy.latencySamples)
         }
-        if winner > 0, case .success = outcome {
+        if race.winner > 0 {
             extraRequests.countHedgeWon()
-            sink?.emit(.hedgeWon, attempt: attempt, hedge: winner)
+            sink?.emit(.hedgeWon, attempt: attempt, hedge: race.winner)
         }
-        return try outcome.get()
+        return response
     }
 
     /// The hedges this client sent, and those whose answer was their
