@@ -93,15 +93,19 @@ public enum PocketDeadline {
 
     /// The deadline bound, given in nanoseconds after `origin` (worked out
     /// by the synchronous `bound`s: an instant held by an async function
-    /// is allocated on its task, the type being resilient).
+    /// is allocated on its task, the type being resilient). The task-local
+    /// is bound where the caller runs, with no executor check on entry or
+    /// exit (the standard library's `withValue` takes an `isolation` and
+    /// checks whether to switch to it; its variant for callers that inherit
+    /// their executor does not), as a `nonisolated(nonsending)` function runs.
     @inline(__always)
     nonisolated(nonsending) private static func withDeadline<R>(nanoseconds nanos: Int64,
-                                                                _ operation: nonisolated(nonsending) () async throws -> R)
+                                                        _ operation: nonisolated(nonsending) () async throws -> R)
         async rethrows -> R {
         noteUse()
         // An earlier deadline already bound holds: nothing to bind.
         if stored <= nanos { return try await operation() }
-        return try await $stored.withValue(nanos, operation: operation)
+        return try await $stored._unsafeInheritExecutor_withValue(nanos, operation: operation)
     }
 
     @inline(__always)
