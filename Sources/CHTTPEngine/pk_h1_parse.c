@@ -44,6 +44,27 @@ static int pk__is_ows(unsigned char c) { return c == ' ' || c == '\t'; }
  * (RFC 9112 §4). */
 static int pk__is_text(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7F); }
 
+/* The index of the first byte of buf[i..end) that is not text (`end` when
+ * all are). Eight bytes at a time while none of them is a CTL (below 0x20,
+ * HTAB included, or 0x7F): a word with one stops the fast loop, and the
+ * byte loop decides from there, so the result is the byte loop's. Field
+ * values and reason phrases are where a head's bytes are. */
+#define PK__ONES 0x0101010101010101ULL
+#define PK__HIGHS 0x8080808080808080ULL
+static size_t pk__text_end(const char *buf, size_t i, size_t end) {
+  while (end > i && end - i >= 8) {
+    uint64_t w;
+    memcpy(&w, buf + i, 8);
+    uint64_t below_space = (w - PK__ONES * 0x20) & ~w & PK__HIGHS; /* a byte < 0x20 (exact for existence) */
+    uint64_t d = w ^ (PK__ONES * 0x7F);
+    uint64_t del = (d - PK__ONES) & ~d & PK__HIGHS;                  /* a byte == 0x7F */
+    if (below_space | del) break;
+    i += 8;
+  }
+  while (i < end && pk__is_text((unsigned char)buf[i])) i++;
+  return i;
+}
+
 static int pk__hexval(unsigned char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -122,7 +143,7 @@ static long pk__status_line(const char *buf, size_t end, pk_response_head *out) 
   if (buf[i] == ' ') i++;
   else if (buf[i] != PK_CR) return -PK_E_BAD_STATUS_LINE; /* "2000", "200X" */
   size_t r = i;
-  while (i < end && pk__is_text((unsigned char)buf[i])) i++;
+  i = pk__text_end(buf, i, end);
   if (i + 1 >= end || buf[i] != PK_CR || buf[i + 1] != PK_LF) return -PK_E_BAD_STATUS_LINE;
   out->reason = buf + r;
   out->reason_len = i - r;
@@ -153,7 +174,7 @@ static long pk__parse_head(char *buf, size_t end, pk_response_head *out, size_t 
       crlf[0] = crlf[1] = ' ';
       while (i < end && pk__is_ows((unsigned char)buf[i])) buf[i++] = ' ';
       size_t cs = i;
-      while (i < end && pk__is_text((unsigned char)buf[i])) i++;
+      i = pk__text_end(buf, i, end);
       if (i + 1 >= end || buf[i] != PK_CR || buf[i + 1] != PK_LF) return -PK_E_BAD_HEADER;
       size_t ce = i;
       while (ce > cs && pk__is_ows((unsigned char)buf[ce - 1])) ce--;
@@ -173,7 +194,7 @@ static long pk__parse_head(char *buf, size_t end, pk_response_head *out, size_t 
     size_t ne = i++;
     while (i < end && pk__is_ows((unsigned char)buf[i])) i++;
     size_t vs = i;
-    while (i < end && pk__is_text((unsigned char)buf[i])) i++;
+    i = pk__text_end(buf, i, end);
     if (i + 1 >= end || buf[i] != PK_CR || buf[i + 1] != PK_LF) return -PK_E_BAD_HEADER;
     size_t ve = i;
     while (ve > vs && pk__is_ows((unsigned char)buf[ve - 1])) ve--;

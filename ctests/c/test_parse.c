@@ -57,6 +57,42 @@ static void test_head(void) {
   EXPECT_EQ(bi.keep_alive, 0);
 }
 
+/* Field values and reason phrases are scanned eight bytes at a time: each
+ * byte value at each place of a long value (and of a long reason) gets the
+ * answer a byte-by-byte reading gives: text (HTAB, SP..0x7E, obs-text) is
+ * kept whole, any other control byte fails the head. */
+static void test_long_values(void) {
+  pk_header f[8];
+  pk_response_head h;
+  static char text[256];
+  const char *values = "0123456789abcdefghijklmnopqrstuvwxyz0123456789"; /* 46 bytes */
+  size_t vlen = strlen(values);
+  for (int c = 0; c < 256; c++) {
+    if (c == '\r' || c == '\n') continue; /* end the line: another test */
+    int is_text = c == '\t' || (c >= 0x20 && c != 0x7F);
+    for (size_t at = 0; at < vlen; at++) {
+      /* In a field value. */
+      int n = snprintf(text, sizeof text, "HTTP/1.1 200 OK\r\nX-Long: %s\r\n\r\n", values);
+      size_t start = strlen("HTTP/1.1 200 OK\r\nX-Long: ");
+      text[start + at] = (char)c;
+      long r = pk_parse_response_head(memcpy((char[256]){0}, text, (size_t)n), (size_t)n, 0,
+                                      &(pk_response_head){.headers = f, .num_headers = 8}, NULL);
+      EXPECT_EQ(r, is_text ? (long)n : (long)-PK_E_BAD_HEADER);
+      /* In the reason phrase. */
+      n = snprintf(text, sizeof text, "HTTP/1.1 200 %s\r\nA: b\r\n\r\n", values);
+      start = strlen("HTTP/1.1 200 ");
+      text[start + at] = (char)c;
+      r = pk_parse_response_head(memcpy((char[256]){0}, text, (size_t)n), (size_t)n, 0,
+                                 &(pk_response_head){.headers = f, .num_headers = 8}, NULL);
+      EXPECT_EQ(r, is_text ? (long)n : (long)-PK_E_BAD_STATUS_LINE);
+    }
+  }
+  /* The value read whole, its bytes where they were (one obs-text byte). */
+  const char *ok = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1 (Debian) \xe9t\xe9\r\n\r\n";
+  EXPECT_EQ(parse(ok, &h, f, 8), (long long)strlen(ok));
+  EXPECT_EQ(f[0].value_len, strlen("nginx/1.22.1 (Debian) \xe9t\xe9"));
+}
+
 static ssize_t chunked(const char *text, char *out, size_t *len) {
   pk_chunked d;
   pk_chunked_init(&d);
@@ -148,6 +184,7 @@ static void test_inflate_bomb(void) {
 }
 
 int main(void) {
+  test_long_values();
   test_head();
   test_chunked();
   test_writer();
