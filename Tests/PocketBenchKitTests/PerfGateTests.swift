@@ -15,11 +15,13 @@ final class PerfGateTests: XCTestCase {
         dir = NSTemporaryDirectory() + "perf-gate-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         // The stand-in prints $dir/counts.json (or the next of counts.N.json) and
-        // exits with $dir/status (0 without it), its reason on stderr.
+        // exits with $dir/status (0 without it), its reason on stderr; it
+        // keeps the GLIBC_TUNABLES of its N-th run in $dir/tunables.N.
         let fake = """
             #!/usr/bin/env bash
             d=\(dir)
             n=$(cat "$d/calls" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" >"$d/calls"
+            echo "${GLIBC_TUNABLES:-}" >"$d/tunables.$n"
             if [ -f "$d/status" ]; then echo "pocket-bench --count: no hardware counter and no valgrind" >&2; exit "$(cat "$d/status")"; fi
             if [ -f "$d/counts.$n.json" ]; then cat "$d/counts.$n.json"; else cat "$d/counts.json"; fi
             """
@@ -119,14 +121,24 @@ final class PerfGateTests: XCTestCase {
         XCTAssertTrue(out.contains("instructions_source perf, this run with callgrind: not comparable"), out)
     }
 
-    func testUpdateWritesMediansSpreadAndTolerance() throws {
+    /// Three runs, then one with glibc's AVX2 and ERMS string functions
+    /// masked (`send`: that run's count of send_c1).
+    private func update(otherCPU send: Double) throws -> [String: Any] {
         for (i, send) in [1000.0, 1010.0, 1004.0].enumerated() {
             try counts(send: send).write(toFile: dir + "/counts.\(i + 1).json", atomically: true, encoding: .utf8)
         }
+        try counts(send: send).write(toFile: dir + "/counts.4.json", atomically: true, encoding: .utf8)
         let (status, out) = try gate(["--update"], env: ["RUNS": "3"])
         XCTAssertEqual(status, 0, out)
+        let tunables = try String(contentsOfFile: dir + "/tunables.4", encoding: .utf8)
+        XCTAssertTrue(tunables.contains("-AVX2") && tunables.contains("-ERMS"), "the last run masks them: \(tunables)")
+        XCTAssertEqual(try String(contentsOfFile: dir + "/tunables.1", encoding: .utf8), "\n", "the others do not")
         let data = try Data(contentsOf: URL(fileURLWithPath: dir + "/baseline.json"))
-        let base = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    func testUpdateWritesMediansSpreadAndTolerance() throws {
+        let base = try update(otherCPU: 1005)   // shifted by 0.1 %: the spread decides
         let counts = try XCTUnwrap(base["counts"] as? [String: [String: Double]])
         XCTAssertEqual(counts["send_c1"]?["instructions_per_req"], 1004)
         let spread = try XCTUnwrap(base["spread_pct"] as? [String: [String: Double]])
@@ -134,5 +146,14 @@ final class PerfGateTests: XCTestCase {
         XCTAssertEqual(base["tolerance_pct"] as? Double, 1.99) // twice the largest spread
         XCTAssertEqual(base["runs"] as? Int, 3)
         XCTAssertEqual(base["instructions_source"] as? String, "callgrind")
+    }
+
+    func testTheToleranceCoversTheShiftOtherStringFunctionsMake() throws {
+        let base = try update(otherCPU: 1024.08)   // shifted by 2.0 %: a quarter more is 2.5 %
+        XCTAssertEqual(try XCTUnwrap(base["other_cpu_shift_pct"] as? Double), 2.0, accuracy: 0.001)
+        XCTAssertEqual(base["tolerance_pct"] as? Double, 2.5)
+        try FileManager.default.removeItem(atPath: dir + "/calls")   // the stand-in's runs counted anew
+        let capped = try update(otherCPU: 1100)   // 9.6 %: at most 3
+        XCTAssertEqual(capped["tolerance_pct"] as? Double, 3.0)
     }
 }
