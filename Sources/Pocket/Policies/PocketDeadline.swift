@@ -151,10 +151,12 @@ public enum PocketDeadline {
     }
 
     /// A deadline `duration` from now, in nanoseconds after `origin`
-    /// (saturating): never `.max`.
+    /// (saturating): never `.max`. From `ContinuousClock.now`, not the raw
+    /// clock: `current` is then exactly `.now + duration` (the raw clock's
+    /// origin was read a moment before `origin`, so a deadline from it would
+    /// read that moment later).
     static func bound(after duration: Duration) -> Int64 {
-        let (sum, overflow) = nowNanos().addingReportingOverflow(duration.nanoseconds)
-        return overflow ? (duration > .zero ? .max - 1 : .min) : min(sum, .max - 1)
+        bound(.now + duration)
     }
 
     /// The instant `nanoseconds` after `origin`; nil for `.max` (none).
