@@ -172,6 +172,16 @@ final class DeadlineTests: XCTestCase {
         await PocketDeadline.withDeadline(in: .seconds(-5)) {
             XCTAssertLessThan(PocketDeadline.remaining!, .seconds(-4), "a deadline in the past has passed")
         }
+        await PocketDeadline.withDeadline(at: .now + .seconds(Int64.max)) {
+            XCTAssertNotNil(PocketDeadline.current, "a far instant is still a deadline")
+        }
+        // A duration between two instants can hold more seconds than an
+        // Int64 does: its nanoseconds saturate (`components` would trap).
+        let long = (ContinuousClock.now + .seconds(Int64.max)) - (ContinuousClock.now - .seconds(10))
+        XCTAssertEqual(long.nanoseconds, .max)
+        XCTAssertEqual((.zero - long).nanoseconds, .min)
+        XCTAssertEqual(Duration.milliseconds(1500).nanoseconds, 1_500_000_000)
+        XCTAssertEqual(Duration.nanoseconds(-7).nanoseconds, -7)
     }
 
     func testAMiddlewareCanTightenTheDeadline() async throws {

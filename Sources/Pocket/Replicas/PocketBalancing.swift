@@ -124,8 +124,14 @@ enum ReplicaChoice {
 extension Duration {
     /// The duration in whole nanoseconds (saturating).
     var nanoseconds: Int64 {
+        // `components` traps when the seconds do not fit an Int64 (a
+        // duration between two instants can be that long): saturated first.
+        if self >= Self.maxNanoseconds { return .max }
+        if self <= Self.minNanoseconds { return .min }
         let (s, a) = components
-        let (ns, overflow) = s.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? (s < 0 ? .min : .max) : ns &+ a / 1_000_000_000
+        return s &* 1_000_000_000 &+ a / 1_000_000_000
     }
+
+    private static let maxNanoseconds = Duration.nanoseconds(Int64.max)
+    private static let minNanoseconds = Duration.nanoseconds(Int64.min)
 }
