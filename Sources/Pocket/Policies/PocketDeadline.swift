@@ -151,12 +151,13 @@ public enum PocketDeadline {
     }
 
     /// A deadline `duration` from now, in nanoseconds after `origin`
-    /// (saturating): never `.max`. From `ContinuousClock.now`, not the raw
-    /// clock: `current` is then exactly `.now + duration` (the raw clock's
-    /// origin was read a moment before `origin`, so a deadline from it would
-    /// read that moment later).
+    /// (saturating): never `.max`. From the raw clock, as every time the
+    /// request path reads: `current` (an instant made from it) reads as
+    /// much later than `.now + duration` as the raw clock's origin was read
+    /// before `origin`, a moment (see `epoch`).
     static func bound(after duration: Duration) -> Int64 {
-        bound(.now + duration)
+        let (sum, overflow) = nowNanos().addingReportingOverflow(duration.nanoseconds)
+        return overflow ? (duration > .zero ? .max - 1 : .min) : min(sum, .max - 1)
     }
 
     /// The instant `nanoseconds` after `origin`; nil for `.max` (none).

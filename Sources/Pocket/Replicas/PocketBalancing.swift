@@ -125,13 +125,13 @@ extension Duration {
     /// The duration in whole nanoseconds (saturating).
     var nanoseconds: Int64 {
         // `components` traps when the seconds do not fit an Int64 (a
-        // duration between two instants can be that long): saturated first.
-        if self >= Self.maxNanoseconds { return .max }
-        if self <= Self.minNanoseconds { return .min }
+        // duration between two instants can be that long). Under 2^92
+        // attoseconds either way (about 157 years) neither it nor the sum
+        // below can overflow; past that, the nanoseconds are clamped.
+        let attoseconds = attoseconds
+        let top = attoseconds >> 92
+        guard top == 0 || top == -1 else { return Int64(clamping: attoseconds / 1_000_000_000) }
         let (s, a) = components
         return s &* 1_000_000_000 &+ a / 1_000_000_000
     }
-
-    private static let maxNanoseconds = Duration.nanoseconds(Int64.max)
-    private static let minNanoseconds = Duration.nanoseconds(Int64.min)
 }
