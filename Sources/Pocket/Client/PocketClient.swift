@@ -252,7 +252,7 @@ public final class PocketClient: Sendable {
     /// The retry policy is the only middleware (no authentication, no
     /// retry deadline, the system clock; computed once): a request that
     /// brings none of its own makes its first attempt as with `unadapted`,
-    /// and only a failure the policy may retry goes on to the attempts loop.
+    /// and only an outcome the policy may retry goes on to the attempts loop.
     let retriesOnly: Bool
     /// `configuration.handling.cache`, read once per `send`.
     let responseCache: PocketResponseCache?

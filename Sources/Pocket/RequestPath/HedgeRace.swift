@@ -139,9 +139,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
             guard !s.settled else { return nil }
             var after = After()
             s.running -= 1
-            if case .success(let response)? = s.last?.arrival.outcome { after.discard = Discarded(response) }
-            s.last = nil
-            settle(&s, 0, &after)
+            settle(&s, accepting: 0, &after)
             return after
         }
     }
@@ -233,9 +231,7 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
                 // A loser's answer (cancelled, or later than the winner).
                 if case .success(let response) = outcome { after.discard = Discarded(response) }
             } else if acceptable {
-                if case .success(let response)? = s.last?.arrival.outcome { after.discard = Discarded(response) }
-                s.last = nil
-                settle(&s, n, &after)
+                settle(&s, accepting: n, &after)
                 if inPlace { after.mine = true } else { s.result = Held((n, outcome)) }
             } else {
                 if s.running == 0, !expired { after.hedge = nextHedge(&s) }
@@ -254,6 +250,14 @@ final class HedgeRace<D: ResponseDelivery>: HedgeTimer, @unchecked Sendable {
             }
             return after
         }
+    }
+
+    /// The race ends on runner `winner`'s acceptable answer: an
+    /// unacceptable one kept before it is dropped.
+    private func settle(_ s: inout State, accepting winner: Int, _ after: inout After) {
+        if case .success(let response)? = s.last?.arrival.outcome { after.discard = Discarded(response) }
+        s.last = nil
+        settle(&s, winner, &after)
     }
 
     /// The race ends on runner `winner`'s answer: the caller woken, every
