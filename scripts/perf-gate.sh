@@ -17,7 +17,11 @@
 # shows with glibc's AVX2 and ERMS string functions masked (GLIBC_TUNABLES:
 # the functions another CPU makes glibc pick; a CI machine may differ from
 # this one so, and another CPU may shift the counts further), whichever is
-# larger; at least 0.5 % and at most 3 %. Instructions come from
+# larger; at least 0.5 % and at most 3 %. An allocation count may also grow
+# by up to 0.05 per request (`allocations_slack_per_req`): how many
+# connections a run at 64 opens anew, each allocating its buffers, depends
+# on how they are scheduled (up to 0.03 per request more on a loaded
+# machine), while one allocation more per request, or per 20, still fails. Instructions come from
 # perf_event_open, or from callgrind where the kernel has no hardware counter
 # (pocket-bench runs itself under valgrind then); where neither can count,
 # the gate fails and says why: it never skips. A baseline recorded with
@@ -98,6 +102,7 @@ base["recorded"] = time.strftime("%Y-%m-%d", time.gmtime())
 base["runs"] = len(runs)
 base["tolerance_pct"] = tolerance
 base["other_cpu_shift_pct"] = shift
+base["allocations_slack_per_req"] = 0.05
 base["tolerance_rule"] = ("twice the largest spread over the runs, or 1.25 times the largest shift with "
                           "glibc's AVX2 and ERMS string functions masked if larger; at least 0.5, at most 3")
 base["counts"] = counts
@@ -139,6 +144,7 @@ for k in ("instructions_source", "io_backend", "requests_per_case"):
         sys.exit(f"perf-gate: FAIL: the baseline was counted with {k} {base.get(k)}, this run with {now.get(k)}: "
                  "not comparable (record a baseline on this machine: scripts/perf-gate.sh --update)")
 tol = float(base["tolerance_pct"])
+slack = float(base.get("allocations_slack_per_req", 0.0))
 grown, fell = [], []
 print(f"perf-gate: per request, against {sys.argv[1]} (tolerance {tol} %, instructions from {now['instructions_source']})")
 for case, metrics in base["counts"].items():
@@ -150,7 +156,8 @@ for case, metrics in base["counts"].items():
         growth = 100 * (v - b) / b if b else (0.0 if v == 0 else float("inf"))
         line = f"{case} {metric}: baseline {b}, now {v}, {growth:+.2f} %"
         print("  " + line)
-        if growth > tol:
+        allowed = max(b * tol / 100, slack) if metric == "heap_allocs_per_req" else b * tol / 100
+        if v - b > allowed:
             grown.append(line)
         elif growth < -tol:
             fell.append(line)

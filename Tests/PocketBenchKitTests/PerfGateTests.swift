@@ -42,11 +42,12 @@ final class PerfGateTests: XCTestCase {
         """
     }
 
-    private func baseline(tolerance: Double = 3, source: String = "callgrind") throws {
+    private func baseline(tolerance: Double = 3, source: String = "callgrind", allocs: Double = 1.5,
+                          slack: Double = 0.05) throws {
         let text = """
             {"instructions_source": "\(source)", "requests_per_case": 2000, "io_backend": "io_uring",
-             "tolerance_pct": \(tolerance),
-             "counts": {"send_c1": {"instructions_per_req": 1000.0, "heap_allocs_per_req": 1.5},
+             "tolerance_pct": \(tolerance), "allocations_slack_per_req": \(slack),
+             "counts": {"send_c1": {"instructions_per_req": 1000.0, "heap_allocs_per_req": \(allocs)},
                         "stream_c64": {"instructions_per_req": 25000.0, "heap_allocs_per_req": 7.0}}}
             """
         try text.write(toFile: dir + "/baseline.json", atomically: true, encoding: .utf8)
@@ -87,6 +88,17 @@ final class PerfGateTests: XCTestCase {
         XCTAssertTrue(out.contains("FAIL: grew beyond 3.0 %: send_c1 instructions_per_req: baseline 1000.0, now 1050.0, +5.00 %"), out)
         XCTAssertTrue(out.contains("FAIL: grew beyond 3.0 %: send_c1 heap_allocs_per_req: baseline 1.5, now 1.6, +6.67 %"), out)
         XCTAssertFalse(out.contains("FAIL: grew beyond 3.0 %: stream_c64"), out)
+    }
+
+    func testAllocationsMayGrowByTheSlackAbovePercentages() throws {
+        try baseline(allocs: 1.0)
+        try counts(send: 1000, allocs: 1.04).write(toFile: dir + "/counts.json", atomically: true, encoding: .utf8)
+        var (status, out) = try gate()
+        XCTAssertEqual(status, 0, "+4 % but 0.04 of an allocation per request: within the slack\n\(out)")
+        try counts(send: 1000, allocs: 1.06).write(toFile: dir + "/counts.json", atomically: true, encoding: .utf8)
+        (status, out) = try gate()
+        XCTAssertEqual(status, 1, out)
+        XCTAssertTrue(out.contains("FAIL: grew beyond 3.0 %: send_c1 heap_allocs_per_req: baseline 1.0, now 1.06, +6.00 %"), out)
     }
 
     func testAFallReportsButPasses() throws {
@@ -144,6 +156,7 @@ final class PerfGateTests: XCTestCase {
         let spread = try XCTUnwrap(base["spread_pct"] as? [String: [String: Double]])
         XCTAssertEqual(try XCTUnwrap(spread["send_c1"]?["instructions_per_req"]), 0.996, accuracy: 0.001)
         XCTAssertEqual(base["tolerance_pct"] as? Double, 1.99) // twice the largest spread
+        XCTAssertEqual(base["allocations_slack_per_req"] as? Double, 0.05)
         XCTAssertEqual(base["runs"] as? Int, 3)
         XCTAssertEqual(base["instructions_source"] as? String, "callgrind")
     }
