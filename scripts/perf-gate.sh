@@ -21,8 +21,8 @@
 # by up to 0.05 per request (`allocations_slack_per_req`): how many
 # connections a run at 64 opens anew, each allocating its buffers, depends
 # on how they are scheduled (up to 0.03 per request more on a loaded
-# machine), while one allocation more per request, or per 20, still fails. Instructions come from
-# perf_event_open, or from callgrind where the kernel has no hardware counter
+# machine), while one allocation more per request, or per 20, still fails.
+# Instructions come from perf_event_open, or from callgrind where the kernel has no hardware counter
 # (pocket-bench runs itself under valgrind then); where neither can count,
 # the gate fails and says why: it never skips. A baseline recorded with
 # another instruction source or I/O backend is not comparable: the gate fails
@@ -36,16 +36,16 @@ update=0
 for a in "$@"; do
   case "$a" in
     --update) update=1 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "perf-gate: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
 RUNS="${RUNS:-10}"
 BASELINE="${BASELINE:-Benchmarks/baseline.json}"
 log() { echo "perf-gate: $*" >&2; }
+fail() { echo "perf-gate: FAIL: $*" >&2; exit 1; }
 # What another CPU may make glibc pick: its AVX2 and ERMS string functions masked.
 OTHER_CPU="glibc.cpu.hwcaps=-AVX2,-ERMS,-AVX_Fast_Unaligned_Load"
-fail() { echo "perf-gate: FAIL: $*" >&2; exit 1; }
 command -v python3 >/dev/null 2>&1 || fail "python3 is needed to compare the counts"
 TMP="$(mktemp -d /tmp/pocket-perf-gate.XXXXXX)"
 trap 'rm -rf "$TMP"' EXIT
