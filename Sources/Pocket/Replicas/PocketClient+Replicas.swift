@@ -17,11 +17,11 @@ extension PocketClient {
         history?.add(index: lease.index, generation: lease.generation)
         let response: D.Response
         do {
-            if set.moves, hasTransport || proxies != nil || request.proxy != nil {
-                response = try await movedHop(request, to: lease.endpoint, progress: progress, delivery)
+            if let endpoint = lease.endpoint, hasTransport || proxies != nil || request.proxy != nil {
+                response = try await movedHop(request, to: endpoint, progress: progress, delivery)
             } else {
                 // The engine connects to the replica: the request itself is sent as it is (no copy).
-                response = try await directHop(request, to: set.moves ? lease.endpoint : nil, progress: progress, delivery)
+                response = try await directHop(request, to: lease.endpoint, progress: progress, delivery)
             }
         } catch {
             set.finish(lease, failure: ReplicaRouter.countsAgainstReplica(error))

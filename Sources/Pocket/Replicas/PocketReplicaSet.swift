@@ -211,7 +211,9 @@ public final class PocketReplicaSet: Sendable {
 
     /// One request's replica: where it goes and how to report its end.
     struct Lease {
-        let endpoint: PocketReplicaEndpoint
+        /// Where the hop goes: nil for a set that does not move its
+        /// requests (a plain origin's breaker), whose list never changes.
+        let endpoint: PocketReplicaEndpoint?
         let index: Int
         let generation: Int
         let started: Int64
@@ -222,15 +224,16 @@ public final class PocketReplicaSet: Sendable {
     func lease(avoiding history: ReplicaHistory?) throws(PocketError) -> Lease {
         let time = now()
         // The lease is made under the lock: the list is not copied out.
-        let (lease, choice, count, problem) = state.withLock { inner -> (Lease?, ReplicaSetState.Choice, Int, String?) in
-            let choice = inner.set.choose(at: time, avoiding: history?.used(generation: inner.set.generation) ?? 0)
-            if case .replica(let index, _) = choice {
-                return (Lease(endpoint: inner.set.replicas[index].endpoint, index: index, generation: inner.set.generation,
-                              started: time), choice, 0, nil)
-            }
-            return (nil, choice, inner.set.replicas.count, inner.discoveryProblem)
+        var choice = ReplicaSetState.Choice.empty
+        if let lease = state.withLock({ inner -> Lease? in
+            choice = inner.set.choose(at: time, avoiding: history?.used(generation: inner.set.generation) ?? 0)
+            guard case .replica(let index, _) = choice else { return nil }
+            return Lease(endpoint: moves ? inner.set.endpoint(at: index) : nil, index: index,
+                         generation: inner.set.generation, started: time)
+        }) {
+            return lease
         }
-        if let lease { return lease }
+        let (count, problem) = state.withLock { ($0.set.replicas.count, $0.discoveryProblem) }
         switch choice {
         case .replica:
             preconditionFailure("a replica's lease is made under the lock")

@@ -34,17 +34,29 @@ final class ReplicaRouter: Sendable {
         originEjection = configuration.originEjection
     }
 
-    /// The set a hop to `target` goes through: the set named by its host,
-    /// else its origin's breaker (when configured), else nil.
+    /// The set a hop of `request` goes through: the set named by its
+    /// host, else its origin's breaker (when configured), else nil. (The
+    /// target's fields are read one by one: a copy of the whole `Target`
+    /// out of the request's storage would retain each of its strings.)
+    func set(for request: PocketRequest) -> PocketReplicaSet? {
+        set(https: request.target.https, host: request.target.host, port: request.target.port,
+            unix: request.target.unixPath != nil)
+    }
+
+    /// `set(for:)` of a request to `target`.
     func set(for target: Target) -> PocketReplicaSet? {
-        if target.unixPath != nil { return nil }
-        if !sets.isEmpty, let set = named(target.host) { return set }
+        set(https: target.https, host: target.host, port: target.port, unix: target.unixPath != nil)
+    }
+
+    private func set(https: Bool, host: String, port: UInt16, unix: Bool) -> PocketReplicaSet? {
+        if unix { return nil }
+        if !sets.isEmpty, let set = named(host) { return set }
         guard let originEjection else { return nil }
-        let key = OriginKey(https: target.https, host: target.host, port: target.port)
+        let key = OriginKey(https: https, host: host, port: port)
         return origins.withLock { origins in
             if let set = origins[key] { return set }
             guard origins.count < Self.maxOrigins else { return nil }
-            let origin = PocketReplicaEndpoint(scheme: target.https ? "https" : "http", host: target.host, port: target.port)
+            let origin = PocketReplicaEndpoint(scheme: https ? "https" : "http", host: host, port: port)
             let set = PocketReplicaSet(name: origin.origin, balancing: .roundRobin, ejection: originEjection, moves: false)
             set.update([origin])
             origins[key] = set

@@ -14,6 +14,11 @@ struct ReplicaSetState {
         var ejections: UInt64 = 0
     }
 
+    /// The endpoint of the replica at `index` (only it copied, not the replica).
+    func endpoint(at index: Int) -> PocketReplicaEndpoint {
+        replicas.withUnsafeBufferPointer { $0[index].endpoint }
+    }
+
     /// What `choose` decided.
     enum Choice: Equatable {
         /// Send to this replica; `probe`: it is the half-open breaker's probe.
@@ -139,12 +144,14 @@ struct ReplicaSetState {
     }
 
     /// `finish` with the latency in nanoseconds (the set's clock's unit).
-    mutating func finish(_ endpoint: PocketReplicaEndpoint, index: Int, generation chosenFrom: Int, failure: Bool?,
+    /// (`endpoint` may be nil when the list never changes: a plain
+    /// origin's breaker.)
+    mutating func finish(_ endpoint: PocketReplicaEndpoint?, index: Int, generation chosenFrom: Int, failure: Bool?,
                          latencyNanos latency: Int64, at now: Int64) -> Change {
         let i: Int
         if chosenFrom == generation, index < replicas.count {
             i = index
-        } else if let found = replicas.firstIndex(where: { $0.endpoint == endpoint }) {
+        } else if let endpoint, let found = replicas.firstIndex(where: { $0.endpoint == endpoint }) {
             i = found
         } else {
             return .none   // removed from the set meanwhile
@@ -162,16 +169,16 @@ struct ReplicaSetState {
         case .none:
             return .none
         case .restored:
-            return .restored(endpoint)
+            return .restored(replicas[i].endpoint)
         case .reejected(let length):
             replicas[i].ejections += 1
-            return .ejected(endpoint, for: length)
+            return .ejected(replicas[i].endpoint, for: length)
         case .tripped:
             let out = replicas.reduce(0) { $0 + ($1.health.isOut ? 1 : 0) }
             guard out < ejection.maxEjected(of: replicas.count) else { return .none }
             let length = replicas[i].health.eject(at: now, policy: ejection)
             replicas[i].ejections += 1
-            return .ejected(endpoint, for: length)
+            return .ejected(replicas[i].endpoint, for: length)
         }
     }
 }

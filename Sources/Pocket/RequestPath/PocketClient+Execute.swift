@@ -121,7 +121,7 @@ extension PocketClient {
     @inline(__always)
     nonisolated(nonsending) func execute<D: ResponseDelivery>(
         _ request: PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?, sink given: EventSink?,
-        _ delivery: D
+        _ delivery: consuming D
     ) async throws -> D.Response {
         extraRequests.deposit()   // the budgets' count of requests
         // Nothing to adapt, retry, authenticate or report (middleware that
@@ -129,11 +129,14 @@ extension PocketClient {
         // the client's hedging policy), then validation.
         if given == nil, unadapted || retriesOnly || (gatedOnly && !chain.engages(request)), options.hasNoPolicies,
            options.middleware.isEmpty, options.observers.isEmpty, !hub.isListening, request.authentication == nil {
-            if retriesOnly || PocketDeadline.inUse {
+            if retriesOnly || (deadlineHeader != nil && PocketDeadline.inUse) {
                 return try await executeFirstAttempt(request, options: options, progress: progress, delivery)
             }
-            var response = try await fetching(request, hedging: hedging, deadline: .max, attempt: 1, sink: nil, progress: progress,
-                                              delivery)
+            // A task deadline cuts each hop's total timeout (the delivery
+            // carries it to the engine); its passing is `.deadlineExceeded`.
+            let deadline = PocketDeadline.inUse ? try cut(&delivery, request.timeouts, to: PocketDeadline.currentNanos) : .max
+            var response = try await fetching(request, hedging: hedging, deadline: deadline, attempt: 1, sink: nil,
+                                              progress: progress, delivery)
             if let failure = accept(&response, sent: request) {
                 await response.discardBody()
                 throw failure
@@ -143,10 +146,10 @@ extension PocketClient {
         return try await executeAdapted(request, options: options, progress: progress, sink: given, delivery)
     }
 
-    /// `execute`'s one attempt when a task deadline may be set (each hop's
-    /// total timeout cut to what is left of it) or the retry policy is the
-    /// only middleware (`retriesOnly`): no middleware context is made for
-    /// it. An outcome the policy may retry (a failure, or a status a
+    /// `execute`'s one attempt when the retry policy is the only middleware
+    /// (`retriesOnly`), or a task deadline may be set and the client sends
+    /// the time left in a header (the request is then changed): no
+    /// middleware context is made for it. An outcome the policy may retry (a failure, or a status a
     /// validation or the policy's table may turn away) goes on to the
     /// attempts loop as attempt 1 (`retried`). Out of line: the deadline,
     /// the start and the flags held across the exchange would grow every
@@ -226,7 +229,7 @@ extension PocketClient {
     @inline(__always)
     nonisolated(nonsending) func hop<D: ResponseDelivery>(_ request: PocketRequest, progress: PocketProgressHandler?,
                                                           _ delivery: D) async throws -> D.Response {
-        if let replicas, let set = replicas.set(for: request.target) {
+        if let replicas, let set = replicas.set(for: request) {
             return try await routedHop(request, through: set, progress: progress, delivery)
         }
         return try await directHop(request, to: nil, progress: progress, delivery)
@@ -240,13 +243,27 @@ extension PocketClient {
     nonisolated(nonsending) func directHop<D: ResponseDelivery>(_ request: PocketRequest, to replica: PocketReplicaEndpoint?,
                                                                 progress: PocketProgressHandler?, _ delivery: D) async throws -> D.Response {
         if hasTransport, let transport = configuration.handling.transport {   // the flag: no existential copied per hop
-            return try delivery.deliver(await transport.send(request, progress: progress))
+            return try await transportHop(request, through: transport, progress: progress, delivery)
         }
         if proxies == nil, request.proxy == nil {
             return try await engineHop(request, to: replica, progress: progress, delivery)
         }
         return try await answeringProxy(request) { request in
             try await self.engineHop(request, to: replica, progress: progress, delivery)
+        }
+    }
+
+    /// A hop through the configured transport: a total timeout of its own
+    /// while the task's deadline bounds the hop (`delivery.deadlineNanos`)
+    /// is reported as the deadline, as an engine hop's is.
+    @inline(never)
+    nonisolated(nonsending) private func transportHop<D: ResponseDelivery>(
+        _ request: PocketRequest, through transport: any PocketTransport, progress: PocketProgressHandler?, _ delivery: D
+    ) async throws -> D.Response {
+        do {
+            return try delivery.deliver(await transport.send(request, progress: progress))
+        } catch {
+            throw delivery.deadlineNanos == .max ? error : Self.deadlineReached(error, attempt: nil)
         }
     }
 
@@ -261,7 +278,8 @@ extension PocketClient {
         do {
             response = try await run(request, inflight, to: replica, deadline: delivery.deadlineNanos)
         } catch {
-            throw delivery.failed(error, inflight)
+            // A total timeout the task's deadline cut is the deadline passing.
+            throw delivery.failed(delivery.deadlineNanos == .max ? error : Self.deadlineReached(error, attempt: nil), inflight)
         }
         if response.timings.retried { extraRequests.chargeResend() }
         return delivery.response(response, from: &inflight, client: self)
@@ -519,24 +537,43 @@ extension PocketClient {
     private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D, to deadline: Int64,
                                             attempt: Int) throws -> Bool {
         guard deadline != .max else { return false }
+        let remaining = try cutting(&delivery, sent.timeouts, to: deadline, attempt: attempt)
+        if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(nanoseconds: remaining)) }
+        return delivery.deadlineNanos != .max
+    }
+
+    /// `delivery`'s hops bounded by `deadline` (as `limit`, for the first
+    /// attempt of a request that sends no deadline header: `timeouts` are
+    /// its own); returns `deadline`.
+    @inline(never)
+    private func cut<D: ResponseDelivery>(_ delivery: inout D, _ timeouts: PocketTimeouts?, to deadline: Int64) throws -> Int64 {
+        if deadline != .max { _ = try cutting(&delivery, timeouts, to: deadline, attempt: 1) }
+        return deadline
+    }
+
+    /// Sets `delivery.deadlineNanos` to `deadline` when it comes before
+    /// the total timeout ends (the request's `timeouts`, else the
+    /// client's: `.max` otherwise); returns the nanoseconds left. Throws
+    /// `.deadlineExceeded` when it has passed.
+    private func cutting<D: ResponseDelivery>(_ delivery: inout D, _ timeouts: PocketTimeouts?, to deadline: Int64,
+                                              attempt: Int) throws -> Int64 {
         let now = PocketDeadline.nowNanos()
         guard deadline > now else {
             throw PocketError(.deadlineExceeded, "the task's deadline passed before attempt \(attempt)")
         }
         let remaining = deadline - now
         // The request's total timeout, else the client's (worked out once).
-        let total = sent.timeouts.map { $0.total?.nanoseconds ?? .max } ?? engineTimeouts.totalNanos
-        let bound = remaining < total
-        delivery.deadlineNanos = bound ? deadline : .max
-        if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(nanoseconds: remaining)) }
-        return bound
+        let total = timeouts.map { $0.total?.nanoseconds ?? .max } ?? engineTimeouts.totalNanos
+        delivery.deadlineNanos = remaining < total ? deadline : .max
+        return remaining
     }
 
     /// An attempt's total timeout that the task's deadline had cut,
     /// reported as the deadline it is.
-    static func deadlineReached(_ error: any Error, attempt: Int) -> any Error {
+    static func deadlineReached(_ error: any Error, attempt: Int?) -> any Error {
         guard let error = error as? PocketError, error.code == .totalTimeout else { return error }
-        return PocketError(.deadlineExceeded, "the task's deadline passed during attempt \(attempt)", underlying: error,
+        let during = attempt.map { "attempt \($0)" } ?? "the request"
+        return PocketError(.deadlineExceeded, "the task's deadline passed during \(during)", underlying: error,
                            response: error.response)
     }
 
