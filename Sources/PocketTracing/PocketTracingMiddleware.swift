@@ -68,7 +68,7 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// `adapt` and `observe`; none with a `NoOpTracer` of its own (the chain
     /// then skips the middleware). Without a tracer of its own both stay:
     /// a `withTracer` scope can supply one per task.
-    public var hooks: PocketMiddlewareHooks { tracer is NoOpTracer ? [] : [.adapt, .observe] }
+    public var hooks: PocketMiddlewareHooks { tracer.map(Self.isNoOp) ?? false ? [] : [.adapt, .observe] }
 
 
     /// Whether `adapt` has work for a request made now: a deadline in the
@@ -78,9 +78,20 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// sends a request without either as it sends one with no middleware.
     package func engages(_ request: PocketRequest) -> Bool {
         if ServiceContext.current?.pocketDeadline != nil { return true }
-        if let tracer { return !(tracer is NoOpTracer) }
+        if let tracer { return !Self.isNoOp(tracer) }
         let instrument = InstrumentationSystem.instrument
-        return !(instrument is NoOpInstrument || instrument is NoOpTracer)
+        return !(Self.isNoOp(instrument) || type(of: instrument) == NoOpTracer.self)
+    }
+
+    /// Whether `instrument` is the no-op instrument, or `tracer` the no-op
+    /// tracer (both structs): the type compared, where `is` would go
+    /// through the runtime's dynamic cast on every request.
+    static func isNoOp(_ instrument: any Instrument) -> Bool {
+        type(of: instrument) == NoOpInstrument.self
+    }
+
+    static func isNoOp(_ tracer: any Tracer) -> Bool {
+        type(of: tracer) == NoOpTracer.self
     }
 
     /// Only an attempt whose `adapt` started a span has one to end: without
@@ -116,10 +127,10 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             // `InstrumentationSystem.tracer` would find again; only a
             // multiplex instrument is searched for one.
             let instrument = InstrumentationSystem.instrument
-            if instrument is NoOpInstrument { return request }
+            if Self.isNoOp(instrument) { return request }
             tracer = (instrument as? any Tracer) ?? InstrumentationSystem.tracer
         }
-        if tracer is NoOpTracer { return request } // the same: no span, nothing injected
+        if Self.isNoOp(tracer) { return request } // the same: no span, nothing injected
         let parent = ServiceContext.current ?? .topLevel
         let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .client)
         // The context goes out even for a span that records nothing (a
@@ -135,20 +146,17 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             return sent
         }
         let url = request.url
-        // Set as `SpanAttribute`s (the subscript boxes each value as a
-        // `SpanAttributeConvertible` first), into room made once.
-        span.updateAttributes { attributes in
-            attributes.reserveCapacity(attributes.count + 5)
-            attributes.set("http.request.method", value: .string(request.method.rawValue))
-            attributes.set("url.full", value: .string(Self.fullURL(url, recordsQuery: recordsQuery)))
+        Self.set(on: span) { put in
+            put("http.request.method", .string(request.method.rawValue))
+            put("url.full", .string(Self.fullURL(url, recordsQuery: recordsQuery)))
             if let server = request.server {   // parsed once with the URL
-                attributes.set("server.address", value: .string(server.host))
-                attributes.set("server.port", value: .int64(Int64(server.port)))
+                put("server.address", .string(server.host))
+                put("server.port", .int64(Int64(server.port)))
             } else {
-                if let host = url.host { attributes.set("server.address", value: .string(host)) }
-                attributes.set("server.port", value: .int64(Int64(url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80))))
+                if let host = url.host { put("server.address", .string(host)) }
+                put("server.port", .int64(Int64(url.port ?? ((url.scheme?.lowercased() == "https") ? 443 : 80))))
             }
-            if context.attempt > 1 { attributes.set("http.request.resend_count", value: .int64(Int64(context.attempt - 1))) }
+            if context.attempt > 1 { put("http.request.resend_count", .int64(Int64(context.attempt - 1))) }
         }
         context.keepAttemptObject(Started(attempt: context.attempt, span: span))
         return sent
@@ -163,16 +171,14 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
         let end = DefaultTracerClock.now
         switch outcome {
         case .success(let response):
-            span.updateAttributes { attributes in
-                attributes.reserveCapacity(attributes.count + 5)
-                attributes.set("http.response.status_code", value: .int64(Int64(response.status)))
-                attributes.set("network.protocol.version",
-                               value: .string(response.httpMinorVersion == 1 ? "1.1" : "1.\(response.httpMinorVersion)"))
+            Self.set(on: span) { put in
+                put("http.response.status_code", .int64(Int64(response.status)))
+                put("network.protocol.version", .string(response.httpMinorVersion == 1 ? "1.1" : "1.\(response.httpMinorVersion)"))
                 if let peer = response.timings.remoteAddress {
-                    attributes.set("network.peer.address", value: .string(peer))
-                    attributes.set("network.peer.port", value: .int64(Int64(response.timings.remotePort)))
+                    put("network.peer.address", .string(peer))
+                    put("network.peer.port", .int64(Int64(response.timings.remotePort)))
                 }
-                if response.status >= 400 { attributes.set("error.type", value: .string(String(response.status))) }
+                if response.status >= 400 { put("error.type", .string(String(response.status))) }
             }
             if response.status >= 400 { span.setStatus(SpanStatus(code: .error)) }
             Self.addTimingEvents(response.timings, to: span, endingAt: end)
@@ -183,6 +189,25 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
             span.setStatus(SpanStatus(code: .error, message: "\(error)"))
         }
         span.end(at: end)
+    }
+
+    /// Up to five attributes, each given to `put`, set on `span`. A span
+    /// with none yet gets them as one dictionary made here at its size;
+    /// others get them set one by one, into room made once.
+    /// (`SpanAttributes`' own calls are not specialized for its types:
+    /// each insert that grows it goes through the standard library's
+    /// generic code.)
+    static func set(on span: any Span, _ attributes: ((String, SpanAttribute) -> Void) -> Void) {
+        span.updateAttributes { current in
+            if current.isEmpty {
+                var made = [String: SpanAttribute](minimumCapacity: 5)
+                attributes { made[$0] = $1 }
+                current = SpanAttributes(made)
+            } else {
+                current.reserveCapacity(current.count + 5)
+                attributes { current.set($0, value: $1) }
+            }
+        }
     }
 
     /// `dns`, `connect`, `tls` and `first_byte` events, placed from the
