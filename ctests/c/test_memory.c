@@ -93,12 +93,14 @@ int main(void) {
          p.idle, p.served, p.holding, p.free_bufs);
   EXPECT_EQ(p.idle, st.connections_opened);
   EXPECT_EQ(p.holding, 0);
-  /* Every connection that served a request gave its buffer back. One the
-   * pool opened for a request that a connection freed meanwhile took
-   * serves none: it never had a buffer (a loaded machine makes that
-   * happen). */
+  /* The buffers are back on the free list. There can be fewer than the
+   * connections that served a request: on a loaded machine a connection
+   * that finished connecting after another went idle took the buffer that
+   * one gave back, so two connections served with one buffer. That the
+   * list holds every buffer the burst made is the second burst's check
+   * (it takes them from there), and LeakSanitizer's at exit. */
   EXPECT(p.served > 0);
-  EXPECT(p.free_bufs >= p.served);
+  EXPECT(p.free_bufs > 0);
 
   /* The same burst again: its buffers come from the free list. */
   uint64_t allocs = pk_alloc_count();
