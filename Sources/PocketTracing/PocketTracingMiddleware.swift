@@ -68,7 +68,7 @@ public struct PocketTracingMiddleware: PocketMiddleware, PocketAttemptObserver, 
     /// `adapt` and `observe`; none with a `NoOpTracer` of its own (the chain
     /// then skips the middleware). Without a tracer of its own both stay:
     /// a `withTracer` scope can supply one per task.
-    public var hooks: PocketMiddlewareHooks { tracer.map(Self.isNoOp) ?? false ? [] : [.adapt, .observe] }
+    public var hooks: PocketMiddlewareHooks { (tracer.map(Self.isNoOp) ?? false) ? [] : [.adapt, .observe] }
 
 
     /// Whether `adapt` has work for a request made now: a deadline in the

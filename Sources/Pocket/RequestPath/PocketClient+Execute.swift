@@ -149,11 +149,11 @@ extension PocketClient {
     /// `execute`'s one attempt when the retry policy is the only middleware
     /// (`retriesOnly`), or a task deadline may be set and the client sends
     /// the time left in a header (the request is then changed): no
-    /// middleware context is made for it. An outcome the policy may retry (a failure, or a status a
-    /// validation or the policy's table may turn away) goes on to the
-    /// attempts loop as attempt 1 (`retried`). Out of line: the deadline,
-    /// the start and the flags held across the exchange would grow every
-    /// request's frame.
+    /// middleware context is made for it. An outcome the policy may retry
+    /// (a failure, or a status a validation or the policy's table may turn
+    /// away) goes on to the attempts loop as attempt 1 (`retried`). Out of
+    /// line: the deadline, the start and the flags held across the exchange
+    /// would grow every request's frame.
     @inline(never)
     nonisolated(nonsending) func executeFirstAttempt<D: ResponseDelivery>(
         _ request: consuming PocketRequest, options: PocketSendOptions, progress: PocketProgressHandler?,
