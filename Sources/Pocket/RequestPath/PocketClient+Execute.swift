@@ -167,13 +167,12 @@ extension PocketClient {
         let deadline = PocketDeadline.inUse ? PocketDeadline.currentNanos : .max   // a task-local: read once
         // The request itself is cut (a deadline header set): the loop's
         // attempts set their own.
-        let bound = try limit(&request, &delivery, to: deadline, attempt: 1)
+        try limit(&request, &delivery, to: deadline, attempt: 1)
         var response: D.Response
         do {
             response = try await fetching(request, hedging: hedging, deadline: deadline, attempt: 1, sink: nil,
                                           progress: progress, delivery)
         } catch {
-            let error = bound ? Self.deadlineReached(error, attempt: 1) : error
             guard let started else { throw error }
             return try await retried(request, after: .failure(error), failure: nil, started: started,
                                      options: options, progress: progress, delivery)
@@ -263,7 +262,7 @@ extension PocketClient {
         do {
             return try delivery.deliver(await transport.send(request, progress: progress))
         } catch {
-            throw delivery.deadlineNanos == .max ? error : Self.deadlineReached(error, attempt: nil)
+            throw delivery.deadlineNanos == .max ? error : Self.deadlineReached(error)
         }
     }
 
@@ -279,7 +278,7 @@ extension PocketClient {
             response = try await run(request, inflight, to: replica, deadline: delivery.deadlineNanos)
         } catch {
             // A total timeout the task's deadline cut is the deadline passing.
-            throw delivery.failed(delivery.deadlineNanos == .max ? error : Self.deadlineReached(error, attempt: nil), inflight)
+            throw delivery.failed(delivery.deadlineNanos == .max ? error : Self.deadlineReached(error), inflight)
         }
         if response.timings.retried { extraRequests.chargeResend() }
         return delivery.response(response, from: &inflight, client: self)
@@ -397,7 +396,6 @@ extension PocketClient {
             let attempt = try Self.beginAttempt(context: context, sink: sink)
             let attemptStart = attempt == 1 ? firstStart : PocketDeadline.nowNanos()
             var sent = request
-            var bound = false   // whether the task deadline cut the attempt's total timeout
             do {
                 for adapter in chain.adapters {
                     switch adapter {
@@ -406,7 +404,7 @@ extension PocketClient {
                     }
                 }
                 if let deadline = chain.policy?.deadline { try limit(&sent, to: deadline, context: context, attempt: attempt) }
-                if PocketDeadline.inUse { bound = try limit(&sent, &delivery, to: context.deadlineNanoseconds, attempt: attempt) }
+                if PocketDeadline.inUse { try limit(&sent, &delivery, to: context.deadlineNanoseconds, attempt: attempt) }
             } catch {
                 if let response = try await settle(Result<R, any Error>.failure(error), failure: nil, request: request, sent: sent,
                                                    attempt: attempt, started: attemptStart, observing: observed && chain.observes(context),
@@ -429,7 +427,7 @@ extension PocketClient {
                 if failure == nil, !observing, delivered(response, sent: sent, attempt: attempt, sink: sink) { return response }
                 outcome = .success(response)
             } catch {
-                outcome = .failure(bound ? Self.deadlineReached(error, attempt: attempt) : error)
+                outcome = .failure(error)
                 observing = observed && chain.observes(context)
             }
             if let response = try await settle(outcome, failure: failure, request: request, sent: sent, attempt: attempt,
@@ -528,18 +526,16 @@ extension PocketClient {
     /// cut) when it comes before `sent`'s total timeout ends
     /// (`delivery.deadlineNanos`: each hop's total timeout is then cut to
     /// what is left), the time left sent in the deadline header when one is
-    /// configured; returns whether the deadline is what bounds the attempt
-    /// (its total timeout then means the deadline passed). Whole nanoseconds
-    /// throughout: no 128-bit arithmetic of `Duration` and
-    /// `ContinuousClock.Instant`. Out of line and synchronous, like the
-    /// async `attempts`' other rare steps.
+    /// configured (a hop's total timeout then reports the deadline passing:
+    /// `deadlineReached`). Whole nanoseconds throughout: no 128-bit
+    /// arithmetic of `Duration` and `ContinuousClock.Instant`. Out of line
+    /// and synchronous, like the async `attempts`' other rare steps.
     @inline(never)
     private func limit<D: ResponseDelivery>(_ sent: inout PocketRequest, _ delivery: inout D, to deadline: Int64,
-                                            attempt: Int) throws -> Bool {
-        guard deadline != .max else { return false }
+                                            attempt: Int) throws {
+        guard deadline != .max else { return }
         let remaining = try cutting(&delivery, sent.timeouts, to: deadline, attempt: attempt)
         if let deadlineHeader { sent.headers[deadlineHeader] = String(PocketDeadline.milliseconds(nanoseconds: remaining)) }
-        return delivery.deadlineNanos != .max
     }
 
     /// `delivery`'s hops bounded by `deadline` (as `limit`, for the first
@@ -568,12 +564,12 @@ extension PocketClient {
         return remaining
     }
 
-    /// An attempt's total timeout that the task's deadline had cut,
-    /// reported as the deadline it is.
-    static func deadlineReached(_ error: any Error, attempt: Int?) -> any Error {
+    /// A hop's total timeout that the task's deadline had cut
+    /// (`delivery.deadlineNanos`), reported as the deadline it is: the one
+    /// place for every hop, attempt and hedge.
+    static func deadlineReached(_ error: any Error) -> any Error {
         guard let error = error as? PocketError, error.code == .totalTimeout else { return error }
-        let during = attempt.map { "attempt \($0)" } ?? "the request"
-        return PocketError(.deadlineExceeded, "the task's deadline passed during \(during)", underlying: error,
+        return PocketError(.deadlineExceeded, "the task's deadline passed during the request", underlying: error,
                            response: error.response)
     }
 
